@@ -1,0 +1,255 @@
+// Package config loads hookinbox's configuration once, at start-up: defaults
+// that point at the local stack `make run` starts, then environment variables.
+// Nothing else reads the environment.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Local stack defaults. `make run` and the tests start the services there.
+const (
+	DefaultPostgresPort = 55432
+	DefaultTemporalPort = 7233
+	DefaultTemporalUI   = 8233
+	DefaultMailpitSMTP  = 1025
+	DefaultMailpitHTTP  = 8025
+)
+
+// Config is every setting of the binary. Each field documents its variable.
+type Config struct {
+	// DATABASE_URL: PostgreSQL connection string.
+	DatabaseURL string
+	// TEMPORAL_ADDRESS: host:port of the Temporal frontend.
+	TemporalAddress string
+	// TEMPORAL_NAMESPACE: namespace for workflows and schedules.
+	TemporalNamespace string
+	// TEMPORAL_API_KEY: API key for Temporal Cloud (implies TLS).
+	TemporalAPIKey string
+	// TEMPORAL_TLS: "true" to dial Temporal with TLS using system roots.
+	TemporalTLS bool
+	// TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY: client certificate for mTLS.
+	TemporalTLSCert string
+	TemporalTLSKey  string
+	// TEMPORAL_TLS_CA: CA bundle for the server certificate.
+	TemporalTLSCA string
+	// TEMPORAL_TLS_SERVER_NAME: overrides the TLS server name.
+	TemporalTLSServerName string
+	// HOOKINBOX_TASK_QUEUE: task queue of the resource workflows and activities.
+	TaskQueue string
+
+	// HOOKINBOX_HTTP_ADDR: listen address of the webhook intake.
+	HTTPAddr string
+	// HOOKINBOX_WORKER_ADDR: listen address of the worker's /metrics and health.
+	WorkerAddr string
+	// HOOKINBOX_MAX_BODY_BYTES: largest webhook body accepted (413 above).
+	MaxBodyBytes int64
+	// HOOKINBOX_SIGNATURE_TOLERANCE: accepted clock skew for timestamped schemes.
+	SignatureTolerance time.Duration
+	// HOOKINBOX_ENDPOINT_CACHE_TTL: how long the intake caches endpoints,
+	// secrets and account links. A miss or a failed check reloads at once.
+	EndpointCacheTTL time.Duration
+	// HOOKINBOX_HANDOFF_QUEUE: capacity of the intake's hand-off queue.
+	HandoffQueue int
+	// HOOKINBOX_HANDOFF_WORKERS: goroutines signalling Temporal.
+	HandoffWorkers int
+	// HOOKINBOX_HANDOFF_TIMEOUT: deadline of one SignalWithStart call.
+	HandoffTimeout time.Duration
+
+	// HOOKINBOX_SWEEP_INTERVAL: how often the sweeper schedule runs.
+	SweepInterval time.Duration
+	// HOOKINBOX_SWEEP_AFTER: a pending row older than this is signalled again.
+	SweepAfter time.Duration
+	// HOOKINBOX_IDLE_TIMEOUT: a resource workflow completes after this long idle.
+	IdleTimeout time.Duration
+	// HOOKINBOX_RETRY_BUDGET: attempts per event before it is exhausted.
+	RetryBudget int
+	// HOOKINBOX_RETRY_INITIAL, HOOKINBOX_RETRY_MAX: backoff base and cap.
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+	// HOOKINBOX_ACTIVITY_TIMEOUT: start-to-close timeout of one handling attempt.
+	ActivityTimeout time.Duration
+
+	// HOOKINBOX_LOG_FORMAT: "json" (default) or "text".
+	LogFormat string
+	// HOOKINBOX_LOG_LEVEL: debug, info, warn, error.
+	LogLevel string
+}
+
+// Default returns the configuration of the local stack.
+func Default() Config {
+	return Config{
+		DatabaseURL:        fmt.Sprintf("postgres://hookinbox@127.0.0.1:%d/hookinbox?sslmode=disable", DefaultPostgresPort),
+		TemporalAddress:    fmt.Sprintf("127.0.0.1:%d", DefaultTemporalPort),
+		TemporalNamespace:  "default",
+		TaskQueue:          "hookinbox",
+		HTTPAddr:           ":8080",
+		WorkerAddr:         ":9091",
+		MaxBodyBytes:       1 << 20,
+		SignatureTolerance: 5 * time.Minute,
+		EndpointCacheTTL:   10 * time.Second,
+		HandoffQueue:       10000,
+		HandoffWorkers:     8,
+		HandoffTimeout:     5 * time.Second,
+		SweepInterval:      30 * time.Second,
+		SweepAfter:         time.Minute,
+		IdleTimeout:        10 * time.Minute,
+		RetryBudget:        10,
+		RetryInitial:       time.Second,
+		RetryMax:           5 * time.Minute,
+		ActivityTimeout:    30 * time.Second,
+		LogFormat:          "json",
+		LogLevel:           "info",
+	}
+}
+
+// FromEnv returns Default overridden by the environment.
+func FromEnv() (Config, error) {
+	return FromLookup(os.LookupEnv)
+}
+
+// FromLookup is FromEnv with an injectable lookup, for tests.
+func FromLookup(lookup func(string) (string, bool)) (Config, error) {
+	c := Default()
+	p := parser{lookup: lookup}
+	p.str("DATABASE_URL", &c.DatabaseURL)
+	p.str("TEMPORAL_ADDRESS", &c.TemporalAddress)
+	p.str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
+	p.str("TEMPORAL_API_KEY", &c.TemporalAPIKey)
+	p.boolean("TEMPORAL_TLS", &c.TemporalTLS)
+	p.str("TEMPORAL_TLS_CERT", &c.TemporalTLSCert)
+	p.str("TEMPORAL_TLS_KEY", &c.TemporalTLSKey)
+	p.str("TEMPORAL_TLS_CA", &c.TemporalTLSCA)
+	p.str("TEMPORAL_TLS_SERVER_NAME", &c.TemporalTLSServerName)
+	p.str("HOOKINBOX_TASK_QUEUE", &c.TaskQueue)
+	p.str("HOOKINBOX_HTTP_ADDR", &c.HTTPAddr)
+	p.str("HOOKINBOX_WORKER_ADDR", &c.WorkerAddr)
+	p.int64("HOOKINBOX_MAX_BODY_BYTES", &c.MaxBodyBytes)
+	p.duration("HOOKINBOX_SIGNATURE_TOLERANCE", &c.SignatureTolerance)
+	p.duration("HOOKINBOX_ENDPOINT_CACHE_TTL", &c.EndpointCacheTTL)
+	p.integer("HOOKINBOX_HANDOFF_QUEUE", &c.HandoffQueue)
+	p.integer("HOOKINBOX_HANDOFF_WORKERS", &c.HandoffWorkers)
+	p.duration("HOOKINBOX_HANDOFF_TIMEOUT", &c.HandoffTimeout)
+	p.duration("HOOKINBOX_SWEEP_INTERVAL", &c.SweepInterval)
+	p.duration("HOOKINBOX_SWEEP_AFTER", &c.SweepAfter)
+	p.duration("HOOKINBOX_IDLE_TIMEOUT", &c.IdleTimeout)
+	p.integer("HOOKINBOX_RETRY_BUDGET", &c.RetryBudget)
+	p.duration("HOOKINBOX_RETRY_INITIAL", &c.RetryInitial)
+	p.duration("HOOKINBOX_RETRY_MAX", &c.RetryMax)
+	p.duration("HOOKINBOX_ACTIVITY_TIMEOUT", &c.ActivityTimeout)
+	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
+	p.str("HOOKINBOX_LOG_LEVEL", &c.LogLevel)
+	if p.err != nil {
+		return Config{}, p.err
+	}
+	return c, c.Validate()
+}
+
+// Validate rejects settings that cannot work.
+func (c Config) Validate() error {
+	var errs []string
+	if c.DatabaseURL == "" {
+		errs = append(errs, "DATABASE_URL is empty")
+	}
+	if c.TemporalAddress == "" {
+		errs = append(errs, "TEMPORAL_ADDRESS is empty")
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, "HOOKINBOX_MAX_BODY_BYTES must be positive")
+	}
+	if c.SignatureTolerance <= 0 {
+		errs = append(errs, "HOOKINBOX_SIGNATURE_TOLERANCE must be positive")
+	}
+	if c.HandoffQueue <= 0 || c.HandoffWorkers <= 0 {
+		errs = append(errs, "HOOKINBOX_HANDOFF_QUEUE and HOOKINBOX_HANDOFF_WORKERS must be positive")
+	}
+	if c.RetryBudget <= 0 {
+		errs = append(errs, "HOOKINBOX_RETRY_BUDGET must be positive")
+	}
+	if c.RetryInitial <= 0 || c.RetryMax < c.RetryInitial {
+		errs = append(errs, "HOOKINBOX_RETRY_INITIAL must be positive and at most HOOKINBOX_RETRY_MAX")
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)
+	}
+	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
+		errs = append(errs, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+type parser struct {
+	lookup func(string) (string, bool)
+	err    error
+}
+
+func (p *parser) get(name string) (string, bool) {
+	v, ok := p.lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(v), true
+}
+
+func (p *parser) fail(name, v string, err error) {
+	if p.err == nil {
+		p.err = fmt.Errorf("configuration: %s=%q: %w", name, v, err)
+	}
+}
+
+func (p *parser) str(name string, dst *string) {
+	if v, ok := p.get(name); ok {
+		*dst = v
+	}
+}
+
+func (p *parser) boolean(name string, dst *bool) {
+	if v, ok := p.get(name); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			p.fail(name, v, err)
+			return
+		}
+		*dst = b
+	}
+}
+
+func (p *parser) integer(name string, dst *int) {
+	if v, ok := p.get(name); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			p.fail(name, v, err)
+			return
+		}
+		*dst = n
+	}
+}
+
+func (p *parser) int64(name string, dst *int64) {
+	if v, ok := p.get(name); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			p.fail(name, v, err)
+			return
+		}
+		*dst = n
+	}
+}
+
+func (p *parser) duration(name string, dst *time.Duration) {
+	if v, ok := p.get(name); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			p.fail(name, v, err)
+			return
+		}
+		*dst = d
+	}
+}

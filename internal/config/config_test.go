@@ -1,0 +1,49 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func lookup(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestFromLookup(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		check   func(t *testing.T, c Config)
+		wantErr string
+	}{
+		{name: "defaults point at the local stack", env: nil, check: func(t *testing.T, c Config) {
+			require.Contains(t, c.DatabaseURL, "127.0.0.1:55432")
+			require.Equal(t, "127.0.0.1:7233", c.TemporalAddress)
+			require.Equal(t, ":8080", c.HTTPAddr)
+			require.Equal(t, 5*time.Minute, c.SignatureTolerance)
+		}},
+		{name: "overrides", env: map[string]string{"HOOKINBOX_HTTP_ADDR": ":9999", "HOOKINBOX_SIGNATURE_TOLERANCE": "30s", "TEMPORAL_NAMESPACE": "prod"}, check: func(t *testing.T, c Config) {
+			require.Equal(t, ":9999", c.HTTPAddr)
+			require.Equal(t, 30*time.Second, c.SignatureTolerance)
+			require.Equal(t, "prod", c.TemporalNamespace)
+		}},
+		{name: "bad duration names the variable", env: map[string]string{"HOOKINBOX_SWEEP_AFTER": "soon"}, wantErr: "HOOKINBOX_SWEEP_AFTER"},
+		{name: "bad log format", env: map[string]string{"HOOKINBOX_LOG_FORMAT": "xml"}, wantErr: "HOOKINBOX_LOG_FORMAT"},
+		{name: "cert without key", env: map[string]string{"TEMPORAL_TLS_CERT": "/c.pem"}, wantErr: "TEMPORAL_TLS_KEY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := FromLookup(lookup(tt.env))
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, c)
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package devenv
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// MailpitOptions describe a Mailpit server (SMTP plus web UI and HTTP API).
+type MailpitOptions struct {
+	Binary   string
+	SMTPPort int
+	HTTPPort int
+	// DBFile persists messages; empty keeps them in a temporary file.
+	DBFile   string
+	Log      io.Writer
+	Progress io.Writer
+}
+
+// Mailpit is a running Mailpit, started here or found running.
+type Mailpit struct {
+	SMTPAddr string
+	HTTPURL  string
+	started  *proc
+}
+
+// StartMailpit starts Mailpit or reuses the one on the ports.
+func StartMailpit(ctx context.Context, o MailpitOptions) (*Mailpit, error) {
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	m := &Mailpit{
+		SMTPAddr: "127.0.0.1:" + strconv.Itoa(o.SMTPPort),
+		HTTPURL:  "http://127.0.0.1:" + strconv.Itoa(o.HTTPPort),
+	}
+	httpAddr := "127.0.0.1:" + strconv.Itoa(o.HTTPPort)
+	if listening(m.SMTPAddr) && listening(httpAddr) {
+		fmt.Fprintf(o.Progress, "mailpit: reusing the server already on %s\n", m.SMTPAddr)
+		return m, nil
+	}
+	args := []string{"--smtp", m.SMTPAddr, "--listen", httpAddr, "--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--quiet"}
+	if o.DBFile != "" {
+		args = append(args, "--database", o.DBFile)
+	}
+	p, err := startProc("mailpit", exec.Command(o.Binary, args...), o.Log, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range []string{m.SMTPAddr, httpAddr} {
+		if err := waitTCP(ctx, a, 30*time.Second, p); err != nil {
+			p.kill()
+			return nil, fmt.Errorf("mailpit: %w", err)
+		}
+	}
+	m.started = p
+	fmt.Fprintf(o.Progress, "mailpit: started, SMTP %s, UI %s\n", m.SMTPAddr, m.HTTPURL)
+	return m, nil
+}
+
+// Started reports whether this process started Mailpit.
+func (m *Mailpit) Started() bool { return m.started != nil }
+
+// Stop shuts down a Mailpit this process started.
+func (m *Mailpit) Stop() error {
+	if m == nil || m.started == nil {
+		return nil
+	}
+	err := m.started.stop(syscall.SIGTERM, 10*time.Second)
+	m.started = nil
+	return err
+}
+
+// Kill ends Mailpit at once (tests of an SMTP outage); Restart brings it back.
+func (m *Mailpit) Kill() {
+	if m == nil || m.started == nil {
+		return
+	}
+	m.started.kill()
+	m.started = nil
+}

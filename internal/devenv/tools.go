@@ -1,0 +1,186 @@
+package devenv
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Tool is a binary built from a pinned tools module under tools/.
+type Tool struct {
+	// Name of the binary and of its tools/ folder.
+	Name string
+	// Module whose version go.mod pins (the key of the cache folder).
+	Module string
+	// Package to build.
+	Package string
+}
+
+// The tools the local stack needs.
+var (
+	TemporalCLI = Tool{Name: "temporal", Module: "github.com/temporalio/cli", Package: "github.com/temporalio/cli/cmd/temporal"}
+	MailpitTool = Tool{Name: "mailpit", Module: "github.com/axllent/mailpit", Package: "github.com/axllent/mailpit"}
+)
+
+// Version reads the pinned version from tools/<name>/go.mod.
+func (t Tool) Version(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "tools", t.Name, "go.mod"))
+	if err != nil {
+		return "", fmt.Errorf("tools module for %s: %w", t.Name, err)
+	}
+	re := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(t.Module) + `\s+(v\S+)`)
+	m := re.FindSubmatch(b)
+	if m == nil {
+		return "", fmt.Errorf("tools/%s/go.mod does not pin %s", t.Name, t.Module)
+	}
+	return string(m[1]), nil
+}
+
+// Path is where the built binary lives, keyed by version so a bump rebuilds.
+func (t Tool) Path(root string) (string, error) {
+	v, err := t.Version(root)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(ToolsDir(root), t.Name+"-"+v, t.Name), nil
+}
+
+// Ensure returns the binary's path, building it first if it is missing.
+// Concurrent callers (parallel test packages) wait on a file lock instead of
+// building twice. Progress goes to out.
+func (t Tool) Ensure(ctx context.Context, root string, out io.Writer) (string, error) {
+	bin, err := t.Path(root)
+	if err != nil {
+		return "", err
+	}
+	if isExecutable(bin) {
+		return bin, nil
+	}
+	if err := mkdirAll(ToolsDir(root)); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(filepath.Join(ToolsDir(root), "."+t.Name+".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if isExecutable(bin) { // built by whoever held the lock
+		return bin, nil
+	}
+	if err := t.build(ctx, root, bin, out); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+func (t Tool) build(ctx context.Context, root, bin string, out io.Writer) error {
+	dir := filepath.Join(root, "tools", t.Name)
+	v, _ := t.Version(root)
+	start := time.Now()
+	fmt.Fprintf(out, "building %s %s into %s (once per machine; a few minutes on 2 cores)\n", t.Name, v, filepath.Dir(bin))
+
+	fmt.Fprintf(out, "  %s: downloading modules…\n", t.Name)
+	dl := exec.CommandContext(ctx, "go", "mod", "download")
+	dl.Dir = dir
+	if b, err := dl.CombinedOutput(); err != nil {
+		return fmt.Errorf("go mod download for %s: %w\n%s", t.Name, err, b)
+	}
+	list := exec.CommandContext(ctx, "go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", t.Package)
+	list.Dir = dir
+	listed, err := list.Output()
+	if err != nil {
+		return fmt.Errorf("go list for %s: %w", t.Name, err)
+	}
+	total := 0
+	for _, l := range strings.Split(string(listed), "\n") {
+		if strings.TrimSpace(l) != "" {
+			total++
+		}
+	}
+
+	tmp := bin + ".tmp"
+	if err := mkdirAll(filepath.Dir(bin)); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-o", tmp, t.Package)
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("go build %s: %w", t.Name, err)
+	}
+	var done atomic.Int64
+	var tail []string
+	stop := make(chan struct{})
+	ticker := time.NewTicker(3 * time.Second)
+	defer ticker.Stop()
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ticker.C:
+				n := done.Load()
+				pct := 0
+				if total > 0 {
+					pct = int(min(100, n*100/int64(total)))
+				}
+				fmt.Fprintf(out, "  %s: compiled %d of ~%d packages (%d%%), %s elapsed\n", t.Name, n, total, pct, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.Contains(line, ": ") {
+			tail = append(tail, line) // compiler messages, kept for the error
+			if len(tail) > 40 {
+				tail = tail[1:]
+			}
+			continue
+		}
+		done.Add(1)
+	}
+	err = cmd.Wait()
+	close(stop)
+	if err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", t.Name, err, strings.Join(tail, "\n"))
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  %s: built in %s\n", t.Name, time.Since(start).Round(time.Second))
+	return nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// lockFile takes an exclusive flock, waiting for other holders.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

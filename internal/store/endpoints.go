@@ -1,0 +1,276 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Providers the intake verifies.
+const (
+	ProviderStripe   = "stripe"
+	ProviderGitHub   = "github"
+	ProviderStandard = "standard"
+	ProviderShopify  = "shopify"
+)
+
+// Environments.
+const (
+	EnvLive = "live"
+	EnvTest = "test"
+)
+
+// Secret is a signing secret. Its String and LogValue never reveal it.
+type Secret struct {
+	ID        int64
+	Value     string
+	CreatedAt time.Time
+}
+
+// String redacts the secret.
+func (s Secret) String() string { return fmt.Sprintf("secret#%d(%s)", s.ID, s.Fingerprint()) }
+
+// LogValue redacts the secret in structured logs.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// Fingerprint is a short, non-reversible tag that lets an operator tell
+// secrets apart.
+func (s Secret) Fingerprint() string {
+	h := sha256.Sum256([]byte(s.Value))
+	return hex.EncodeToString(h[:4])
+}
+
+// EndpointSettings are per-provider extraction settings. JSON paths use
+// gjson syntax (dotted: data.object.id).
+type EndpointSettings struct {
+	// TypePath locates the event type (Standard Webhooks; default "type").
+	TypePath string `json:"type_path,omitempty"`
+	// ResourcePath locates the resource id (Standard Webhooks; default "data.id").
+	ResourcePath string `json:"resource_path,omitempty"`
+	// ResourceKind names the resource kind (default: the type's first dotted part).
+	ResourceKind string `json:"resource_kind,omitempty"`
+	// AccountPath locates the source account in the payload (Standard
+	// Webhooks); empty means the endpoint's own account.
+	AccountPath string `json:"account_path,omitempty"`
+	// VersionPath locates a monotonic per-resource version, when the
+	// provider supplies one.
+	VersionPath string `json:"version_path,omitempty"`
+}
+
+// Endpoint is a registered intake URL with what verifying and mapping need.
+type Endpoint struct {
+	Slug        string
+	Provider    string
+	Environment string
+	// Account is the endpoint's own account; "" means the only linked account.
+	Account    string
+	APIBaseURL string
+	APIKey     string
+	Settings   EndpointSettings
+	Secrets    []Secret
+	// Links maps a verified source account to its workspace.
+	Links     map[string]string
+	CreatedAt time.Time
+}
+
+// OwnAccount is the source account of events that do not name one: the
+// configured account, else the single linked account.
+func (e *Endpoint) OwnAccount() (string, bool) {
+	if e.Account != "" {
+		return e.Account, true
+	}
+	if len(e.Links) == 1 {
+		for a := range e.Links {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// NewEndpoint is what `endpoints add` registers.
+type NewEndpoint struct {
+	Slug        string
+	Provider    string
+	Environment string
+	Account     string
+	APIBaseURL  string
+	APIKey      string
+	Settings    EndpointSettings
+	Secrets     []string
+}
+
+// InsertEndpoint registers an endpoint and its secrets in one transaction.
+func (s *Store) InsertEndpoint(ctx context.Context, e NewEndpoint) error {
+	settings, err := json.Marshal(e.Settings)
+	if err != nil {
+		return err
+	}
+	return s.Tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO endpoints (slug, provider, environment, account, api_base_url, api_key, settings)
+			VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), $7)`,
+			e.Slug, e.Provider, e.Environment, e.Account, e.APIBaseURL, e.APIKey, settings)
+		if err != nil {
+			if IsUniqueViolation(err) {
+				return fmt.Errorf("endpoint %q already exists", e.Slug)
+			}
+			return fmt.Errorf("insert endpoint: %w", err)
+		}
+		for _, sec := range e.Secrets {
+			if _, err := InsertSecret(ctx, tx, e.Slug, sec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// InsertSecret adds a signing secret to an endpoint (rotation: add the new
+// one, let senders switch, then remove the old one).
+func InsertSecret(ctx context.Context, db DB, slug, secret string) (int64, error) {
+	var id int64
+	err := db.QueryRow(ctx, `
+		INSERT INTO endpoint_secrets (endpoint_slug, secret) VALUES ($1, $2)
+		ON CONFLICT (endpoint_slug, secret) DO UPDATE SET secret = EXCLUDED.secret
+		RETURNING id`, slug, secret).Scan(&id)
+	if IsForeignKeyViolation(err) {
+		return 0, fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("insert secret: %w", err)
+	}
+	return id, nil
+}
+
+// DeleteSecret removes secret id from an endpoint. The last secret cannot be
+// removed: an endpoint without one would reject every delivery.
+func (s *Store) DeleteSecret(ctx context.Context, slug string, id int64) error {
+	return s.Tx(ctx, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM endpoint_secrets WHERE endpoint_slug = $1`, slug).Scan(&n); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM endpoint_secrets WHERE endpoint_slug = $1 AND id = $2`, slug, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("secret %d of endpoint %q: %w", id, slug, ErrNotFound)
+		}
+		if n <= 1 {
+			return fmt.Errorf("secret %d is the last secret of endpoint %q: add its replacement first", id, slug)
+		}
+		return nil
+	})
+}
+
+// LinkAccount maps a source account of an endpoint to a workspace, creating
+// the workspace if it is new. Relinking moves the account.
+func (s *Store) LinkAccount(ctx context.Context, slug, account, workspace string) error {
+	return s.Tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO workspaces (id) VALUES ($1) ON CONFLICT DO NOTHING`, workspace); err != nil {
+			return fmt.Errorf("create workspace: %w", err)
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO account_links (endpoint_slug, account, workspace_id) VALUES ($1, $2, $3)
+			ON CONFLICT (endpoint_slug, account) DO UPDATE SET workspace_id = EXCLUDED.workspace_id`,
+			slug, account, workspace)
+		if IsForeignKeyViolation(err) {
+			return fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
+		}
+		return err
+	})
+}
+
+// UnlinkAccount removes an account mapping.
+func (s *Store) UnlinkAccount(ctx context.Context, slug, account string) error {
+	tag, err := s.Pool.Exec(ctx, `DELETE FROM account_links WHERE endpoint_slug = $1 AND account = $2`, slug, account)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("link %s of endpoint %q: %w", account, slug, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteEndpoint removes an endpoint, its secrets and links. Inbox rows that
+// arrived through it stay.
+func (s *Store) DeleteEndpoint(ctx context.Context, slug string) error {
+	tag, err := s.Pool.Exec(ctx, `DELETE FROM endpoints WHERE slug = $1`, slug)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
+	}
+	return nil
+}
+
+const endpointColumns = `e.slug, e.provider, e.environment, coalesce(e.account, ''), coalesce(e.api_base_url, ''),
+	coalesce(e.api_key, ''), e.settings, e.created_at,
+	coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'created_at', s.created_at) ORDER BY s.id)
+	          FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]'),
+	coalesce((SELECT json_object_agg(l.account, l.workspace_id) FROM account_links l WHERE l.endpoint_slug = e.slug), '{}')`
+
+type secretRow struct {
+	ID        int64     `json:"id"`
+	Secret    string    `json:"secret"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func scanEndpoint(row pgx.Row) (*Endpoint, error) {
+	var e Endpoint
+	var settings, secrets, links []byte
+	if err := row.Scan(&e.Slug, &e.Provider, &e.Environment, &e.Account, &e.APIBaseURL, &e.APIKey,
+		&settings, &e.CreatedAt, &secrets, &links); err != nil {
+		return nil, interpret(err)
+	}
+	if err := json.Unmarshal(settings, &e.Settings); err != nil {
+		return nil, fmt.Errorf("endpoint %s settings: %w", e.Slug, err)
+	}
+	var rows []secretRow
+	if err := json.Unmarshal(secrets, &rows); err != nil {
+		return nil, fmt.Errorf("endpoint %s secrets: %w", e.Slug, err)
+	}
+	for _, r := range rows {
+		e.Secrets = append(e.Secrets, Secret{ID: r.ID, Value: r.Secret, CreatedAt: r.CreatedAt})
+	}
+	if err := json.Unmarshal(links, &e.Links); err != nil {
+		return nil, fmt.Errorf("endpoint %s links: %w", e.Slug, err)
+	}
+	return &e, nil
+}
+
+// GetEndpoint loads one endpoint with its secrets and links in one query.
+func (s *Store) GetEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
+	e, err := scanEndpoint(s.Pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE e.slug = $1`, slug))
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %q: %w", slug, err)
+	}
+	return e, nil
+}
+
+// ListEndpoints loads every endpoint, by slug.
+func (s *Store) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints e ORDER BY e.slug`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Endpoint
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,374 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/jackc/pgx/v5"
+)
+
+// Inbox statuses (contract).
+const (
+	StatusPending   = "pending"
+	StatusDone      = "done"
+	StatusIgnored   = "ignored"
+	StatusFailed    = "failed"
+	StatusExhausted = "exhausted"
+)
+
+// Inbox row origins.
+const (
+	OriginWebhook    = "webhook"
+	OriginBackfill   = "backfill"
+	OriginQuarantine = "quarantine"
+)
+
+// InboxEvent is an event as the intake accepts it.
+type InboxEvent struct {
+	Key             keys.Event
+	EndpointSlug    string
+	WorkspaceID     string
+	EventType       string
+	ResourceKind    string
+	ResourceID      string
+	ProviderVersion *int64
+	OccurredAt      *time.Time
+	Payload         []byte
+	BodySHA256      []byte
+	SecretID        int64
+	Origin          string
+	// Status is pending, or ignored for types no handler takes (LastError says why).
+	Status    string
+	LastError string
+}
+
+// Resource is the key of the event's resource.
+func (e *InboxEvent) Resource() keys.Resource {
+	return keys.Resource{Provider: e.Key.Provider, Account: e.Key.Account, Environment: e.Key.Environment,
+		Kind: e.ResourceKind, ID: e.ResourceID}
+}
+
+// InsertOutcome says what InsertInboxEvent did.
+type InsertOutcome int
+
+const (
+	// Inserted: a new row was committed.
+	Inserted InsertOutcome = iota + 1
+	// Duplicate: the key existed with the same body; nothing changed.
+	Duplicate
+	// Conflict: the key existed with another body; nothing changed.
+	Conflict
+)
+
+func (o InsertOutcome) String() string {
+	switch o {
+	case Inserted:
+		return "inserted"
+	case Duplicate:
+		return "duplicate"
+	case Conflict:
+		return "conflict"
+	}
+	return "unknown"
+}
+
+// InsertResult is the outcome and, for duplicates, the existing row's state.
+type InsertResult struct {
+	Outcome        InsertOutcome
+	ID             int64
+	ExistingStatus string
+}
+
+// InsertInboxEvent commits one inbox row, settling races with the UNIQUE
+// event key (never a prior SELECT). When the key exists it compares body
+// hashes and leaves the existing row untouched either way.
+func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, error) {
+	origin := e.Origin
+	if origin == "" {
+		origin = OriginWebhook
+	}
+	status := e.Status
+	if status == "" {
+		status = StatusPending
+	}
+	var processedAt *time.Time
+	if status != StatusPending {
+		now := time.Now()
+		processedAt = &now
+	}
+	var id int64
+	var inserted bool
+	var existingHash []byte
+	var existingStatus *string
+	// One round trip: insert, or read the row that won. The read sees the
+	// statement's snapshot, so a row committed by a concurrent insert after
+	// it began is read again below.
+	err := db.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
+				workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
+				payload, body_sha256, secret_id, origin, status, last_error, processed_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), $18)
+			ON CONFLICT (provider, source_account, environment, event_id) DO NOTHING
+			RETURNING id
+		)
+		SELECT id, true, NULL::bytea, NULL::text FROM ins
+		UNION ALL
+		SELECT id, false, body_sha256, status FROM webhook_inbox
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+		   AND NOT EXISTS (SELECT 1 FROM ins)`,
+		e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug,
+		e.WorkspaceID, e.EventType, e.ResourceKind, e.ResourceID, e.ProviderVersion, e.OccurredAt,
+		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt,
+	).Scan(&id, &inserted, &existingHash, &existingStatus)
+	if err == pgx.ErrNoRows {
+		existingStatus = new(string)
+		err = db.QueryRow(ctx, `
+			SELECT id, body_sha256, status FROM webhook_inbox
+			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4`,
+			e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID).Scan(&id, &existingHash, existingStatus)
+	}
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("insert inbox event %s: %w", e.Key, err)
+	}
+	if inserted {
+		return InsertResult{Outcome: Inserted, ID: id}, nil
+	}
+	if bytes.Equal(existingHash, e.BodySHA256) {
+		return InsertResult{Outcome: Duplicate, ID: id, ExistingStatus: *existingStatus}, nil
+	}
+	return InsertResult{Outcome: Conflict, ID: id, ExistingStatus: *existingStatus}, nil
+}
+
+// Quarantine reasons (the CHECK constraint's values).
+const (
+	ReasonConflictingDuplicate = "conflicting_duplicate"
+	ReasonUnknownAccount       = "unknown_account"
+	ReasonMalformed            = "malformed"
+	ReasonEnvironmentMismatch  = "environment_mismatch"
+)
+
+// QuarantineEntry is a delivery set aside for investigation.
+type QuarantineEntry struct {
+	ID           int64
+	EndpointSlug string
+	Provider     string
+	Account      string
+	Environment  string
+	EventID      string
+	Reason       string
+	Detail       string
+	Payload      []byte
+	BodySHA256   []byte
+	Headers      map[string]string
+	ReceivedAt   time.Time
+	ResolvedAt   *time.Time
+	ResolvedBy   string
+	Resolution   string
+}
+
+// InsertQuarantine stores a delivery for investigation. The same delivery
+// retried by its sender is stored once. It reports whether a row was added.
+func InsertQuarantine(ctx context.Context, db DB, q *QuarantineEntry) (bool, error) {
+	headers, err := json.Marshal(q.Headers)
+	if err != nil {
+		return false, err
+	}
+	tag, err := db.Exec(ctx, `
+		INSERT INTO inbox_quarantine (endpoint_slug, provider, source_account, environment, event_id,
+			reason, detail, payload, body_sha256, headers)
+		VALUES ($1, $2, NULLIF($3, ''), NULLIF($4, ''), NULLIF($5, ''), $6, $7, $8, $9, $10)
+		ON CONFLICT (endpoint_slug, event_id, body_sha256) DO NOTHING`,
+		q.EndpointSlug, q.Provider, q.Account, q.Environment, q.EventID, q.Reason, q.Detail,
+		q.Payload, q.BodySHA256, headers)
+	if err != nil {
+		return false, fmt.Errorf("insert quarantine (%s): %w", q.Reason, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// PendingEvent is what a resource workflow needs to handle one row.
+type PendingEvent struct {
+	ID        int64      `json:"id"`
+	Key       keys.Event `json:"key"`
+	EventType string     `json:"event_type"`
+	Attempts  int        `json:"attempts"`
+}
+
+// PendingBatch is a resource's due pending rows, oldest first, and when the
+// next not-yet-due row becomes due.
+type PendingBatch struct {
+	Events  []PendingEvent `json:"events"`
+	More    bool           `json:"more"`
+	NextDue *time.Time     `json:"next_due,omitempty"`
+}
+
+// LoadPending returns up to limit due pending rows of resource r, oldest
+// first, and when the next not-yet-due row becomes due.
+func LoadPending(ctx context.Context, db DB, r keys.Resource, limit int) (PendingBatch, error) {
+	rows, err := db.Query(ctx, `
+		SELECT id, event_id, event_type, attempts FROM webhook_inbox
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3
+		   AND resource_kind = $4 AND resource_id = $5
+		   AND status = 'pending' AND next_attempt_at <= now()
+		 ORDER BY id
+		 LIMIT $6`, r.Provider, r.Account, r.Environment, r.Kind, r.ID, limit+1)
+	if err != nil {
+		return PendingBatch{}, fmt.Errorf("load pending of %s: %w", r, err)
+	}
+	var b PendingBatch
+	for rows.Next() {
+		ev := PendingEvent{Key: keys.Event{Provider: r.Provider, Account: r.Account, Environment: r.Environment}}
+		if err := rows.Scan(&ev.ID, &ev.Key.EventID, &ev.EventType, &ev.Attempts); err != nil {
+			rows.Close()
+			return PendingBatch{}, err
+		}
+		b.Events = append(b.Events, ev)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return PendingBatch{}, err
+	}
+	if len(b.Events) > limit {
+		b.Events, b.More = b.Events[:limit], true
+	}
+	var next *time.Time
+	if err := db.QueryRow(ctx, `
+		SELECT min(next_attempt_at) FROM webhook_inbox
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3
+		   AND resource_kind = $4 AND resource_id = $5
+		   AND status = 'pending' AND next_attempt_at > now()`,
+		r.Provider, r.Account, r.Environment, r.Kind, r.ID).Scan(&next); err != nil {
+		return PendingBatch{}, fmt.Errorf("next due of %s: %w", r, err)
+	}
+	b.NextDue = next
+	return b, nil
+}
+
+// StoredEvent is a full inbox row.
+type StoredEvent struct {
+	InboxEvent
+	ID            int64
+	Attempts      int
+	NextAttemptAt time.Time
+	ReceivedAt    time.Time
+	ProcessedAt   *time.Time
+}
+
+const inboxColumns = `id, provider, source_account, environment, event_id, endpoint_slug, workspace_id,
+	event_type, resource_kind, resource_id, provider_version, occurred_at, payload, body_sha256,
+	coalesce(secret_id, 0), origin, status, coalesce(last_error, ''), attempts, next_attempt_at, received_at, processed_at`
+
+func scanStored(row pgx.Row) (*StoredEvent, error) {
+	var e StoredEvent
+	err := row.Scan(&e.ID, &e.Key.Provider, &e.Key.Account, &e.Key.Environment, &e.Key.EventID,
+		&e.EndpointSlug, &e.WorkspaceID, &e.EventType, &e.ResourceKind, &e.ResourceID,
+		&e.ProviderVersion, &e.OccurredAt, &e.Payload, &e.BodySHA256, &e.SecretID, &e.Origin,
+		&e.Status, &e.LastError, &e.Attempts, &e.NextAttemptAt, &e.ReceivedAt, &e.ProcessedAt)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return &e, nil
+}
+
+// GetInboxEvent reads one row.
+func GetInboxEvent(ctx context.Context, db DB, k keys.Event) (*StoredEvent, error) {
+	e, err := scanStored(db.QueryRow(ctx, `SELECT `+inboxColumns+` FROM webhook_inbox
+		WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4`,
+		k.Provider, k.Account, k.Environment, k.EventID))
+	if err != nil {
+		return nil, fmt.Errorf("inbox event %s: %w", k, err)
+	}
+	return e, nil
+}
+
+// LockInboxEvent reads one row FOR UPDATE inside tx: the handling
+// transaction holds it until commit, so two attempts on one event (a
+// timed-out attempt still running, say) serialize and the later one sees the
+// earlier one's completion.
+func LockInboxEvent(ctx context.Context, tx pgx.Tx, k keys.Event) (*StoredEvent, error) {
+	e, err := scanStored(tx.QueryRow(ctx, `SELECT `+inboxColumns+` FROM webhook_inbox
+		WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+		FOR UPDATE`, k.Provider, k.Account, k.Environment, k.EventID))
+	if err != nil {
+		return nil, fmt.Errorf("lock inbox event %s: %w", k, err)
+	}
+	return e, nil
+}
+
+// CompleteInboxEvent moves a pending row to a final status (done, ignored,
+// failed) with a note, counting the attempt. It only touches a pending row:
+// a completion committed elsewhere is never overwritten. It reports whether
+// the row changed.
+func CompleteInboxEvent(ctx context.Context, db DB, k keys.Event, status, note string) (bool, error) {
+	tag, err := db.Exec(ctx, `
+		UPDATE webhook_inbox
+		   SET status = $5, last_error = NULLIF($6, ''), attempts = attempts + 1, processed_at = now()
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+		   AND status = 'pending'`,
+		k.Provider, k.Account, k.Environment, k.EventID, status, note)
+	if err != nil {
+		return false, fmt.Errorf("complete inbox event %s as %s: %w", k, status, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// RecordInboxFailure notes a failed attempt on a pending row: attempts,
+// last error and when the next attempt is due. A row completed elsewhere is
+// left alone.
+func RecordInboxFailure(ctx context.Context, db DB, k keys.Event, lastErr string, next time.Time) error {
+	_, err := db.Exec(ctx, `
+		UPDATE webhook_inbox
+		   SET attempts = attempts + 1, last_error = $5, next_attempt_at = $6
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+		   AND status = 'pending'`,
+		k.Provider, k.Account, k.Environment, k.EventID, lastErr, next)
+	if err != nil {
+		return fmt.Errorf("record failure of %s: %w", k, err)
+	}
+	return nil
+}
+
+// MarkInboxExhausted stops retrying a pending row whose budget is spent,
+// keeping its attempts and last error for the operator.
+func MarkInboxExhausted(ctx context.Context, db DB, k keys.Event, lastErr string) (bool, error) {
+	tag, err := db.Exec(ctx, `
+		UPDATE webhook_inbox
+		   SET status = 'exhausted', last_error = $5, processed_at = now()
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+		   AND status = 'pending'`,
+		k.Provider, k.Account, k.Environment, k.EventID, lastErr)
+	if err != nil {
+		return false, fmt.Errorf("mark %s exhausted: %w", k, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// StalePendingResources lists resources that have pending rows due for
+// longer than olderThan: the sweeper signals their workflows again.
+func StalePendingResources(ctx context.Context, db DB, olderThan time.Duration, limit int) ([]keys.Resource, error) {
+	rows, err := db.Query(ctx, `
+		SELECT provider, source_account, environment, resource_kind, resource_id
+		  FROM webhook_inbox
+		 WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1)
+		 GROUP BY provider, source_account, environment, resource_kind, resource_id
+		 ORDER BY min(next_attempt_at)
+		 LIMIT $2`, olderThan.Seconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("stale pending resources: %w", err)
+	}
+	defer rows.Close()
+	var out []keys.Resource
+	for rows.Next() {
+		var r keys.Resource
+		if err := rows.Scan(&r.Provider, &r.Account, &r.Environment, &r.Kind, &r.ID); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

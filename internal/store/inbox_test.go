@@ -1,0 +1,158 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/stretchr/testify/require"
+)
+
+func setup(t *testing.T) (*store.Store, context.Context) {
+	t.Helper()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	require.NoError(t, s.InsertEndpoint(ctx, store.NewEndpoint{Slug: "ep", Provider: "stripe", Environment: "test", Secrets: []string{"whsec_a"}}))
+	require.NoError(t, s.LinkAccount(ctx, "ep", "acct_1", "ws_1"))
+	return s, ctx
+}
+
+func event(id, body string) *store.InboxEvent {
+	h := sha256.Sum256([]byte(body))
+	return &store.InboxEvent{
+		Key:          keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: id},
+		EndpointSlug: "ep", WorkspaceID: "ws_1", EventType: "invoice.paid",
+		ResourceKind: "invoice", ResourceID: "in_1", Payload: []byte(body), BodySHA256: h[:],
+	}
+}
+
+func TestInsertInboxEventSettlesRacesWithTheConstraint(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+
+	// F1: the same event delivered concurrently yields one row.
+	const n = 16
+	results := make([]store.InsertOutcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := store.InsertInboxEvent(ctx, s.Pool, event("evt_1", `{"a":1}`))
+			require.NoError(t, err)
+			results[i] = r.Outcome
+		}()
+	}
+	wg.Wait()
+	inserted := 0
+	for _, r := range results {
+		if r == store.Inserted {
+			inserted++
+		} else {
+			require.Equal(t, store.Duplicate, r)
+		}
+	}
+	require.Equal(t, 1, inserted)
+	var rows int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox`).Scan(&rows))
+	require.Equal(t, 1, rows)
+
+	// Same key, other body: a conflict, original untouched.
+	r, err := store.InsertInboxEvent(ctx, s.Pool, event("evt_1", `{"a":2}`))
+	require.NoError(t, err)
+	require.Equal(t, store.Conflict, r.Outcome)
+	got, err := store.GetInboxEvent(ctx, s.Pool, event("evt_1", "").Key)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"a":1}`, string(got.Payload))
+	require.Equal(t, store.StatusPending, got.Status)
+}
+
+func TestCompletionIsNeverOverwritten(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	e := event("evt_2", `{}`)
+	_, err := store.InsertInboxEvent(ctx, s.Pool, e)
+	require.NoError(t, err)
+
+	changed, err := store.CompleteInboxEvent(ctx, s.Pool, e.Key, store.StatusDone, "")
+	require.NoError(t, err)
+	require.True(t, changed)
+
+	// A late retry's bookkeeping must not touch the done row.
+	require.NoError(t, store.RecordInboxFailure(ctx, s.Pool, e.Key, "late", time.Now().Add(time.Hour)))
+	changed, err = store.MarkInboxExhausted(ctx, s.Pool, e.Key, "late")
+	require.NoError(t, err)
+	require.False(t, changed)
+	changed, err = store.CompleteInboxEvent(ctx, s.Pool, e.Key, store.StatusIgnored, "late")
+	require.NoError(t, err)
+	require.False(t, changed)
+
+	got, err := store.GetInboxEvent(ctx, s.Pool, e.Key)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusDone, got.Status)
+	require.Equal(t, 1, got.Attempts)
+	require.Empty(t, got.LastError)
+}
+
+func TestLoadPendingOrderAndDueTimes(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	for _, id := range []string{"evt_a", "evt_b", "evt_c"} {
+		_, err := store.InsertInboxEvent(ctx, s.Pool, event(id, id))
+		require.NoError(t, err)
+	}
+	res := event("x", "").Resource()
+
+	b, err := store.LoadPending(ctx, s.Pool, res, 2)
+	require.NoError(t, err)
+	require.True(t, b.More)
+	require.Equal(t, []string{"evt_a", "evt_b"}, []string{b.Events[0].Key.EventID, b.Events[1].Key.EventID})
+
+	// evt_a waits for a retry: not due, but reported as next due.
+	next := time.Now().Add(time.Hour)
+	require.NoError(t, store.RecordInboxFailure(ctx, s.Pool, event("evt_a", "").Key, "boom", next))
+	_, err = store.CompleteInboxEvent(ctx, s.Pool, event("evt_b", "").Key, store.StatusDone, "")
+	require.NoError(t, err)
+	b, err = store.LoadPending(ctx, s.Pool, res, 10)
+	require.NoError(t, err)
+	require.False(t, b.More)
+	require.Len(t, b.Events, 1)
+	require.Equal(t, "evt_c", b.Events[0].Key.EventID)
+	require.NotNil(t, b.NextDue)
+	require.WithinDuration(t, next, *b.NextDue, time.Second)
+}
+
+func TestStalePendingResources(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	_, err := store.InsertInboxEvent(ctx, s.Pool, event("evt_old", "1"))
+	require.NoError(t, err)
+	_, err = s.Pool.Exec(ctx, `UPDATE webhook_inbox SET next_attempt_at = now() - interval '10 minutes'`)
+	require.NoError(t, err)
+	fresh := event("evt_new", "2")
+	fresh.ResourceID = "in_2"
+	_, err = store.InsertInboxEvent(ctx, s.Pool, fresh)
+	require.NoError(t, err)
+
+	got, err := store.StalePendingResources(ctx, s.Pool, time.Minute, 100)
+	require.NoError(t, err)
+	require.Equal(t, []keys.Resource{event("x", "").Resource()}, got)
+}
+
+func TestQuarantineStoresARetriedDeliveryOnce(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	q := &store.QuarantineEntry{EndpointSlug: "ep", Provider: "stripe", Reason: store.ReasonMalformed,
+		Detail: "invalid JSON", Payload: []byte("{"), BodySHA256: []byte{1, 2}}
+	added, err := store.InsertQuarantine(ctx, s.Pool, q)
+	require.NoError(t, err)
+	require.True(t, added)
+	added, err = store.InsertQuarantine(ctx, s.Pool, q) // no event id: NULLS NOT DISTINCT
+	require.NoError(t, err)
+	require.False(t, added)
+}
