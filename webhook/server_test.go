@@ -1,0 +1,534 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v84/webhook"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+	hwebhook "github.com/hookinbox/hookinbox/webhook"
+)
+
+// recordingHandoff stands in for the Temporal hand-off: the intake's
+// contract with it is only "called after the commit, never blocking".
+type recordingHandoff struct {
+	mu    sync.Mutex
+	calls []keys.Event
+	res   []keys.Resource
+}
+
+func (h *recordingHandoff) Notify(r keys.Resource, e keys.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls = append(h.calls, e)
+	h.res = append(h.res, r)
+}
+
+func (h *recordingHandoff) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.calls)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type bundle struct {
+	url     string
+	store   *store.Store
+	handoff *recordingHandoff
+	logs    *syncBuffer
+	ctx     context.Context
+}
+
+const (
+	stripeSecret  = "whsec_stripe_test_secret"
+	stripeSecret2 = "whsec_stripe_rotated_secret"
+	githubSecret  = "gh-secret"
+	shopifySecret = "shpss_secret"
+)
+
+var (
+	standardSecret  = "whsec_" + base64.StdEncoding.EncodeToString([]byte("standard-secret-one-32-bytes!!!!"))
+	standardSecret2 = "whsec_" + base64.StdEncoding.EncodeToString([]byte("standard-secret-two-32-bytes!!!!"))
+)
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	eps := []store.NewEndpoint{
+		{Slug: "stripe", Provider: "stripe", Environment: "test", Secrets: []string{stripeSecret}},
+		{Slug: "stripe-connect", Provider: "stripe", Environment: "live", Account: "acct_platform", Secrets: []string{stripeSecret, stripeSecret2},
+			Settings: store.EndpointSettings{VersionPath: "data.object.version"}},
+		{Slug: "gh", Provider: "github", Environment: "live", Secrets: []string{githubSecret}},
+		{Slug: "feedback", Provider: "standard", Environment: "live", Secrets: []string{standardSecret, standardSecret2},
+			Settings: store.EndpointSettings{AccountPath: "data.project_id"}},
+		{Slug: "shop", Provider: "shopify", Environment: "live", Secrets: []string{shopifySecret}},
+	}
+	for _, e := range eps {
+		require.NoError(t, s.InsertEndpoint(ctx, e))
+	}
+	require.NoError(t, s.LinkAccount(ctx, "stripe", "acct_own", "ws_1"))
+	require.NoError(t, s.LinkAccount(ctx, "stripe-connect", "acct_c1", "ws_c1"))
+	require.NoError(t, s.LinkAccount(ctx, "gh", "4242", "ws_gh"))
+	require.NoError(t, s.LinkAccount(ctx, "feedback", "proj_1", "ws_fb"))
+	require.NoError(t, s.LinkAccount(ctx, "shop", "demo.myshopify.com", "ws_shop"))
+
+	h := &recordingHandoff{}
+	logs := &syncBuffer{}
+	srv := hwebhook.New(hwebhook.Options{
+		Store: s, Handoff: h, Metrics: metrics.New(),
+		Logger:       slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		MaxBodyBytes: 64 << 10, Tolerance: 5 * time.Minute, CacheTTL: time.Minute,
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &bundle{url: ts.URL, store: s, handoff: h, logs: logs, ctx: ctx}
+}
+
+type reply struct {
+	code int
+	body string
+}
+
+func (b *bundle) post(t *testing.T, slug string, body []byte, headers map[string]string) reply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, b.url+"/webhooks/"+slug, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, string(out)}
+}
+
+func stripeEvent(id, typ, objID, objKind string, extra string) []byte {
+	return []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"livemode":false,"created":1760000000,%s"data":{"object":{"id":%q,"object":%q}}}`,
+		id, typ, extra, objID, objKind))
+}
+
+func stripeSig(body []byte, secret string, at time.Time) map[string]string {
+	p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: at})
+	return map[string]string{"Stripe-Signature": p.Header}
+}
+
+func (b *bundle) inboxCount(t *testing.T) int {
+	var n int
+	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT count(*) FROM webhook_inbox`).Scan(&n))
+	return n
+}
+
+func (b *bundle) quarantine(t *testing.T) []string {
+	rows, err := b.store.Pool.Query(b.ctx, `SELECT reason FROM inbox_quarantine ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		require.NoError(t, rows.Scan(&r))
+		out = append(out, r)
+	}
+	return out
+}
+
+func (b *bundle) row(t *testing.T, k keys.Event) *store.StoredEvent {
+	e, err := store.GetInboxEvent(b.ctx, b.store.Pool, k)
+	require.NoError(t, err)
+	return e
+}
+
+func TestStripeAcceptedIsCommittedThenHandedOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := stripeEvent("evt_1", "invoice.paid", "in_1", "invoice", "")
+	r := b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	require.Contains(t, r.body, `"accepted"`)
+
+	// Without Connect the account is the endpoint's own (its single link).
+	key := keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_1"}
+	got := b.row(t, key)
+	require.Equal(t, store.StatusPending, got.Status)
+	require.Equal(t, "ws_1", got.WorkspaceID)
+	require.Equal(t, "invoice", got.ResourceKind)
+	require.Equal(t, "in_1", got.ResourceID)
+	require.Equal(t, body, got.Payload, "the exact raw bytes are kept")
+	sum := sha256.Sum256(body)
+	require.Equal(t, sum[:], got.BodySHA256)
+	require.NotNil(t, got.OccurredAt)
+
+	require.Equal(t, 1, b.handoff.count())
+	require.Equal(t, key, b.handoff.calls[0])
+	require.Equal(t, keys.Resource{Provider: "stripe", Account: "acct_own", Environment: "test", Kind: "invoice", ID: "in_1"}, b.handoff.res[0])
+}
+
+func TestStripeSignatureFailuresStoreNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := stripeEvent("evt_bad", "invoice.paid", "in_1", "invoice", "")
+	tests := []struct {
+		name    string
+		headers map[string]string
+		body    []byte
+	}{
+		{"missing header", nil, body},
+		{"wrong secret", stripeSig(body, "whsec_wrong", time.Now()), body},
+		{"body changed after signing", stripeSig(body, stripeSecret, time.Now()), append([]byte(nil), bytes.Replace(body, []byte("in_1"), []byte("in_2"), 1)...)},
+		{"outside tolerance", stripeSig(body, stripeSecret, time.Now().Add(-6*time.Minute)), body},
+		{"garbage header", map[string]string{"Stripe-Signature": "nonsense"}, body},
+	}
+	for _, tt := range tests {
+		r := b.post(t, "stripe", tt.body, tt.headers)
+		require.Equal(t, http.StatusUnauthorized, r.code, tt.name)
+	}
+	require.Zero(t, b.inboxCount(t))
+	require.Empty(t, b.quarantine(t))
+	require.Zero(t, b.handoff.count())
+}
+
+func TestRotationAcceptsEitherSecretAndRecordsWhichOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ep, err := b.store.GetEndpoint(b.ctx, "stripe-connect")
+	require.NoError(t, err)
+	require.Len(t, ep.Secrets, 2)
+
+	for i, secret := range []string{stripeSecret, stripeSecret2} {
+		id := fmt.Sprintf("evt_rot%d", i)
+		body := []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":"customer.subscription.updated","livemode":true,"account":"acct_c1","created":1760000000,"data":{"object":{"id":"sub_1","object":"subscription","version":7}}}`, id))
+		r := b.post(t, "stripe-connect", body, stripeSig(body, secret, time.Now()))
+		require.Equal(t, http.StatusOK, r.code, r.body)
+		got := b.row(t, keys.Event{Provider: "stripe", Account: "acct_c1", Environment: "live", EventID: id})
+		require.Equal(t, ep.Secrets[i].ID, got.SecretID)
+		require.NotNil(t, got.ProviderVersion)
+		require.EqualValues(t, 7, *got.ProviderVersion)
+	}
+
+	// A secret added after the endpoint was cached works at once.
+	_, err = store.InsertSecret(b.ctx, b.store.Pool, "stripe-connect", "whsec_third")
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond) // the reload-on-failure floor
+	body := []byte(`{"id":"evt_rot3","object":"event","type":"customer.subscription.updated","livemode":true,"account":"acct_c1","created":1760000000,"data":{"object":{"id":"sub_1","object":"subscription"}}}`)
+	r := b.post(t, "stripe-connect", body, stripeSig(body, "whsec_third", time.Now()))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+}
+
+func TestDuplicatesAndConflicts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := stripeEvent("evt_d", "invoice.paid", "in_1", "invoice", "")
+	for range 3 {
+		r := b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+		require.Equal(t, http.StatusOK, r.code)
+	}
+	require.Equal(t, 1, b.inboxCount(t))
+	// Each delivery of a still-pending row rings the doorbell (coalesced downstream).
+	require.Equal(t, 3, b.handoff.count())
+
+	// Same key, different body: original kept, newcomer quarantined, 2xx.
+	other := stripeEvent("evt_d", "invoice.paid", "in_OTHER", "invoice", "")
+	r := b.post(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	require.Contains(t, r.body, "conflicting_duplicate")
+	got := b.row(t, keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_d"})
+	require.Equal(t, "in_1", got.ResourceID)
+	require.Equal(t, body, got.Payload)
+	require.Equal(t, []string{"conflicting_duplicate"}, b.quarantine(t))
+
+	// The sender retrying the conflicting delivery does not grow the quarantine.
+	r = b.post(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code)
+	require.Len(t, b.quarantine(t), 1)
+
+	// A duplicate of a done row is left alone and not handed off again.
+	_, err := store.CompleteInboxEvent(b.ctx, b.store.Pool, got.Key, store.StatusDone, "")
+	require.NoError(t, err)
+	before := b.handoff.count()
+	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, before, b.handoff.count())
+	require.Equal(t, store.StatusDone, b.row(t, got.Key).Status)
+}
+
+func TestConcurrentIdenticalDeliveriesMakeOneRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := stripeEvent("evt_race", "invoice.paid", "in_race", "invoice", "")
+	h := stripeSig(body, stripeSecret, time.Now())
+	var wg sync.WaitGroup
+	codes := make([]int, 24)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = b.post(t, "stripe", body, h).code
+		}()
+	}
+	wg.Wait()
+	for _, c := range codes {
+		require.Equal(t, http.StatusOK, c)
+	}
+	require.Equal(t, 1, b.inboxCount(t))
+	require.Empty(t, b.quarantine(t))
+}
+
+func TestQuarantineAndBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	// Connect event from an account nobody linked: quarantined, 2xx.
+	body := []byte(`{"id":"evt_u","object":"event","type":"invoice.paid","livemode":true,"account":"acct_stranger","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`)
+	r := b.post(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusAccepted, r.code, r.body)
+	require.Contains(t, r.body, "unknown_account")
+
+	// A test-mode event on a live endpoint never becomes live work.
+	body = []byte(`{"id":"evt_env","object":"event","type":"invoice.paid","livemode":false,"account":"acct_c1","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`)
+	r = b.post(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusAccepted, r.code, r.body)
+
+	// Malformed JSON after a valid signature: quarantined with its reason.
+	body = []byte(`{"id":"evt_m", "type": `)
+	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusBadRequest, r.code, r.body)
+	require.Contains(t, r.body, "not valid JSON")
+
+	// A handled type without the identifiers it needs.
+	body = []byte(`{"id":"evt_noobj","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{}}`)
+	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusBadRequest, r.code, r.body)
+
+	require.Equal(t, []string{"unknown_account", "environment_mismatch", "malformed", "malformed"}, b.quarantine(t))
+	require.Zero(t, b.inboxCount(t))
+
+	// Oversize, unknown endpoint, wrong method.
+	big := bytes.Repeat([]byte("x"), 65<<10)
+	r = b.post(t, "stripe", big, stripeSig(big, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.code)
+	r = b.post(t, "nope", []byte(`{}`), nil)
+	require.Equal(t, http.StatusNotFound, r.code)
+	resp, err := http.Get(b.url + "/webhooks/stripe")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+
+	require.Zero(t, b.inboxCount(t))
+	require.Len(t, b.quarantine(t), 4)
+	require.Zero(t, b.handoff.count())
+}
+
+func TestUnhandledTypesAreRecordedIgnored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := stripeEvent("evt_ch", "charge.succeeded", "ch_1", "charge", "")
+	r := b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code)
+	require.Contains(t, r.body, `"ignored"`)
+	got := b.row(t, keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_ch"})
+	require.Equal(t, store.StatusIgnored, got.Status)
+	require.Contains(t, got.LastError, "charge.succeeded")
+	require.Zero(t, b.handoff.count())
+}
+
+func githubHeaders(body []byte, secret, delivery, event string) map[string]string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return map[string]string{
+		"X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac.Sum(nil)),
+		"X-GitHub-Delivery":   delivery,
+		"X-GitHub-Event":      event,
+	}
+}
+
+func TestGitHub(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := []byte(`{"action":"opened","installation":{"id":4242},"repository":{"full_name":"octo/hello","owner":{"login":"octo"}}}`)
+	r := b.post(t, "gh", body, githubHeaders(body, githubSecret, "d-1", "issues"))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	got := b.row(t, keys.Event{Provider: "github", Account: "4242", Environment: "live", EventID: "d-1"})
+	require.Equal(t, "issues.opened", got.EventType)
+	require.Equal(t, "repository", got.ResourceKind)
+	require.Equal(t, "octo/hello", got.ResourceID)
+
+	// Form-encoded delivery: the signature covers the raw form body.
+	form := []byte("payload=" + url.QueryEscape(string(body)))
+	h := githubHeaders(form, githubSecret, "d-2", "issues")
+	req, _ := http.NewRequest(http.MethodPost, b.url+"/webhooks/gh", bytes.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "octo/hello", b.row(t, keys.Event{Provider: "github", Account: "4242", Environment: "live", EventID: "d-2"}).ResourceID)
+
+	r = b.post(t, "gh", body, githubHeaders(body, "wrong", "d-3", "issues"))
+	require.Equal(t, http.StatusUnauthorized, r.code)
+	sha1Only := map[string]string{"X-Hub-Signature": "sha1=abc", "X-GitHub-Delivery": "d-4", "X-GitHub-Event": "issues"}
+	r = b.post(t, "gh", body, sha1Only)
+	require.Equal(t, http.StatusUnauthorized, r.code)
+}
+
+func standardHeaders(t *testing.T, body []byte, id string, at time.Time, secrets ...string) map[string]string {
+	var sigs []string
+	for _, s := range secrets {
+		wh, err := standardwebhooks.NewWebhook(s)
+		require.NoError(t, err)
+		sig, err := wh.Sign(id, at, body)
+		require.NoError(t, err)
+		sigs = append(sigs, sig)
+	}
+	return map[string]string{
+		"webhook-id": id, "webhook-timestamp": fmt.Sprint(at.Unix()), "webhook-signature": strings.Join(sigs, " "),
+	}
+}
+
+func TestStandardWebhooks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := []byte(`{"type":"feedback.created","timestamp":"2026-11-30T10:00:00Z","data":{"id":"fb_1","project_id":"proj_1"}}`)
+	r := b.post(t, "feedback", body, standardHeaders(t, body, "msg_1", time.Now(), standardSecret))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	got := b.row(t, keys.Event{Provider: "standard", Account: "proj_1", Environment: "live", EventID: "msg_1"})
+	require.Equal(t, "feedback", got.ResourceKind)
+	require.Equal(t, "fb_1", got.ResourceID)
+	require.Equal(t, store.StatusPending, got.Status)
+
+	// Rotation: the sender signs with an unknown new secret and our second one.
+	unknown := "whsec_" + base64.StdEncoding.EncodeToString([]byte("brand-new-secret-not-registered!"))
+	r = b.post(t, "feedback", body, standardHeaders(t, body, "msg_2", time.Now(), unknown, standardSecret2))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+
+	for name, h := range map[string]map[string]string{
+		"too old":      standardHeaders(t, body, "msg_3", time.Now().Add(-10*time.Minute), standardSecret),
+		"too new":      standardHeaders(t, body, "msg_4", time.Now().Add(10*time.Minute), standardSecret),
+		"wrong secret": standardHeaders(t, body, "msg_5", time.Now(), unknown),
+		"id swapped":   func() map[string]string { h := standardHeaders(t, body, "msg_6", time.Now(), standardSecret); h["webhook-id"] = "msg_7"; return h }(),
+	} {
+		require.Equal(t, http.StatusUnauthorized, b.post(t, "feedback", body, h).code, name)
+	}
+	require.Equal(t, 2, b.inboxCount(t))
+}
+
+func TestShopify(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := []byte(`{"id":820982911946154500,"email":"jon@example.com"}`)
+	mac := hmac.New(sha256.New, []byte(shopifySecret))
+	mac.Write(body)
+	h := map[string]string{
+		"X-Shopify-Hmac-Sha256": base64.StdEncoding.EncodeToString(mac.Sum(nil)),
+		"X-Shopify-Event-Id":    "98880550-7158-44d4-b7cd-2c97c8a091b5",
+		"X-Shopify-Topic":       "orders/create",
+		"X-Shopify-Shop-Domain": "demo.myshopify.com",
+	}
+	r := b.post(t, "shop", body, h)
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	got := b.row(t, keys.Event{Provider: "shopify", Account: "demo.myshopify.com", Environment: "live", EventID: "98880550-7158-44d4-b7cd-2c97c8a091b5"})
+	require.Equal(t, "order", got.ResourceKind)
+	require.Equal(t, "820982911946154500", got.ResourceID)
+	require.Equal(t, "orders/create", got.EventType)
+
+	h["X-Shopify-Hmac-Sha256"] = base64.StdEncoding.EncodeToString(make([]byte, 32))
+	h["X-Shopify-Event-Id"] = "other"
+	require.Equal(t, http.StatusUnauthorized, b.post(t, "shop", body, h).code)
+}
+
+func TestDatabaseDownAnswers503AndStoresNothingInMemory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Warm the endpoint cache so the failure is the commit itself.
+	body := stripeEvent("evt_warm", "invoice.paid", "in_w", "invoice", "")
+	require.Equal(t, http.StatusOK, b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now())).code)
+
+	var db string
+	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT current_database()`).Scan(&db))
+	admin := testenv.AdminURL(t, "postgres")
+	setConnections(t, admin, db, false)
+	t.Cleanup(func() { setConnections(t, admin, db, true) })
+
+	body = stripeEvent("evt_down", "invoice.paid", "in_d", "invoice", "")
+	r := b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusServiceUnavailable, r.code, r.body)
+	require.Equal(t, 1, b.handoff.count(), "no hand-off for an event that was not committed")
+
+	// The sender's retry after recovery is accepted.
+	setConnections(t, admin, db, true)
+	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	require.Equal(t, 2, b.inboxCount(t))
+}
+
+func setConnections(t *testing.T, adminURL, db string, allow bool) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, adminURL, 1)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Pool.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %q WITH ALLOW_CONNECTIONS %t`, db, allow))
+	require.NoError(t, err)
+	if !allow {
+		_, err = s.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db)
+		require.NoError(t, err)
+	}
+}
+
+func TestPayloadsNeverReachTheLogs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const secretMarker = "cardholder-Jane-Q-Public-4242"
+	bodies := [][]byte{
+		[]byte(`{"id":"evt_log","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{"object":{"id":"in_l","object":"invoice","customer_name":"` + secretMarker + `"}}}`),
+		[]byte(`{"id":"evt_log2","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{"object":{"id":"` + secretMarker), // malformed
+	}
+	for _, body := range bodies {
+		b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+		b.post(t, "stripe", body, stripeSig(body, "whsec_wrong", time.Now()))
+	}
+	logs := b.logs.String()
+	require.Contains(t, logs, "evt_log", "deliveries are logged by event key")
+	require.NotContains(t, logs, secretMarker)
+	require.NotContains(t, logs, stripeSecret)
+}
