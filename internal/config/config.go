@@ -66,6 +66,9 @@ type Config struct {
 	SweepAfter time.Duration
 	// HOOKINBOX_IDLE_TIMEOUT: a resource workflow completes after this long idle.
 	IdleTimeout time.Duration
+	// HOOKINBOX_MAX_EVENTS_PER_RUN: a resource workflow continues-as-new
+	// after this many events (or sooner, when Temporal suggests it).
+	MaxEventsPerRun int
 	// HOOKINBOX_RETRY_BUDGET: attempts per event before it is exhausted.
 	RetryBudget int
 	// HOOKINBOX_RETRY_INITIAL, HOOKINBOX_RETRY_MAX: backoff base and cap.
@@ -98,6 +101,7 @@ func Default() Config {
 		SweepInterval:      30 * time.Second,
 		SweepAfter:         time.Minute,
 		IdleTimeout:        10 * time.Minute,
+		MaxEventsPerRun:    500,
 		RetryBudget:        10,
 		RetryInitial:       time.Second,
 		RetryMax:           5 * time.Minute,
@@ -137,6 +141,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_SWEEP_INTERVAL", &c.SweepInterval)
 	p.duration("HOOKINBOX_SWEEP_AFTER", &c.SweepAfter)
 	p.duration("HOOKINBOX_IDLE_TIMEOUT", &c.IdleTimeout)
+	p.integer("HOOKINBOX_MAX_EVENTS_PER_RUN", &c.MaxEventsPerRun)
 	p.integer("HOOKINBOX_RETRY_BUDGET", &c.RetryBudget)
 	p.duration("HOOKINBOX_RETRY_INITIAL", &c.RetryInitial)
 	p.duration("HOOKINBOX_RETRY_MAX", &c.RetryMax)

@@ -333,17 +333,21 @@ func RecordInboxFailure(ctx context.Context, db DB, k keys.Event, lastErr string
 	return nil
 }
 
-// MarkInboxExhausted stops retrying a pending row whose budget is spent,
-// keeping its attempts and last error for the operator.
-func MarkInboxExhausted(ctx context.Context, db DB, k keys.Event, lastErr string) (bool, error) {
+// StopInboxEvent ends retrying a pending row: failed (a validation error)
+// or exhausted (the budget is spent). Attempts and the last error stay for
+// the operator, who can replay it.
+func StopInboxEvent(ctx context.Context, db DB, k keys.Event, status, lastErr string) (bool, error) {
+	if status != StatusFailed && status != StatusExhausted {
+		return false, fmt.Errorf("stop inbox event %s: status %q is not failed or exhausted", k, status)
+	}
 	tag, err := db.Exec(ctx, `
 		UPDATE webhook_inbox
-		   SET status = 'exhausted', last_error = $5, processed_at = now()
+		   SET status = $5, last_error = $6, processed_at = now()
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
 		   AND status = 'pending'`,
-		k.Provider, k.Account, k.Environment, k.EventID, lastErr)
+		k.Provider, k.Account, k.Environment, k.EventID, status, lastErr)
 	if err != nil {
-		return false, fmt.Errorf("mark %s exhausted: %w", k, err)
+		return false, fmt.Errorf("mark %s %s: %w", k, status, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }

@@ -85,7 +85,7 @@ func TestCompletionIsNeverOverwritten(t *testing.T) {
 
 	// A late retry's bookkeeping must not touch the done row.
 	require.NoError(t, store.RecordInboxFailure(ctx, s.Pool, e.Key, "late", time.Now().Add(time.Hour)))
-	changed, err = store.MarkInboxExhausted(ctx, s.Pool, e.Key, "late")
+	changed, err = store.StopInboxEvent(ctx, s.Pool, e.Key, store.StatusExhausted, "late")
 	require.NoError(t, err)
 	require.False(t, changed)
 	changed, err = store.CompleteInboxEvent(ctx, s.Pool, e.Key, store.StatusIgnored, "late")

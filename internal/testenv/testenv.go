@@ -105,6 +105,9 @@ func startPostgres() {
 // AdminURL is a superuser URL of the test server for database db.
 func AdminURL(t testing.TB, db string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL: run without -short")
+	}
 	pgOnce.Do(startPostgres)
 	if pgErr != nil {
 		t.Fatalf("test PostgreSQL: %v", pgErr)

@@ -1,0 +1,38 @@
+package devenv
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestToolVersionAndPathComeFromThePinnedModule(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "tools", "temporal"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "tools", "temporal", "go.mod"),
+		[]byte("module x\n\ngo 1.26\n\nrequire (\n\tgithub.com/temporalio/cli v1.5.1\n\tgithub.com/other v0.1.0\n)\n"), 0o644))
+	v, err := TemporalCLI.Version(root)
+	require.NoError(t, err)
+	require.Equal(t, "v1.5.1", v)
+	p, err := TemporalCLI.Path(root)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(root, ".tools", "temporal-v1.5.1", "temporal"), p)
+
+	_, err = MailpitTool.Version(root)
+	require.Error(t, err, "no tools/mailpit module")
+}
+
+func TestTheRepositoryPinsTheDocumentedVersions(t *testing.T) {
+	t.Parallel()
+	root, err := FindRoot()
+	require.NoError(t, err)
+	v, err := TemporalCLI.Version(root)
+	require.NoError(t, err)
+	require.Equal(t, "v1.5.1", v, "v1.9.x cannot be built from the module proxy")
+	v, err = MailpitTool.Version(root)
+	require.NoError(t, err)
+	require.Equal(t, "v1.27.11", v)
+}
