@@ -1,0 +1,309 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// Handler applies the business effect of one inbox event. It runs outside
+// any transaction, may call the provider's API first, and then commits its
+// effect together with the inbox row's completion in ONE transaction,
+// normally through InPendingTx. Return Permanent(err) for an
+// event that can never succeed; any other error is retried.
+type Handler interface {
+	Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, ev *store.StoredEvent) (Outcome, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, error) {
+	return f(ctx, ev)
+}
+
+// Outcome is what a handler did.
+type Outcome struct {
+	// Status the row ended in: done or ignored, or the status it already
+	// had when another attempt completed it first.
+	Status string
+	// Note explains an ignored event.
+	Note string
+}
+
+// ResourceSignaler rings a resource workflow's doorbell, starting it if
+// needed (implemented by package starter).
+type ResourceSignaler interface {
+	SignalResource(ctx context.Context, r keys.Resource, signal, value string) error
+}
+
+// Activities holds what the activities need. Its exported methods are the
+// activities; register it with worker.RegisterActivity.
+type Activities struct {
+	Store    *store.Store
+	Handlers map[string]Handler
+	Signaler ResourceSignaler
+	Metrics  *metrics.Metrics
+	Logger   *slog.Logger
+	// RetryInitial and RetryMax bound the jittered backoff between attempts.
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+}
+
+// permanentError marks an error no retry can fix.
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string { return p.err.Error() }
+func (p permanentError) Unwrap() error { return p.err }
+
+// Permanent wraps err so the event fails at once instead of being retried.
+func Permanent(err error) error { return permanentError{err} }
+
+// IsPermanent reports whether err was wrapped by Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+// retryAfterError is implemented by errors that carry a server-requested
+// delay (provider 429s with Retry-After).
+type retryAfterError interface {
+	RetryAfter() (time.Duration, bool)
+}
+
+// LoadPendingInput names the resource whose due rows to load.
+type LoadPendingInput struct {
+	Resource keys.Resource `json:"resource"`
+	Limit    int           `json:"limit"`
+}
+
+// LoadPending returns the resource's due pending rows, oldest first (a
+// local activity: one short query).
+func (a *Activities) LoadPending(ctx context.Context, in LoadPendingInput) (store.PendingBatch, error) {
+	return store.LoadPending(ctx, a.Store.Pool, in.Resource, in.Limit)
+}
+
+// HandleInput names the event to handle.
+type HandleInput struct {
+	Key keys.Event `json:"key"`
+	// PriorAttempts were made before this activity was scheduled (earlier
+	// runs); they count against the budget and the backoff.
+	PriorAttempts int `json:"prior_attempts"`
+}
+
+// HandleResult is the row's status after the attempt.
+type HandleResult struct {
+	Status string `json:"status"`
+	Note   string `json:"note,omitempty"`
+	// Skipped: the row was already final (a done or ignored row is skipped).
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// HandleEvent runs the event's business handler. A row that is no longer
+// pending is skipped; a type without a registered handler is marked ignored
+// with the reason. A failed attempt is recorded on the row (attempts, last
+// error, next attempt) and returned with a jittered next retry delay.
+func (a *Activities) HandleEvent(ctx context.Context, in HandleInput) (HandleResult, error) {
+	ev, err := store.GetInboxEvent(ctx, a.Store.Pool, in.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return HandleResult{}, temporal.NewNonRetryableApplicationError("event is not in the inbox", "InvalidEvent", err)
+	}
+	if err != nil {
+		return HandleResult{}, a.retry(ctx, in, "", err)
+	}
+	if ev.Status != store.StatusPending {
+		return HandleResult{Status: ev.Status, Skipped: true}, nil
+	}
+	name, _ := catalog.HandlerFor(ev.Key.Provider, ev.EventType)
+	h := a.Handlers[name]
+	if h == nil {
+		note := fmt.Sprintf("no handler registered for %s event type %s", ev.Key.Provider, ev.EventType)
+		if _, err := store.CompleteInboxEvent(ctx, a.Store.Pool, ev.Key, store.StatusIgnored, note); err != nil {
+			return HandleResult{}, a.retry(ctx, in, name, err)
+		}
+		a.count(name, store.StatusIgnored)
+		return HandleResult{Status: store.StatusIgnored, Note: note}, nil
+	}
+	out, err := h.Handle(ctx, ev)
+	if err != nil {
+		if IsPermanent(err) {
+			a.record(ctx, ev.Key, err, time.Now())
+			a.count(name, store.StatusFailed)
+			return HandleResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidEvent", err)
+		}
+		return HandleResult{}, a.retry(ctx, in, name, err)
+	}
+	a.count(name, out.Status)
+	a.log(ctx).Info("event handled", "event_key", ev.Key.String(), "handler", name, "status", out.Status, "note", out.Note)
+	return HandleResult{Status: out.Status, Note: out.Note}, nil
+}
+
+// retry records the failed attempt and returns the error with the next
+// delay: full-jitter exponential backoff from the total attempt count,
+// raised to the provider's Retry-After when it gave one.
+func (a *Activities) retry(ctx context.Context, in HandleInput, handler string, err error) error {
+	attempt := in.PriorAttempts + int(activity.GetInfo(ctx).Attempt)
+	delay := fullJitter(attempt, a.RetryInitial, a.RetryMax)
+	var ra retryAfterError
+	if errors.As(err, &ra) {
+		if d, ok := ra.RetryAfter(); ok && d > delay {
+			delay = d
+		}
+	}
+	a.record(ctx, in.Key, err, time.Now().Add(delay))
+	if a.Metrics != nil {
+		a.Metrics.EventRetries.WithLabelValues(orUnknown(handler)).Inc()
+	}
+	a.log(ctx).Warn("event attempt failed", "event_key", in.Key.String(), "handler", handler,
+		"attempt", attempt, "next_retry_in", delay.String(), "error", err.Error())
+	return temporal.NewApplicationErrorWithOptions(err.Error(), "HandlerError",
+		temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err})
+}
+
+// record notes a failed attempt on the row; its own failure is only logged
+// (the retry policy carries on either way).
+func (a *Activities) record(ctx context.Context, k keys.Event, err error, next time.Time) {
+	if rerr := store.RecordInboxFailure(ctx, a.Store.Pool, k, err.Error(), next); rerr != nil {
+		a.log(ctx).Error("could not record a failed attempt", "event_key", k.String(), "error", rerr.Error())
+	}
+}
+
+// InPendingTx runs fn in one transaction holding the event's inbox row
+// locked, only if the row is still pending, and completes the row with the
+// status fn returns in the same transaction. If the row is already final
+// (another attempt won), fn is not called and that status is returned: a
+// retry never overwrites a completion committed elsewhere.
+func InPendingTx(ctx context.Context, st *store.Store, k keys.Event, fn func(tx pgx.Tx, ev *store.StoredEvent) (Outcome, error)) (Outcome, error) {
+	var out Outcome
+	err := st.Tx(ctx, func(tx pgx.Tx) error {
+		ev, err := store.LockInboxEvent(ctx, tx, k)
+		if err != nil {
+			return err
+		}
+		if ev.Status != store.StatusPending {
+			out = Outcome{Status: ev.Status, Note: "already " + ev.Status}
+			return nil
+		}
+		out, err = fn(tx, ev)
+		if err != nil {
+			return err
+		}
+		if out.Status == "" {
+			out.Status = store.StatusDone
+		}
+		_, err = store.CompleteInboxEvent(ctx, tx, k, out.Status, out.Note)
+		return err
+	})
+	return out, err
+}
+
+// MarkUnhandledInput ends retrying an event.
+type MarkUnhandledInput struct {
+	Key       keys.Event `json:"key"`
+	Status    string     `json:"status"`
+	LastError string     `json:"last_error"`
+}
+
+// MarkUnhandled records a failed (validation) or exhausted (budget spent)
+// event, keeping attempts and the last error; a row completed elsewhere is
+// left alone.
+func (a *Activities) MarkUnhandled(ctx context.Context, in MarkUnhandledInput) error {
+	changed, err := store.StopInboxEvent(ctx, a.Store.Pool, in.Key, in.Status, in.LastError)
+	if err != nil {
+		return err
+	}
+	if changed {
+		name := ""
+		if ev, err := store.GetInboxEvent(ctx, a.Store.Pool, in.Key); err == nil {
+			name, _ = catalog.HandlerFor(ev.Key.Provider, ev.EventType)
+		}
+		if in.Status == store.StatusExhausted {
+			a.count(name, store.StatusExhausted)
+		}
+		a.log(ctx).Warn("event stopped", "event_key", in.Key.String(), "status", in.Status, "last_error", in.LastError)
+	}
+	return nil
+}
+
+// SweepInput configures SweepInbox.
+type SweepInput struct {
+	OlderThan time.Duration `json:"older_than"`
+	Limit     int           `json:"limit"`
+}
+
+// SweepResult counts what a sweep did.
+type SweepResult struct {
+	Stale     int `json:"stale"`
+	Signalled int `json:"signalled"`
+	Failed    int `json:"failed"`
+}
+
+// SweepInbox signals the workflows of resources whose pending rows have
+// been due for longer than OlderThan (SPEC R16).
+func (a *Activities) SweepInbox(ctx context.Context, in SweepInput) (SweepResult, error) {
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	stale, err := store.StalePendingResources(ctx, a.Store.Pool, in.OlderThan, limit)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	res := SweepResult{Stale: len(stale)}
+	for i, r := range stale {
+		if err := a.Signaler.SignalResource(ctx, r, "event", "sweeper"); err != nil {
+			res.Failed++
+			a.log(ctx).Warn("sweeper could not signal", "resource", r.String(), "error", err.Error())
+		} else {
+			res.Signalled++
+			if a.Metrics != nil {
+				a.Metrics.SweepResignals.Inc()
+			}
+		}
+		activity.RecordHeartbeat(ctx, i+1)
+	}
+	if res.Stale > 0 {
+		a.log(ctx).Info("sweeper re-signalled stale resources", "stale", res.Stale, "signalled", res.Signalled, "failed", res.Failed)
+	}
+	if res.Failed > 0 && res.Signalled == 0 {
+		return res, fmt.Errorf("sweeper signalled none of %d stale resources", res.Stale)
+	}
+	return res, nil
+}
+
+func (a *Activities) count(handler, status string) {
+	if a.Metrics != nil {
+		a.Metrics.EventsHandled.WithLabelValues(orUnknown(handler), status).Inc()
+	}
+}
+
+func (a *Activities) log(ctx context.Context) *slog.Logger {
+	l := a.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		l = l.With("workflow_id", info.WorkflowExecution.ID, "activity", info.ActivityType.Name)
+	}
+	return l
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

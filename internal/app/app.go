@@ -1,0 +1,152 @@
+// Package app wires hookinbox's parts into the two processes it runs, the
+// intake and the worker, the same way for the binary, `make run` and the
+// end-to-end tests. It owns no logic of its own.
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+
+	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/starter"
+	"github.com/hookinbox/hookinbox/webhook"
+	"github.com/hookinbox/hookinbox/worker"
+	"github.com/hookinbox/hookinbox/workflows"
+)
+
+// NewLogger builds the process logger: JSON by default, text for humans.
+func NewLogger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+// WorkflowSettings are the resource workflow settings from configuration.
+func WorkflowSettings(cfg config.Config) workflows.Settings {
+	return workflows.Settings{
+		IdleTimeout: cfg.IdleTimeout, MaxEventsPerRun: cfg.MaxEventsPerRun, RetryBudget: cfg.RetryBudget,
+		RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax, ActivityTimeout: cfg.ActivityTimeout,
+	}
+}
+
+// Resources is the resource signaller for cfg.
+func Resources(cfg config.Config, c client.Client) *starter.Resources {
+	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg)}
+}
+
+// Intake is the intake process: HTTP server plus hand-off queue.
+type Intake struct {
+	Server  *webhook.Server
+	Handoff *starter.Handoff
+}
+
+// NewIntake builds the intake on a store and a (lazy) Temporal client.
+func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) *Intake {
+	h := starter.NewHandoff(Resources(cfg, c), starter.HandoffOptions{
+		Capacity: cfg.HandoffQueue, Workers: cfg.HandoffWorkers, Timeout: cfg.HandoffTimeout, Metrics: m, Logger: log,
+	})
+	srv := webhook.New(webhook.Options{
+		Store: st, Handoff: h, Metrics: m, Logger: log,
+		MaxBodyBytes: cfg.MaxBodyBytes, Tolerance: cfg.SignatureTolerance, CacheTTL: cfg.EndpointCacheTTL,
+		TemporalCheck: func(ctx context.Context) error {
+			_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		},
+	})
+	return &Intake{Server: srv, Handoff: h}
+}
+
+// Run serves on ln (or cfg.HTTPAddr when ln is nil) until ctx ends.
+func (i *Intake) Run(ctx context.Context, addr string, ln net.Listener, log *slog.Logger) error {
+	hctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { i.Handoff.Run(hctx); close(done) }()
+	err := Serve(ctx, addr, ln, i.Server.Handler(), log)
+	// Give queued doorbells a moment to go out; the rest is the sweeper's.
+	deadline := time.Now().Add(2 * time.Second)
+	for i.Handoff.Len() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	return err
+}
+
+// NewActivities builds the worker's activities with the built-in handlers.
+func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) *activities.Activities {
+	return &activities.Activities{
+		Store: st, Handlers: map[string]activities.Handler{}, Signaler: Resources(cfg, c),
+		Metrics: m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
+	}
+}
+
+// RunWorker runs the Temporal worker and, when addr is set, its /metrics
+// and /healthz until ctx ends.
+func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *activities.Activities, m *metrics.Metrics, addr string, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	if addr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+		go func() { errc <- Serve(ctx, addr, nil, mux, log) }()
+	}
+	err := worker.Run(ctx, c, a, cfg, log)
+	if addr != "" {
+		if serr := <-errc; err == nil {
+			err = serr
+		}
+	}
+	return err
+}
+
+// Serve runs an HTTP server until ctx ends, then shuts it down gracefully.
+func Serve(ctx context.Context, addr string, ln net.Listener, h http.Handler, log *slog.Logger) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return err
+		}
+	}
+	log.Info("listening", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// DisplayAddr turns a listen address like ":8080" into a URL host.
+func DisplayAddr(addr string) string {
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}

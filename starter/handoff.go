@@ -1,0 +1,126 @@
+package starter
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/workflows"
+)
+
+// Signaler is what the hand-off needs from Resources (a seam for tests).
+type Signaler interface {
+	SignalResource(ctx context.Context, r keys.Resource, signal, value string) error
+}
+
+// Handoff is the intake's bounded, coalescing queue of doorbells. Notify
+// never blocks: the sender's answer does not wait on Temporal. A doorbell
+// for a resource that already has one queued is coalesced (the queued one is
+// sent after this event's commit, so the workflow will see it). When the
+// queue is full or a signal fails, the event is still safe in the inbox and
+// the sweeper rings again later; both are logged and counted.
+type Handoff struct {
+	signaler Signaler
+	timeout  time.Duration
+	workers  int
+	metrics  *metrics.Metrics
+	log      *slog.Logger
+
+	queue  chan item
+	mu     sync.Mutex
+	queued map[keys.Resource]struct{}
+}
+
+type item struct {
+	r   keys.Resource
+	key keys.Event
+}
+
+// HandoffOptions size the queue.
+type HandoffOptions struct {
+	Capacity int
+	Workers  int
+	Timeout  time.Duration
+	Metrics  *metrics.Metrics
+	Logger   *slog.Logger
+}
+
+// NewHandoff builds the queue; Run sends.
+func NewHandoff(s Signaler, o HandoffOptions) *Handoff {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	return &Handoff{
+		signaler: s, timeout: o.Timeout, workers: max(1, o.Workers), metrics: o.Metrics, log: o.Logger,
+		queue: make(chan item, max(1, o.Capacity)), queued: map[keys.Resource]struct{}{},
+	}
+}
+
+// Notify queues a doorbell for r after e was committed.
+func (h *Handoff) Notify(r keys.Resource, e keys.Event) {
+	h.mu.Lock()
+	if _, ok := h.queued[r]; ok {
+		h.mu.Unlock()
+		h.metrics.HandoffSignals.WithLabelValues("coalesced").Inc()
+		return
+	}
+	select {
+	case h.queue <- item{r, e}:
+		h.queued[r] = struct{}{}
+		h.mu.Unlock()
+		h.metrics.HandoffQueueSize.Inc()
+	default:
+		h.mu.Unlock()
+		h.metrics.HandoffSignals.WithLabelValues("dropped").Inc()
+		h.log.Warn("hand-off queue full; the sweeper will deliver the event", "event_key", e.String(), "resource", r.String())
+	}
+}
+
+// Run sends queued doorbells until ctx ends. What is still queued then is
+// left to the sweeper (the rows are committed).
+func (h *Handoff) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range h.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case it := <-h.queue:
+					h.send(ctx, it)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (h *Handoff) send(ctx context.Context, it item) {
+	// Unmark before sending: an event committed from now on needs a
+	// doorbell of its own, since this one may reach the workflow first.
+	h.mu.Lock()
+	delete(h.queued, it.r)
+	h.mu.Unlock()
+	h.metrics.HandoffQueueSize.Dec()
+
+	sctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	if err := h.signaler.SignalResource(sctx, it.r, workflows.SignalEvent, it.key.String()); err != nil {
+		h.metrics.HandoffSignals.WithLabelValues("failed").Inc()
+		h.log.Warn("hand-off failed; the sweeper will deliver the event", "event_key", it.key.String(),
+			"workflow_id", ResourceWorkflowID(it.r), "error", err.Error())
+		return
+	}
+	h.metrics.HandoffSignals.WithLabelValues("sent").Inc()
+}
+
+// Len is the number of queued doorbells.
+func (h *Handoff) Len() int { return len(h.queue) }

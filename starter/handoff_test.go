@@ -1,0 +1,120 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/metrics"
+)
+
+// gateSignaler blocks every call until released and records them.
+type gateSignaler struct {
+	mu    sync.Mutex
+	calls []keys.Resource
+	gate  chan struct{}
+	err   error
+}
+
+func (g *gateSignaler) SignalResource(ctx context.Context, r keys.Resource, _, _ string) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls = append(g.calls, r)
+	return g.err
+}
+
+func (g *gateSignaler) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.calls)
+}
+
+func res(id string) keys.Resource {
+	return keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "subscription", ID: id}
+}
+
+func ev(id string) keys.Event {
+	return keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: id}
+}
+
+func TestHandoffCoalescesQueuedDoorbellsAndNeverBlocks(t *testing.T) {
+	t.Parallel()
+	g := &gateSignaler{gate: make(chan struct{})}
+	m := metrics.New()
+	h := NewHandoff(g, HandoffOptions{Capacity: 2, Workers: 1, Timeout: 5 * time.Second, Metrics: m})
+
+	// Not running yet: everything stays queued.
+	done := make(chan struct{})
+	go func() {
+		for i := range 10 {
+			h.Notify(res("sub_hot"), ev("e"+string(rune('0'+i))))
+		}
+		h.Notify(res("sub_b"), ev("b"))
+		h.Notify(res("sub_c"), ev("c")) // queue (capacity 2) is full
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Notify blocked")
+	}
+	require.Equal(t, 9.0, testutil.ToFloat64(m.HandoffSignals.WithLabelValues("coalesced")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.HandoffSignals.WithLabelValues("dropped")))
+	require.Equal(t, 2, h.Len())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	close(g.gate)
+	require.Eventually(t, func() bool { return g.count() == 2 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, 2.0, testutil.ToFloat64(m.HandoffSignals.WithLabelValues("sent")))
+
+	// Once sent, a new event on the same resource gets its own doorbell.
+	h.Notify(res("sub_hot"), ev("later"))
+	require.Eventually(t, func() bool { return g.count() == 3 }, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestHandoffCountsFailures(t *testing.T) {
+	t.Parallel()
+	g := &gateSignaler{gate: make(chan struct{}), err: errors.New("temporal unavailable")}
+	close(g.gate)
+	m := metrics.New()
+	h := NewHandoff(g, HandoffOptions{Capacity: 10, Workers: 2, Timeout: time.Second, Metrics: m})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	h.Notify(res("sub_1"), ev("e1"))
+	h.Notify(res("sub_2"), ev("e2"))
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(m.HandoffSignals.WithLabelValues("failed")) == 2
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestResourceWorkflowIDRoundTrip(t *testing.T) {
+	t.Parallel()
+	r := keys.Resource{Provider: "github", Account: "42", Environment: "live", Kind: "repository", ID: "octo/hello"}
+	id := ResourceWorkflowID(r)
+	require.Equal(t, "resource/github/42/live/repository/octo%2Fhello", id)
+	back, err := ResourceFromWorkflowID(id)
+	require.NoError(t, err)
+	require.Equal(t, r, back)
+	_, err = ResourceFromWorkflowID("hookinbox-sweeper")
+	require.Error(t, err)
+}
+
+func TestScheduleIDIsFixedPerTaskQueue(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "hookinbox-sweeper", ScheduleID(ScheduleSweeper, "hookinbox"))
+	require.Equal(t, "hookinbox-sweeper-tenant-b", ScheduleID(ScheduleSweeper, "tenant-b"))
+}

@@ -1,0 +1,114 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/workflows"
+)
+
+// Search attributes of resource workflows (registered on the dev server at
+// start and by EnsureSearchAttributes elsewhere).
+var (
+	SAProvider      = temporal.NewSearchAttributeKeyKeyword("Provider")
+	SASourceAccount = temporal.NewSearchAttributeKeyKeyword("SourceAccount")
+	SAEnvironment   = temporal.NewSearchAttributeKeyKeyword("Environment")
+	SAResourceKind  = temporal.NewSearchAttributeKeyKeyword("ResourceKind")
+	SAResourceID    = temporal.NewSearchAttributeKeyKeyword("ResourceID")
+)
+
+// SearchAttributeTypes lists the custom search attributes: name → type.
+func SearchAttributeTypes() map[string]string {
+	return map[string]string{
+		SAProvider.GetName(): "Keyword", SASourceAccount.GetName(): "Keyword", SAEnvironment.GetName(): "Keyword",
+		SAResourceKind.GetName(): "Keyword", SAResourceID.GetName(): "Keyword",
+	}
+}
+
+// EnsureSearchAttributes registers the search attributes on namespace,
+// leaving existing ones alone.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	want := map[string]enumspb.IndexedValueType{}
+	for name := range SearchAttributeTypes() {
+		want[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes: %w", err)
+	}
+	for name := range resp.GetCustomAttributes() {
+		delete(want, name)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: want,
+	})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("add search attributes: %w", err)
+	}
+	return nil
+}
+
+// ResourceWorkflowID is the one place workflow IDs are made:
+// resource/{provider}/{account}/{environment}/{kind}/{id}, each part
+// escaped so a '/' inside an id cannot forge another resource.
+func ResourceWorkflowID(r keys.Resource) string {
+	return "resource/" + r.String()
+}
+
+// ResourceFromWorkflowID parses a resource workflow ID.
+func ResourceFromWorkflowID(id string) (keys.Resource, error) {
+	rest, ok := strings.CutPrefix(id, "resource/")
+	if !ok {
+		return keys.Resource{}, fmt.Errorf("workflow id %q is not a resource workflow", id)
+	}
+	return keys.ParseResource(rest)
+}
+
+// Resources signals and starts resource workflows.
+type Resources struct {
+	Client    client.Client
+	TaskQueue string
+	Settings  workflows.Settings
+}
+
+// StartOptions are the options of a resource workflow: its ID, task queue,
+// search attributes and a static summary naming the resource in the UI.
+func (s *Resources) StartOptions(r keys.Resource) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:        ResourceWorkflowID(r),
+		TaskQueue: s.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SAProvider.ValueSet(r.Provider), SASourceAccount.ValueSet(r.Account),
+			SAEnvironment.ValueSet(r.Environment), SAResourceKind.ValueSet(r.Kind), SAResourceID.ValueSet(r.ID)),
+		StaticSummary: fmt.Sprintf("%s %s %s (account %s, %s)", r.Provider, r.Kind, r.ID, r.Account, r.Environment),
+		// Defaults kept on purpose: conflict policy use-existing (a running
+		// workflow just gets the signal) and reuse allow-duplicate (a
+		// completed resource starts a new run). Never terminate-existing.
+	}
+}
+
+// SignalResource rings the resource's doorbell with SignalWithStart.
+func (s *Resources) SignalResource(ctx context.Context, r keys.Resource, signal, value string) error {
+	if !r.Valid() {
+		return fmt.Errorf("signal %s: incomplete resource key %+v", signal, r)
+	}
+	_, err := s.Client.SignalWithStartWorkflow(ctx, ResourceWorkflowID(r), signal, value, s.StartOptions(r),
+		workflows.ResourceWorkflow, workflows.ResourceInput{Resource: r, Settings: s.Settings})
+	if err != nil {
+		return fmt.Errorf("signal-with-start %s: %w", ResourceWorkflowID(r), err)
+	}
+	return nil
+}

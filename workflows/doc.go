@@ -1,0 +1,6 @@
+// Package workflows holds hookinbox's deterministic workflow code:
+// ResourceWorkflow (one per resource; serializes fetch-and-write) and the
+// SweepWorkflow run by the sweeper schedule. No I/O, no time.Now, no pgx:
+// everything that touches the world is an activity in package activities,
+// called through method values of a nil *activities.Activities.
+package workflows

@@ -1,0 +1,349 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// Signal names of ResourceWorkflow.
+const (
+	// SignalEvent is a doorbell: "this resource may have pending rows". Its
+	// value (an event key) is informational; the inbox is the truth.
+	SignalEvent = "event"
+	// SignalReconcile asks the workflow to reconcile its resource with the
+	// provider; its value is the reason.
+	SignalReconcile = "reconcile"
+)
+
+// Defaults applied when the input leaves a setting at zero.
+const (
+	DefaultIdleTimeout     = 10 * time.Minute
+	DefaultMaxEventsPerRun = 500
+	DefaultRetryBudget     = 10
+	DefaultRetryInitial    = time.Second
+	DefaultRetryMax        = 5 * time.Minute
+	DefaultActivityTimeout = 30 * time.Second
+	// pendingBatch is how many rows one load returns.
+	pendingBatch = 100
+	// recentKeys bounds the carried set of recently handled event keys.
+	recentKeys = 64
+)
+
+// Settings tune a resource workflow; the starter fills them from config.
+type Settings struct {
+	IdleTimeout     time.Duration `json:"idle_timeout,omitempty"`
+	MaxEventsPerRun int           `json:"max_events_per_run,omitempty"`
+	RetryBudget     int           `json:"retry_budget,omitempty"`
+	RetryInitial    time.Duration `json:"retry_initial,omitempty"`
+	RetryMax        time.Duration `json:"retry_max,omitempty"`
+	ActivityTimeout time.Duration `json:"activity_timeout,omitempty"`
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.IdleTimeout <= 0 {
+		s.IdleTimeout = DefaultIdleTimeout
+	}
+	if s.MaxEventsPerRun <= 0 {
+		s.MaxEventsPerRun = DefaultMaxEventsPerRun
+	}
+	if s.RetryBudget <= 0 {
+		s.RetryBudget = DefaultRetryBudget
+	}
+	if s.RetryInitial <= 0 {
+		s.RetryInitial = DefaultRetryInitial
+	}
+	if s.RetryMax < s.RetryInitial {
+		s.RetryMax = max(DefaultRetryMax, s.RetryInitial)
+	}
+	if s.ActivityTimeout <= 0 {
+		s.ActivityTimeout = DefaultActivityTimeout
+	}
+	return s
+}
+
+// Carry is the state a run hands to its continuation.
+type Carry struct {
+	// Recent holds the last handled event keys (bounded), for the operator.
+	Recent []string `json:"recent,omitempty"`
+	// Reconcile holds reasons of reconcile requests not yet served.
+	Reconcile []string `json:"reconcile,omitempty"`
+	// Handled counts events handled over all runs.
+	Handled int `json:"handled"`
+	// Runs counts continue-as-new generations.
+	Runs int `json:"runs"`
+}
+
+// ResourceInput starts or continues a resource workflow.
+type ResourceInput struct {
+	Resource keys.Resource `json:"resource"`
+	Settings Settings      `json:"settings"`
+	Carry    Carry         `json:"carry"`
+}
+
+// ResourceResult is returned when the workflow completes after an idle period.
+type ResourceResult struct {
+	Handled int `json:"handled"`
+}
+
+// a is the nil receiver whose method values name the activities.
+var a *activities.Activities
+
+// ResourceWorkflow serializes the work of one resource. Woken by a signal
+// (or started), it loads the resource's due pending inbox rows, oldest first,
+// and handles them one at a time; it continues-as-new when Temporal suggests
+// it or after MaxEventsPerRun events, and completes after IdleTimeout with
+// nothing to do. Before either it drains the signal channels without
+// blocking, so no doorbell is lost.
+func ResourceWorkflow(ctx workflow.Context, in ResourceInput) (ResourceResult, error) {
+	r := &resource{in: in, s: in.Settings.withDefaults(), carry: in.Carry}
+	return r.run(ctx)
+}
+
+type resource struct {
+	in      ResourceInput
+	s       Settings
+	carry   Carry
+	thisRun int
+	nextDue *time.Time
+	last    string
+
+	eventCh     workflow.ReceiveChannel
+	reconcileCh workflow.ReceiveChannel
+}
+
+func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
+	r.eventCh = workflow.GetSignalChannel(ctx, SignalEvent)
+	r.reconcileCh = workflow.GetSignalChannel(ctx, SignalReconcile)
+	r.details(ctx)
+
+	// Every run starts with a pass: it was started or continued for a reason.
+	wake := true
+	for {
+		if r.drain(ctx) {
+			wake = true
+		}
+		if r.full(ctx) {
+			// The next run starts with a pass, so pending work and the
+			// doorbells drained here carry over. Nothing blocks after this.
+			r.drain(ctx)
+			r.carry.Runs++
+			return ResourceResult{}, workflow.NewContinueAsNewError(ctx, ResourceWorkflow,
+				ResourceInput{Resource: r.in.Resource, Settings: r.in.Settings, Carry: r.carry})
+		}
+		if wake {
+			wake = false
+			if err := r.pass(ctx); err != nil {
+				return ResourceResult{}, err
+			}
+			continue // the pass may have taken long: look at the channels again
+		}
+
+		wait, due := r.s.IdleTimeout, false
+		if r.nextDue != nil {
+			if d := r.nextDue.Sub(workflow.Now(ctx)); d < wait {
+				wait, due = max(d, time.Second), true
+			}
+		}
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(timerCtx, wait)
+		fired := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(r.eventCh, func(c workflow.ReceiveChannel, _ bool) {
+			var key string
+			c.Receive(ctx, &key)
+			wake = true
+		})
+		sel.AddReceive(r.reconcileCh, func(c workflow.ReceiveChannel, _ bool) {
+			var reason string
+			c.Receive(ctx, &reason)
+			r.carry.Reconcile = append(r.carry.Reconcile, reason)
+			wake = true
+		})
+		sel.AddFuture(timer, func(workflow.Future) { fired = true })
+		sel.Select(ctx)
+		cancel()
+		if !fired {
+			continue
+		}
+		if due {
+			wake = true
+			continue
+		}
+		// Idle: complete unless a doorbell is waiting.
+		if r.drain(ctx) {
+			wake = true
+			continue
+		}
+		return ResourceResult{Handled: r.carry.Handled}, nil
+	}
+}
+
+// full reports whether this run should continue as new: enough events
+// handled, or Temporal suggests it (history size or length).
+func (r *resource) full(ctx workflow.Context) bool {
+	return r.thisRun >= r.s.MaxEventsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+// drain empties both signal channels without blocking and reports whether
+// anything was there.
+func (r *resource) drain(ctx workflow.Context) bool {
+	got := false
+	for {
+		var key string
+		if !r.eventCh.ReceiveAsync(&key) {
+			break
+		}
+		got = true
+	}
+	for {
+		var reason string
+		if !r.reconcileCh.ReceiveAsync(&reason) {
+			break
+		}
+		r.carry.Reconcile = append(r.carry.Reconcile, reason)
+		got = true
+	}
+	return got
+}
+
+func localOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 15 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+		},
+	})
+}
+
+// pass handles every due pending row of the resource, oldest first.
+func (r *resource) pass(ctx workflow.Context) error {
+	if len(r.carry.Reconcile) > 0 {
+		if err := r.reconcile(ctx); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for {
+		var batch store.PendingBatch
+		err := workflow.ExecuteLocalActivity(localOptions(ctx), a.LoadPending,
+			activities.LoadPendingInput{Resource: r.in.Resource, Limit: pendingBatch}).Get(ctx, &batch)
+		if err != nil {
+			return fmt.Errorf("load pending rows: %w", err)
+		}
+		r.nextDue = batch.NextDue
+		progressed := false
+		for _, ev := range batch.Events {
+			k := ev.Key.String()
+			if seen[k] {
+				continue // still pending after its attempt: wait for next_attempt_at
+			}
+			seen[k] = true
+			progressed = true
+			if err := r.handle(ctx, ev); err != nil {
+				return err
+			}
+			if r.full(ctx) {
+				// Hand the rest to the next run; it starts with a pass.
+				r.details(ctx)
+				return nil
+			}
+		}
+		if !batch.More || !progressed {
+			if !progressed && len(batch.Events) > 0 {
+				// Rows stayed due and pending after handling (their
+				// bookkeeping failed): look again shortly, not in a loop.
+				t := workflow.Now(ctx).Add(r.s.RetryInitial)
+				r.nextDue = &t
+			}
+			r.details(ctx)
+			return nil
+		}
+		r.drain(ctx) // keep the signal buffer short on long passes
+	}
+}
+
+// reconcile serves queued reconcile requests. Reconciliation handlers come
+// with the reconciliation issue; until then a request is acknowledged.
+func (r *resource) reconcile(ctx workflow.Context) error {
+	workflow.GetLogger(ctx).Info("reconcile requested", "resource", r.in.Resource.String(), "reasons", r.carry.Reconcile)
+	r.carry.Reconcile = nil
+	return nil
+}
+
+// handle runs one event through HandleEvent with its retry policy, then
+// records failed or exhausted rows.
+func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
+	remaining := int32(max(1, r.s.RetryBudget-ev.Attempts))
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: r.s.ActivityTimeout,
+		Summary:             ev.Key.String(),
+		RetryPolicy: &temporal.RetryPolicy{
+			// The activity returns the next delay itself (full jitter); these
+			// bound the attempts and stand in if it could not say.
+			InitialInterval:    r.s.RetryInitial,
+			BackoffCoefficient: 2,
+			MaximumInterval:    r.s.RetryMax,
+			MaximumAttempts:    remaining,
+		},
+	})
+	var res activities.HandleResult
+	err := workflow.ExecuteActivity(actx, a.HandleEvent, activities.HandleInput{Key: ev.Key, PriorAttempts: ev.Attempts}).Get(ctx, &res)
+	r.thisRun++
+	r.carry.Handled++
+	r.remember(ev.Key.String())
+	if err == nil {
+		r.last = fmt.Sprintf("%s → %s", ev.Key, res.Status)
+		return nil
+	}
+	status, final := store.StatusExhausted, lastError(err)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		status = store.StatusFailed
+	}
+	r.last = fmt.Sprintf("%s → %s", ev.Key, status)
+	workflow.GetLogger(ctx).Warn("event not handled", "event_key", ev.Key.String(), "status", status, "error", final)
+	return workflow.ExecuteLocalActivity(localOptions(ctx), a.MarkUnhandled,
+		activities.MarkUnhandledInput{Key: ev.Key, Status: status, LastError: final}).Get(ctx, nil)
+}
+
+// lastError is the innermost message of an activity failure.
+func lastError(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Error()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "timed out: " + timeout.Error()
+	}
+	return err.Error()
+}
+
+func (r *resource) remember(k string) {
+	r.carry.Recent = append(r.carry.Recent, k)
+	if n := len(r.carry.Recent); n > recentKeys {
+		r.carry.Recent = r.carry.Recent[n-recentKeys:]
+	}
+}
+
+// details sets the Temporal UI's current details for the operator.
+func (r *resource) details(ctx workflow.Context) {
+	d := fmt.Sprintf("**%s %s** (%s, %s, %s)\n\nhandled: %d (this run %d, run #%d)",
+		r.in.Resource.Kind, r.in.Resource.ID, r.in.Resource.Provider, r.in.Resource.Account,
+		r.in.Resource.Environment, r.carry.Handled, r.thisRun, r.carry.Runs+1)
+	if r.last != "" {
+		d += "\n\nlast: " + r.last
+	}
+	if r.nextDue != nil {
+		d += "\n\nnext retry due: " + r.nextDue.UTC().Format(time.RFC3339)
+	}
+	workflow.SetCurrentDetails(ctx, d)
+}

@@ -1,0 +1,196 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+var res = keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "subscription", ID: "sub_1"}
+
+func pending(ids ...string) store.PendingBatch {
+	var b store.PendingBatch
+	for i, id := range ids {
+		b.Events = append(b.Events, store.PendingEvent{ID: int64(i + 1), EventType: "customer.subscription.updated",
+			Key: keys.Event{Provider: res.Provider, Account: res.Account, Environment: res.Environment, EventID: id}})
+	}
+	return b
+}
+
+type fixture struct {
+	env     *testsuite.TestWorkflowEnvironment
+	handled []string
+	marked  []activities.MarkUnhandledInput
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	f := &fixture{env: s.NewTestWorkflowEnvironment()}
+	f.env.RegisterWorkflow(ResourceWorkflow)
+	f.env.OnActivity(a.MarkUnhandled, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.MarkUnhandledInput) error {
+			f.marked = append(f.marked, in)
+			return nil
+		}).Maybe()
+	return f
+}
+
+// handleOK makes HandleEvent succeed, recording the order of calls.
+func (f *fixture) handleOK() {
+	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
+			f.handled = append(f.handled, in.Key.EventID)
+			return activities.HandleResult{Status: store.StatusDone}, nil
+		})
+}
+
+func input(s Settings) ResourceInput { return ResourceInput{Resource: res, Settings: s} }
+
+func TestHandlesPendingRowsInOrderThenCompletesWhenIdle(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1", "evt_2", "evt_3"), nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.handleOK()
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute}))
+	require.True(t, f.env.IsWorkflowCompleted())
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, []string{"evt_1", "evt_2", "evt_3"}, f.handled)
+	var out ResourceResult
+	require.NoError(t, f.env.GetWorkflowResult(&out))
+	require.Equal(t, 3, out.Handled)
+}
+
+func TestDoorbellDuringIdleTriggersAnotherPass(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_2"), nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.handleOK()
+	f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(SignalEvent, "stripe/acct_1/test/evt_2") }, 30*time.Second)
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute}))
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, []string{"evt_1", "evt_2"}, f.handled)
+}
+
+func TestRetryableFailuresExhaustTheBudgetThenMoveOn(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	batch := pending("evt_bad", "evt_next")
+	batch.Events[0].Attempts = 1 // one attempt made by an earlier run
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(batch, nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	calls := 0
+	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
+			if in.Key.EventID == "evt_bad" {
+				calls++
+				return activities.HandleResult{}, temporal.NewApplicationError("provider unavailable", "HandlerError")
+			}
+			f.handled = append(f.handled, in.Key.EventID)
+			return activities.HandleResult{Status: store.StatusDone}, nil
+		})
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute, RetryBudget: 4,
+		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}))
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, 3, calls, "budget 4 minus the attempt already made")
+	require.Len(t, f.marked, 1)
+	require.Equal(t, store.StatusExhausted, f.marked[0].Status)
+	require.Contains(t, f.marked[0].LastError, "provider unavailable")
+	require.Equal(t, []string{"evt_next"}, f.handled, "the next event is handled after the exhausted one")
+}
+
+func TestValidationFailureIsRecordedFailedAtOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_invalid"), nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	calls := 0
+	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, _ activities.HandleInput) (activities.HandleResult, error) {
+			calls++
+			return activities.HandleResult{}, temporal.NewNonRetryableApplicationError("invoice belongs to another workspace", "InvalidEvent", errors.New("x"))
+		})
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute}))
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, 1, calls)
+	require.Len(t, f.marked, 1)
+	require.Equal(t, store.StatusFailed, f.marked[0].Status)
+}
+
+func TestContinuesAsNewAfterMaxEventsCarryingState(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	batch := pending("e1", "e2", "e3", "e4", "e5")
+	batch.More = true
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(batch, nil)
+	f.handleOK()
+	f.env.ExecuteWorkflow(ResourceWorkflow, ResourceInput{Resource: res, Settings: Settings{MaxEventsPerRun: 2},
+		Carry: Carry{Handled: 10, Runs: 4}})
+	require.True(t, f.env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, f.env.GetWorkflowError(), &can)
+	require.Equal(t, []string{"e1", "e2"}, f.handled, "stops at the run's budget")
+	var next ResourceInput
+	require.NoError(t, converterFrom(t).FromPayloads(can.Input, &next))
+	require.Equal(t, res, next.Resource)
+	require.Equal(t, 12, next.Carry.Handled)
+	require.Equal(t, 5, next.Carry.Runs)
+	require.Equal(t, []string{
+		keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: "e1"}.String(),
+		keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: "e2"}.String(),
+	}, next.Carry.Recent)
+}
+
+func TestWaitsForTheNextDueRetryBeforeIdling(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var due time.Time
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, _ activities.LoadPendingInput) (store.PendingBatch, error) {
+			due = f.env.Now().Add(5 * time.Minute)
+			return store.PendingBatch{NextDue: &due}, nil
+		}).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_later"), nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.handleOK()
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Hour}))
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, []string{"evt_later"}, f.handled)
+}
+
+func TestRowsThatStayDueAreNotLoopedOn(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	// The same row keeps coming back due (its bookkeeping failed): it is
+	// handled once per pass, and the next look waits, not a hot loop.
+	loads := 0
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, _ activities.LoadPendingInput) (store.PendingBatch, error) {
+			loads++
+			if loads > 4 {
+				return store.PendingBatch{}, nil
+			}
+			b := pending("evt_stuck")
+			b.More = true
+			return b, nil
+		})
+	f.handleOK()
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute, RetryInitial: time.Second}))
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, []string{"evt_stuck", "evt_stuck"}, f.handled)
+	require.Equal(t, 5, loads)
+}
