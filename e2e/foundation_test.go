@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/starter"
+)
+
+func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.stripeEndpoint("ep", "acct_reach", "ws_reach")
+
+	// No handler registered yet for invoice.paid: the workflow marks it
+	// ignored with the reason.
+	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_r1", "invoice.paid", "invoice", "in_r1"))
+	k := keys.Event{Provider: "stripe", Account: "acct_reach", Environment: "test", EventID: "evt_r1"}
+	eventually(t, 30*time.Second, "the event to be ignored by its workflow", func() bool { return s.statusOf(k) == store.StatusIgnored })
+	ev, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
+	require.NoError(t, err)
+	require.Contains(t, ev.LastError, "no handler registered")
+
+	// The workflow is findable by its ID and its search attributes.
+	r := keys.Resource{Provider: "stripe", Account: "acct_reach", Environment: "test", Kind: "invoice", ID: "in_r1"}
+	id := starter.ResourceWorkflowID(r)
+	require.Equal(t, "resource/stripe/acct_reach/test/invoice/in_r1", id)
+	desc, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	require.NoError(t, err)
+	require.Equal(t, "ResourceWorkflow", desc.WorkflowExecutionInfo.Type.Name)
+	eventually(t, 30*time.Second, "visibility to index the search attributes", func() bool {
+		resp, err := s.client.ListWorkflow(s.ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: `SourceAccount = "acct_reach" AND ResourceKind = "invoice" AND ResourceID = "in_r1" AND Provider = "stripe" AND Environment = "test"`,
+		})
+		return err == nil && len(resp.Executions) == 1 && resp.Executions[0].Execution.WorkflowId == id
+	})
+}
+
+func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	var s *stack
+	s = newStack(t, stackOptions{handlers: map[string]activities.Handler{
+		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+	}})
+	s.stripeEndpoint("ep", "acct_h", "ws_h")
+	for i := range 5 {
+		id := fmt.Sprintf("evt_h%d", i)
+		require.Equal(t, http.StatusOK, s.sendStripe("ep", id, "invoice.paid", "invoice", "in_h"))
+		require.Equal(t, http.StatusOK, s.sendStripe("ep", id, "invoice.paid", "invoice", "in_h")) // duplicate delivery
+	}
+	eventually(t, 30*time.Second, "5 events done", func() bool { return s.countStatus(store.StatusDone) == 5 })
+	var balance int
+	require.NoError(t, s.store.Pool.QueryRow(s.ctx, `SELECT credits_balance FROM workspaces WHERE id = 'ws_h'`).Scan(&balance))
+	require.Equal(t, 5, balance, "one effect per accepted event, none for duplicate deliveries")
+	require.EqualValues(t, 5, calls.Load())
+}
+
+func TestTemporalDownDuringIntakeLosesNothing(t *testing.T) {
+	t.Parallel()
+	srv := testenv.NewTemporal(t)
+	var calls atomic.Int64
+	var s *stack
+	s = newStack(t, stackOptions{temporalAddr: srv.Address, handlers: map[string]activities.Handler{
+		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+	}})
+	s.stripeEndpoint("ep", "acct_down", "ws_down")
+
+	srv.Kill()
+	for i := range 6 {
+		code := s.sendStripe("ep", fmt.Sprintf("evt_down%d", i), "invoice.paid", "invoice", fmt.Sprintf("in_down%d", i%3))
+		require.Equal(t, http.StatusOK, code, "the intake accepts while Temporal is down")
+	}
+	require.Equal(t, 6, s.countStatus(store.StatusPending))
+	eventually(t, 30*time.Second, "failed hand-offs to be counted", func() bool {
+		return counterValue(t, s, "hookinbox_handoff_signals_total", "failed") >= 1
+	})
+
+	require.NoError(t, srv.Restart(context.Background()))
+	// The worker reconnects; the sweeper schedule re-signals the stale rows.
+	eventually(t, 90*time.Second, "all 6 events done after Temporal returns", func() bool {
+		return s.countStatus(store.StatusDone) == 6
+	})
+	require.EqualValues(t, 6, calls.Load())
+	require.GreaterOrEqual(t, counterValue(t, s, "hookinbox_sweeper_resignals_total", ""), 1.0)
+}
+
+func TestCrashAfterIntakeCommitIsFoundBySweeper(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	var s *stack
+	s = newStack(t, stackOptions{handlers: map[string]activities.Handler{
+		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+	}})
+	s.stripeEndpoint("ep", "acct_crash", "ws_crash")
+	// F3: the intake committed and died before ringing the doorbell.
+	ev := &store.InboxEvent{
+		Key:          keys.Event{Provider: "stripe", Account: "acct_crash", Environment: "test", EventID: "evt_orphan"},
+		EndpointSlug: "ep", WorkspaceID: "ws_crash", EventType: "invoice.paid", ResourceKind: "invoice", ResourceID: "in_orphan",
+		Payload: []byte(`{}`), BodySHA256: []byte{0},
+	}
+	_, err := store.InsertInboxEvent(s.ctx, s.store.Pool, ev)
+	require.NoError(t, err)
+	eventually(t, 60*time.Second, "the orphaned row to be processed", func() bool { return s.statusOf(ev.Key) == store.StatusDone })
+	require.EqualValues(t, 1, calls.Load())
+}
+
+func TestSignalsAcrossContinueAsNewAreNotLost(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	var s *stack
+	s = newStack(t, stackOptions{
+		configure: func(c *config.Config) { c.MaxEventsPerRun = 3 },
+		handlers: map[string]activities.Handler{
+			catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+		},
+	})
+	s.stripeEndpoint("ep", "acct_can", "ws_can")
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			require.Equal(t, http.StatusOK, s.sendStripe("ep", fmt.Sprintf("evt_can%02d", i), "invoice.paid", "invoice", "in_hot"))
+		}()
+	}
+	wg.Wait()
+	eventually(t, 90*time.Second, "all events of the hot resource done", func() bool { return s.countStatus(store.StatusDone) == n })
+	require.EqualValues(t, n, calls.Load())
+
+	// The resource's workflow continued-as-new several times on the way.
+	id := starter.ResourceWorkflowID(keys.Resource{Provider: "stripe", Account: "acct_can", Environment: "test", Kind: "invoice", ID: "in_hot"})
+	eventually(t, 30*time.Second, "runs to be listed", func() bool {
+		resp, err := s.client.ListWorkflow(s.ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf(`WorkflowId = %q`, id),
+		})
+		if err != nil {
+			return false
+		}
+		continued := 0
+		for _, e := range resp.Executions {
+			if e.Status == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+				continued++
+			}
+		}
+		return continued >= 2
+	})
+}
+
+func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	var s *stack
+	s = newStack(t, stackOptions{
+		configure: func(c *config.Config) { c.IdleTimeout = time.Second },
+		handlers: map[string]activities.Handler{
+			catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+		},
+	})
+	s.stripeEndpoint("ep", "acct_idle", "ws_idle")
+	id := starter.ResourceWorkflowID(keys.Resource{Provider: "stripe", Account: "acct_idle", Environment: "test", Kind: "invoice", ID: "in_idle"})
+
+	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_idle1", "invoice.paid", "invoice", "in_idle"))
+	eventually(t, 30*time.Second, "the workflow to complete after its idle period", func() bool {
+		d, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	})
+	first, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	require.NoError(t, err)
+
+	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_idle2", "invoice.paid", "invoice", "in_idle"))
+	eventually(t, 30*time.Second, "the second event done", func() bool { return s.countStatus(store.StatusDone) == 2 })
+	second, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	require.NoError(t, err)
+	require.NotEqual(t, first.WorkflowExecutionInfo.Execution.RunId, second.WorkflowExecutionInfo.Execution.RunId)
+}

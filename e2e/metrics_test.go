@@ -1,0 +1,37 @@
+package e2e
+
+import (
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+)
+
+// counterValue sums a counter family's samples whose label values include
+// label (all samples when label is empty).
+func counterValue(t *testing.T, s *stack, name, label string) float64 {
+	t.Helper()
+	fams, err := s.metrics.Registry.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label == "" || hasLabelValue(m, label) {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+func hasLabelValue(m *dto.Metric, v string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetValue() == v {
+			return true
+		}
+	}
+	return false
+}

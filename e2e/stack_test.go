@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v84/webhook"
+	"go.temporal.io/sdk/client"
+
+	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/starter"
+)
+
+var queueSeq atomic.Int64
+
+// stack is the whole product for one test: intake, worker, database,
+// Temporal (shared or dedicated dev server).
+type stack struct {
+	t        *testing.T
+	cfg      config.Config
+	store    *store.Store
+	client   client.Client
+	url      string
+	metrics  *metrics.Metrics
+	handlers map[string]activities.Handler
+	ctx      context.Context
+
+	stopWorker func()
+	stopIntake func()
+}
+
+type stackOptions struct {
+	temporalAddr string
+	configure    func(*config.Config)
+	handlers     map[string]activities.Handler
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("HOOKINBOX_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func newStack(t *testing.T, o stackOptions) *stack {
+	t.Helper()
+	if o.temporalAddr == "" {
+		o.temporalAddr = testenv.TemporalAddress(t)
+	}
+	cfg := config.Default()
+	cfg.DatabaseURL = testenv.DatabaseURL(t)
+	cfg.TemporalAddress = o.temporalAddr
+	cfg.TaskQueue = fmt.Sprintf("e2e-%d-%d", os.Getpid(), queueSeq.Add(1))
+	cfg.SweepInterval = 2 * time.Second
+	cfg.SweepAfter = time.Second
+	cfg.IdleTimeout = 30 * time.Second
+	cfg.RetryInitial = 50 * time.Millisecond
+	cfg.RetryMax = 500 * time.Millisecond
+	cfg.RetryBudget = 4
+	cfg.ActivityTimeout = 10 * time.Second
+	cfg.HandoffTimeout = 2 * time.Second
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, cfg.DatabaseURL, 20)
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	s := &stack{t: t, cfg: cfg, store: st, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
+	if s.handlers == nil {
+		s.handlers = map[string]activities.Handler{}
+	}
+	s.client = testenv.TemporalClient(t, cfg.TemporalAddress)
+	s.startWorker()
+	s.startIntake()
+	t.Cleanup(func() {
+		s.stopIntake()
+		s.stopWorker()
+	})
+	return s
+}
+
+func (s *stack) startWorker() {
+	t := s.t
+	log := testLogger()
+	wc, err := starter.Dial(context.Background(), s.cfg, log)
+	require.NoError(t, err)
+	acts := app.NewActivities(s.cfg, s.store, wc, s.metrics, log)
+	for k, h := range s.handlers {
+		acts.Handlers[k] = h
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.RunWorker(ctx, s.cfg, wc, acts, s.metrics, "", log) }()
+	s.stopWorker = func() {
+		cancel()
+		<-done
+		wc.Close()
+	}
+}
+
+func (s *stack) startIntake() {
+	t := s.t
+	log := testLogger()
+	ic, err := starter.DialLazy(s.cfg, log)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.NewIntake(s.cfg, s.store, ic, s.metrics, log).Run(ctx, "", ln, log) }()
+	s.stopIntake = func() {
+		cancel()
+		<-done
+		ic.Close()
+	}
+}
+
+// stripeEndpoint registers a Stripe endpoint whose own account is account.
+func (s *stack) stripeEndpoint(slug, account, workspace string) {
+	require.NoError(s.t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{
+		Slug: slug, Provider: "stripe", Environment: "test", Secrets: []string{"whsec_" + slug}}))
+	require.NoError(s.t, s.store.LinkAccount(s.ctx, slug, account, workspace))
+}
+
+// sendStripe signs an event with stripe-go and posts it; returns the status.
+func (s *stack) sendStripe(slug, eventID, typ, objKind, objID string) int {
+	body := []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"livemode":false,"created":%d,"data":{"object":{"id":%q,"object":%q}}}`,
+		eventID, typ, time.Now().Unix(), objID, objKind))
+	p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_" + slug})
+	req, err := http.NewRequest(http.MethodPost, s.url+"/webhooks/"+slug, strings.NewReader(string(body)))
+	require.NoError(s.t, err)
+	req.Header.Set("Stripe-Signature", p.Header)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (s *stack) statusOf(k keys.Event) string {
+	e, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
+	require.NoError(s.t, err)
+	return e.Status
+}
+
+// countStatus counts inbox rows by status.
+func (s *stack) countStatus(status string) int {
+	var n int
+	require.NoError(s.t, s.store.Pool.QueryRow(s.ctx, `SELECT count(*) FROM webhook_inbox WHERE status = $1`, status).Scan(&n))
+	return n
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// countingHandler completes each event done and adds one credit per
+// handled event to the workspace, in the event's one transaction.
+func countingHandler(st func() *store.Store, calls *atomic.Int64) activities.Handler {
+	return activities.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (activities.Outcome, error) {
+		calls.Add(1)
+		return activities.InPendingTx(ctx, st(), ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (activities.Outcome, error) {
+			_, err := tx.Exec(ctx, `UPDATE workspaces SET credits_balance = credits_balance + 1 WHERE id = $1`, ev.WorkspaceID)
+			return activities.Outcome{Status: store.StatusDone}, err
+		})
+	})
+}
