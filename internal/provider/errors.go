@@ -1,0 +1,109 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Sentinels for errors.Is. Every *Error matches exactly one of them.
+var (
+	// ErrNotFound: the provider says the resource does not exist (404). It is
+	// not a state: a 404 never means deleted or cancelled.
+	ErrNotFound = errors.New("provider: not found")
+	// ErrPermanent: asking again will not help (400, 401, 403, other 4xx,
+	// an answer that cannot be read).
+	ErrPermanent = errors.New("provider: permanent error")
+	// ErrRetryable: try again later (5xx, 408, 429, timeouts, connection errors).
+	ErrRetryable = errors.New("provider: retryable error")
+)
+
+// Error is a failed provider call.
+type Error struct {
+	Op         string // e.g. "fetch invoice in_123"
+	StatusCode int    // 0 when no HTTP answer came
+	Code       string // the provider's error code, e.g. resource_missing, rate_limit
+	Message    string
+	// RetryAfter is the server's Retry-After, when it gave one.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	kind          error
+	err           error
+}
+
+// Error says what failed, how it is classified and why.
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" && e.err != nil {
+		msg = e.err.Error()
+	}
+	s := fmt.Sprintf("%s: %s", e.Op, e.kind.Error())
+	if e.StatusCode != 0 {
+		s += fmt.Sprintf(" (HTTP %d", e.StatusCode)
+		if e.Code != "" {
+			s += " " + e.Code
+		}
+		s += ")"
+	}
+	if e.HasRetryAfter {
+		s += fmt.Sprintf(" retry after %s", e.RetryAfter)
+	}
+	if msg != "" {
+		s += ": " + msg
+	}
+	return s
+}
+
+// Unwrap exposes the kind sentinel and the underlying error.
+func (e *Error) Unwrap() []error {
+	if e.err == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.err}
+}
+
+// IsNotFound reports a 404.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsRetryable reports an error worth retrying later.
+func IsRetryable(err error) bool { return errors.Is(err, ErrRetryable) }
+
+// IsPermanent reports an error that retrying will not fix.
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// RetryAfter returns the server's Retry-After, when it sent one.
+func RetryAfter(err error) (time.Duration, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.HasRetryAfter {
+		return e.RetryAfter, true
+	}
+	return 0, false
+}
+
+// kindForStatus classifies an HTTP status.
+func kindForStatus(status int) error {
+	switch {
+	case status == http.StatusNotFound:
+		return ErrNotFound
+	case status == http.StatusTooManyRequests, status == http.StatusRequestTimeout, status >= 500:
+		return ErrRetryable
+	default:
+		return ErrPermanent
+	}
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}

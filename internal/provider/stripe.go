@@ -1,0 +1,362 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/stripe/stripe-go/v84"
+	"github.com/stripe/stripe-go/v84/form"
+)
+
+// StripeConfig points a Stripe client at an API.
+type StripeConfig struct {
+	// APIKey is the secret key (sk_…), sent as a Bearer token.
+	APIKey string
+	// BaseURL of the API; default https://api.stripe.com. The simulator's
+	// address in tests and the demo.
+	BaseURL string
+	// PlatformAccount is the key owner's own account: calls for it (or for
+	// account "") go without a Stripe-Account header. Calls for any other
+	// account send Stripe-Account: <account> (Connect).
+	PlatformAccount string
+	// HTTPClient to use; default one with a 30 s timeout. Its transport is
+	// wrapped to observe statuses and Retry-After.
+	HTTPClient *http.Client
+}
+
+// Stripe is the Client for Stripe, with stripe-go underneath and its own
+// network retries off, so that a 429's Retry-After reaches the caller.
+type Stripe struct {
+	sc       *stripe.Client
+	api      stripe.Backend
+	key      string
+	platform string
+}
+
+var _ Client = (*Stripe)(nil)
+
+// NewStripe builds a Stripe client.
+func NewStripe(cfg StripeConfig) *Stripe {
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		hc = &c
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = observingTransport{base: base}
+	bc := &stripe.BackendConfig{
+		HTTPClient:        hc,
+		MaxNetworkRetries: stripe.Int64(0),
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+		EnableTelemetry:   stripe.Bool(false),
+	}
+	if cfg.BaseURL != "" {
+		bc.URL = stripe.String(cfg.BaseURL)
+	}
+	backends := stripe.NewBackendsWithConfig(bc)
+	return &Stripe{
+		sc:       stripe.NewClient(cfg.APIKey, stripe.WithBackends(backends)),
+		api:      backends.API,
+		key:      cfg.APIKey,
+		platform: cfg.PlatformAccount,
+	}
+}
+
+func (c *Stripe) stripeAccount(account string) *string {
+	if account == "" || account == c.platform {
+		return nil
+	}
+	return stripe.String(account)
+}
+
+// FetchInvoice retrieves an invoice.
+func (c *Stripe) FetchInvoice(ctx context.Context, account, id string) (Invoice, error) {
+	op := "fetch invoice " + id
+	if id == "" {
+		return Invoice{}, &Error{Op: op, Message: "empty id", kind: ErrPermanent}
+	}
+	var inv *stripe.Invoice
+	err := c.call(ctx, op, func(ctx context.Context) error {
+		p := &stripe.InvoiceRetrieveParams{}
+		p.StripeAccount = c.stripeAccount(account)
+		var err error
+		inv, err = c.sc.V1Invoices.Retrieve(ctx, id, p)
+		return err
+	})
+	if err != nil {
+		return Invoice{}, err
+	}
+	if inv.ID != id || inv.Object != "invoice" {
+		return Invoice{}, malformed(op, fmt.Sprintf("answer is %s %q", inv.Object, inv.ID))
+	}
+	return toInvoice(account, inv, inv.LastResponse.RawJSON), nil
+}
+
+// FetchSubscription retrieves a subscription.
+func (c *Stripe) FetchSubscription(ctx context.Context, account, id string) (Subscription, error) {
+	op := "fetch subscription " + id
+	if id == "" {
+		return Subscription{}, &Error{Op: op, Message: "empty id", kind: ErrPermanent}
+	}
+	var sub *stripe.Subscription
+	err := c.call(ctx, op, func(ctx context.Context) error {
+		p := &stripe.SubscriptionRetrieveParams{}
+		p.StripeAccount = c.stripeAccount(account)
+		var err error
+		sub, err = c.sc.V1Subscriptions.Retrieve(ctx, id, p)
+		return err
+	})
+	if err != nil {
+		return Subscription{}, err
+	}
+	if sub.ID != id || sub.Object != "subscription" {
+		return Subscription{}, malformed(op, fmt.Sprintf("answer is %s %q", sub.Object, sub.ID))
+	}
+	return toSubscription(account, sub, sub.LastResponse.RawJSON)
+}
+
+// ListSubscriptions lists subscriptions of every status, newest first.
+func (c *Stripe) ListSubscriptions(ctx context.Context, account string, q ListQuery) (Page[Subscription], error) {
+	op := "list subscriptions"
+	var list stripe.SubscriptionList
+	err := c.call(ctx, op, func(ctx context.Context) error {
+		p := &stripe.SubscriptionListParams{Status: stripe.String("all")}
+		c.listParams(ctx, &p.ListParams, account, q.Cursor, q.Limit)
+		return c.list(ctx, "/v1/subscriptions", p, &p.ListParams, &list)
+	})
+	if err != nil {
+		return Page[Subscription]{}, err
+	}
+	raws, err := rawItems(op, &list.APIResource, len(list.Data))
+	if err != nil {
+		return Page[Subscription]{}, err
+	}
+	out := Page[Subscription]{HasMore: list.HasMore, Items: make([]Subscription, 0, len(list.Data))}
+	for i, s := range list.Data {
+		if s == nil || s.ID == "" {
+			return Page[Subscription]{}, malformed(op, "item without id")
+		}
+		sub, err := toSubscription(account, s, raws[i])
+		if err != nil {
+			return Page[Subscription]{}, err
+		}
+		out.Items = append(out.Items, sub)
+	}
+	if out.HasMore && len(out.Items) > 0 {
+		out.NextCursor = out.Items[len(out.Items)-1].ID
+	}
+	return out, nil
+}
+
+// ListEvents lists events newest first.
+func (c *Stripe) ListEvents(ctx context.Context, account string, q EventQuery) (Page[Event], error) {
+	op := "list events"
+	var list stripe.EventList
+	err := c.call(ctx, op, func(ctx context.Context) error {
+		p := &stripe.EventListParams{}
+		c.listParams(ctx, &p.ListParams, account, q.Cursor, q.Limit)
+		if !q.Since.IsZero() {
+			p.CreatedRange = &stripe.RangeQueryParams{GreaterThanOrEqual: q.Since.Unix()}
+		}
+		switch len(q.Types) {
+		case 0:
+		case 1:
+			p.Type = stripe.String(q.Types[0])
+		default:
+			p.Types = stripe.StringSlice(q.Types)
+		}
+		return c.list(ctx, "/v1/events", p, &p.ListParams, &list)
+	})
+	if err != nil {
+		return Page[Event]{}, err
+	}
+	raws, err := rawItems(op, &list.APIResource, len(list.Data))
+	if err != nil {
+		return Page[Event]{}, err
+	}
+	out := Page[Event]{HasMore: list.HasMore, Items: make([]Event, 0, len(list.Data))}
+	for i, e := range list.Data {
+		if e == nil || e.ID == "" {
+			return Page[Event]{}, malformed(op, "item without id")
+		}
+		acct := e.Account
+		if acct == "" {
+			acct = account
+		}
+		out.Items = append(out.Items, Event{
+			ID: e.ID, Type: string(e.Type), Account: acct, Created: time.Unix(e.Created, 0).UTC(), Raw: raws[i],
+		})
+	}
+	if out.HasMore && len(out.Items) > 0 {
+		out.NextCursor = out.Items[len(out.Items)-1].ID
+	}
+	return out, nil
+}
+
+func (c *Stripe) listParams(ctx context.Context, p *stripe.ListParams, account, cursor string, limit int) {
+	p.Context = ctx
+	p.StripeAccount = c.stripeAccount(account)
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	p.Limit = stripe.Int64(int64(limit))
+	if cursor != "" {
+		p.StartingAfter = stripe.String(cursor)
+	}
+	p.Single = true
+}
+
+// list fetches one page the way stripe-go's own list services do (form
+// values through CallRaw), keeping the page's has_more and raw body.
+func (c *Stripe) list(ctx context.Context, path string, params any, lp *stripe.ListParams, dst stripe.LastResponseSetter) error {
+	values := &form.Values{}
+	form.AppendTo(values, params)
+	p := lp.GetParams()
+	p.Context = ctx
+	return c.api.CallRaw(http.MethodGet, path, c.key, []byte(values.Encode()), p, dst)
+}
+
+// rawItems splits a list answer into each item's raw JSON.
+func rawItems(op string, res *stripe.APIResource, n int) ([]json.RawMessage, error) {
+	if res.LastResponse == nil {
+		return nil, malformed(op, "no response recorded")
+	}
+	var page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(res.LastResponse.RawJSON, &page); err != nil || len(page.Data) != n {
+		return nil, malformed(op, "list items do not match")
+	}
+	return page.Data, nil
+}
+
+func toInvoice(account string, inv *stripe.Invoice, raw []byte) Invoice {
+	out := Invoice{
+		ID: inv.ID, Account: account, Status: string(inv.Status), Paid: inv.Status == stripe.InvoiceStatusPaid,
+		AmountPaid: inv.AmountPaid, Currency: string(inv.Currency), Livemode: inv.Livemode, Raw: raw,
+	}
+	if inv.Customer != nil {
+		out.Customer = inv.Customer.ID
+	}
+	if p := inv.Parent; p != nil && p.SubscriptionDetails != nil && p.SubscriptionDetails.Subscription != nil {
+		out.SubscriptionID = p.SubscriptionDetails.Subscription.ID
+	}
+	if out.SubscriptionID == "" {
+		// Older API versions carried a top-level "subscription".
+		var legacy struct {
+			Subscription string `json:"subscription"`
+		}
+		if json.Unmarshal(raw, &legacy) == nil {
+			out.SubscriptionID = legacy.Subscription
+		}
+	}
+	return out
+}
+
+func toSubscription(account string, s *stripe.Subscription, raw []byte) (Subscription, error) {
+	out := Subscription{
+		ID: s.ID, Account: account, Status: string(s.Status), CancelAtPeriodEnd: s.CancelAtPeriodEnd,
+		CanceledAt: unixTime(s.CanceledAt), EndedAt: unixTime(s.EndedAt), Livemode: s.Livemode, Raw: raw,
+	}
+	if s.Customer != nil {
+		out.Customer = s.Customer.ID
+	}
+	// Since API version 2025-03-31 the current period lives on the items.
+	if s.Items != nil {
+		var end int64
+		for _, it := range s.Items.Data {
+			if it != nil {
+				end = max(end, it.CurrentPeriodEnd)
+			}
+		}
+		out.CurrentPeriodEnd = unixTime(end)
+	}
+	var v struct {
+		Version *int64 `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return Subscription{}, malformed("subscription "+s.ID, err.Error())
+	}
+	if v.Version != nil {
+		out.Version, out.HasVersion = *v.Version, true
+	}
+	return out, nil
+}
+
+func unixTime(u int64) time.Time {
+	if u == 0 {
+		return time.Time{}
+	}
+	return time.Unix(u, 0).UTC()
+}
+
+func malformed(op, msg string) error {
+	return &Error{Op: op, Message: "malformed answer: " + msg, kind: ErrPermanent}
+}
+
+// call runs one stripe-go request and maps its failure.
+func (c *Stripe) call(ctx context.Context, op string, f func(context.Context) error) error {
+	o := &observed{}
+	err := f(context.WithValue(ctx, observedKey{}, o))
+	if err == nil {
+		return nil
+	}
+	return mapError(ctx, op, err, o)
+}
+
+func mapError(ctx context.Context, op string, err error, o *observed) error {
+	e := &Error{Op: op, err: err}
+	var se *stripe.Error
+	switch {
+	case errors.As(err, &se) && se.HTTPStatusCode != 0:
+		e.StatusCode, e.Code, e.Message = se.HTTPStatusCode, string(se.Code), se.Msg
+	case o.status != 0:
+		// An answer stripe-go could not read as a Stripe error (a proxy's
+		// HTML 502, a 2xx with a broken body…).
+		e.StatusCode = o.status
+	}
+	switch {
+	case e.StatusCode >= 400:
+		e.kind = kindForStatus(e.StatusCode)
+	case e.StatusCode != 0:
+		e.kind = ErrPermanent // a success answer that could not be parsed
+	case o.roundTrips > 0 || ctx.Err() != nil:
+		e.kind = ErrRetryable // no answer: connection error or timeout
+	default:
+		e.kind = ErrPermanent // the request could not even be built
+	}
+	if o.header != nil {
+		e.RetryAfter, e.HasRetryAfter = parseRetryAfter(o.header.Get("Retry-After"), time.Now())
+	}
+	return e
+}
+
+type observedKey struct{}
+
+// observed records what the last round trip of one call saw.
+type observed struct {
+	roundTrips int
+	status     int
+	header     http.Header
+}
+
+type observingTransport struct{ base http.RoundTripper }
+
+// RoundTrip records the answer's status and headers for mapError.
+func (t observingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if o, ok := req.Context().Value(observedKey{}).(*observed); ok {
+		o.roundTrips++
+		if resp != nil {
+			o.status, o.header = resp.StatusCode, resp.Header.Clone()
+		}
+	}
+	return resp, err
+}
