@@ -1,0 +1,44 @@
+# hookinbox: `make run` starts the whole local stack, `make test` runs every test.
+# Both build what they need (the binary, the Temporal CLI and Mailpit) themselves.
+
+SHELL   := /bin/bash
+GO      ?= go
+BIN     := .tools/bin/hookinbox
+PKGS    := ./...
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@echo "hookinbox make targets:"
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the hookinbox binary into .tools/bin/hookinbox
+	@mkdir -p .tools/bin
+	$(GO) build -o $(BIN) ./cmd/hookinbox
+
+.PHONY: tools
+tools: build ## Build the pinned Temporal CLI and Mailpit into .tools/ (once per machine, a few minutes)
+	$(BIN) dev --tools-only
+
+.PHONY: run
+run: build ## Run the local stack: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker
+	$(BIN) dev
+
+.PHONY: test
+test: tools ## Vet and run every test: unit, integration and end-to-end (real PostgreSQL and Temporal)
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 60m $(PKGS)
+
+.PHONY: test-short
+test-short: ## Unit tests only (no PostgreSQL or Temporal needed)
+	$(GO) test -count=1 -short $(PKGS)
+
+.PHONY: fmt
+fmt: ## Format the code
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: clean
+clean: ## Remove local state (.data: database, Temporal history, mail); keeps built tools
+	rm -rf .data

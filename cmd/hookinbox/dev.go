@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/devenv"
+	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/starter"
+)
+
+func newDevCmd() *cobra.Command {
+	var servicesOnly, toolsOnly bool
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker",
+		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the Temporal CLI
+and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, progress shown) and
+creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root). It reuses
+services already listening on their ports, applies migrations, then runs the intake and the
+worker in this process. Ctrl-C stops everything it started.
+
+Ports: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit SMTP 1025 (UI 8025), intake
+HOOKINBOX_HTTP_ADDR (default :8080), worker metrics HOOKINBOX_WORKER_ADDR (default :9091).
+DATABASE_URL and TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if toolsOnly {
+				return buildTools(cmd.Context(), cmd.OutOrStdout())
+			}
+			return runDev(cmd.Context(), cmd.OutOrStdout(), servicesOnly)
+		},
+	}
+	cmd.Flags().BoolVar(&toolsOnly, "tools-only", false, "only build the pinned tools into .tools/ (make tools)")
+	cmd.Flags().BoolVar(&servicesOnly, "services-only", false, "start PostgreSQL, Temporal and Mailpit only (run intake and worker yourself)")
+	return cmd
+}
+
+// localStack is what runDev started, stopped in reverse order.
+type localStack struct {
+	pg       *devenv.Postgres
+	temporal *devenv.Temporal
+	mailpit  *devenv.Mailpit
+	logs     []io.Closer
+}
+
+func (s *localStack) stop(out io.Writer) {
+	if s.mailpit != nil && s.mailpit.Started() {
+		fmt.Fprintln(out, "stopping mailpit")
+		_ = s.mailpit.Stop()
+	}
+	if s.temporal != nil && s.temporal.Started() {
+		fmt.Fprintln(out, "stopping temporal dev server")
+		_ = s.temporal.Stop()
+	}
+	if s.pg != nil && s.pg.Started() {
+		fmt.Fprintln(out, "stopping postgres")
+		_ = s.pg.Stop()
+	}
+	for _, l := range s.logs {
+		l.Close()
+	}
+}
+
+func (s *localStack) logFile(dir, name string) (io.Writer, error) {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s.logs = append(s.logs, f)
+	return f, nil
+}
+
+func buildTools(ctx context.Context, out io.Writer) error {
+	root, err := devenv.FindRoot()
+	if err != nil {
+		return err
+	}
+	for _, t := range []devenv.Tool{devenv.TemporalCLI, devenv.MailpitTool} {
+		p, err := t.Ensure(ctx, root, out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s: %s\n", t.Name, p)
+	}
+	return nil
+}
+
+func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
+	root, err := devenv.FindRoot()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	def := config.Default()
+	cfg.DatabaseURL, cfg.TemporalAddress, cfg.TemporalNamespace = def.DatabaseURL, def.TemporalAddress, def.TemporalNamespace
+	cfg.TemporalAPIKey, cfg.TemporalTLS, cfg.TemporalTLSCert, cfg.TemporalTLSKey, cfg.TemporalTLSCA = "", false, "", "", ""
+	if os.Getenv("HOOKINBOX_LOG_FORMAT") == "" {
+		cfg.LogFormat = "text"
+	}
+	data := devenv.DataDir(root)
+	logDir := filepath.Join(data, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+
+	if err := buildTools(ctx, out); err != nil {
+		return err
+	}
+	temporalBin, _ := devenv.TemporalCLI.Path(root)
+	mailpitBin, _ := devenv.MailpitTool.Path(root)
+
+	s := &localStack{}
+	defer func() { s.stop(out) }()
+
+	pgLog, err := s.logFile(logDir, "postgres.log")
+	if err != nil {
+		return err
+	}
+	if s.pg, err = devenv.StartPostgres(ctx, devenv.PostgresOptions{
+		Dir: filepath.Join(data, "pg"), Port: config.DefaultPostgresPort, Log: pgLog, Progress: out,
+	}); err != nil {
+		return err
+	}
+	if err := s.pg.EnsureDatabase(ctx, "hookinbox", "hookinbox"); err != nil {
+		return err
+	}
+	if err := migrate(ctx, cfg.DatabaseURL, out); err != nil {
+		return err
+	}
+
+	tLog, err := s.logFile(logDir, "temporal.log")
+	if err != nil {
+		return err
+	}
+	if s.temporal, err = devenv.StartTemporal(ctx, devenv.TemporalOptions{
+		Binary: temporalBin, DBFile: filepath.Join(data, "temporal.db"),
+		Port: config.DefaultTemporalPort, UIPort: config.DefaultTemporalUI,
+		SearchAttributes: starter.SearchAttributeTypes(), Log: tLog, Progress: out,
+	}); err != nil {
+		return err
+	}
+	if s.temporal.UIURL == "" {
+		s.temporal.UIURL = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultTemporalUI)
+	}
+
+	mLog, err := s.logFile(logDir, "mailpit.log")
+	if err != nil {
+		return err
+	}
+	if s.mailpit, err = devenv.StartMailpit(ctx, devenv.MailpitOptions{
+		Binary: mailpitBin, SMTPPort: config.DefaultMailpitSMTP, HTTPPort: config.DefaultMailpitHTTP,
+		DBFile: filepath.Join(data, "mailpit.db"), Log: mLog, Progress: out,
+	}); err != nil {
+		return err
+	}
+
+	intakeURL := "http://" + app.DisplayAddr(cfg.HTTPAddr)
+	fmt.Fprintf(out, `
+hookinbox local stack is up
+  intake          %s/webhooks/<endpoint>   (health %s/readyz)
+  metrics         %s/metrics (intake)   http://%s/metrics (worker)
+  temporal        %s   UI %s
+  mailpit         SMTP %s   UI %s
+  postgres        %s
+  logs            %s
+
+Register an endpoint:  .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret whsec_demo
+                       .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
+Press Ctrl-C to stop everything started here.
+`, intakeURL, intakeURL, intakeURL, app.DisplayAddr(cfg.WorkerAddr), s.temporal.Address, s.temporal.UIURL,
+		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, logDir)
+
+	if servicesOnly {
+		<-ctx.Done()
+		fmt.Fprintln(out, "\nshutting down")
+		return nil
+	}
+
+	log := app.NewLogger(cfg)
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c, err := dialTemporal(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	m := metrics.New()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errc <- app.NewIntake(cfg, st, c, m, log.With("process", "intake")).Run(runCtx, cfg.HTTPAddr, nil, log)
+	}()
+	go func() {
+		defer wg.Done()
+		errc <- app.RunWorker(runCtx, cfg, c, app.NewActivities(cfg, st, c, m, log.With("process", "worker")), m, cfg.WorkerAddr, log)
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "\nshutting down")
+	case err = <-errc:
+		if err != nil {
+			err = fmt.Errorf("local stack: %w", err)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	time.Sleep(100 * time.Millisecond)
+	return err
+}

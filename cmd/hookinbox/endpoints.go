@@ -1,0 +1,305 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/webhook"
+)
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+func newEndpointsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "endpoints",
+		Short: "Register webhook endpoints, their secrets and account→workspace links",
+		Long: `An endpoint is one intake URL, POST /webhooks/SLUG, for one provider and environment.
+Secrets are never printed: listings show an id and a short fingerprint.`,
+	}
+	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(),
+		newEndpointsListCmd(), newEndpointsRemoveCmd(), newEndpointsSecretsCmd())
+	return cmd
+}
+
+func withStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+func newEndpointsAddCmd() *cobra.Command {
+	var e store.NewEndpoint
+	cmd := &cobra.Command{
+		Use:   "add --slug S --provider stripe|github|standard|shopify --environment live|test --secret SECRET [--secret SECRET2]",
+		Short: "Register an endpoint",
+		Long: `Register an endpoint. Give --secret once per active signing secret (two while rotating).
+
+Source accounts: Stripe Connect events name theirs (the event's "account"); for other events the
+account is --account, or, when --account is not given, the endpoint's single linked account.
+Standard Webhooks endpoints locate fields with gjson paths: --type-path (default "type"),
+--resource-path (default "data.id"), --account-path (e.g. "data.project_id"), --resource-kind
+(default: the type before its first dot). --version-path names a monotonic per-resource version
+when the provider sends one (e.g. "data.object.version").`,
+		Example: `  hookinbox endpoints add --slug stripe-live --provider stripe --environment live --secret whsec_…
+  hookinbox endpoints add --slug sinalio --provider standard --environment live --secret whsec_… \
+      --account-path data.project_id --resource-path data.id`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !slugPattern.MatchString(e.Slug) {
+				return usagef("--slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
+			}
+			switch e.Provider {
+			case store.ProviderStripe, store.ProviderGitHub, store.ProviderStandard, store.ProviderShopify:
+			default:
+				return usagef("--provider must be stripe, github, standard or shopify (got %q)", e.Provider)
+			}
+			if e.Environment != store.EnvLive && e.Environment != store.EnvTest {
+				return usagef("--environment must be live or test (got %q)", e.Environment)
+			}
+			if len(e.Secrets) == 0 {
+				return usagef("--secret is required (repeat it to register several)")
+			}
+			for _, s := range e.Secrets {
+				if err := webhook.ValidateSecret(e.Provider, s); err != nil {
+					return usagef("--secret: %v", err)
+				}
+			}
+			return withStore(cmd, func(st *store.Store) error {
+				if err := st.InsertEndpoint(cmd.Context(), e); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s registered: POST /webhooks/%s (%s, %s, %d secret(s))\n",
+					e.Slug, e.Slug, e.Provider, e.Environment, len(e.Secrets))
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&e.Slug, "slug", "", "endpoint slug, the last part of its URL (required)")
+	f.StringVar(&e.Provider, "provider", "", "stripe, github, standard or shopify (required)")
+	f.StringVar(&e.Environment, "environment", "", "live or test (required)")
+	f.StringArrayVar(&e.Secrets, "secret", nil, "signing secret; repeat for several (required)")
+	f.StringVar(&e.Account, "account", "", "the endpoint's own source account (default: its single linked account)")
+	f.StringVar(&e.APIBaseURL, "api-base-url", "", "provider API base URL for fetches and reconciliation")
+	f.StringVar(&e.APIKey, "api-key", "", "provider API key (stored, never printed)")
+	f.StringVar(&e.Settings.TypePath, "type-path", "", "JSON path of the event type (standard)")
+	f.StringVar(&e.Settings.ResourcePath, "resource-path", "", "JSON path of the resource id (standard)")
+	f.StringVar(&e.Settings.ResourceKind, "resource-kind", "", "resource kind (standard; default from the type)")
+	f.StringVar(&e.Settings.AccountPath, "account-path", "", "JSON path of the source account (standard)")
+	f.StringVar(&e.Settings.VersionPath, "version-path", "", "JSON path of a monotonic per-resource version")
+	for _, n := range []string{"slug", "provider", "environment", "secret"} {
+		_ = cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}
+
+func newEndpointsLinkCmd() *cobra.Command {
+	var slug, account, workspace string
+	cmd := &cobra.Command{
+		Use:   "link --slug S --account ACCOUNT --workspace WORKSPACE",
+		Short: "Map a verified source account of an endpoint to a workspace",
+		Long: `Map a source account to the workspace its events belong to (created if new). The tenant of an
+event always comes from this mapping, never from an id in the payload. Linking again moves the account.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(account) == "" || strings.TrimSpace(workspace) == "" {
+				return usagef("--account and --workspace must not be empty")
+			}
+			return withStore(cmd, func(st *store.Store) error {
+				if err := st.LinkAccount(cmd.Context(), slug, account, workspace); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: account %s → workspace %s\n", slug, account, workspace)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	cmd.Flags().StringVar(&account, "account", "", "source account, e.g. acct_… (required)")
+	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace id (required)")
+	for _, n := range []string{"slug", "account", "workspace"} {
+		_ = cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}
+
+func newEndpointsUnlinkCmd() *cobra.Command {
+	var slug, account string
+	cmd := &cobra.Command{
+		Use:   "unlink --slug S --account ACCOUNT",
+		Short: "Remove an account mapping (its new events are quarantined as unknown_account)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(st *store.Store) error {
+				if err := st.UnlinkAccount(cmd.Context(), slug, account); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: account %s unlinked\n", slug, account)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	cmd.Flags().StringVar(&account, "account", "", "source account (required)")
+	_ = cmd.MarkFlagRequired("slug")
+	_ = cmd.MarkFlagRequired("account")
+	return cmd
+}
+
+// endpointView is an endpoint as listed: secrets as ids and fingerprints.
+type endpointView struct {
+	Slug        string                 `json:"slug"`
+	Provider    string                 `json:"provider"`
+	Environment string                 `json:"environment"`
+	Account     string                 `json:"account,omitempty"`
+	APIBaseURL  string                 `json:"api_base_url,omitempty"`
+	APIKeySet   bool                   `json:"api_key_set"`
+	Settings    store.EndpointSettings `json:"settings"`
+	Secrets     []secretView           `json:"secrets"`
+	Links       map[string]string      `json:"links"`
+}
+
+type secretView struct {
+	ID          int64  `json:"id"`
+	Fingerprint string `json:"fingerprint"`
+	CreatedAt   string `json:"created_at"`
+}
+
+func newEndpointsListCmd() *cobra.Command {
+	format := outputFormat("table")
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List endpoints, secret fingerprints and links (never the secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(st *store.Store) error {
+				eps, err := st.ListEndpoints(cmd.Context())
+				if err != nil {
+					return err
+				}
+				views := make([]endpointView, 0, len(eps))
+				var rows [][]string
+				for _, e := range eps {
+					v := endpointView{Slug: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: e.Account,
+						APIBaseURL: e.APIBaseURL, APIKeySet: e.APIKey != "", Settings: e.Settings, Links: e.Links}
+					var secs []string
+					for _, s := range e.Secrets {
+						v.Secrets = append(v.Secrets, secretView{ID: s.ID, Fingerprint: s.Fingerprint(), CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")})
+						secs = append(secs, "#"+strconv.FormatInt(s.ID, 10)+":"+s.Fingerprint())
+					}
+					var links []string
+					for a, w := range e.Links {
+						links = append(links, a+"→"+w)
+					}
+					sort.Strings(links)
+					views = append(views, v)
+					rows = append(rows, []string{e.Slug, e.Provider, e.Environment, orDash(e.Account),
+						strings.Join(secs, " "), orDash(strings.Join(links, " ")), orDash(e.APIBaseURL)})
+				}
+				return render(cmd.OutOrStdout(), format, views,
+					[]string{"SLUG", "PROVIDER", "ENV", "ACCOUNT", "SECRETS", "LINKS", "API"}, rows)
+			})
+		},
+	}
+	cmd.Flags().Var(&format, "output", "table or json")
+	return cmd
+}
+
+func newEndpointsRemoveCmd() *cobra.Command {
+	var slug string
+	cmd := &cobra.Command{
+		Use:   "remove --slug S",
+		Short: "Remove an endpoint, its secrets and links (its inbox rows stay)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(st *store.Store) error {
+				if err := st.DeleteEndpoint(cmd.Context(), slug); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s removed\n", slug)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	_ = cmd.MarkFlagRequired("slug")
+	return cmd
+}
+
+func newEndpointsSecretsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "secrets",
+		Short: "Rotate signing secrets: add the new one, let the sender switch, remove the old one",
+	}
+	var slug, secret string
+	add := &cobra.Command{
+		Use:   "add --slug S --secret SECRET",
+		Short: "Add a signing secret (both old and new are accepted until the old one is removed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(st *store.Store) error {
+				ep, err := st.GetEndpoint(cmd.Context(), slug)
+				if err != nil {
+					return err
+				}
+				if err := webhook.ValidateSecret(ep.Provider, secret); err != nil {
+					return usagef("--secret: %v", err)
+				}
+				id, err := store.InsertSecret(cmd.Context(), st.Pool, slug, secret)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d (%s) added\n", slug, id, store.Secret{Value: secret}.Fingerprint())
+				return nil
+			})
+		},
+	}
+	add.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	add.Flags().StringVar(&secret, "secret", "", "the new secret (required)")
+	_ = add.MarkFlagRequired("slug")
+	_ = add.MarkFlagRequired("secret")
+
+	var rslug string
+	var id int64
+	remove := &cobra.Command{
+		Use:   "remove --slug S --id N",
+		Short: "Remove a signing secret by id (see 'endpoints list'); the last one cannot be removed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(st *store.Store) error {
+				if err := st.DeleteSecret(cmd.Context(), rslug, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d removed\n", rslug, id)
+				return nil
+			})
+		},
+	}
+	remove.Flags().StringVar(&rslug, "slug", "", "endpoint slug (required)")
+	remove.Flags().Int64Var(&id, "id", 0, "secret id (required)")
+	_ = remove.MarkFlagRequired("slug")
+	_ = remove.MarkFlagRequired("id")
+	cmd.AddCommand(add, remove)
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/internal/config"
+)
+
+func newMigrateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the embedded database migrations to DATABASE_URL",
+		Long:  "Apply every embedded migration not yet applied (jackc/tern; concurrent runs are serialized by an advisory lock).",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.FromEnv()
+			if err != nil {
+				return err
+			}
+			return migrate(cmd.Context(), cfg.DatabaseURL, cmd.OutOrStdout())
+		},
+	}
+}

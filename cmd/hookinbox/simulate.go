@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/simulator"
+)
+
+// Simulator defaults, shared with docs/simulator.md.
+const (
+	simDefaultListen       = "127.0.0.1:12111"
+	simDefaultTarget       = "http://127.0.0.1:8080"
+	simDefaultStripeSlug   = "stripe-sim"
+	simDefaultFeedbackSlug = "feedback-sim"
+	simDefaultStripeSecret = "whsec_hookinbox_simulator_stripe"
+)
+
+var simDefaultFeedbackSecret = simulator.StandardSecret("hookinbox-simulator-feedback-key")
+
+type simulateFlags struct {
+	listen, target                string
+	stripeSlug, feedbackSlug      string
+	stripeSecrets, feedbackSecret []string
+	noSend, exit, quiet           bool
+	cfg                           simulator.Config
+}
+
+func newSimulateCmd() *cobra.Command {
+	f := &simulateFlags{}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Run a misbehaving provider: signed webhooks with faults, its API, an email API and the ground truth",
+		Long: `simulate plays the providers hookinbox receives from, reproducibly from --seed.
+
+It serves on --listen:
+  the Stripe API subset the activities call (GET /v1/invoices/{id},
+  /v1/subscriptions/{id}, /v1/subscriptions, /v1/events) with key --api-key,
+  an email API (POST/GET /v1/emails, Idempotency-Key), and
+  GET /_sim/truth: what the receiver must end up with, plus delivery stats.
+
+Then it generates a scenario (customers, subscriptions that change and get
+cancelled, paid invoices, feedback items) and sends its events to the intake at
+--target: Stripe events to /webhooks/<stripe-slug> signed with Stripe-Signature,
+feedback.created to /webhooks/<feedback-slug> signed as Standard Webhooks (give
+--stripe-secret or --feedback-secret twice to sign with both during a rotation).
+Deliveries go wrong on purpose as the knobs say: duplicates, reordering, delays,
+retries with an exponential schedule (--time-scale compresses provider time),
+second distinct events for one invoice, conflicting redeliveries, drops that only
+the events list shows. Afterwards it keeps serving the API until interrupted
+(reconciliation needs it) unless --exit is given.
+
+Register the endpoints it prints before the first run (see docs/simulator.md).`,
+		Example: `  hookinbox simulate --seed 7 --duplicate-rate 0.2 --reorder-window 5 --drop-rate 0.05
+  hookinbox simulate --connect --versions --api-429-rate 0.1 --exit
+  hookinbox simulate --no-send   # only serve the API, email API and truth`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimulate(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", simDefaultListen, "address to serve the provider API, email API and /_sim/truth on")
+	fl.StringVar(&f.target, "target", simDefaultTarget, "base URL of the hookinbox intake")
+	fl.StringVar(&f.stripeSlug, "stripe-slug", simDefaultStripeSlug, "endpoint slug for Stripe events")
+	fl.StringArrayVar(&f.stripeSecrets, "stripe-secret", []string{simDefaultStripeSecret}, "Stripe signing secret (repeat to sign with two during a roll)")
+	fl.StringVar(&f.feedbackSlug, "feedback-slug", simDefaultFeedbackSlug, `endpoint slug for feedback (Standard Webhooks); "" sends no feedback`)
+	fl.StringArrayVar(&f.feedbackSecret, "feedback-secret", []string{simDefaultFeedbackSecret}, "Standard Webhooks secret whsec_<base64> (repeat during a rotation)")
+	fl.BoolVar(&f.noSend, "no-send", false, "only serve; send nothing")
+	fl.BoolVar(&f.exit, "exit", false, "exit after the run instead of serving until interrupted")
+	fl.BoolVar(&f.quiet, "quiet", false, "no line per delivery")
+
+	c := &f.cfg
+	fl.Uint64Var(&c.Seed, "seed", 1, "seed of every random choice (same seed, same run)")
+	fl.StringSliceVar(&c.Accounts, "accounts", nil, "Stripe accounts (default acct_sim_a; with --connect also acct_sim_b)")
+	fl.BoolVar(&c.Connect, "connect", false, `Connect platform: events carry "account" and the API needs Stripe-Account`)
+	fl.StringSliceVar(&c.Projects, "projects", nil, "feedback projects (default proj_sim_a)")
+	fl.BoolVar(&c.Livemode, "livemode", false, "send livemode events (environment live)")
+	fl.StringVar(&c.APIKey, "api-key", simulator.DefaultAPIKey, "secret key the provider API accepts")
+	fl.BoolVar(&c.Versions, "versions", false, `add a monotonic "version" to subscription snapshots`)
+
+	s := &c.Scenario
+	fl.IntVar(&s.CustomersPerAccount, "customers", 3, "customers (one subscription each) per account")
+	fl.IntVar(&s.InvoicesPerSubscription, "invoices", 2, "paid invoices per subscription")
+	fl.IntVar(&s.UpdatesPerSubscription, "updates", 2, "state changes per subscription")
+	fl.Float64Var(&s.CancelRate, "cancel-rate", 0.5, "share of subscriptions cancelled (half at once, half at period end)")
+	fl.IntVar(&s.FeedbackPerProject, "feedback", 3, "feedback items per project")
+	fl.Float64Var(&s.SecondEventRate, "second-event-rate", 0, "share of paid invoices announced by a second, distinct event")
+
+	d := &c.Delivery
+	fl.Float64Var(&d.DuplicateRate, "duplicate-rate", 0, "share of deliveries sent twice (same id, same body)")
+	fl.DurationVar(&d.DuplicateSpread, "duplicate-spread", 30*time.Second, "a duplicate follows its original within this (provider time)")
+	fl.IntVar(&d.ReorderWindow, "reorder-window", 0, "shuffle deliveries within windows of this size")
+	fl.Float64Var(&d.DelayRate, "delay-rate", 0, "share of deliveries delayed by up to --max-delay")
+	fl.DurationVar(&d.MaxDelay, "max-delay", 10*time.Minute, "longest delay (provider time)")
+	fl.DurationVar(&d.Interval, "interval", 0, "gap between planned deliveries (provider time)")
+	fl.Float64Var(&d.ConflictRate, "conflict-rate", 0, "share of events redelivered late with the same id and a different body")
+	fl.Float64Var(&d.DropRate, "drop-rate", 0, "share of Stripe events never sent (only GET /v1/events shows them)")
+	fl.IntVar(&d.Concurrency, "concurrency", 4, "concurrent senders")
+	fl.IntVar(&d.MaxAttempts, "max-attempts", 16, "attempts per delivery, the first included")
+	fl.DurationVar(&d.RetryBase, "retry-base", time.Minute, "first retry delay; doubles each time (provider time)")
+	fl.DurationVar(&d.RetryCap, "retry-cap", 12*time.Hour, "longest retry delay (provider time)")
+	fl.Float64Var(&d.TimeScale, "time-scale", 0.001, "real seconds per provider second (0.001: an hour takes 3.6 s)")
+	fl.DurationVar(&d.AttemptTimeout, "attempt-timeout", 10*time.Second, "real-time limit of one POST")
+
+	a := &c.API
+	fl.DurationVar(&a.Latency, "api-latency", 0, "latency added to each API answer")
+	fl.DurationVar(&a.LatencyJitter, "api-latency-jitter", 0, "random extra latency up to this")
+	fl.Float64Var(&a.ErrorRate, "api-5xx-rate", 0, "share of API answers that are 500 api_error")
+	fl.Float64Var(&a.RateLimitRate, "api-429-rate", 0, "share of API answers that are 429 with Retry-After")
+	fl.Float64Var(&a.NotFoundRate, "api-404-rate", 0, "share of API answers that are a spurious 404")
+	fl.Float64Var(&a.ForbiddenRate, "api-403-rate", 0, "share of API answers that are 403")
+	fl.DurationVar(&a.RetryAfter, "retry-after", time.Second, "Retry-After sent with 429s")
+
+	e := &c.Email
+	fl.BoolVar(&e.NoIdempotency, "email-no-idempotency", false, "email API ignores Idempotency-Key (every POST is an email)")
+	fl.Float64Var(&e.LoseAnswerRate, "email-lose-rate", 0, "share of accepted emails whose answer is lost")
+	fl.StringVar(&e.LoseMode, "email-lose-mode", simulator.LoseClose, "how an answer is lost: close, 5xx or timeout")
+	fl.StringVar(&e.APIKey, "email-api-key", "", "Bearer key the email API requires (none by default)")
+	return cmd
+}
+
+func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out := cmd.OutOrStdout()
+
+	if !slices.Contains([]string{simulator.LoseClose, simulator.Lose5xx, simulator.LoseTimeout}, f.cfg.Email.LoseMode) {
+		return usageError{msg: fmt.Sprintf("--email-lose-mode must be close, 5xx or timeout, not %q", f.cfg.Email.LoseMode)}
+	}
+	if !f.cfg.Connect && len(f.cfg.Accounts) > 1 {
+		return usageError{msg: "several --accounts need --connect (without Connect each account has its own endpoint)"}
+	}
+	// A flag's 0 means none; the Config's 0 means its default.
+	sc := &f.cfg.Scenario
+	for _, n := range []*int{&sc.InvoicesPerSubscription, &sc.UpdatesPerSubscription, &sc.FeedbackPerProject} {
+		if *n == 0 {
+			*n = -1
+		}
+	}
+	if sc.CancelRate == 0 {
+		sc.CancelRate = -1
+	}
+	if f.feedbackSlug == "" {
+		sc.FeedbackPerProject = -1
+	}
+	if !f.quiet {
+		f.cfg.Logf = func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	}
+	sim := simulator.New(f.cfg)
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", f.listen, err)
+	}
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	defer func() {
+		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutCtx)
+	}()
+	apiURL := "http://" + ln.Addr().String()
+	fmt.Fprintf(out, "simulator (seed %d) serving the provider API on %s (key %s); truth at %s/_sim/truth\n",
+		f.cfg.Seed, apiURL, sim.Config().APIKey, apiURL)
+	printRegistration(out, f, sim, apiURL)
+
+	if !f.noSend {
+		t := simulator.Targets{
+			Stripe: simulator.Endpoint{URL: joinURL(f.target, "webhooks", f.stripeSlug), Secrets: f.stripeSecrets},
+		}
+		if f.feedbackSlug != "" {
+			t.Standard = simulator.Endpoint{URL: joinURL(f.target, "webhooks", f.feedbackSlug), Secrets: f.feedbackSecret}
+		}
+		fmt.Fprintf(out, "sending to %s\n", f.target)
+		rep, err := sim.Run(ctx, t)
+		printSummary(out, rep, sim.Truth())
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
+	if f.exit || ctx.Err() != nil {
+		return nil
+	}
+	fmt.Fprintln(out, "still serving the API for reconciliation; Ctrl-C to stop")
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+}
+
+func joinURL(base string, parts ...string) string {
+	return strings.TrimRight(base, "/") + "/" + strings.Join(parts, "/")
+}
+
+func printRegistration(out io.Writer, f *simulateFlags, sim *simulator.Simulator, apiURL string) {
+	env := "test"
+	if f.cfg.Livemode {
+		env = "live"
+	}
+	fmt.Fprintln(out, "register once (any workspace names):")
+	add := fmt.Sprintf("  hookinbox endpoints add --slug %s --provider stripe --environment %s", f.stripeSlug, env)
+	for _, s := range f.stripeSecrets {
+		add += " --secret " + s
+	}
+	if f.cfg.Versions {
+		add += " --version-path data.object.version"
+	}
+	fmt.Fprintf(out, "%s --api-base-url %s --api-key %s\n", add, apiURL, sim.Config().APIKey)
+	for _, acct := range sim.Accounts() {
+		fmt.Fprintf(out, "  hookinbox endpoints link --slug %s --account %s --workspace ws_%s\n", f.stripeSlug, acct, acct)
+	}
+	if f.feedbackSlug == "" {
+		return
+	}
+	add = fmt.Sprintf("  hookinbox endpoints add --slug %s --provider standard --environment %s", f.feedbackSlug, env)
+	for _, s := range f.feedbackSecret {
+		add += " --secret " + s
+	}
+	fmt.Fprintf(out, "%s --account-path data.project_id --resource-path data.id\n", add)
+	for _, p := range sim.Projects() {
+		fmt.Fprintf(out, "  hookinbox endpoints link --slug %s --account %s --workspace ws_%s\n", f.feedbackSlug, p, p)
+	}
+}
+
+func printSummary(out io.Writer, rep simulator.Report, truth simulator.Truth) {
+	st := rep.Stats
+	fmt.Fprintf(out, "\ndeliveries: %d planned, %d acked, %d exhausted, %d dropped, %d canceled; faults: %d duplicates, %d conflicting (%d skipped), %d delayed, %d reordered\n",
+		st.Planned, st.Acked, st.Exhausted, st.Dropped, st.Canceled, st.Duplicates, st.Conflicts, st.Skipped, st.Delayed, st.Reordered)
+	codes := make([]string, 0, len(st.StatusCodes))
+	for _, code := range slices.Sorted(func(yield func(int) bool) {
+		for c := range st.StatusCodes {
+			if !yield(c) {
+				return
+			}
+		}
+	}) {
+		codes = append(codes, fmt.Sprintf("%d×%d", code, st.StatusCodes[code]))
+	}
+	fmt.Fprintf(out, "attempts: %d (%d 2xx, %d other, %d transport errors of which %d timeouts), %d retries; statuses %s\n",
+		st.Attempts, st.Responses2xx, st.ResponsesNon2xx, st.TransportErrors, st.Timeouts, st.Retries, strings.Join(codes, " "))
+	var second, access int
+	for _, inv := range truth.PaidInvoices {
+		second += len(inv.EventIDs) - 1
+	}
+	for _, s := range truth.Subscriptions {
+		if s.Access {
+			access++
+		}
+	}
+	fmt.Fprintf(out, "truth: %d paid invoices (%d second events), %d subscriptions (%d with access), %d feedback items; %d events only in the events list, %d never acknowledged\n",
+		len(truth.PaidInvoices), second, len(truth.Subscriptions), access, len(truth.Feedback),
+		len(truth.DroppedEvents), len(truth.UnackedEvents))
+	fmt.Fprintf(out, "elapsed %s\n", rep.Elapsed.Round(time.Millisecond))
+}
