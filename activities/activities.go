@@ -14,6 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/catalog"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
 
@@ -39,8 +40,11 @@ type Outcome struct {
 	// Status the row ended in: done or ignored, or the status it already
 	// had when another attempt completed it first.
 	Status string
-	// Note explains an ignored event.
+	// Note says what happened, for the row and the logs.
 	Note string
+	// Outbox lists the outbox rows the effect produced, to be sent after
+	// the commit.
+	Outbox []int64
 }
 
 // ResourceSignaler rings a resource workflow's doorbell, starting it if
@@ -77,12 +81,6 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
-// retryAfterError is implemented by errors that carry a server-requested
-// delay (provider 429s with Retry-After).
-type retryAfterError interface {
-	RetryAfter() (time.Duration, bool)
-}
-
 // LoadPendingInput names the resource whose due rows to load.
 type LoadPendingInput struct {
 	Resource keys.Resource `json:"resource"`
@@ -109,6 +107,8 @@ type HandleResult struct {
 	Note   string `json:"note,omitempty"`
 	// Skipped: the row was already final (a done or ignored row is skipped).
 	Skipped bool `json:"skipped,omitempty"`
+	// Outbox rows produced by the effect, sent next by the workflow.
+	Outbox []int64 `json:"outbox,omitempty"`
 }
 
 // HandleEvent runs the event's business handler. A row that is no longer
@@ -147,7 +147,7 @@ func (a *Activities) HandleEvent(ctx context.Context, in HandleInput) (HandleRes
 	}
 	a.count(name, out.Status)
 	a.log(ctx).Info("event handled", "event_key", ev.Key.String(), "handler", name, "status", out.Status, "note", out.Note)
-	return HandleResult{Status: out.Status, Note: out.Note}, nil
+	return HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox}, nil
 }
 
 // retry records the failed attempt and returns the error with the next
@@ -156,11 +156,8 @@ func (a *Activities) HandleEvent(ctx context.Context, in HandleInput) (HandleRes
 func (a *Activities) retry(ctx context.Context, in HandleInput, handler string, err error) error {
 	attempt := in.PriorAttempts + int(activity.GetInfo(ctx).Attempt)
 	delay := fullJitter(attempt, a.RetryInitial, a.RetryMax)
-	var ra retryAfterError
-	if errors.As(err, &ra) {
-		if d, ok := ra.RetryAfter(); ok && d > delay {
-			delay = d
-		}
+	if d, ok := provider.RetryAfter(err); ok && d > delay {
+		delay = d
 	}
 	a.record(ctx, in.Key, err, time.Now().Add(delay))
 	if a.Metrics != nil {

@@ -318,7 +318,7 @@ func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
 func lastError(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
-		return appErr.Error()
+		return appErr.Message()
 	}
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) {

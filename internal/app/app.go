@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/catalog"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -90,11 +91,19 @@ func (i *Intake) Run(ctx context.Context, addr string, ln net.Listener, log *slo
 	return err
 }
 
-// NewActivities builds the worker's activities with the built-in handlers.
+// NewActivities builds the worker's activities with the built-in handlers:
+// credits, subscriptions and feedback alerts.
 func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) *activities.Activities {
+	providers := &activities.EndpointProviders{Store: st}
 	return &activities.Activities{
-		Store: st, Handlers: map[string]activities.Handler{}, Signaler: Resources(cfg, c),
-		Metrics: m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
+		Store: st,
+		Handlers: map[string]activities.Handler{
+			catalog.Credits:        &activities.Credits{Store: st, Providers: providers, PerInvoice: cfg.CreditsPerInvoice},
+			catalog.Subscriptions:  &activities.Subscriptions{Store: st, Providers: providers, Logger: log},
+			catalog.FeedbackAlerts: &activities.FeedbackAlerts{Store: st},
+		},
+		Signaler: Resources(cfg, c),
+		Metrics:  m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 	}
 }
 

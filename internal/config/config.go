@@ -77,6 +77,9 @@ type Config struct {
 	// HOOKINBOX_ACTIVITY_TIMEOUT: start-to-close timeout of one handling attempt.
 	ActivityTimeout time.Duration
 
+	// HOOKINBOX_CREDITS_PER_INVOICE: credits granted once per paid invoice.
+	CreditsPerInvoice int64
+
 	// HOOKINBOX_LOG_FORMAT: "json" (default) or "text".
 	LogFormat string
 	// HOOKINBOX_LOG_LEVEL: debug, info, warn, error.
@@ -106,6 +109,7 @@ func Default() Config {
 		RetryInitial:       time.Second,
 		RetryMax:           5 * time.Minute,
 		ActivityTimeout:    30 * time.Second,
+		CreditsPerInvoice:  100,
 		LogFormat:          "json",
 		LogLevel:           "info",
 	}
@@ -146,6 +150,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_RETRY_INITIAL", &c.RetryInitial)
 	p.duration("HOOKINBOX_RETRY_MAX", &c.RetryMax)
 	p.duration("HOOKINBOX_ACTIVITY_TIMEOUT", &c.ActivityTimeout)
+	p.int64("HOOKINBOX_CREDITS_PER_INVOICE", &c.CreditsPerInvoice)
 	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
 	p.str("HOOKINBOX_LOG_LEVEL", &c.LogLevel)
 	if p.err != nil {
@@ -177,6 +182,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetryInitial <= 0 || c.RetryMax < c.RetryInitial {
 		errs = append(errs, "HOOKINBOX_RETRY_INITIAL must be positive and at most HOOKINBOX_RETRY_MAX")
+	}
+	if c.CreditsPerInvoice <= 0 {
+		errs = append(errs, "HOOKINBOX_CREDITS_PER_INVOICE must be positive")
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)

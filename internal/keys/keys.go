@@ -64,6 +64,10 @@ func (r Resource) Valid() bool {
 	return r.Provider != "" && r.Account != "" && r.Environment != "" && r.Kind != "" && r.ID != ""
 }
 
+// Join renders parts as one key, each escaped like the event and resource
+// keys (business and operation keys use it).
+func Join(parts ...string) string { return join(parts...) }
+
 // join escapes each part with url.PathEscape, which escapes '/' and '%', so
 // a '/' inside an id can never forge another key.
 func join(parts ...string) string {

@@ -360,3 +360,26 @@ func (t observingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	return resp, err
 }
+
+// SubscriptionFromEvent reads the subscription snapshot a Stripe event
+// carries in data.object (customer.subscription.* events), parsed as a
+// fetched one would be. Use it only when the snapshot is authoritative for
+// its version; otherwise fetch the current state.
+func SubscriptionFromEvent(account string, event []byte) (Subscription, error) {
+	var ev struct {
+		Data struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(event, &ev); err != nil || len(ev.Data.Object) == 0 {
+		return Subscription{}, malformed("subscription snapshot", "event has no data.object")
+	}
+	var s stripe.Subscription
+	if err := json.Unmarshal(ev.Data.Object, &s); err != nil {
+		return Subscription{}, malformed("subscription snapshot", err.Error())
+	}
+	if s.ID == "" || s.Object != "subscription" {
+		return Subscription{}, malformed("subscription snapshot", "data.object is not a subscription")
+	}
+	return toSubscription(account, &s, ev.Data.Object)
+}

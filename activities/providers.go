@@ -1,0 +1,83 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/provider"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// Providers gives handlers the API client of the endpoint an event came
+// through (each endpoint has its own API base URL and key).
+type Providers interface {
+	For(ctx context.Context, endpointSlug string) (provider.Client, error)
+}
+
+// EndpointProviders builds clients from the endpoint registry, cached for a
+// short while so a rotated API key is picked up.
+type EndpointProviders struct {
+	Store *store.Store
+	TTL   time.Duration
+
+	mu    sync.Mutex
+	cache map[string]cachedClient
+}
+
+type cachedClient struct {
+	client provider.Client
+	at     time.Time
+}
+
+// For returns the endpoint's client. An endpoint without an API key cannot
+// be asked anything: that is a permanent error until an operator adds one.
+func (p *EndpointProviders) For(ctx context.Context, slug string) (provider.Client, error) {
+	ttl := p.TTL
+	if ttl <= 0 {
+		ttl = 30 * time.Second
+	}
+	p.mu.Lock()
+	if c, ok := p.cache[slug]; ok && time.Since(c.at) < ttl {
+		p.mu.Unlock()
+		return c.client, nil
+	}
+	p.mu.Unlock()
+	ep, err := p.Store.GetEndpoint(ctx, slug)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ep.APIKey == "" {
+		return nil, Permanent(fmt.Errorf("endpoint %s has no API key: register it with --api-key (and --api-base-url) to fetch from the provider", slug))
+	}
+	var c provider.Client
+	switch ep.Provider {
+	case store.ProviderStripe:
+		own, _ := ep.OwnAccount()
+		c = provider.NewStripe(provider.StripeConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, PlatformAccount: own})
+	default:
+		return nil, Permanent(fmt.Errorf("no API client for provider %s", ep.Provider))
+	}
+	p.mu.Lock()
+	if p.cache == nil {
+		p.cache = map[string]cachedClient{}
+	}
+	p.cache[slug] = cachedClient{client: c, at: time.Now()}
+	p.mu.Unlock()
+	return c, nil
+}
+
+// providerErr turns a provider error into a handler error: permanent ones
+// fail the event at once; not-found and retryable ones are retried (a 404
+// is never read as a state: it may be the provider catching up).
+func providerErr(err error) error {
+	if provider.IsPermanent(err) {
+		return Permanent(err)
+	}
+	return err
+}
