@@ -24,10 +24,10 @@ import (
 
 func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, stackOptions{})
+	s := newStack(t, stackOptions{handlers: map[string]activities.Handler{catalog.Credits: nil}})
 	s.stripeEndpoint("ep", "acct_reach", "ws_reach")
 
-	// No handler registered yet for invoice.paid: the workflow marks it
+	// With no handler registered for invoice.paid, the workflow marks it
 	// ignored with the reason.
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_r1", "invoice.paid", "invoice", "in_r1"))
 	k := keys.Event{Provider: "stripe", Account: "acct_reach", Environment: "test", EventID: "evt_r1"}

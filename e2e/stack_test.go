@@ -104,6 +104,10 @@ func (s *stack) startWorker() {
 	require.NoError(t, err)
 	acts := app.NewActivities(s.cfg, s.store, wc, s.metrics, log)
 	for k, h := range s.handlers {
+		if h == nil {
+			delete(acts.Handlers, k) // a test of the no-handler path
+			continue
+		}
 		acts.Handlers[k] = h
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,285 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/simulator"
+)
+
+var accountSeq atomic.Int64
+
+// simWorld is a stack wired to a simulator: a Stripe endpoint whose API is
+// the simulator and a feedback (Standard Webhooks) endpoint, both linked to
+// one workspace. Accounts are unique per test: tests share a dev server and
+// workflow IDs carry the account.
+type simWorld struct {
+	*stack
+	sim       *simulator.Simulator
+	targets   simulator.Targets
+	account   string
+	project   string
+	workspace string
+}
+
+func newSimWorld(t *testing.T, s *stack, cfg simulator.Config) *simWorld {
+	t.Helper()
+	n := accountSeq.Add(1)
+	w := &simWorld{stack: s, account: fmt.Sprintf("acct_e2e%d", n), project: fmt.Sprintf("proj_e2e%d", n), workspace: fmt.Sprintf("ws_e2e%d", n)}
+	cfg.Accounts = []string{w.account}
+	cfg.Projects = []string{w.project}
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(n)
+	}
+	w.sim = simulator.New(cfg)
+	api := httptest.NewServer(w.sim.Handler())
+	t.Cleanup(api.Close)
+	stripeSecret, fbSecret := "whsec_e2e_stripe", simulator.StandardSecret("e2e-feedback")
+	settings := store.EndpointSettings{}
+	if cfg.Versions {
+		settings.VersionPath = "data.object.version"
+	}
+	require.NoError(t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{Slug: "stripe-sim", Provider: "stripe", Environment: "test",
+		Secrets: []string{stripeSecret}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey, Settings: settings}))
+	require.NoError(t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{Slug: "feedback-sim", Provider: "standard", Environment: "test",
+		Secrets: []string{fbSecret}, Settings: store.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}}))
+	require.NoError(t, s.store.LinkAccount(s.ctx, "stripe-sim", w.account, w.workspace))
+	require.NoError(t, s.store.LinkAccount(s.ctx, "feedback-sim", w.project, w.workspace))
+	require.NoError(t, store.SetWorkspaceEmail(s.ctx, s.store.Pool, w.workspace, "billing@"+w.workspace+".example"))
+	w.targets = simulator.Targets{
+		Stripe:   simulator.Endpoint{URL: s.url + "/webhooks/stripe-sim", Secrets: []string{stripeSecret}},
+		Standard: simulator.Endpoint{URL: s.url + "/webhooks/feedback-sim", Secrets: []string{fbSecret}},
+	}
+	return w
+}
+
+func (w *simWorld) send(t *testing.T, events ...simulator.Event) {
+	t.Helper()
+	rep, err := w.sim.Send(context.Background(), w.targets, events...)
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		require.Equal(t, simulator.OutcomeAcked, r.Outcome, "%s %s: %s", r.Event.Type, r.Event.ID, r.LastError)
+	}
+}
+
+func (w *simWorld) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, w.store.Pool.QueryRow(w.ctx, sql, args...).Scan(&n))
+	return n
+}
+
+func (w *simWorld) balance(t *testing.T) int64 {
+	ws, err := store.GetWorkspace(w.ctx, w.store.Pool, w.workspace)
+	require.NoError(t, err)
+	return ws.CreditsBalance
+}
+
+func (w *simWorld) allDone(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, 60*time.Second, fmt.Sprintf("%d inbox rows done", n), func() bool {
+		return w.count(t, `SELECT count(*) FROM webhook_inbox WHERE status = 'done'`) == n
+	})
+}
+
+func TestF1SameEventDeliveredConcurrentlyGrantsOnce(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
+	_, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account})
+	require.NoError(t, err)
+	rep, err := w.sim.Deliver(context.Background(), w.targets, simulator.Copies(paid, 16))
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		require.Equal(t, simulator.OutcomeAcked, r.Outcome)
+	}
+	w.allDone(t, 1)
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM webhook_inbox`))
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM credit_grants`))
+	require.EqualValues(t, 100, w.balance(t))
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM outbox`))
+}
+
+func TestF2DistinctEventsForOneInvoiceGrantOnce(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
+	inv, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account})
+	require.NoError(t, err)
+	again, err := w.sim.InvoicePaidAgain(inv.ID)
+	require.NoError(t, err)
+	w.send(t, paid, again)
+	w.allDone(t, 2)
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM credit_grants WHERE invoice_id = $1`, inv.ID))
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM outbox WHERE operation_key LIKE '%:confirmation'`))
+	require.EqualValues(t, 100, w.balance(t))
+}
+
+func TestF4CrashBeforeAndAfterTheBusinessCommit(t *testing.T) {
+	t.Parallel()
+	// After the commit: the attempt's answer is lost (the handler returns an
+	// error once after its effect committed). The retry finds the row done.
+	var lost atomic.Bool
+	var s *stack
+	var credits activities.Handler
+	s = newStack(t, stackOptions{handlers: map[string]activities.Handler{
+		catalog.Credits: activities.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (activities.Outcome, error) {
+			out, err := credits.Handle(ctx, ev)
+			if err == nil && lost.CompareAndSwap(false, true) {
+				return activities.Outcome{}, fmt.Errorf("connection reset while reading the COMMIT answer")
+			}
+			return out, err
+		}),
+	}})
+	credits = &activities.Credits{Store: s.store, Providers: &activities.EndpointProviders{Store: s.store}, PerInvoice: 100}
+	w := newSimWorld(t, s, simulator.Config{})
+
+	// Before the commit: the first balance update fails inside the business
+	// transaction (a trigger standing in for a crash), rolling back the grant.
+	_, err := s.store.Pool.Exec(s.ctx, `
+		CREATE SEQUENCE crash_once; -- nextval survives the rollback it causes
+		CREATE FUNCTION crash_once() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.credits_balance > OLD.credits_balance AND nextval('crash_once') = 1 THEN
+				RAISE EXCEPTION 'simulated crash before commit';
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER crash_once BEFORE UPDATE ON workspaces FOR EACH ROW EXECUTE FUNCTION crash_once();`)
+	require.NoError(t, err)
+
+	_, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account})
+	require.NoError(t, err)
+	w.send(t, paid)
+	w.allDone(t, 1)
+	require.True(t, lost.Load(), "the lost-answer path ran")
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM credit_grants`))
+	require.EqualValues(t, 100, w.balance(t), "never a second increment")
+	var attempts int
+	require.NoError(t, s.store.Pool.QueryRow(s.ctx, `SELECT attempts FROM webhook_inbox`).Scan(&attempts))
+	require.GreaterOrEqual(t, attempts, 2, "the failed attempts are counted")
+}
+
+func TestF6ReversedSnapshotsWithVersionsAndReplayAlongsideTraffic(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{Versions: true})
+	sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
+	updated, err := w.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.CancelAtPeriodEnd = true })
+	require.NoError(t, err)
+	canceled, err := w.sim.CancelSubscription(sub.ID, false)
+	require.NoError(t, err)
+	inv, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account, Subscription: sub.ID})
+	require.NoError(t, err)
+
+	w.send(t, canceled, updated, created, paid)
+	w.allDone(t, 4)
+	// Replay of done events alongside new traffic: redeliveries and a new
+	// distinct event for the paid invoice.
+	again, err := w.sim.InvoicePaidAgain(inv.ID)
+	require.NoError(t, err)
+	w.send(t, created, paid, again, updated)
+	w.allDone(t, 5)
+
+	p, err := store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, "canceled", p.State.Status)
+	require.EqualValues(t, 3, *p.Version)
+	require.True(t, p.Deleted)
+	ok, err := store.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
+	require.NoError(t, err)
+	require.False(t, ok, "the old active snapshot never comes back")
+	require.EqualValues(t, 100, w.balance(t))
+	truth := w.sim.Truth()
+	require.Equal(t, "canceled", truth.Subscriptions[0].Status)
+	require.False(t, truth.Subscriptions[0].Access)
+}
+
+func TestF6ReversedNoticesWithoutVersions(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
+	sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
+	updated, err := w.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.CancelAtPeriodEnd = true })
+	require.NoError(t, err)
+	canceled, err := w.sim.CancelSubscription(sub.ID, false)
+	require.NoError(t, err)
+	w.send(t, canceled, updated, created)
+	w.allDone(t, 3)
+	w.send(t, created) // a replayed old notice
+	p, err := store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, "canceled", p.State.Status)
+	require.Nil(t, p.Version)
+	ok, err := store.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func TestATimedOutAttemptThatWritesLateLoses(t *testing.T) {
+	t.Parallel()
+	var s *stack
+	var subs *activities.Subscriptions
+	var stalled atomic.Bool
+	release := make(chan struct{})
+	s = newStack(t, stackOptions{
+		configure: func(c *config.Config) { c.ActivityTimeout = 2 * time.Second },
+		handlers: map[string]activities.Handler{
+			catalog.Subscriptions: activities.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (activities.Outcome, error) {
+				if activity.GetInfo(ctx).Attempt == 1 && stalled.CompareAndSwap(false, true) {
+					// Attempt 1 fetches, then stalls past its timeout and
+					// writes anyway, as a process that missed its deadline.
+					plan, err := subs.Prepare(ctx, ev)
+					if err != nil {
+						return activities.Outcome{}, err
+					}
+					<-release
+					return subs.Commit(context.WithoutCancel(ctx), ev, plan)
+				}
+				return subs.Handle(ctx, ev)
+			}),
+		},
+	})
+	subs = &activities.Subscriptions{Store: s.store, Providers: &activities.EndpointProviders{Store: s.store}}
+	w := newSimWorld(t, s, simulator.Config{})
+	sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
+	w.send(t, created)
+	eventually(t, 30*time.Second, "attempt 1 to stall", stalled.Load)
+	// While attempt 1 holds its stale "active", the subscription is canceled
+	// at the provider; attempt 2 (after the timeout) fetches that.
+	_, err := w.sim.CancelSubscription(sub.ID, false)
+	require.NoError(t, err)
+	w.allDone(t, 1)
+	p, err := store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, "canceled", p.State.Status)
+
+	close(release) // the stale attempt writes late
+	time.Sleep(500 * time.Millisecond)
+	p, err = store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, "canceled", p.State.Status, "the late write lost")
+	var seq int64
+	require.NoError(t, s.store.Pool.QueryRow(s.ctx, `SELECT write_seq FROM subscription_projection`).Scan(&seq))
+	require.EqualValues(t, 1, seq)
+}
+
+func TestFeedbackCreatesOneAlertWhateverRepeatsIt(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
+	require.NoError(t, store.UpsertDestination(w.ctx, w.store.Pool, store.Destination{
+		WorkspaceID: w.workspace, Name: "oncall", Kind: "webhook", Target: "http://127.0.0.1:1/hook", Enabled: true}))
+	_, ev := w.sim.CreateFeedback(w.project, "search is slow")
+	w.send(t, ev, ev, ev)
+	w.allDone(t, 1)
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM feedback_alerts`))
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM outbox WHERE class = 'feedback_alert'`))
+}
+
