@@ -445,7 +445,11 @@ func TestStandardWebhooks(t *testing.T) {
 		"too old":      standardHeaders(t, body, "msg_3", time.Now().Add(-10*time.Minute), standardSecret),
 		"too new":      standardHeaders(t, body, "msg_4", time.Now().Add(10*time.Minute), standardSecret),
 		"wrong secret": standardHeaders(t, body, "msg_5", time.Now(), unknown),
-		"id swapped":   func() map[string]string { h := standardHeaders(t, body, "msg_6", time.Now(), standardSecret); h["webhook-id"] = "msg_7"; return h }(),
+		"id swapped": func() map[string]string {
+			h := standardHeaders(t, body, "msg_6", time.Now(), standardSecret)
+			h["webhook-id"] = "msg_7"
+			return h
+		}(),
 	} {
 		require.Equal(t, http.StatusUnauthorized, b.post(t, "feedback", body, h).code, name)
 	}
