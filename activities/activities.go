@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,12 +54,20 @@ type ResourceSignaler interface {
 	SignalResource(ctx context.Context, r keys.Resource, signal, value string) error
 }
 
+// Reconciler compares one resource with the provider and corrects the
+// local state, recording divergences.
+type Reconciler interface {
+	Reconcile(ctx context.Context, r keys.Resource, reason string) (ReconcileOutcome, error)
+}
+
 // Activities holds what the activities need. Its exported methods are the
 // activities; register it with worker.RegisterActivity.
 type Activities struct {
 	Store    *store.Store
 	Handlers map[string]Handler
-	Signaler ResourceSignaler
+	// Reconcilers by resource kind (e.g. "subscription").
+	Reconcilers map[string]Reconciler
+	Signaler    ResourceSignaler
 	Metrics  *metrics.Metrics
 	Logger   *slog.Logger
 	// RetryInitial and RetryMax bound the jittered backoff between attempts.
@@ -204,6 +213,47 @@ func InPendingTx(ctx context.Context, st *store.Store, k keys.Event, fn func(tx 
 		return err
 	})
 	return out, err
+}
+
+// ReconcileInput asks to reconcile one resource.
+type ReconcileInput struct {
+	Resource keys.Resource `json:"resource"`
+	Reasons  []string      `json:"reasons"`
+}
+
+// ReconcileResource reconciles a resource with its provider (run by its own
+// ResourceWorkflow, so it never races the resource's events). Kinds without
+// a reconciler (invoices are facts, recovered by the facts backfill;
+// feedback has no API) are reported as such.
+func (a *Activities) ReconcileResource(ctx context.Context, in ReconcileInput) (ReconcileOutcome, error) {
+	rec := a.Reconcilers[in.Resource.Kind]
+	if rec == nil {
+		return ReconcileOutcome{Note: "no reconciler for kind " + in.Resource.Kind}, nil
+	}
+	reason := strings.Join(in.Reasons, "; ")
+	out, err := rec.Reconcile(ctx, in.Resource, reason)
+	if err != nil {
+		if IsPermanent(err) {
+			return out, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidReconcile", err)
+		}
+		attempt := int(activity.GetInfo(ctx).Attempt)
+		delay := fullJitter(attempt, a.RetryInitial, a.RetryMax)
+		if d, ok := provider.RetryAfter(err); ok && d > delay {
+			delay = d
+		}
+		return out, temporal.NewApplicationErrorWithOptions(err.Error(), "ReconcileError",
+			temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err})
+	}
+	if len(out.Divergences) > 0 {
+		if a.Metrics != nil {
+			for _, d := range out.Divergences {
+				a.Metrics.Divergences.WithLabelValues(in.Resource.Kind, d.Field).Inc()
+			}
+		}
+		a.log(ctx).Warn("reconciliation found divergences", "resource", in.Resource.String(), "reason", reason,
+			"divergences", len(out.Divergences), "note", out.Note)
+	}
+	return out, nil
 }
 
 // MarkUnhandledInput ends retrying an event.

@@ -370,3 +370,47 @@ func TestAccessRule(t *testing.T) {
 		})
 	}
 }
+
+func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
+	t.Parallel()
+	b := setup(t, simulator.Config{Seed: 8}, "")
+	h := &activities.Subscriptions{Store: b.store, Providers: b.provs}
+	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
+	_, err := h.Handle(b.ctx, b.accept(t, created))
+	require.NoError(t, err)
+	r := keys.Resource{Provider: "stripe", Account: account, Environment: "test", Kind: "subscription", ID: sub.ID}
+
+	out, err := h.Reconcile(b.ctx, r, "test")
+	require.NoError(t, err)
+	require.Equal(t, "in sync", out.Note)
+	require.Empty(t, out.Divergences)
+
+	// The cancellation's webhook never arrives: reconciliation finds it.
+	_, err = b.sim.CancelSubscription(sub.ID, false)
+	require.NoError(t, err)
+	out, err = h.Reconcile(b.ctx, r, "schedule run 1")
+	require.NoError(t, err)
+	fields := map[string]store.Divergence{}
+	for _, d := range out.Divergences {
+		fields[d.Field] = d
+	}
+	require.Equal(t, "active", fields["status"].LocalValue)
+	require.Equal(t, "canceled", fields["status"].ProviderValue)
+	require.True(t, fields["status"].Corrected)
+	p := b.projection(t, sub.ID)
+	require.Equal(t, "canceled", p.State.Status)
+	require.False(t, p.Access)
+	require.Equal(t, "reconcile: schedule run 1", p.WrittenBy)
+	require.Equal(t, len(out.Divergences), b.count(t, `SELECT count(*) FROM reconcile_divergences WHERE corrected`))
+
+	// A subscription only the provider knows is "missing" locally.
+	other, _ := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
+	out, err = h.Reconcile(b.ctx, keys.Resource{Provider: "stripe", Account: account, Environment: "test", Kind: "subscription", ID: other.ID}, "t")
+	require.NoError(t, err)
+	require.Equal(t, "missing", out.Divergences[0].Field)
+	require.Equal(t, "active", b.projection(t, other.ID).State.Status)
+
+	// An unlinked account cannot be reconciled: a permanent, explained error.
+	_, err = h.Reconcile(b.ctx, keys.Resource{Provider: "stripe", Account: "acct_nobody", Environment: "test", Kind: "subscription", ID: sub.ID}, "t")
+	require.True(t, activities.IsPermanent(err))
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -114,15 +115,8 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 			}
 			return Outcome{Status: store.StatusDone, Note: fmt.Sprintf("applied snapshot v%d (%s)", *p.Version, p.State.Status)}, nil
 		}
-		if c := plan.Current; c != nil {
-			if c.State.Status == subCanceled && p.State.Status != subCanceled {
-				s.log().Warn("provider answered a non-canceled state for a canceled subscription; kept canceled",
-					"event_key", ev.Key.String(), "subscription", ev.ResourceID, "fetched_status", p.State.Status)
-				return Outcome{Status: store.StatusDone, Note: "fetched " + p.State.Status + " for a canceled subscription: kept canceled"}, nil
-			}
-			if c.Version != nil && p.Version != nil && *p.Version < *c.Version {
-				return Outcome{Status: store.StatusDone, Note: fmt.Sprintf("fetched v%d is older than stored v%d", *p.Version, *c.Version)}, nil
-			}
+		if note, ok := s.keep(ev.Key.String(), plan, p); ok {
+			return Outcome{Status: store.StatusDone, Note: note}, nil
 		}
 		applied, err := store.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
 		if err != nil {
@@ -135,6 +129,121 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 	})
 }
 
+// keep reports whether a fetched state must not be written over the
+// current projection, and why: a canceled subscription is terminal, and a
+// fetch older (by version) than what is stored is stale.
+func (s *Subscriptions) keep(by string, plan SubscriptionPlan, p store.Projection) (string, bool) {
+	c := plan.Current
+	if c == nil {
+		return "", false
+	}
+	if c.State.Status == subCanceled && p.State.Status != subCanceled {
+		s.log().Warn("provider answered a non-canceled state for a canceled subscription; kept canceled",
+			"by", by, "subscription", p.ResourceID, "fetched_status", p.State.Status)
+		return "fetched " + p.State.Status + " for a canceled subscription: kept canceled", true
+	}
+	if c.Version != nil && p.Version != nil && *p.Version < *c.Version {
+		return fmt.Sprintf("fetched v%d is older than stored v%d", *p.Version, *c.Version), true
+	}
+	return "", false
+}
+
+// ReconcileOutcome is what reconciling one subscription found and did.
+type ReconcileOutcome struct {
+	Divergences []store.Divergence `json:"divergences,omitempty"`
+	Note        string             `json:"note"`
+}
+
+// Reconcile compares the projection with the provider's current state and
+// corrects it through the same compare-and-set as notices, recording every
+// divergence (SPEC R19). It runs inside the resource's workflow, so it never
+// races that resource's events.
+func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason string) (ReconcileOutcome, error) {
+	ep, err := store.FindAPIEndpoint(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment)
+	if errors.Is(err, store.ErrNotFound) {
+		return ReconcileOutcome{}, Permanent(fmt.Errorf("no %s endpoint with an API key links account %s (%s)", r.Provider, r.Account, r.Environment))
+	}
+	if err != nil {
+		return ReconcileOutcome{}, err
+	}
+	var plan SubscriptionPlan
+	cur, err := store.GetProjection(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment, r.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return ReconcileOutcome{}, err
+	default:
+		plan.Current, plan.ReadSeq = cur, cur.WriteSeq
+	}
+	client, err := s.Providers.For(ctx, ep.Slug)
+	if err != nil {
+		return ReconcileOutcome{}, err
+	}
+	snap, err := client.FetchSubscription(ctx, r.Account, r.ID)
+	if err != nil {
+		return ReconcileOutcome{}, providerErr(err)
+	}
+	plan.Snapshot, plan.Fetched = snap, time.Now()
+	by := "reconcile: " + reason
+	p := projectionFor(r, ep.WorkspaceID, by, plan)
+	divs := diffProjection(cur, p)
+	if len(divs) == 0 {
+		return ReconcileOutcome{Note: "in sync"}, nil
+	}
+	note, keep := s.keep(by, plan, p)
+	err = s.Store.Tx(ctx, func(tx pgx.Tx) error {
+		if !keep {
+			applied, err := store.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
+			if err != nil {
+				return err
+			}
+			if !applied {
+				return errLostRace
+			}
+		}
+		for i := range divs {
+			divs[i].Corrected = !keep
+		}
+		return store.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, by, divs)
+	})
+	if err != nil {
+		return ReconcileOutcome{}, err
+	}
+	if keep {
+		return ReconcileOutcome{Divergences: divs, Note: note}, nil
+	}
+	return ReconcileOutcome{Divergences: divs, Note: fmt.Sprintf("corrected %d field(s)", len(divs))}, nil
+}
+
+// diffProjection lists the fields where the stored projection and the
+// provider's state differ.
+func diffProjection(cur *store.Projection, p store.Projection) []store.Divergence {
+	if cur == nil {
+		return []store.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
+	}
+	var out []store.Divergence
+	add := func(field, local, remote string) {
+		if local != remote {
+			out = append(out, store.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
+		}
+	}
+	add("status", cur.State.Status, p.State.Status)
+	add("cancel_at_period_end", fmt.Sprint(cur.State.CancelAtPeriodEnd), fmt.Sprint(p.State.CancelAtPeriodEnd))
+	add("current_period_end", fmtTime(cur.State.CurrentPeriodEnd), fmtTime(p.State.CurrentPeriodEnd))
+	add("ended_at", fmtTime(cur.State.EndedAt), fmtTime(p.State.EndedAt))
+	if cur.Version != nil && p.Version != nil {
+		add("version", fmt.Sprint(*cur.Version), fmt.Sprint(*p.Version))
+	}
+	return out
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
 func (s *Subscriptions) log() *slog.Logger {
 	if s.Logger != nil {
 		return s.Logger
@@ -143,14 +252,18 @@ func (s *Subscriptions) log() *slog.Logger {
 }
 
 func projectionOf(ev *store.StoredEvent, plan SubscriptionPlan) store.Projection {
+	return projectionFor(ev.Resource(), ev.WorkspaceID, ev.Key.String(), plan)
+}
+
+func projectionFor(r keys.Resource, workspace, writtenBy string, plan SubscriptionPlan) store.Projection {
 	snap := plan.Snapshot
 	st := store.SubscriptionState{
 		Status: snap.Status, Customer: snap.Customer, CancelAtPeriodEnd: snap.CancelAtPeriodEnd,
 		CurrentPeriodEnd: timePtr(snap.CurrentPeriodEnd), CanceledAt: timePtr(snap.CanceledAt), EndedAt: timePtr(snap.EndedAt),
 	}
 	p := store.Projection{
-		Provider: ev.Key.Provider, Account: ev.Key.Account, Environment: ev.Key.Environment, ResourceID: ev.ResourceID,
-		WorkspaceID: ev.WorkspaceID, State: st, Deleted: plan.Deleted, WrittenBy: ev.Key.String(),
+		Provider: r.Provider, Account: r.Account, Environment: r.Environment, ResourceID: r.ID,
+		WorkspaceID: workspace, State: st, Deleted: plan.Deleted, WrittenBy: writtenBy,
 	}
 	if snap.HasVersion {
 		v := snap.Version

@@ -270,11 +270,31 @@ func (r *resource) pass(ctx workflow.Context) error {
 	}
 }
 
-// reconcile serves queued reconcile requests. Reconciliation handlers come
-// with the reconciliation issue; until then a request is acknowledged.
+// reconcile serves the queued reconcile requests with one ReconcileResource
+// activity (requests arriving together collapse into one fetch). It runs in
+// the resource's own workflow, between events, so reconciliation and webhooks
+// never race. A reconciliation that fails for good is logged and shown; the
+// next scheduled run tries again.
 func (r *resource) reconcile(ctx workflow.Context) error {
-	workflow.GetLogger(ctx).Info("reconcile requested", "resource", r.in.Resource.String(), "reasons", r.carry.Reconcile)
+	reasons := r.carry.Reconcile
 	r.carry.Reconcile = nil
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: r.s.ActivityTimeout,
+		Summary:             "reconcile " + r.in.Resource.String(),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: r.s.RetryInitial, BackoffCoefficient: 2, MaximumInterval: r.s.RetryMax,
+			MaximumAttempts: int32(r.s.RetryBudget),
+		},
+	})
+	var out activities.ReconcileOutcome
+	err := workflow.ExecuteActivity(actx, a.ReconcileResource, activities.ReconcileInput{Resource: r.in.Resource, Reasons: reasons}).Get(ctx, &out)
+	if err != nil {
+		r.last = "reconcile failed: " + lastError(err)
+		workflow.GetLogger(ctx).Warn("reconcile failed", "resource", r.in.Resource.String(), "error", lastError(err))
+	} else {
+		r.last = "reconciled: " + out.Note
+	}
+	r.details(ctx)
 	return nil
 }
 

@@ -194,3 +194,37 @@ func TestRowsThatStayDueAreNotLoopedOn(t *testing.T) {
 	require.Equal(t, []string{"evt_stuck", "evt_stuck"}, f.handled)
 	require.Equal(t, 5, loads)
 }
+
+func TestReconcileRequestsCollapseIntoOneActivityBeforeEvents(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var order []string
+	var reasons []string
+	f.env.OnActivity(a.ReconcileResource, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReconcileInput) (activities.ReconcileOutcome, error) {
+			order = append(order, "reconcile")
+			reasons = append(reasons, in.Reasons...)
+			return activities.ReconcileOutcome{Note: "in sync"}, nil
+		})
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
+			order = append(order, in.Key.EventID)
+			return activities.HandleResult{Status: store.StatusDone}, nil
+		})
+	f.env.RegisterDelayedCallback(func() {
+		f.env.SignalWorkflow(SignalReconcile, "schedule run 7")
+		f.env.SignalWorkflow(SignalReconcile, "operator: ticket 42")
+		f.env.SignalWorkflow(SignalEvent, "evt_1")
+	}, time.Minute)
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: 5 * time.Minute}))
+	require.NoError(t, f.env.GetWorkflowError())
+	// Every request is served, the first before the event signalled with it;
+	// requests waiting together share one activity.
+	require.Equal(t, []string{"schedule run 7", "operator: ticket 42"}, reasons)
+	require.Equal(t, "reconcile", order[0])
+	require.Contains(t, order, "evt_1")
+	require.LessOrEqual(t, len(order), 3)
+}

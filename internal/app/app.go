@@ -95,13 +95,15 @@ func (i *Intake) Run(ctx context.Context, addr string, ln net.Listener, log *slo
 // credits, subscriptions and feedback alerts.
 func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) *activities.Activities {
 	providers := &activities.EndpointProviders{Store: st}
+	subs := &activities.Subscriptions{Store: st, Providers: providers, Logger: log}
 	return &activities.Activities{
 		Store: st,
 		Handlers: map[string]activities.Handler{
 			catalog.Credits:        &activities.Credits{Store: st, Providers: providers, PerInvoice: cfg.CreditsPerInvoice},
-			catalog.Subscriptions:  &activities.Subscriptions{Store: st, Providers: providers, Logger: log},
+			catalog.Subscriptions:  subs,
 			catalog.FeedbackAlerts: &activities.FeedbackAlerts{Store: st},
 		},
+		Reconcilers: map[string]activities.Reconciler{"subscription": subs},
 		Signaler: Resources(cfg, c),
 		Metrics:  m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 	}

@@ -25,6 +25,7 @@ type Metrics struct {
 	EventsHandled  *prometheus.CounterVec // kind (handler), outcome
 	EventRetries   *prometheus.CounterVec // kind
 	SweepResignals prometheus.Counter
+	Divergences    *prometheus.CounterVec // kind, field
 }
 
 // New registers the collectors (and the Go and process collectors) on a
@@ -63,8 +64,12 @@ func New() *Metrics {
 			Name: "hookinbox_sweeper_resignals_total",
 			Help: "Resource workflows signalled again by the sweeper for stale pending rows.",
 		}),
+		Divergences: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_reconcile_divergences_total",
+			Help: "Differences reconciliation found between local state and the provider, by resource kind and field.",
+		}, []string{"kind", "field"}),
 	}
 	r.MustRegister(m.Requests, m.AckSeconds, m.HandoffSignals, m.HandoffQueueSize,
-		m.EventsHandled, m.EventRetries, m.SweepResignals)
+		m.EventsHandled, m.EventRetries, m.SweepResignals, m.Divergences)
 	return m
 }

@@ -321,3 +321,48 @@ func InsertOutbox(ctx context.Context, tx pgx.Tx, o OutboxIntent) (int64, error)
 	}
 	return id, nil
 }
+
+// APIEndpoint is the endpoint whose API credentials serve an account, and
+// the account's workspace there.
+type APIEndpoint struct {
+	Slug        string
+	WorkspaceID string
+}
+
+// FindAPIEndpoint finds an endpoint of provider and environment that links
+// account and has an API key (reconciliation asks the provider through it).
+func FindAPIEndpoint(ctx context.Context, db DB, provider, account, env string) (APIEndpoint, error) {
+	var e APIEndpoint
+	err := db.QueryRow(ctx, `
+		SELECT e.slug, l.workspace_id
+		  FROM endpoints e JOIN account_links l ON l.endpoint_slug = e.slug
+		 WHERE e.provider = $1 AND l.account = $2 AND e.environment = $3 AND e.api_key IS NOT NULL
+		 ORDER BY e.slug LIMIT 1`, provider, account, env).Scan(&e.Slug, &e.WorkspaceID)
+	if err != nil {
+		return e, fmt.Errorf("API endpoint for %s %s (%s): %w", provider, account, env, interpret(err))
+	}
+	return e, nil
+}
+
+// Divergence is a difference reconciliation found between the local
+// projection and the provider.
+type Divergence struct {
+	Field         string `json:"field"`
+	LocalValue    string `json:"local_value"`
+	ProviderValue string `json:"provider_value"`
+	Corrected     bool   `json:"corrected"`
+}
+
+// InsertDivergences records divergences of one resource.
+func InsertDivergences(ctx context.Context, tx pgx.Tx, provider, account, env, kind, id, detectedBy string, ds []Divergence) error {
+	for _, d := range ds {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO reconcile_divergences (provider, source_account, environment, resource_kind, resource_id,
+				field, local_value, provider_value, corrected, detected_by)
+			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10)`,
+			provider, account, env, kind, id, d.Field, d.LocalValue, d.ProviderValue, d.Corrected, detectedBy); err != nil {
+			return fmt.Errorf("insert divergence of %s: %w", id, err)
+		}
+	}
+	return nil
+}
