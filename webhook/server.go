@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hookinbox/hookinbox/internal/catalog"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -221,71 +219,30 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		return http.StatusUnauthorized, gin.H{"error": "invalid or missing signature"}
 	}
 
-	sum := sha256.Sum256(raw)
-	q := &store.QuarantineEntry{EndpointSlug: ep.Slug, Provider: ep.Provider, Payload: raw,
-		BodySHA256: sum[:], Headers: keptHeaders(r.Header)}
-
-	n, err := normalize(ep.Endpoint, r.Header, v.payload)
+	ev, err := Derive(ep.Endpoint, r.Header, v.payload, raw)
+	var rej *Rejection
+	if errors.As(err, &rej) && rej.Reason == store.ReasonUnknownAccount {
+		// The link may have just been added: reload once and derive again.
+		if fresh, ferr := s.cache.get(ctx, d.slug, true); ferr == nil && fresh != ep {
+			ep = fresh
+			ev, err = Derive(ep.Endpoint, r.Header, v.payload, raw)
+		}
+	}
+	d.key = ev.Key
 	if err != nil {
-		var bad errMalformed
-		if !errors.As(err, &bad) {
+		if !errors.As(err, &rej) {
 			d.detail = err.Error()
 			return http.StatusInternalServerError, failure(d, outUnavailable, "internal error")
 		}
-		q.EventID, q.Reason, q.Detail = n.eventID, store.ReasonMalformed, bad.reason
-		return s.quarantine(ctx, d, q, http.StatusBadRequest, outMalformed)
-	}
-	d.key = keys.Event{Provider: ep.Provider, EventID: n.eventID}
-	q.EventID = n.eventID
-
-	env := ep.Environment
-	if n.environment != "" && n.environment != ep.Environment {
-		q.Environment, q.Reason = n.environment, store.ReasonEnvironmentMismatch
-		q.Detail = "a " + n.environment + " event on a " + ep.Environment + " endpoint"
-		return s.quarantine(ctx, d, q, http.StatusAccepted, outQuarantined)
-	}
-	d.key.Environment = env
-	q.Environment = env
-
-	account := n.account
-	if account == "" {
-		account, _ = ep.OwnAccount()
-	}
-	workspace, linked := ep.Links[account]
-	if !linked {
-		if fresh, ferr := s.cache.get(ctx, d.slug, true); ferr == nil {
-			ep = fresh
-			if account == "" {
-				account, _ = ep.OwnAccount()
-			}
-			workspace, linked = ep.Links[account]
+		q := quarantineEntry(ev, r.Header, rej)
+		if rej.Reason == store.ReasonMalformed {
+			return s.quarantine(ctx, d, q, http.StatusBadRequest, outMalformed)
 		}
-	}
-	d.key.Account = account
-	q.Account = account
-	if !linked || account == "" {
-		q.Reason = store.ReasonUnknownAccount
-		q.Detail = "source account " + orDefault(account, "(none: the endpoint has no own account)") + " is not linked to a workspace"
 		return s.quarantine(ctx, d, q, http.StatusAccepted, outQuarantined)
 	}
-
-	_, handled := catalog.HandlerFor(ep.Provider, n.eventType)
-	kind, id, err := n.resourceOrFallback(handled)
-	if err != nil {
-		q.Reason, q.Detail = store.ReasonMalformed, err.Error()
-		return s.quarantine(ctx, d, q, http.StatusBadRequest, outMalformed)
-	}
-	d.resource = keys.Resource{Provider: ep.Provider, Account: account, Environment: env, Kind: kind, ID: id}
-	ev := &store.InboxEvent{
-		Key: d.key, EndpointSlug: ep.Slug, WorkspaceID: workspace, EventType: n.eventType,
-		ResourceKind: kind, ResourceID: id, ProviderVersion: n.version, OccurredAt: n.occurredAt,
-		Payload: raw, BodySHA256: sum[:], SecretID: v.secretID, Origin: store.OriginWebhook,
-		Status: store.StatusPending,
-	}
-	if !handled {
-		ev.Status = store.StatusIgnored
-		ev.LastError = "no handler for " + ep.Provider + " event type " + n.eventType
-	}
+	ev.SecretID, ev.Origin = v.secretID, store.OriginWebhook
+	d.resource = ev.Resource()
+	handled := ev.Status == store.StatusPending
 
 	res, err := store.InsertInboxEvent(ctx, s.o.Store.Pool, ev)
 	if err != nil {
@@ -309,8 +266,8 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		}
 		return http.StatusOK, answer(d, outDuplicate, "already accepted ("+res.ExistingStatus+")")
 	default: // Conflict: same event key, different body.
-		q.Reason = store.ReasonConflictingDuplicate
-		q.Detail = "event key already accepted with a different body; the original is kept"
+		q := quarantineEntry(ev, r.Header, &Rejection{Reason: store.ReasonConflictingDuplicate,
+			Detail: "event key already accepted with a different body; the original is kept"})
 		return s.quarantine(ctx, d, q, http.StatusOK, outQuarantined)
 	}
 }
@@ -329,6 +286,13 @@ func (s *Server) quarantine(ctx context.Context, d *delivery, q *store.Quarantin
 	h := answer(d, outcome, q.Detail)
 	h["reason"] = q.Reason
 	return code, h
+}
+
+// quarantineEntry is the quarantine row of a delivery derived as ev.
+func quarantineEntry(ev *store.InboxEvent, h http.Header, rej *Rejection) *store.QuarantineEntry {
+	return &store.QuarantineEntry{EndpointSlug: ev.EndpointSlug, Provider: ev.Key.Provider, Account: ev.Key.Account,
+		Environment: ev.Key.Environment, EventID: ev.Key.EventID, Reason: rej.Reason, Detail: rej.Detail,
+		Payload: ev.Payload, BodySHA256: ev.BodySHA256, Headers: keptHeaders(h)}
 }
 
 // keptHeaders are the delivery headers a quarantined event needs to be
