@@ -80,6 +80,27 @@ type Config struct {
 	// HOOKINBOX_CREDITS_PER_INVOICE: credits granted once per paid invoice.
 	CreditsPerInvoice int64
 
+	// HOOKINBOX_MAILER: "smtp" (Mailpit in the local stack) or "http" (an
+	// email API taking an Idempotency-Key header).
+	Mailer string
+	// HOOKINBOX_SMTP_ADDR: host:port of the SMTP server.
+	SMTPAddr string
+	// HOOKINBOX_EMAIL_FROM: sender address of outbound email.
+	EmailFrom string
+	// HOOKINBOX_EMAIL_API_URL, HOOKINBOX_EMAIL_API_KEY: the HTTP email API
+	// (POST {url}/v1/emails).
+	EmailAPIURL string
+	EmailAPIKey string
+	// HOOKINBOX_OUTBOX_BUDGET: send attempts per outbox row before it is failed.
+	OutboxBudget int
+	// HOOKINBOX_UNCERTAIN_POLICY: per operation class, what to do when a
+	// send's outcome is unknown and the destination does not dedupe:
+	// "class=policy,…" with policy retry_same_key, accept_duplicate or
+	// hold_for_review (defaults in activities.DefaultPolicies).
+	UncertainPolicy string
+
+	// Reconciliation, backfill and retention settings follow.
+
 	// HOOKINBOX_LOG_FORMAT: "json" (default) or "text".
 	LogFormat string
 	// HOOKINBOX_LOG_LEVEL: debug, info, warn, error.
@@ -110,6 +131,10 @@ func Default() Config {
 		RetryMax:           5 * time.Minute,
 		ActivityTimeout:    30 * time.Second,
 		CreditsPerInvoice:  100,
+		Mailer:             "smtp",
+		SMTPAddr:           "127.0.0.1:1025",
+		EmailFrom:          "hookinbox@localhost",
+		OutboxBudget:       8,
 		LogFormat:          "json",
 		LogLevel:           "info",
 	}
@@ -151,6 +176,13 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_RETRY_MAX", &c.RetryMax)
 	p.duration("HOOKINBOX_ACTIVITY_TIMEOUT", &c.ActivityTimeout)
 	p.int64("HOOKINBOX_CREDITS_PER_INVOICE", &c.CreditsPerInvoice)
+	p.str("HOOKINBOX_MAILER", &c.Mailer)
+	p.str("HOOKINBOX_SMTP_ADDR", &c.SMTPAddr)
+	p.str("HOOKINBOX_EMAIL_FROM", &c.EmailFrom)
+	p.str("HOOKINBOX_EMAIL_API_URL", &c.EmailAPIURL)
+	p.str("HOOKINBOX_EMAIL_API_KEY", &c.EmailAPIKey)
+	p.integer("HOOKINBOX_OUTBOX_BUDGET", &c.OutboxBudget)
+	p.str("HOOKINBOX_UNCERTAIN_POLICY", &c.UncertainPolicy)
 	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
 	p.str("HOOKINBOX_LOG_LEVEL", &c.LogLevel)
 	if p.err != nil {
@@ -185,6 +217,15 @@ func (c Config) Validate() error {
 	}
 	if c.CreditsPerInvoice <= 0 {
 		errs = append(errs, "HOOKINBOX_CREDITS_PER_INVOICE must be positive")
+	}
+	if c.Mailer != "smtp" && c.Mailer != "http" {
+		errs = append(errs, `HOOKINBOX_MAILER must be "smtp" or "http"`)
+	}
+	if c.Mailer == "http" && c.EmailAPIURL == "" {
+		errs = append(errs, "HOOKINBOX_MAILER=http needs HOOKINBOX_EMAIL_API_URL")
+	}
+	if c.OutboxBudget <= 0 {
+		errs = append(errs, "HOOKINBOX_OUTBOX_BUDGET must be positive")
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)
