@@ -27,9 +27,13 @@ run: build ## Run the local stack: PostgreSQL, Temporal dev server + UI, Mailpit
 	$(BIN) dev
 
 .PHONY: test
-test: tools ## Vet and run every test: unit, integration and end-to-end (real PostgreSQL and Temporal)
+test: tools compose-check ## Vet and run every test: unit, integration and end-to-end (real PostgreSQL and Temporal)
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 60m $(PKGS)
+
+.PHONY: compose-check
+compose-check: ## Validate docker-compose.yml (docker-compose config; no engine needed) and its consistency with the binary
+	bash scripts/compose-check.sh
 
 .PHONY: test-short
 test-short: ## Unit tests only (no PostgreSQL or Temporal needed)

@@ -120,20 +120,8 @@ def load_yaml(path):
 config_src = open("internal/config/config.go").read()
 config_vars = set(re.findall(r'"([A-Z][A-Z0-9_]*[A-Z0-9])"', config_src))
 
-# Variables the compose file may name before the Go code reads them (the
-# SMTP/email settings of the outbound issue). Each is tolerated only while
-# config.go has no variable of the same family (prefix up to its last "_"),
-# so once that family lands a renamed variable fails like any other.
-PENDING = {"HOOKINBOX_SMTP_ADDR", "HOOKINBOX_EMAIL_FROM"}
 def var_ok(name):
-    if name in config_vars:
-        return True
-    if name in PENDING:
-        family = name.rsplit("_", 1)[0] + "_"
-        if not any(v.startswith(family) for v in config_vars):
-            notes.append(f"{name} is not read by internal/config yet (allowed while pending)")
-            return True
-    return False
+    return name in config_vars
 
 # Commands of the binary: every cobra Use in cmd/hookinbox.
 commands = set()
