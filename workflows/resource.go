@@ -31,6 +31,7 @@ const (
 	DefaultRetryInitial    = time.Second
 	DefaultRetryMax        = 5 * time.Minute
 	DefaultActivityTimeout = 30 * time.Second
+	DefaultOutboxBudget    = 8
 	// pendingBatch is how many rows one load returns.
 	pendingBatch = 100
 	// recentKeys bounds the carried set of recently handled event keys.
@@ -45,6 +46,7 @@ type Settings struct {
 	RetryInitial    time.Duration `json:"retry_initial,omitempty"`
 	RetryMax        time.Duration `json:"retry_max,omitempty"`
 	ActivityTimeout time.Duration `json:"activity_timeout,omitempty"`
+	OutboxBudget    int           `json:"outbox_budget,omitempty"`
 }
 
 func (s Settings) withDefaults() Settings {
@@ -65,6 +67,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.ActivityTimeout <= 0 {
 		s.ActivityTimeout = DefaultActivityTimeout
+	}
+	if s.OutboxBudget <= 0 {
+		s.OutboxBudget = DefaultOutboxBudget
 	}
 	return s
 }
@@ -103,7 +108,7 @@ var a *activities.Activities
 // nothing to do. Before either it drains the signal channels without
 // blocking, so no doorbell is lost.
 func ResourceWorkflow(ctx workflow.Context, in ResourceInput) (ResourceResult, error) {
-	r := &resource{in: in, s: in.Settings.withDefaults(), carry: in.Carry}
+	r := &resource{in: in, s: in.Settings.withDefaults(), carry: in.Carry, inflight: map[int64]bool{}}
 	return r.run(ctx)
 }
 
@@ -114,6 +119,8 @@ type resource struct {
 	thisRun int
 	nextDue *time.Time
 	last    string
+	// inflight holds outbox rows being sent by workflow goroutines.
+	inflight map[int64]bool
 
 	eventCh     workflow.ReceiveChannel
 	reconcileCh workflow.ReceiveChannel
@@ -132,7 +139,11 @@ func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
 		}
 		if r.full(ctx) {
 			// The next run starts with a pass, so pending work and the
-			// doorbells drained here carry over. Nothing blocks after this.
+			// doorbells drained here carry over. Sends in flight finish
+			// first; nothing blocks after the drain.
+			if err := r.awaitSends(ctx); err != nil {
+				return ResourceResult{}, err
+			}
 			r.drain(ctx)
 			r.carry.Runs++
 			return ResourceResult{}, workflow.NewContinueAsNewError(ctx, ResourceWorkflow,
@@ -177,7 +188,10 @@ func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
 			wake = true
 			continue
 		}
-		// Idle: complete unless a doorbell is waiting.
+		// Idle: complete unless a doorbell is waiting (after sends finish).
+		if err := r.awaitSends(ctx); err != nil {
+			return ResourceResult{}, err
+		}
 		if r.drain(ctx) {
 			wake = true
 			continue
@@ -239,6 +253,9 @@ func (r *resource) pass(ctx workflow.Context) error {
 			return fmt.Errorf("load pending rows: %w", err)
 		}
 		r.nextDue = batch.NextDue
+		for _, id := range batch.Outbox {
+			r.send(ctx, id) // left unsent by an earlier run, or due again
+		}
 		progressed := false
 		for _, ev := range batch.Events {
 			k := ev.Key.String()
@@ -321,6 +338,9 @@ func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
 	r.remember(ev.Key.String())
 	if err == nil {
 		r.last = fmt.Sprintf("%s → %s", ev.Key, res.Status)
+		for _, id := range res.Outbox {
+			r.send(ctx, id) // right after the commit that created them
+		}
 		return nil
 	}
 	status, final := store.StatusExhausted, lastError(err)
@@ -332,6 +352,43 @@ func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
 	workflow.GetLogger(ctx).Warn("event not handled", "event_key", ev.Key.String(), "status", status, "error", final)
 	return workflow.ExecuteLocalActivity(localOptions(ctx), a.MarkUnhandled,
 		activities.MarkUnhandledInput{Key: ev.Key, Status: status, LastError: final}).Get(ctx, nil)
+}
+
+// send dispatches one outbox row with SendOutbox in a workflow goroutine,
+// so a slow or down destination delays only that effect, not the
+// resource's next events. A row already being sent is not sent twice.
+func (r *resource) send(ctx workflow.Context, id int64) {
+	if r.inflight[id] {
+		return
+	}
+	r.inflight[id] = true
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		defer delete(r.inflight, id)
+		actx := workflow.WithActivityOptions(gctx, workflow.ActivityOptions{
+			StartToCloseTimeout: r.s.ActivityTimeout,
+			Summary:             fmt.Sprintf("send outbox #%d", id),
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval: r.s.RetryInitial, BackoffCoefficient: 2, MaximumInterval: r.s.RetryMax,
+				MaximumAttempts: int32(r.s.OutboxBudget),
+			},
+		})
+		var res activities.SendResult
+		err := workflow.ExecuteActivity(actx, a.SendOutbox, activities.SendInput{ID: id}).Get(gctx, &res)
+		if err == nil {
+			return
+		}
+		msg := lastError(err)
+		workflow.GetLogger(gctx).Warn("outbox row not sent", "outbox_id", id, "error", msg)
+		if ferr := workflow.ExecuteLocalActivity(localOptions(gctx), a.FailOutbox,
+			activities.FailOutboxInput{ID: id, LastError: msg}).Get(gctx, nil); ferr != nil {
+			workflow.GetLogger(gctx).Error("could not mark outbox row failed", "outbox_id", id, "error", ferr.Error())
+		}
+	})
+}
+
+// awaitSends waits for the outbox sends in flight.
+func (r *resource) awaitSends(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool { return len(r.inflight) == 0 })
 }
 
 // lastError is the innermost message of an activity failure.

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -19,15 +20,24 @@ type SweepInput struct {
 
 // SweepWorkflow is run by the sweeper schedule (SPEC R16): it finds inbox
 // rows still pending past the threshold, whatever lost their doorbell (an
-// intake that died between commit and signal, Temporal down), and rings
-// their resources' workflows again. Later issues add the outbox here.
-func SweepWorkflow(ctx workflow.Context, in SweepInput) (activities.SweepResult, error) {
+// intake that died between commit and signal, Temporal down), and outbox
+// rows left unsent (a terminated or reset workflow), and rings their
+// resources' workflows again; their next pass handles or sends them.
+func SweepWorkflow(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		HeartbeatTimeout:    30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
-	var res activities.SweepResult
-	err := workflow.ExecuteActivity(ctx, a.SweepInbox, activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit}).Get(ctx, &res)
-	return res, err
+	var res SweepResult
+	sin := activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit}
+	inboxErr := workflow.ExecuteActivity(ctx, a.SweepInbox, sin).Get(ctx, &res.Inbox)
+	outboxErr := workflow.ExecuteActivity(ctx, a.SweepOutbox, sin).Get(ctx, &res.Outbox)
+	return res, errors.Join(inboxErr, outboxErr)
+}
+
+// SweepResult counts what one sweep re-signalled.
+type SweepResult struct {
+	Inbox  activities.SweepResult `json:"inbox"`
+	Outbox activities.SweepResult `json:"outbox"`
 }

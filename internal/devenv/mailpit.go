@@ -25,6 +25,7 @@ type MailpitOptions struct {
 type Mailpit struct {
 	SMTPAddr string
 	HTTPURL  string
+	opts     MailpitOptions
 	started  *proc
 }
 
@@ -39,29 +40,45 @@ func StartMailpit(ctx context.Context, o MailpitOptions) (*Mailpit, error) {
 	m := &Mailpit{
 		SMTPAddr: "127.0.0.1:" + strconv.Itoa(o.SMTPPort),
 		HTTPURL:  "http://127.0.0.1:" + strconv.Itoa(o.HTTPPort),
+		opts:     o,
 	}
-	httpAddr := "127.0.0.1:" + strconv.Itoa(o.HTTPPort)
-	if listening(m.SMTPAddr) && listening(httpAddr) {
+	if listening(m.SMTPAddr) && listening(m.httpAddr()) {
 		fmt.Fprintf(o.Progress, "mailpit: reusing the server already on %s\n", m.SMTPAddr)
 		return m, nil
 	}
-	args := []string{"--smtp", m.SMTPAddr, "--listen", httpAddr, "--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--quiet"}
+	return m, m.start(ctx)
+}
+
+func (m *Mailpit) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(m.opts.HTTPPort) }
+
+func (m *Mailpit) start(ctx context.Context) error {
+	o := m.opts
+	args := []string{"--smtp", m.SMTPAddr, "--listen", m.httpAddr(), "--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--quiet"}
 	if o.DBFile != "" {
 		args = append(args, "--database", o.DBFile)
 	}
 	p, err := startProc("mailpit", exec.Command(o.Binary, args...), o.Log, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, a := range []string{m.SMTPAddr, httpAddr} {
+	for _, a := range []string{m.SMTPAddr, m.httpAddr()} {
 		if err := waitTCP(ctx, a, 30*time.Second, p); err != nil {
 			p.kill()
-			return nil, fmt.Errorf("mailpit: %w", err)
+			return fmt.Errorf("mailpit: %w", err)
 		}
 	}
 	m.started = p
 	fmt.Fprintf(o.Progress, "mailpit: started, SMTP %s, UI %s\n", m.SMTPAddr, m.HTTPURL)
-	return m, nil
+	return nil
+}
+
+// Restart starts a stopped or killed Mailpit again on the same ports (with
+// a DBFile, its messages survive).
+func (m *Mailpit) Restart(ctx context.Context) error {
+	if m.started != nil {
+		return fmt.Errorf("mailpit is still running")
+	}
+	return m.start(ctx)
 }
 
 // Started reports whether this process started Mailpit.

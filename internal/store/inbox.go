@@ -205,6 +205,8 @@ type PendingBatch struct {
 	Events  []PendingEvent `json:"events"`
 	More    bool           `json:"more"`
 	NextDue *time.Time     `json:"next_due,omitempty"`
+	// Outbox holds the resource's outbox rows due to be sent.
+	Outbox []int64 `json:"outbox,omitempty"`
 }
 
 // LoadPending returns up to limit due pending rows of resource r, oldest

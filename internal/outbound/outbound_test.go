@@ -1,0 +1,151 @@
+package outbound_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/internal/outbound"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+)
+
+func TestHTTPMailerClassifiesEveryOutcome(t *testing.T) {
+	t.Parallel()
+	var gotKey atomic.Value
+	tests := []struct {
+		name      string
+		handler   http.HandlerFunc
+		definite  bool
+		permanent bool
+		ok        bool
+	}{
+		{"accepted", func(w http.ResponseWriter, r *http.Request) {
+			gotKey.Store(r.Header.Get("Idempotency-Key"))
+			_, _ = w.Write([]byte(`{"id":"em_1"}`))
+		}, false, false, true},
+		{"rate limited: not processed", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(429) }, true, false, false},
+		{"bad request: rejected", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(400) }, true, true, false},
+		{"bad gateway: may have processed", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(502) }, false, false, false},
+		{"connection dropped after the request", func(w http.ResponseWriter, _ *http.Request) {
+			c, _, _ := w.(http.Hijacker).Hijack()
+			c.Close()
+		}, false, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tt.handler)
+			defer srv.Close()
+			m := &outbound.HTTPMailer{BaseURL: srv.URL, From: "a@b", Dedupes: true}
+			id, err := m.Send(context.Background(), outbound.Message{Key: "op:1", To: "x@y", Subject: "s", Text: "t"})
+			if tt.ok {
+				require.NoError(t, err)
+				require.Equal(t, "em_1", id)
+				require.Equal(t, "op:1", gotKey.Load())
+				return
+			}
+			require.Error(t, err)
+			require.Equal(t, tt.definite, outbound.IsDefinite(err), err.Error())
+			require.Equal(t, tt.permanent, outbound.IsPermanent(err), err.Error())
+		})
+	}
+	// Nothing listening: the request never left, a definite failure.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	_, err = (&outbound.HTTPMailer{BaseURL: "http://" + addr}).Send(context.Background(), outbound.Message{Key: "k", To: "x@y"})
+	require.True(t, outbound.IsDefinite(err))
+	require.False(t, outbound.IsPermanent(err))
+}
+
+func TestWebhookSenderSignsWithStandardWebhooksAndKeepsItsID(t *testing.T) {
+	t.Parallel()
+	secret := "whsec_dGVhbS1kZXN0aW5hdGlvbi1zZWNyZXQtMzItYnl0ZXMh"
+	verifier, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	var ids []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := verifier.Verify(body, r.Header); err != nil {
+			w.WriteHeader(401)
+			return
+		}
+		ids = append(ids, r.Header.Get("webhook-id"))
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+	s := &outbound.WebhookSender{URL: srv.URL, Secret: secret}
+	require.True(t, s.Idempotent())
+	msg := outbound.Message{Key: "feedback-alert/standard/proj_1/live/fb_1/initial-alert:oncall", Body: []byte(`{"type":"feedback.alert"}`)}
+	for range 2 {
+		_, err := s.Send(context.Background(), msg)
+		require.NoError(t, err)
+	}
+	require.Len(t, ids, 2)
+	require.Equal(t, ids[0], ids[1], "a repeat carries the same webhook-id, so the receiver dedupes")
+	require.Equal(t, outbound.WebhookID(msg.Key), ids[0])
+
+	_, err = (&outbound.WebhookSender{URL: srv.URL, Secret: "whsec_" + "d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldC13cm9uZyE="}).Send(context.Background(), msg)
+	require.True(t, outbound.IsPermanent(err), "a 401 from the team endpoint is a rejection")
+}
+
+// mailpitMessages returns the messages Mailpit holds.
+func mailpitMessages(t *testing.T, base string) []map[string]any {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/messages")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out.Messages
+}
+
+func TestSMTPMailerAgainstMailpit(t *testing.T) {
+	t.Parallel()
+	mp := testenv.Mailpit(t)
+	m := &outbound.SMTPMailer{Addr: mp.SMTPAddr, From: "hookinbox@test.local", LookupURL: mp.HTTPURL, Timeout: 5 * time.Second}
+	require.False(t, m.Idempotent())
+	msg := outbound.Message{Key: "credit-grant/stripe/acct_1/test/in_1/initial-credit-grant:confirmation",
+		To: "billing@ws.example", Subject: "100 credits added", Text: "Invoice in_1 was paid."}
+
+	found, err := m.Find(context.Background(), msg.Key)
+	require.NoError(t, err)
+	require.False(t, found)
+
+	id, err := m.Send(context.Background(), msg)
+	require.NoError(t, err)
+	require.Equal(t, outbound.StableID(msg.Key)+"@hookinbox.local", id)
+	require.Eventually(t, func() bool { f, _ := m.Find(context.Background(), msg.Key); return f }, 10*time.Second, 100*time.Millisecond)
+	msgs := mailpitMessages(t, mp.HTTPURL)
+	require.Len(t, msgs, 1)
+	require.Equal(t, id, msgs[0]["MessageID"])
+	require.Equal(t, "100 credits added", msgs[0]["Subject"])
+
+	// Another operation is not found by this one's key.
+	found, err = m.Find(context.Background(), msg.Key+"x")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	// SMTP down: nothing was handed over, a definite (retryable) failure.
+	mp.Kill()
+	_, err = m.Send(context.Background(), msg)
+	require.Error(t, err)
+	require.True(t, outbound.IsDefinite(err), fmt.Sprint(err))
+	require.False(t, outbound.IsPermanent(err))
+	require.NoError(t, mp.Restart(context.Background()))
+	_, err = m.Send(context.Background(), msg)
+	require.NoError(t, err)
+}
