@@ -68,6 +68,13 @@ type Activities struct {
 	// Reconcilers by resource kind (e.g. "subscription").
 	Reconcilers map[string]Reconciler
 	Signaler    ResourceSignaler
+	// Providers gives the provider API client of an endpoint (shared with
+	// the handlers, so clients are cached once).
+	Providers Providers
+	// Outbound resolves outbox rows to senders; Policies maps operation
+	// classes to their uncertain-outcome policy (over DefaultPolicies).
+	Outbound Destinations
+	Policies map[string]string
 	Metrics  *metrics.Metrics
 	Logger   *slog.Logger
 	// RetryInitial and RetryMax bound the jittered backoff between attempts.
@@ -96,10 +103,15 @@ type LoadPendingInput struct {
 	Limit    int           `json:"limit"`
 }
 
-// LoadPending returns the resource's due pending rows, oldest first (a
-// local activity: one short query).
+// LoadPending returns the resource's due pending inbox rows, oldest first,
+// and its outbox rows due to be sent (a local activity: two short queries).
 func (a *Activities) LoadPending(ctx context.Context, in LoadPendingInput) (store.PendingBatch, error) {
-	return store.LoadPending(ctx, a.Store.Pool, in.Resource, in.Limit)
+	b, err := store.LoadPending(ctx, a.Store.Pool, in.Resource, in.Limit)
+	if err != nil {
+		return b, err
+	}
+	b.Outbox, err = store.UnsentOutbox(ctx, a.Store.Pool, in.Resource.String(), in.Limit)
+	return b, err
 }
 
 // HandleInput names the event to handle.

@@ -76,6 +76,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	cfg.RetryBudget = 4
 	cfg.ActivityTimeout = 10 * time.Second
 	cfg.HandoffTimeout = 2 * time.Second
+	// Scheduled reconciliation, backfill and retention would act on tests
+	// that deliberately never send some events; tests that need them run
+	// them explicitly.
+	cfg.ReconcileInterval, cfg.BackfillInterval, cfg.RetentionInterval = 0, 0, 0
 	if o.configure != nil {
 		o.configure(&cfg)
 	}
@@ -102,7 +106,8 @@ func (s *stack) startWorker() {
 	log := testLogger()
 	wc, err := starter.Dial(context.Background(), s.cfg, log)
 	require.NoError(t, err)
-	acts := app.NewActivities(s.cfg, s.store, wc, s.metrics, log)
+	acts, err := app.NewActivities(s.cfg, s.store, wc, s.metrics, log)
+	require.NoError(t, err)
 	for k, h := range s.handlers {
 		if h == nil {
 			delete(acts.Handlers, k) // a test of the no-handler path

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -108,6 +107,8 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	def := config.Default()
 	cfg.DatabaseURL, cfg.TemporalAddress, cfg.TemporalNamespace = def.DatabaseURL, def.TemporalAddress, def.TemporalNamespace
 	cfg.TemporalAPIKey, cfg.TemporalTLS, cfg.TemporalTLSCert, cfg.TemporalTLSKey, cfg.TemporalTLSCA = "", false, "", "", ""
+	cfg.Mailer, cfg.SMTPAddr = "smtp", fmt.Sprintf("127.0.0.1:%d", config.DefaultMailpitSMTP)
+	cfg.SMTPLookupURL = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultMailpitHTTP)
 	if os.Getenv("HOOKINBOX_LOG_FORMAT") == "" {
 		cfg.LogFormat = "text"
 	}
@@ -203,6 +204,10 @@ Press Ctrl-C to stop everything started here.
 	defer c.Close()
 	m := metrics.New()
 
+	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"))
+	if err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -214,7 +219,7 @@ Press Ctrl-C to stop everything started here.
 	}()
 	go func() {
 		defer wg.Done()
-		errc <- app.RunWorker(runCtx, cfg, c, app.NewActivities(cfg, st, c, m, log.With("process", "worker")), m, cfg.WorkerAddr, log)
+		errc <- app.RunWorker(runCtx, cfg, c, acts, m, cfg.WorkerAddr, log)
 	}()
 	select {
 	case <-ctx.Done():
@@ -229,6 +234,5 @@ Press Ctrl-C to stop everything started here.
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
-	time.Sleep(100 * time.Millisecond)
 	return err
 }

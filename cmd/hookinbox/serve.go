@@ -68,7 +68,11 @@ HOOKINBOX_WORKER_ADDR. At start-up it registers the search attributes and applie
 			}
 			defer c.Close()
 			m := metrics.New()
-			return app.RunWorker(ctx, cfg, c, app.NewActivities(cfg, st, c, m, log), m, cfg.WorkerAddr, log)
+			acts, err := app.NewActivities(cfg, st, c, m, log)
+			if err != nil {
+				return err
+			}
+			return app.RunWorker(ctx, cfg, c, acts, m, cfg.WorkerAddr, log)
 		},
 	}
 }

@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/catalog"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -45,6 +48,7 @@ func WorkflowSettings(cfg config.Config) workflows.Settings {
 	return workflows.Settings{
 		IdleTimeout: cfg.IdleTimeout, MaxEventsPerRun: cfg.MaxEventsPerRun, RetryBudget: cfg.RetryBudget,
 		RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax, ActivityTimeout: cfg.ActivityTimeout,
+		OutboxBudget: cfg.OutboxBudget,
 	}
 }
 
@@ -91,9 +95,14 @@ func (i *Intake) Run(ctx context.Context, addr string, ln net.Listener, log *slo
 	return err
 }
 
-// NewActivities builds the worker's activities with the built-in handlers:
-// credits, subscriptions and feedback alerts.
-func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) *activities.Activities {
+// NewActivities builds the worker's activities with the built-in handlers
+// (credits, subscriptions, feedback alerts), the reconcilers and the
+// configured mailer.
+func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) (*activities.Activities, error) {
+	policies, err := activities.ParsePolicies(cfg.UncertainPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKINBOX_UNCERTAIN_POLICY: %w", err)
+	}
 	providers := &activities.EndpointProviders{Store: st}
 	subs := &activities.Subscriptions{Store: st, Providers: providers, Logger: log}
 	return &activities.Activities{
@@ -104,15 +113,34 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 			catalog.FeedbackAlerts: &activities.FeedbackAlerts{Store: st},
 		},
 		Reconcilers: map[string]activities.Reconciler{"subscription": subs},
-		Signaler: Resources(cfg, c),
-		Metrics:  m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
+		Signaler:    Resources(cfg, c),
+		Providers:   providers,
+		Outbound:    &activities.Outbound{Store: st, Mailer: Mailer(cfg)},
+		Policies:    policies,
+		Metrics:     m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
+	}, nil
+}
+
+// Mailer is the configured email sender.
+func Mailer(cfg config.Config) outbound.Sender {
+	if cfg.Mailer == "http" {
+		return &outbound.HTTPMailer{BaseURL: cfg.EmailAPIURL, APIKey: cfg.EmailAPIKey, From: cfg.EmailFrom, Dedupes: cfg.EmailAPIIdempotent}
 	}
+	return &outbound.SMTPMailer{Addr: cfg.SMTPAddr, From: cfg.EmailFrom, LookupURL: cfg.SMTPLookupURL, Timeout: cfg.ActivityTimeout}
 }
 
 // RunWorker runs the Temporal worker and, when addr is set, its /metrics
 // and /healthz until ctx ends.
 func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *activities.Activities, m *metrics.Metrics, addr string, log *slog.Logger) error {
 	errc := make(chan error, 1)
+	if err := m.Registry.Register(&metrics.DBStats{Logger: log, Query: func(ctx context.Context) (store.Backlog, error) {
+		return store.ReadBacklog(ctx, a.Store.Pool)
+	}}); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) { // a restarted worker on the same registry
+			return fmt.Errorf("register backlog gauges: %w", err)
+		}
+	}
 	if addr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))

@@ -91,6 +91,12 @@ type Config struct {
 	// (POST {url}/v1/emails).
 	EmailAPIURL string
 	EmailAPIKey string
+	// HOOKINBOX_EMAIL_API_IDEMPOTENT: the email API dedupes on
+	// Idempotency-Key (then uncertain sends are simply repeated).
+	EmailAPIIdempotent bool
+	// HOOKINBOX_SMTP_LOOKUP_URL: a Mailpit API base URL the SMTP mailer can
+	// ask whether an uncertain message arrived (empty: no lookup).
+	SMTPLookupURL string
 	// HOOKINBOX_OUTBOX_BUDGET: send attempts per outbox row before it is failed.
 	OutboxBudget int
 	// HOOKINBOX_UNCERTAIN_POLICY: per operation class, what to do when a
@@ -100,6 +106,48 @@ type Config struct {
 	UncertainPolicy string
 
 	// Reconciliation, backfill and retention settings follow.
+
+	// HOOKINBOX_RECONCILE_INTERVAL: how often the subscriptions reconciliation
+	// schedule runs a pass; 0 disables (deletes) the schedule.
+	ReconcileInterval time.Duration
+	// HOOKINBOX_RECONCILE_PAGE_SIZE: items per provider list page (1..100), for
+	// the reconciliation and the facts backfill.
+	ReconcilePageSize int
+	// HOOKINBOX_RECONCILE_PAGES_PER_RUN: a reconciliation or backfill run
+	// continues-as-new after this many pages (or sooner, when Temporal suggests it).
+	ReconcilePagesPerRun int
+	// HOOKINBOX_RECONCILE_SIGNAL_ALL: "true" signals every listed subscription's
+	// workflow; by default only those whose listed state differs from the
+	// projection (or that have none) are signalled.
+	ReconcileSignalAll bool
+	// HOOKINBOX_BACKFILL_INTERVAL: how often the facts backfill schedule runs;
+	// 0 disables (deletes) the schedule.
+	BackfillInterval time.Duration
+	// HOOKINBOX_BACKFILL_OVERLAP: each backfill pass lists events from the last
+	// complete pass's start minus this overlap.
+	BackfillOverlap time.Duration
+	// HOOKINBOX_BACKFILL_LOOKBACK: how far back the first backfill pass of an
+	// account looks.
+	BackfillLookback time.Duration
+	// HOOKINBOX_PROVIDER_RPS: activities per second (whole number) on the
+	// provider task queue (<task queue>-provider), where the list and backfill
+	// activities run: a task-queue-wide rate limit enforced by Temporal.
+	ProviderRPS int
+	// HOOKINBOX_RETENTION_INTERVAL: how often the retention schedule runs; 0
+	// disables (deletes) the schedule.
+	RetentionInterval time.Duration
+	// HOOKINBOX_PAYLOAD_RETENTION: payloads of finished (done, ignored) inbox
+	// rows older than this are redacted (the body hash stays).
+	PayloadRetention time.Duration
+	// HOOKINBOX_DEDUP_RETENTION: inbox rows (the dedup keys) are kept at least
+	// this long, past every sender's retry window; finished rows older than
+	// max(this, HOOKINBOX_PAYLOAD_RETENTION) are deleted.
+	DedupRetention time.Duration
+	// HOOKINBOX_QUARANTINE_RETENTION: resolved quarantine entries older than
+	// this are deleted (open ones never are).
+	QuarantineRetention time.Duration
+	// HOOKINBOX_RETENTION_BATCH: rows per retention statement.
+	RetentionBatch int
 
 	// HOOKINBOX_LOG_FORMAT: "json" (default) or "text".
 	LogFormat string
@@ -135,8 +183,22 @@ func Default() Config {
 		SMTPAddr:           "127.0.0.1:1025",
 		EmailFrom:          "hookinbox@localhost",
 		OutboxBudget:       8,
+		EmailAPIIdempotent: true,
 		LogFormat:          "json",
 		LogLevel:           "info",
+
+		ReconcileInterval:    time.Hour,
+		ReconcilePageSize:    100,
+		ReconcilePagesPerRun: 50,
+		BackfillInterval:     15 * time.Minute,
+		BackfillOverlap:      time.Hour,
+		BackfillLookback:     72 * time.Hour,
+		ProviderRPS:          20,
+		RetentionInterval:    24 * time.Hour,
+		PayloadRetention:     30 * 24 * time.Hour,
+		DedupRetention:       7 * 24 * time.Hour,
+		QuarantineRetention:  30 * 24 * time.Hour,
+		RetentionBatch:       1000,
 	}
 }
 
@@ -181,8 +243,23 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("HOOKINBOX_EMAIL_FROM", &c.EmailFrom)
 	p.str("HOOKINBOX_EMAIL_API_URL", &c.EmailAPIURL)
 	p.str("HOOKINBOX_EMAIL_API_KEY", &c.EmailAPIKey)
+	p.boolean("HOOKINBOX_EMAIL_API_IDEMPOTENT", &c.EmailAPIIdempotent)
+	p.str("HOOKINBOX_SMTP_LOOKUP_URL", &c.SMTPLookupURL)
 	p.integer("HOOKINBOX_OUTBOX_BUDGET", &c.OutboxBudget)
 	p.str("HOOKINBOX_UNCERTAIN_POLICY", &c.UncertainPolicy)
+	p.duration("HOOKINBOX_RECONCILE_INTERVAL", &c.ReconcileInterval)
+	p.integer("HOOKINBOX_RECONCILE_PAGE_SIZE", &c.ReconcilePageSize)
+	p.integer("HOOKINBOX_RECONCILE_PAGES_PER_RUN", &c.ReconcilePagesPerRun)
+	p.boolean("HOOKINBOX_RECONCILE_SIGNAL_ALL", &c.ReconcileSignalAll)
+	p.duration("HOOKINBOX_BACKFILL_INTERVAL", &c.BackfillInterval)
+	p.duration("HOOKINBOX_BACKFILL_OVERLAP", &c.BackfillOverlap)
+	p.duration("HOOKINBOX_BACKFILL_LOOKBACK", &c.BackfillLookback)
+	p.integer("HOOKINBOX_PROVIDER_RPS", &c.ProviderRPS)
+	p.duration("HOOKINBOX_RETENTION_INTERVAL", &c.RetentionInterval)
+	p.duration("HOOKINBOX_PAYLOAD_RETENTION", &c.PayloadRetention)
+	p.duration("HOOKINBOX_DEDUP_RETENTION", &c.DedupRetention)
+	p.duration("HOOKINBOX_QUARANTINE_RETENTION", &c.QuarantineRetention)
+	p.integer("HOOKINBOX_RETENTION_BATCH", &c.RetentionBatch)
 	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
 	p.str("HOOKINBOX_LOG_LEVEL", &c.LogLevel)
 	if p.err != nil {
@@ -226,6 +303,30 @@ func (c Config) Validate() error {
 	}
 	if c.OutboxBudget <= 0 {
 		errs = append(errs, "HOOKINBOX_OUTBOX_BUDGET must be positive")
+	}
+	if c.ReconcileInterval < 0 || c.BackfillInterval < 0 || c.RetentionInterval < 0 {
+		errs = append(errs, "HOOKINBOX_RECONCILE_INTERVAL, HOOKINBOX_BACKFILL_INTERVAL and HOOKINBOX_RETENTION_INTERVAL must not be negative (0 disables the schedule)")
+	}
+	if c.ReconcilePageSize < 1 || c.ReconcilePageSize > 100 {
+		errs = append(errs, "HOOKINBOX_RECONCILE_PAGE_SIZE must be between 1 and 100")
+	}
+	if c.ReconcilePagesPerRun <= 0 {
+		errs = append(errs, "HOOKINBOX_RECONCILE_PAGES_PER_RUN must be positive")
+	}
+	if c.BackfillOverlap <= 0 || c.BackfillLookback <= 0 {
+		errs = append(errs, "HOOKINBOX_BACKFILL_OVERLAP and HOOKINBOX_BACKFILL_LOOKBACK must be positive")
+	}
+	if c.ProviderRPS <= 0 {
+		errs = append(errs, "HOOKINBOX_PROVIDER_RPS must be positive")
+	}
+	if c.DedupRetention < 72*time.Hour { // store.MinDedupRetention
+		errs = append(errs, "HOOKINBOX_DEDUP_RETENTION must be at least 72h (the longest sender retry window: Stripe retries for 3 days)")
+	}
+	if c.BackfillLookback+c.BackfillOverlap > c.DedupRetention {
+		errs = append(errs, "HOOKINBOX_BACKFILL_LOOKBACK plus HOOKINBOX_BACKFILL_OVERLAP must not exceed HOOKINBOX_DEDUP_RETENTION (the backfill must only list events whose keys are still kept)")
+	}
+	if c.PayloadRetention <= 0 || c.QuarantineRetention <= 0 || c.RetentionBatch <= 0 {
+		errs = append(errs, "HOOKINBOX_PAYLOAD_RETENTION, HOOKINBOX_QUARANTINE_RETENTION and HOOKINBOX_RETENTION_BATCH must be positive")
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)

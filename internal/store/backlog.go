@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Backlog is the state of the work: what operators watch.
+type Backlog struct {
+	Pending          int64            `json:"pending"`
+	OldestPendingAge time.Duration    `json:"oldest_pending_age"`
+	Exhausted        int64            `json:"exhausted"`
+	Failed           int64            `json:"failed"`
+	QuarantineOpen   int64            `json:"quarantine_open"`
+	Outbox           map[string]int64 `json:"outbox"`
+	Divergences24h   int64            `json:"divergences_24h"`
+}
+
+// ReadBacklog counts pending, exhausted and failed inbox rows, the age of the
+// oldest pending one, open quarantine entries, outbox rows by status and the
+// divergences found in the last 24 hours, in one round trip.
+func ReadBacklog(ctx context.Context, db DB) (Backlog, error) {
+	b := Backlog{Outbox: map[string]int64{}}
+	var oldest *float64
+	var outbox map[string]int64
+	err := db.QueryRow(ctx, `
+		SELECT
+		  (SELECT count(*) FROM webhook_inbox WHERE status = 'pending'),
+		  (SELECT extract(epoch FROM now() - min(received_at)) FROM webhook_inbox WHERE status = 'pending'),
+		  (SELECT count(*) FROM webhook_inbox WHERE status = 'exhausted'),
+		  (SELECT count(*) FROM webhook_inbox WHERE status = 'failed'),
+		  (SELECT count(*) FROM inbox_quarantine WHERE resolved_at IS NULL),
+		  (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (SELECT status, count(*) AS n FROM outbox GROUP BY status) o),
+		  (SELECT count(*) FROM reconcile_divergences WHERE detected_at > now() - interval '24 hours')`,
+	).Scan(&b.Pending, &oldest, &b.Exhausted, &b.Failed, &b.QuarantineOpen, &outbox, &b.Divergences24h)
+	if err != nil {
+		return b, fmt.Errorf("read backlog: %w", err)
+	}
+	if oldest != nil {
+		b.OldestPendingAge = time.Duration(*oldest * float64(time.Second))
+	}
+	for k, v := range outbox {
+		b.Outbox[k] = v
+	}
+	return b, nil
+}
