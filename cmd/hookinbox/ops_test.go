@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/workflows"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// fakeSignaler records doorbells; with err set every signal fails (Temporal down).
+type fakeSignaler struct {
+	mu    sync.Mutex
+	err   error
+	calls []signalCall
+}
+
+type signalCall struct {
+	r      keys.Resource
+	signal string
+	value  string
+}
+
+func (f *fakeSignaler) SignalResource(_ context.Context, r keys.Resource, signal, value string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, signalCall{r, signal, value})
+	return f.err
+}
+
+func (f *fakeSignaler) resources() []keys.Resource {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []keys.Resource
+	for _, c := range f.calls {
+		out = append(out, c.r)
+	}
+	return out
+}
+
+type opsBundle struct {
+	ctx    context.Context
+	st     *store.Store
+	sig    *fakeSignaler
+	out    *bytes.Buffer
+	errOut *bytes.Buffer
+}
+
+func (b *opsBundle) env() opsEnv {
+	b.out.Reset()
+	b.errOut.Reset()
+	return opsEnv{st: b.st, sig: b.sig, out: b.out, errOut: b.errOut, signalTimeout: time.Second}
+}
+
+func setupOps(t *testing.T) *opsBundle {
+	t.Helper()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
+		Account: "acct_1", Secrets: []string{"whsec_a"}}))
+	require.NoError(t, st.LinkAccount(ctx, "stripe", "acct_1", "ws_1"))
+	return &opsBundle{ctx: ctx, st: st, sig: &fakeSignaler{}, out: &bytes.Buffer{}, errOut: &bytes.Buffer{}}
+}
+
+const secretMarker = "4242-SECRET-CARD"
+
+// stripeBody is a real Stripe event naming an invoice or a subscription.
+func stripeBody(id, typ, kind, objID, account string) []byte {
+	acct := ""
+	if account != "" {
+		acct = `"account":"` + account + `",`
+	}
+	return []byte(`{"id":"` + id + `","object":"event","type":"` + typ + `","livemode":false,"created":1760000000,` + acct +
+		`"data":{"object":{"id":"` + objID + `","object":"` + kind + `","note":"` + secretMarker + `"}}}`)
+}
+
+// addEvent inserts an event and moves it to status with attempts and a last error.
+func (b *opsBundle) addEvent(t *testing.T, id, kind, objID, status string) keys.Event {
+	t.Helper()
+	body := stripeBody(id, "invoice.paid", kind, objID, "")
+	sum := sha256.Sum256(body)
+	ev := &store.InboxEvent{Key: keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: id},
+		EndpointSlug: "stripe", WorkspaceID: "ws_1", EventType: "invoice.paid", ResourceKind: kind, ResourceID: objID,
+		Payload: body, BodySHA256: sum[:]}
+	_, err := store.InsertInboxEvent(b.ctx, b.st.Pool, ev)
+	require.NoError(t, err)
+	switch status {
+	case store.StatusPending:
+	case store.StatusDone, store.StatusIgnored:
+		_, err = store.CompleteInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "")
+		require.NoError(t, err)
+	default:
+		require.NoError(t, store.RecordInboxFailure(b.ctx, b.st.Pool, ev.Key, "stripe API 503: service unavailable", time.Now()))
+		_, err = store.StopInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "stripe API 503: service unavailable")
+		require.NoError(t, err)
+	}
+	return ev.Key
+}
+
+func (b *opsBundle) status(t *testing.T, k keys.Event) *store.StoredEvent {
+	t.Helper()
+	e, err := store.GetInboxEvent(b.ctx, b.st.Pool, k)
+	require.NoError(t, err)
+	return e
+}
+
+func TestInboxListAndShowPrintPayloadsOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	k := b.addEvent(t, "evt_show", "invoice", "in_1", store.StatusExhausted)
+	b.addEvent(t, "evt_other", "invoice", "in_2", store.StatusDone)
+
+	for _, format := range []outputFormat{"table", "json"} {
+		require.NoError(t, runInboxList(b.ctx, b.st, b.out, inboxListOptions{
+			filter: store.InboxFilter{Statuses: []string{store.StatusExhausted}, Limit: 50}, format: format}))
+		require.Contains(t, b.out.String(), k.String())
+		require.NotContains(t, b.out.String(), "evt_other", "the status filter applies")
+		require.NotContains(t, b.out.String(), secretMarker, "listings never print payloads")
+		b.out.Reset()
+	}
+
+	env := b.env()
+	require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, format: "table"}))
+	out := b.out.String()
+	require.Contains(t, out, "stripe API 503: service unavailable", "the last error is shown")
+	require.Contains(t, out, "exhausted")
+	require.Contains(t, out, "resource/stripe/acct_1/test/invoice/in_1", "the workflow id to look up in the UI")
+	require.Contains(t, out, "access-restricted")
+	require.NotContains(t, out, secretMarker)
+	require.Empty(t, b.errOut.String())
+
+	env = b.env()
+	require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, format: "json"}))
+	require.NotContains(t, b.out.String(), secretMarker)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(b.out.Bytes(), &v))
+	require.Equal(t, "exhausted", v["status"])
+	require.NotContains(t, v, "payload")
+
+	for _, format := range []outputFormat{"table", "json"} {
+		env = b.env()
+		require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, payload: true, format: format}))
+		require.Contains(t, b.out.String(), secretMarker, "--payload prints it")
+		require.Contains(t, b.errOut.String(), "access-restricted", "with a note")
+	}
+
+	env = b.env()
+	err := runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: keys.Event{Provider: "stripe", Account: "acct_1",
+		Environment: "test", EventID: "evt_nope"}, format: "table"})
+	require.ErrorContains(t, err, "is not in the inbox")
+}
+
+func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	e1 := b.addEvent(t, "evt_1", "invoice", "in_1", store.StatusExhausted)
+	e2 := b.addEvent(t, "evt_2", "invoice", "in_1", store.StatusExhausted)
+	e3 := b.addEvent(t, "evt_3", "subscription", "sub_1", store.StatusExhausted)
+	failed := b.addEvent(t, "evt_4", "invoice", "in_4", store.StatusFailed)
+	done := b.addEvent(t, "evt_5", "invoice", "in_5", store.StatusDone)
+
+	opts := replayOptions{statuses: []string{store.StatusExhausted}, limit: 100, reason: "Stripe outage over", by: "alice",
+		format: "table", selection: "--status exhausted"}
+
+	// Dry run: listed, nothing changed, nobody signalled.
+	dry := opts
+	dry.dryRun = true
+	require.NoError(t, runReplay(b.ctx, b.env(), dry))
+	require.Contains(t, b.out.String(), "would_replay")
+	require.Contains(t, b.out.String(), "nothing changed")
+	require.Equal(t, store.StatusExhausted, b.status(t, e1).Status)
+	require.Empty(t, b.sig.calls)
+
+	require.NoError(t, runReplay(b.ctx, b.env(), opts))
+	require.Contains(t, b.out.String(), "replayed 3 event(s)")
+	require.NotContains(t, b.out.String(), secretMarker)
+	for _, k := range []keys.Event{e1, e2, e3} {
+		got := b.status(t, k)
+		require.Equal(t, store.StatusPending, got.Status)
+		require.Zero(t, got.Attempts)
+		acts, err := store.ListOperatorActions(b.ctx, b.st.Pool, k.String(), 10)
+		require.NoError(t, err)
+		require.Len(t, acts, 1)
+		require.Equal(t, "alice", acts[0].Actor)
+		require.Equal(t, "Stripe outage over", acts[0].Reason)
+		require.Equal(t, "stripe API 503: service unavailable", acts[0].Details["previous_last_error"])
+	}
+	require.Equal(t, store.StatusFailed, b.status(t, failed).Status, "only the selected status")
+	require.Equal(t, store.StatusDone, b.status(t, done).Status)
+
+	// One doorbell per resource, the event signal.
+	require.ElementsMatch(t, []keys.Resource{
+		{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "invoice", ID: "in_1"},
+		{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "subscription", ID: "sub_1"},
+	}, b.sig.resources())
+	for _, c := range b.sig.calls {
+		require.Equal(t, workflows.SignalEvent, c.signal)
+	}
+
+	// Nothing left to replay.
+	require.NoError(t, runReplay(b.ctx, b.env(), opts))
+	require.Contains(t, b.out.String(), "nothing to replay")
+}
+
+func TestReplayOfADoneEventNeedsForce(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	k := b.addEvent(t, "evt_done", "invoice", "in_1", store.StatusDone)
+	opts := replayOptions{key: &k, limit: 100, reason: "double-check grant", by: "bob", format: "table", selection: "key"}
+
+	err := runReplay(b.ctx, b.env(), opts)
+	require.ErrorContains(t, err, "no-op")
+	require.ErrorContains(t, err, "--force")
+	require.Equal(t, store.StatusDone, b.status(t, k).Status)
+	require.Empty(t, b.sig.calls)
+
+	dry := opts
+	dry.dryRun = true
+	require.NoError(t, runReplay(b.ctx, b.env(), dry))
+	require.Contains(t, b.out.String(), "refused")
+
+	opts.force = true
+	require.NoError(t, runReplay(b.ctx, b.env(), opts))
+	require.Contains(t, b.out.String(), "replayed 1 event(s)")
+	require.Equal(t, store.StatusPending, b.status(t, k).Status)
+	require.Len(t, b.sig.calls, 1)
+	acts, err := store.ListOperatorActions(b.ctx, b.st.Pool, k.String(), 10)
+	require.NoError(t, err)
+	require.Len(t, acts, 1)
+	require.Equal(t, true, acts[0].Details["force"])
+
+	// The audit shows on `inbox show`.
+	env := b.env()
+	require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, format: "table"}))
+	require.Contains(t, b.out.String(), "double-check grant")
+	require.Contains(t, b.out.String(), "previous_status=done")
+}
+
+func TestReplayWithTemporalDownWarnsAndKeepsTheRowsPending(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	b.sig.err = errors.New("connection refused")
+	e1 := b.addEvent(t, "evt_1", "invoice", "in_1", store.StatusExhausted)
+	e2 := b.addEvent(t, "evt_2", "invoice", "in_2", store.StatusFailed)
+
+	require.NoError(t, runReplay(b.ctx, b.env(), replayOptions{statuses: []string{store.StatusExhausted, store.StatusFailed},
+		limit: 100, reason: "retry", by: "alice", format: "json"}))
+	var sum replaySummary
+	require.NoError(t, json.Unmarshal(b.out.Bytes(), &sum))
+	require.Equal(t, 2, sum.Replayed)
+	require.Contains(t, sum.SignalErr, "connection refused")
+	require.Contains(t, b.errOut.String(), "warning")
+	require.Contains(t, b.errOut.String(), "sweeper")
+	require.Len(t, b.sig.calls, 1, "after the first failure Temporal is not tried again for each resource")
+	for _, k := range []keys.Event{e1, e2} {
+		require.Equal(t, store.StatusPending, b.status(t, k).Status)
+	}
+}
+
+func TestQuarantineResolveReadmitsAndSignalsOrDiscards(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	require.NoError(t, b.st.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "connect", Provider: "stripe", Environment: "test",
+		Account: "acct_platform", Secrets: []string{"whsec_b"}}))
+	add := func(id, typ, account string) int64 {
+		body := stripeBody(id, typ, "invoice", "in_"+id, account)
+		sum := sha256.Sum256(body)
+		_, err := store.InsertQuarantine(b.ctx, b.st.Pool, &store.QuarantineEntry{EndpointSlug: "connect", Provider: "stripe",
+			Account: account, Environment: "test", EventID: id, Reason: store.ReasonUnknownAccount,
+			Detail: "source account " + account + " is not linked to a workspace", Payload: body, BodySHA256: sum[:],
+			Headers: map[string]string{"Content-Type": "application/json"}})
+		require.NoError(t, err)
+		var qid int64
+		require.NoError(t, b.st.Pool.QueryRow(b.ctx, `SELECT id FROM inbox_quarantine WHERE event_id = $1`, id).Scan(&qid))
+		return qid
+	}
+	paid := add("evt_paid", "invoice.paid", "acct_new")
+	other := add("evt_upd", "invoice.updated", "acct_new")
+	junk := add("evt_junk", "invoice.paid", "acct_junk")
+
+	// Listing and showing never print the body.
+	require.NoError(t, runQuarantineList(b.ctx, b.st, b.out, quarantineListOptions{filter: store.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "table"}))
+	require.Contains(t, b.out.String(), "unknown_account")
+	require.NotContains(t, b.out.String(), secretMarker)
+	env := b.env()
+	require.NoError(t, runQuarantineShow(b.ctx, b.st, env.out, env.errOut, quarantineShowOptions{id: paid, format: "table"}))
+	require.Contains(t, b.out.String(), "Content-Type: application/json")
+	require.Contains(t, b.out.String(), "endpoints link --slug connect --account acct_new")
+	require.NotContains(t, b.out.String(), secretMarker)
+	env = b.env()
+	require.NoError(t, runQuarantineShow(b.ctx, b.st, env.out, env.errOut, quarantineShowOptions{id: paid, payload: true, format: "table"}))
+	require.Contains(t, b.out.String(), secretMarker)
+	require.Contains(t, b.errOut.String(), "access-restricted")
+
+	resolve := func(id int64, action string) error {
+		return runQuarantineResolve(b.ctx, b.env(), quarantineResolveOptions{id: id, action: action, reason: "account onboarded", by: "carol", format: "table"})
+	}
+	// Still unlinked: a clear error, nothing signalled, entry open.
+	err := resolve(paid, resolveReadmit)
+	require.ErrorContains(t, err, "still not linked")
+	require.ErrorContains(t, err, "stays open")
+	require.Empty(t, b.sig.calls)
+
+	require.NoError(t, b.st.LinkAccount(b.ctx, "connect", "acct_new", "ws_new"))
+	require.NoError(t, resolve(paid, resolveReadmit))
+	require.Contains(t, b.out.String(), "readmitted by carol as stripe/acct_new/test/evt_paid")
+	require.Equal(t, []keys.Resource{{Provider: "stripe", Account: "acct_new", Environment: "test", Kind: "invoice", ID: "in_evt_paid"}},
+		b.sig.resources(), "a pending event rings its resource")
+	got := b.status(t, keys.Event{Provider: "stripe", Account: "acct_new", Environment: "test", EventID: "evt_paid"})
+	require.Equal(t, "ws_new", got.WorkspaceID)
+	require.Equal(t, store.StatusPending, got.Status)
+
+	// An unhandled type is admitted as ignored: no doorbell.
+	require.NoError(t, resolve(other, resolveReadmit))
+	require.Contains(t, b.out.String(), "status ignored")
+	require.Len(t, b.sig.calls, 1)
+
+	require.NoError(t, resolve(junk, resolveDiscard))
+	require.Contains(t, b.out.String(), "discarded by carol")
+	require.Len(t, b.sig.calls, 1)
+	q, err := store.GetQuarantineEntry(b.ctx, b.st.Pool, junk, false)
+	require.NoError(t, err)
+	require.Equal(t, "carol", q.ResolvedBy)
+
+	require.NoError(t, runQuarantineList(b.ctx, b.st, b.env().out, quarantineListOptions{filter: store.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "json"}))
+	var open []quarantineView
+	require.NoError(t, json.Unmarshal(b.out.Bytes(), &open))
+	require.Empty(t, open, "all three are resolved")
+
+	require.Error(t, resolve(junk, resolveDiscard), "resolved once")
+}
+
+// executeOps runs the operator commands as the binary would, without a database:
+// usage errors are found before anything connects.
+func executeOps(args ...string) error {
+	root := &cobra.Command{Use: "hookinbox", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(newInboxCmd(), newQuarantineCmd(), newReplayCmd())
+	root.SetArgs(args)
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	return root.ExecuteContext(context.Background())
+}
+
+func TestOperatorCommandUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"replay without a selection", []string{"replay", "--reason", "x"}},
+		{"replay with key and status", []string{"replay", "stripe/a/test/evt_1", "--status", "exhausted", "--reason", "x"}},
+		{"replay without a reason", []string{"replay", "stripe/a/test/evt_1"}},
+		{"replay with a blank reason", []string{"replay", "stripe/a/test/evt_1", "--reason", "  "}},
+		{"replay of done by status", []string{"replay", "--status", "done", "--reason", "x"}},
+		{"replay with a bad key", []string{"replay", "evt_1", "--reason", "x"}},
+		{"replay key with --since", []string{"replay", "stripe/a/test/evt_1", "--since", "1h", "--reason", "x"}},
+		{"replay with an empty --by", []string{"replay", "stripe/a/test/evt_1", "--reason", "x", "--by", ""}},
+		{"inbox show with a bad key", []string{"inbox", "show", "stripe/evt_1"}},
+		{"inbox list with a bad status", []string{"inbox", "list", "--status", "lost"}},
+		{"quarantine resolve with a bad action", []string{"quarantine", "resolve", "1", "--action", "delete", "--reason", "x"}},
+		{"quarantine resolve without a reason", []string{"quarantine", "resolve", "1", "--action", "discard"}},
+		{"quarantine resolve with a bad id", []string{"quarantine", "resolve", "abc", "--action", "discard", "--reason", "x"}},
+		{"quarantine list with a bad reason", []string{"quarantine", "list", "--reason", "weird"}},
+	}
+	for _, tt := range tests {
+		err := executeOps(tt.args...)
+		var ue usageError
+		require.ErrorAs(t, err, &ue, tt.name)
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"90s": 90 * time.Second, "2h": 2 * time.Hour, "7d": 7 * 24 * time.Hour} {
+		got, err := parseAge(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "d", "x", "-1h", "0s", "1.5d"} {
+		_, err := parseAge(in)
+		require.Error(t, err, in)
+	}
+}

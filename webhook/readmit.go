@@ -1,0 +1,168 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-github/v72/github"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// ErrCannotReadmit marks a quarantined delivery that still cannot enter the
+// inbox (account still unlinked, body still malformed, key taken by another
+// body). The entry stays open.
+var ErrCannotReadmit = errors.New("cannot re-admit")
+
+// ReadmitResult is what re-admitting a quarantined delivery did.
+type ReadmitResult struct {
+	Key      keys.Event    `json:"key"`
+	Resource keys.Resource `json:"resource"`
+	// Outcome is Inserted, or Duplicate when the same delivery already
+	// reached the inbox (a sender retry after the account was linked).
+	Outcome   store.InsertOutcome `json:"-"`
+	InboxID   int64               `json:"inbox_id"`
+	Workspace string              `json:"workspace"`
+	// Status of the inbox row: pending (ring the resource's doorbell),
+	// ignored, or a duplicate's current status.
+	Status   string `json:"status"`
+	ActionID int64  `json:"action_id"`
+}
+
+// Readmit re-admits quarantined delivery id into the inbox through the
+// intake's own derivation (Derive) and insert: the endpoint's current settings and
+// links decide the account, workspace, resource and status, and the event
+// key's UNIQUE constraint settles duplicates. The delivery was authenticated
+// when it arrived, so its signature is not checked again. The entry is
+// closed and the act audited (by, reason) in the same transaction as the
+// insert; on any refusal nothing changes and the entry stays open. The
+// caller rings the resource's doorbell when Status is pending.
+func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) (ReadmitResult, error) {
+	if strings.TrimSpace(by) == "" || strings.TrimSpace(reason) == "" {
+		return ReadmitResult{}, fmt.Errorf("re-admit quarantine %d: who and why are required", id)
+	}
+	q, err := store.GetQuarantineEntry(ctx, st.Pool, id, false)
+	if err != nil {
+		return ReadmitResult{}, err
+	}
+	if err := q.CheckOpen(); err != nil {
+		return ReadmitResult{}, err
+	}
+	if q.Reason == store.ReasonConflictingDuplicate {
+		k, _ := q.EventKey()
+		return ReadmitResult{}, fmt.Errorf("quarantine %d: %w: event key %s is already in the inbox with a different body "+
+			"and keys are unique, so this body can never enter as the same event; discard this entry "+
+			"(quarantine resolve %d --action discard) or, if the original needs another pass, replay it "+
+			"(replay %s)", id, ErrCannotReadmit, k, id, k)
+	}
+	ep, err := st.GetEndpoint(ctx, q.EndpointSlug)
+	if errors.Is(err, store.ErrNotFound) {
+		return ReadmitResult{}, fmt.Errorf("quarantine %d: %w: endpoint %s no longer exists", id, ErrCannotReadmit, q.EndpointSlug)
+	}
+	if err != nil {
+		return ReadmitResult{}, err
+	}
+
+	var res ReadmitResult
+	err = st.Tx(ctx, func(tx pgx.Tx) error {
+		q, err := store.LockQuarantineEntry(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := q.CheckOpen(); err != nil {
+			return err
+		}
+		ev, err := admission(ep, q)
+		if err != nil {
+			return fmt.Errorf("quarantine %d: %w: %w", id, ErrCannotReadmit, err)
+		}
+		ins, err := store.InsertInboxEvent(ctx, tx, ev)
+		if err != nil {
+			return err
+		}
+		res = ReadmitResult{Key: ev.Key, Resource: ev.Resource(), Outcome: ins.Outcome, InboxID: ins.ID,
+			Workspace: ev.WorkspaceID, Status: ev.Status}
+		switch ins.Outcome {
+		case store.Inserted:
+		case store.Duplicate:
+			res.Status = ins.ExistingStatus
+		default:
+			return fmt.Errorf("quarantine %d: %w: event key %s is already in the inbox with a different body; "+
+				"discard this entry or replay the original (replay %s)", id, ErrCannotReadmit, ev.Key, ev.Key)
+		}
+		if _, err := store.ResolveQuarantine(ctx, tx, id, by, "readmitted as "+ev.Key.String()+": "+reason); err != nil {
+			return err
+		}
+		res.ActionID, err = store.InsertOperatorAction(ctx, tx, &store.OperatorAction{
+			Actor: by, Action: store.ActionQuarantineReadmit, Target: store.QuarantineTarget(id),
+			EventKey: ev.Key.String(), Reason: reason,
+			Details: map[string]any{
+				"quarantine_reason": q.Reason, "detail": q.Detail, "endpoint": q.EndpointSlug,
+				"outcome": ins.Outcome.String(), "status": res.Status, "workspace": ev.WorkspaceID,
+				"resource": res.Resource.String(), "inbox_id": ins.ID,
+			},
+		})
+		return err
+	})
+	if err != nil {
+		return ReadmitResult{}, err
+	}
+	return res, nil
+}
+
+// admission derives the inbox row of an already-authenticated delivery
+// with Derive, the intake's own step, and the endpoint's current settings
+// and links. Its errors say what is still wrong and how to fix it.
+func admission(ep *store.Endpoint, q *store.QuarantineItem) (*store.InboxEvent, error) {
+	raw := q.Payload
+	if raw == nil {
+		return nil, errors.New("the delivery's body is no longer stored")
+	}
+	h := http.Header{}
+	for name, v := range q.Headers {
+		h.Set(name, v)
+	}
+	payload := raw
+	if ep.Provider == store.ProviderGitHub {
+		// The JSON is the body, or its "payload" field for form-encoded
+		// deliveries (what the intake's verifier returns). With neither a
+		// signature nor a secret, go-github checks nothing.
+		p, err := github.ValidatePayloadFromBody(h.Get("Content-Type"), bytes.NewReader(raw), "", nil)
+		if err != nil {
+			return nil, fmt.Errorf("still malformed: %w", err)
+		}
+		payload = p
+	}
+	ev, err := Derive(ep, h, payload, raw)
+	var rej *Rejection
+	if errors.As(err, &rej) {
+		switch rej.Reason {
+		case store.ReasonUnknownAccount:
+			if ev.Key.Account == "" {
+				return nil, fmt.Errorf("still no source account: the event names none and endpoint %s has no own "+
+					"account (give the endpoint --account, or link exactly one account)", ep.Slug)
+			}
+			return nil, fmt.Errorf("source account %s is still not linked to a workspace: run "+
+				"'hookinbox endpoints link --slug %s --account %s --workspace WORKSPACE' first", ev.Key.Account, ep.Slug, ev.Key.Account)
+		case store.ReasonEnvironmentMismatch:
+			return nil, fmt.Errorf("still an environment mismatch: %s %s; discard it (the sender should deliver "+
+				"it to an endpoint of its environment)", rej.Detail, ep.Slug)
+		default:
+			return nil, fmt.Errorf("still %s: %s", rej.Reason, rej.Detail)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ev.Key.EventID == "" {
+		return nil, errors.New("still malformed: the delivery carries no event id")
+	}
+	ev.Origin = store.OriginQuarantine
+	return ev, nil
+}
