@@ -27,7 +27,25 @@ func ScheduleID(name, taskQueue string) string {
 // Schedule names.
 const (
 	ScheduleSweeper = "sweeper"
+	// ScheduleReconcile runs the subscriptions reconciliation (SPEC R19).
+	ScheduleReconcile = "reconcile-subscriptions"
+	// ScheduleBackfill runs the facts backfill (SPEC R19).
+	ScheduleBackfill = "backfill-facts"
+	// ScheduleRetention runs the retention policy (SPEC R21).
+	ScheduleRetention = "retention"
 )
+
+// ScheduleNames lists every schedule hookinbox keeps.
+func ScheduleNames() []string {
+	return []string{ScheduleSweeper, ScheduleReconcile, ScheduleBackfill, ScheduleRetention}
+}
+
+// ReconcilePassWorkflowID is the fixed ID of an operator's reconciliation
+// pass over one endpoint (hookinbox reconcile --endpoint), so two cannot
+// run at once.
+func ReconcilePassWorkflowID(endpoint, taskQueue string) string {
+	return ScheduleID(ScheduleReconcile, taskQueue) + "-endpoint-" + endpoint
+}
 
 // ScheduleSpec is one schedule hookinbox keeps.
 type ScheduleSpec struct {
@@ -80,4 +98,104 @@ func ApplySchedule(ctx context.Context, c client.Client, s ScheduleSpec) (create
 		return false, fmt.Errorf("update schedule %s: %w", s.ID, err)
 	}
 	return false, nil
+}
+
+// DeleteSchedule removes a schedule (one disabled by configuration); it
+// reports whether the schedule existed.
+func DeleteSchedule(ctx context.Context, c client.Client, id string) (bool, error) {
+	err := c.ScheduleClient().GetHandle(ctx, id).Delete(ctx)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete schedule %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// ScheduleStatus is what an operator sees of one schedule.
+type ScheduleStatus struct {
+	Name   string `json:"name"`
+	ID     string `json:"id"`
+	Exists bool   `json:"exists"`
+	// Every is the interval of the schedule's spec (Interval in JSON).
+	Every    time.Duration `json:"-"`
+	Interval string        `json:"every,omitempty"`
+	Workflow string        `json:"workflow,omitempty"`
+	Paused   bool          `json:"paused"`
+	Note     string        `json:"note,omitempty"`
+	// LastRun is when the most recent action started; NextRun when the next will.
+	LastRun *time.Time `json:"last_run,omitempty"`
+	NextRun *time.Time `json:"next_run,omitempty"`
+	// Running lists the workflow IDs of the runs in progress.
+	Running []string `json:"running,omitempty"`
+	// Skipped counts actions skipped because a run was still going.
+	Skipped int `json:"skipped_overlap"`
+	Actions int `json:"actions"`
+}
+
+// DescribeSchedule reads one schedule's state; a missing schedule is
+// reported with Exists false, not as an error.
+func DescribeSchedule(ctx context.Context, c client.Client, name, id string) (ScheduleStatus, error) {
+	st := ScheduleStatus{Name: name, ID: id}
+	d, err := c.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("describe schedule %s: %w", id, err)
+	}
+	st.Exists = true
+	if sp := d.Schedule.Spec; sp != nil && len(sp.Intervals) > 0 {
+		st.Every = sp.Intervals[0].Every
+		st.Interval = st.Every.String()
+	}
+	if act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
+		if name, ok := act.Workflow.(string); ok {
+			st.Workflow = name
+		}
+	}
+	if d.Schedule.State != nil {
+		st.Paused, st.Note = d.Schedule.State.Paused, d.Schedule.State.Note
+	}
+	if n := len(d.Info.RecentActions); n > 0 {
+		t := d.Info.RecentActions[n-1].ActualTime
+		st.LastRun = &t
+	}
+	if len(d.Info.NextActionTimes) > 0 {
+		t := d.Info.NextActionTimes[0]
+		st.NextRun = &t
+	}
+	for _, r := range d.Info.RunningWorkflows {
+		st.Running = append(st.Running, r.WorkflowID)
+	}
+	st.Skipped, st.Actions = d.Info.NumActionsSkippedOverlap, d.Info.NumActions
+	return st, nil
+}
+
+// PauseSchedule pauses a schedule with a note (who and why).
+func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
+	if err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note}); err != nil {
+		return fmt.Errorf("pause schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// UnpauseSchedule resumes a paused schedule with a note.
+func UnpauseSchedule(ctx context.Context, c client.Client, id, note string) error {
+	if err := c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: note}); err != nil {
+		return fmt.Errorf("unpause schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// TriggerSchedule starts a run of the schedule now. The schedule's overlap
+// policy applies: while a run is in progress the trigger is skipped.
+func TriggerSchedule(ctx context.Context, c client.Client, id string) error {
+	if err := c.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		return fmt.Errorf("trigger schedule %s: %w", id, err)
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
@@ -27,13 +29,33 @@ func New(c client.Client, a *activities.Activities, cfg config.Config) tworker.W
 	})
 	w.RegisterWorkflow(workflows.ResourceWorkflow)
 	w.RegisterWorkflow(workflows.SweepWorkflow)
+	w.RegisterWorkflow(workflows.ReconcileSubscriptionsWorkflow)
+	w.RegisterWorkflow(workflows.BackfillFactsWorkflow)
+	w.RegisterWorkflow(workflows.RetentionWorkflow)
 	w.RegisterActivity(a)
 	return w
 }
 
-// Schedules are the schedules the worker keeps applied.
+// NewProvider builds the worker of the provider task queue
+// (workflows.ProviderTaskQueue), where the activities that page through a
+// provider's list APIs run. Temporal rate-limits the whole queue to
+// HOOKINBOX_PROVIDER_RPS activities per second, however many workers poll
+// it, so reconciliation and backfill stay inside the provider's quota
+// (429s are honoured besides: their Retry-After becomes the next retry delay).
+func NewProvider(c client.Client, a *activities.Activities, cfg config.Config) tworker.Worker {
+	w := tworker.New(c, workflows.ProviderTaskQueue(cfg.TaskQueue), tworker.Options{
+		TaskQueueActivitiesPerSecond:       float64(cfg.ProviderRPS),
+		MaxConcurrentActivityExecutionSize: 4,
+	})
+	w.RegisterActivity(a)
+	return w
+}
+
+// Schedules are the schedules the worker keeps applied: the sweeper, and
+// those of reconciliation, facts backfill and retention whose interval is
+// not 0 (see Disabled).
 func Schedules(cfg config.Config) []starter.ScheduleSpec {
-	return []starter.ScheduleSpec{{
+	all := []starter.ScheduleSpec{{
 		ID:            starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue),
 		Every:         cfg.SweepInterval,
 		Workflow:      workflows.SweepWorkflow,
@@ -43,6 +65,62 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		CatchupWindow: cfg.SweepInterval,
 		Note:          "Re-signals resource workflows of inbox rows pending past HOOKINBOX_SWEEP_AFTER (SPEC R16).",
 	}}
+	pass := workflows.PassSettings{
+		PageSize: cfg.ReconcilePageSize, PagesPerRun: cfg.ReconcilePagesPerRun,
+		ProviderTaskQueue: workflows.ProviderTaskQueue(cfg.TaskQueue),
+		// Each doorbell costs its resource one fetch: the same budget.
+		SignalRate: float64(cfg.ProviderRPS),
+	}
+	if cfg.ReconcileInterval > 0 {
+		id := starter.ScheduleID(starter.ScheduleReconcile, cfg.TaskQueue)
+		all = append(all, starter.ScheduleSpec{
+			ID: id, Every: cfg.ReconcileInterval, WorkflowID: id + "-run", TaskQueue: cfg.TaskQueue,
+			Workflow: workflows.ReconcileSubscriptionsWorkflow,
+			Args:     []any{workflows.ReconcileSubscriptionsInput{PassSettings: pass, SignalAll: cfg.ReconcileSignalAll}},
+			// A pass missed while the service was down runs once when it is back.
+			CatchupWindow: cfg.ReconcileInterval,
+			Note:          "Pages through the provider's subscriptions and reconciles those that differ (SPEC R19); see docs/reconciliation.md.",
+		})
+	}
+	if cfg.BackfillInterval > 0 {
+		id := starter.ScheduleID(starter.ScheduleBackfill, cfg.TaskQueue)
+		all = append(all, starter.ScheduleSpec{
+			ID: id, Every: cfg.BackfillInterval, WorkflowID: id + "-run", TaskQueue: cfg.TaskQueue,
+			Workflow: workflows.BackfillFactsWorkflow,
+			Args: []any{workflows.BackfillFactsInput{PassSettings: pass,
+				Overlap: cfg.BackfillOverlap, Lookback: cfg.BackfillLookback}},
+			CatchupWindow: cfg.BackfillInterval,
+			Note:          "Lists provider events and inserts those whose webhook never came, marked backfilled (SPEC R19).",
+		})
+	}
+	if cfg.RetentionInterval > 0 {
+		id := starter.ScheduleID(starter.ScheduleRetention, cfg.TaskQueue)
+		all = append(all, starter.ScheduleSpec{
+			ID: id, Every: cfg.RetentionInterval, WorkflowID: id + "-run", TaskQueue: cfg.TaskQueue,
+			Workflow: workflows.RetentionWorkflow,
+			Args: []any{workflows.RetentionInput{PayloadRetention: cfg.PayloadRetention, DedupRetention: cfg.DedupRetention,
+				QuarantineRetention: cfg.QuarantineRetention, BatchSize: cfg.RetentionBatch}},
+			CatchupWindow: cfg.RetentionInterval,
+			Note:          "Redacts old payloads, deletes inbox rows past the dedup window and old resolved quarantine entries (SPEC R21).",
+		})
+	}
+	return all
+}
+
+// Disabled lists the ids of the schedules configuration turns off (an
+// interval of 0): Prepare deletes them, so turning one off takes effect.
+func Disabled(cfg config.Config) []string {
+	var ids []string
+	for name, every := range map[string]time.Duration{
+		starter.ScheduleReconcile: cfg.ReconcileInterval, starter.ScheduleBackfill: cfg.BackfillInterval,
+		starter.ScheduleRetention: cfg.RetentionInterval,
+	} {
+		if every <= 0 {
+			ids = append(ids, starter.ScheduleID(name, cfg.TaskQueue))
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // Prepare registers search attributes (best effort: a managed cluster may
@@ -51,14 +129,65 @@ func Prepare(ctx context.Context, c client.Client, cfg config.Config, log *slog.
 	if err := starter.EnsureSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		log.Warn("could not register search attributes; register them on the namespace by hand", "error", err.Error())
 	}
+	changes, err := ApplySchedules(ctx, c, cfg)
+	for _, ch := range changes {
+		switch ch.Action {
+		case ScheduleDeleted:
+			log.Info("schedule deleted: disabled by configuration", "schedule_id", ch.ID)
+		case ScheduleCreated, ScheduleUpdated:
+			log.Info("schedule applied", "schedule_id", ch.ID, "created", ch.Action == ScheduleCreated, "every", ch.Every.String())
+		}
+	}
+	return err
+}
+
+// What ApplySchedules did to a schedule.
+const (
+	ScheduleCreated = "created"
+	ScheduleUpdated = "updated"
+	// ScheduleDeleted: disabled by configuration, and it existed.
+	ScheduleDeleted = "deleted"
+	// ScheduleAbsent: disabled by configuration, and it did not exist.
+	ScheduleAbsent = "absent"
+)
+
+// ScheduleChange is what applying one schedule did.
+type ScheduleChange struct {
+	ID     string        `json:"id"`
+	Action string        `json:"action"`
+	Every  time.Duration `json:"-"`
+	// Interval is Every as text (JSON).
+	Interval string `json:"every,omitempty"`
+}
+
+// ApplySchedules creates or updates every configured schedule in place
+// (fixed ids, pause state kept) and deletes those configuration disables:
+// what the worker does at start-up and `hookinbox schedules apply` does.
+func ApplySchedules(ctx context.Context, c client.Client, cfg config.Config) ([]ScheduleChange, error) {
+	var out []ScheduleChange
 	for _, s := range Schedules(cfg) {
 		created, err := starter.ApplySchedule(ctx, c, s)
 		if err != nil {
-			return err
+			return out, err
 		}
-		log.Info("schedule applied", "schedule_id", s.ID, "created", created, "every", s.Every.String())
+		ch := ScheduleChange{ID: s.ID, Action: ScheduleUpdated, Every: s.Every, Interval: s.Every.String()}
+		if created {
+			ch.Action = ScheduleCreated
+		}
+		out = append(out, ch)
 	}
-	return nil
+	for _, id := range Disabled(cfg) {
+		existed, err := starter.DeleteSchedule(ctx, c, id)
+		if err != nil {
+			return out, err
+		}
+		ch := ScheduleChange{ID: id, Action: ScheduleAbsent}
+		if existed {
+			ch.Action = ScheduleDeleted
+		}
+		out = append(out, ch)
+	}
+	return out, nil
 }
 
 // Run prepares, then runs the worker until ctx ends.
@@ -70,8 +199,15 @@ func Run(ctx context.Context, c client.Client, a *activities.Activities, cfg con
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	log.Info("worker started", "task_queue", cfg.TaskQueue, "namespace", cfg.TemporalNamespace)
+	pw := NewProvider(c, a, cfg)
+	if err := pw.Start(); err != nil {
+		w.Stop()
+		return fmt.Errorf("start provider worker: %w", err)
+	}
+	log.Info("worker started", "task_queue", cfg.TaskQueue, "provider_task_queue", workflows.ProviderTaskQueue(cfg.TaskQueue),
+		"provider_rps", cfg.ProviderRPS, "namespace", cfg.TemporalNamespace)
 	<-ctx.Done()
+	pw.Stop()
 	w.Stop()
 	return nil
 }

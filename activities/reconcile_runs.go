@@ -1,0 +1,265 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/provider"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// This file holds the activities of the long-running reconciliation passes
+// (SPEC R19): listing the scopes, taking a pass's checkpoint, and one page of
+// the subscriptions reconciliation. Each page is listed, compared, signalled
+// and checkpointed in one activity, so a run killed mid-way resumes at the
+// page after the last one recorded.
+
+// Signal names of ResourceWorkflow (workflows.SignalEvent and
+// workflows.SignalReconcile; this package cannot import workflows).
+const (
+	signalEvent     = "event"
+	signalReconcile = "reconcile"
+)
+
+// Checkpoint kinds: the first part of a checkpoint's name.
+const (
+	PassSubscriptions = "subscriptions"
+	PassFacts         = "facts"
+)
+
+// CheckpointName names the checkpoint of one scope's passes: kind, provider,
+// endpoint, account and environment, then the pass ("" for the scheduled
+// passes; operator passes keep their own progress, e.g. "operator").
+func CheckpointName(kind string, s store.Scope, pass string) string {
+	parts := []string{kind, s.Provider, s.Endpoint, s.Account, s.Environment}
+	if pass != "" {
+		parts = append(parts, pass)
+	}
+	return keys.Join(parts...)
+}
+
+// ListScopesInput selects the scopes of a pass.
+type ListScopesInput struct {
+	// Endpoint limits the pass to one endpoint's accounts ("" for all).
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// ListScopes lists the accounts a pass covers: every account linked to a
+// Stripe endpoint with an API key, once (store.ListScopes).
+func (a *Activities) ListScopes(ctx context.Context, in ListScopesInput) ([]store.Scope, error) {
+	scopes, err := store.ListScopes(ctx, a.Store.Pool, store.ProviderStripe, in.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if in.Endpoint != "" && len(scopes) == 0 {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("endpoint %s is not a Stripe endpoint with an API key and a linked account", in.Endpoint), "InvalidScope", nil)
+	}
+	return scopes, nil
+}
+
+// BeginPassInput takes the pass of one checkpoint.
+type BeginPassInput struct {
+	Checkpoint string `json:"checkpoint"`
+	Owner      string `json:"owner"`
+	// Restart starts the pass over even when an earlier run left it unfinished.
+	Restart bool `json:"restart,omitempty"`
+}
+
+// BeginPassResult is the checkpoint the pass starts (or resumes) from.
+type BeginPassResult struct {
+	Checkpoint store.Checkpoint `json:"checkpoint"`
+	// Resumed: an earlier run's unfinished pass was taken over at its cursor.
+	Resumed bool `json:"resumed"`
+}
+
+// BeginPass takes (or resumes) a pass (store.Store.BeginPass).
+func (a *Activities) BeginPass(ctx context.Context, in BeginPassInput) (BeginPassResult, error) {
+	cp, resumed, err := a.Store.BeginPass(ctx, in.Checkpoint, in.Owner, in.Restart)
+	if err != nil {
+		return BeginPassResult{}, err
+	}
+	if resumed {
+		a.log(ctx).Info("pass resumed from its checkpoint", "checkpoint", cp.Name, "pages", cp.Pages, "cursor", cp.Cursor)
+	}
+	return BeginPassResult{Checkpoint: cp, Resumed: resumed}, nil
+}
+
+// PageInput is one page of a pass over a scope.
+type PageInput struct {
+	Scope      store.Scope `json:"scope"`
+	Checkpoint string      `json:"checkpoint"`
+	Owner      string      `json:"owner"`
+	// Pages done in this pass before this one (the checkpoint's fence).
+	Pages  int64  `json:"pages"`
+	Cursor string `json:"cursor"`
+	Limit  int    `json:"limit"`
+	// SignalRate paces the doorbells a page rings (per second; 0: unpaced):
+	// each costs the resource workflow one provider fetch, which the
+	// provider task queue's rate limit does not cover.
+	SignalRate float64 `json:"signal_rate,omitempty"`
+}
+
+// ReconcilePageInput is one page of the subscriptions reconciliation.
+type ReconcilePageInput struct {
+	PageInput
+	// SignalAll signals every listed subscription, not only those whose
+	// listed state differs from the projection.
+	SignalAll bool `json:"signal_all,omitempty"`
+	// Reason is the reconcile signal's value (recorded with divergences).
+	Reason string `json:"reason"`
+}
+
+// PageResult is what one page did and the checkpoint after it.
+type PageResult struct {
+	Listed int `json:"listed"`
+	// Differing (subscriptions): listed state differs from the projection
+	// or there is none. Inserted (facts): events the inbox did not have.
+	Differing  int `json:"differing,omitempty"`
+	Inserted   int `json:"inserted,omitempty"`
+	Duplicates int `json:"duplicates,omitempty"`
+	// Rejected (facts): events the intake's derivation refuses (e.g. an
+	// unlinked account); counted and logged, never quarantined.
+	Rejected     int              `json:"rejected,omitempty"`
+	Signalled    int              `json:"signalled"`
+	SignalFailed int              `json:"signal_failed,omitempty"`
+	Next         string           `json:"next,omitempty"`
+	Done         bool             `json:"done"`
+	Repeated     bool             `json:"repeated,omitempty"`
+	Checkpoint   store.Checkpoint `json:"checkpoint"`
+}
+
+// ReconcilePage lists one page of a scope's subscriptions, compares each
+// with its projection and rings the reconcile doorbell of every resource
+// that differs or has none (all of them with SignalAll): each is then
+// fetched, corrected and its divergences recorded by its own
+// ResourceWorkflow, so reconciliation never races the resource's webhooks.
+// The checkpoint advances only after every signal went out: a page whose
+// signals failed is retried whole (a second doorbell is harmless).
+func (a *Activities) ReconcilePage(ctx context.Context, in ReconcilePageInput) (PageResult, error) {
+	client, err := a.providers().For(ctx, in.Scope.Endpoint)
+	if err != nil {
+		return PageResult{}, a.providerFailure(ctx, "list subscriptions", err)
+	}
+	page, err := client.ListSubscriptions(ctx, in.Scope.Account, provider.ListQuery{Cursor: in.Cursor, Limit: in.Limit})
+	if cursorGone(err, in.Cursor) {
+		a.log(ctx).Warn("the pass's cursor no longer exists at the provider; listing again from the start",
+			"checkpoint", in.Checkpoint, "cursor", in.Cursor)
+		page, err = client.ListSubscriptions(ctx, in.Scope.Account, provider.ListQuery{Limit: in.Limit})
+	}
+	if err != nil {
+		return PageResult{}, a.providerFailure(ctx, "list subscriptions", err)
+	}
+	ids := make([]string, len(page.Items))
+	for i, s := range page.Items {
+		ids[i] = s.ID
+	}
+	local, err := store.GetProjections(ctx, a.Store.Pool, in.Scope.Provider, in.Scope.Account, in.Scope.Environment, ids)
+	if err != nil {
+		return PageResult{}, err
+	}
+	res := PageResult{Listed: len(page.Items)}
+	for i, sub := range page.Items {
+		r := keys.Resource{Provider: in.Scope.Provider, Account: in.Scope.Account, Environment: in.Scope.Environment,
+			Kind: "subscription", ID: sub.ID}
+		listed := projectionFor(r, in.Scope.WorkspaceID, "", SubscriptionPlan{Snapshot: sub})
+		differs := len(diffProjection(local[sub.ID], listed)) > 0
+		if differs {
+			res.Differing++
+		}
+		if differs || in.SignalAll {
+			if err := pace(ctx, in.SignalRate, res.Signalled+res.SignalFailed); err != nil {
+				return res, err
+			}
+			if err := a.Signaler.SignalResource(ctx, r, signalReconcile, in.Reason); err != nil {
+				res.SignalFailed++
+				a.log(ctx).Warn("reconciliation could not signal", "resource", r.String(), "error", err.Error())
+			} else {
+				res.Signalled++
+			}
+		}
+		activity.RecordHeartbeat(ctx, i+1)
+	}
+	if res.SignalFailed > 0 {
+		// Not checkpointed: the retry lists and signals this page again.
+		return res, fmt.Errorf("%d of %d reconcile signals failed", res.SignalFailed, res.Signalled+res.SignalFailed)
+	}
+	return a.advance(ctx, in.PageInput, page.NextCursor, !page.HasMore, res, int64(res.Differing))
+}
+
+// advance records a page in the checkpoint and fills res with it.
+func (a *Activities) advance(ctx context.Context, in PageInput, next string, done bool, res PageResult, divergences int64) (PageResult, error) {
+	if !done && next == "" {
+		return res, temporal.NewNonRetryableApplicationError("the provider said there is more but gave no cursor", "InvalidPage", nil)
+	}
+	cp, repeated, err := store.AdvancePass(ctx, a.Store.Pool, in.Checkpoint, store.PageProgress{
+		Owner: in.Owner, Pages: in.Pages, Next: next, Done: done, Seen: int64(res.Listed), Divergences: divergences,
+	})
+	var moved *store.CheckpointMovedError
+	if errors.As(err, &moved) {
+		return res, temporal.NewNonRetryableApplicationError(moved.Error(), "CheckpointMoved", err)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Next, res.Done, res.Repeated, res.Checkpoint = next, done, repeated, *cp
+	return res, nil
+}
+
+// pace waits before the n-th doorbell (from 0) so that at most rate go out
+// per second.
+func pace(ctx context.Context, rate float64, n int) error {
+	if rate <= 0 || n == 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(float64(time.Second) / rate))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		activity.RecordHeartbeat(ctx, n)
+		return nil
+	}
+}
+
+// cursorGone reports a list call refused because its cursor (the last item
+// of the previous page) no longer exists: the pass cannot continue from
+// there, so it lists again from the start (items seen twice are harmless).
+func cursorGone(err error, cursor string) bool {
+	var perr *provider.Error
+	return cursor != "" && errors.As(err, &perr) && perr.StatusCode == http.StatusBadRequest && perr.Code == "resource_missing"
+}
+
+// providers returns the endpoints' API clients: the subscription
+// reconciler's (one client cache per worker) when it is registered.
+func (a *Activities) providers() Providers {
+	if a.Providers != nil {
+		return a.Providers
+	}
+	return &EndpointProviders{Store: a.Store}
+}
+
+// providerFailure turns a failed provider call into the activity's error:
+// permanent ones (bad key, 403, a malformed answer) fail at once; others
+// are retried after a jittered backoff raised to the provider's
+// Retry-After, so a rate-limited pass waits as long as it is told to.
+func (a *Activities) providerFailure(ctx context.Context, op string, err error) error {
+	if provider.IsPermanent(err) || IsPermanent(err) {
+		return temporal.NewNonRetryableApplicationError(op+": "+err.Error(), "ProviderPermanent", err)
+	}
+	delay := fullJitter(int(activity.GetInfo(ctx).Attempt), a.RetryInitial, a.RetryMax)
+	if d, ok := provider.RetryAfter(err); ok && d > delay {
+		delay = d
+	}
+	a.log(ctx).Warn("provider call failed; retrying", "op", op, "next_retry_in", delay.String(), "error", err.Error())
+	return temporal.NewApplicationErrorWithOptions(op+": "+err.Error(), "ProviderError",
+		temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err})
+}

@@ -1,0 +1,238 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the statements of the long-running reconciliation passes
+// (SPEC R19): where each pass resumes (reconcile_checkpoints), which scopes
+// it covers, and the local state a listed page is compared with.
+
+// Checkpoint is one row of reconcile_checkpoints: the progress of the
+// current (or last) pass over one scope, e.g. one account's subscriptions.
+type Checkpoint struct {
+	Name string `json:"name"`
+	// Cursor to resume the current pass from ("" at its start and once it
+	// completed).
+	Cursor string `json:"cursor"`
+	// Watermark is when the last complete pass started: everything the
+	// provider listed before then has been seen.
+	Watermark *time.Time `json:"watermark,omitempty"`
+	// Owner of the current pass (workflow ID and first run ID); a run that
+	// takes an unfinished pass over becomes its owner.
+	Owner string `json:"owner"`
+	// Pages, Seen and Divergences count the current pass: pages done,
+	// items listed, items that differed (subscriptions) or were missing
+	// (facts).
+	Pages       int64      `json:"pages"`
+	Seen        int64      `json:"seen"`
+	Divergences int64      `json:"divergences"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+// Unfinished reports whether a pass started and has not completed.
+func (c *Checkpoint) Unfinished() bool { return c.StartedAt != nil && c.CompletedAt == nil }
+
+const checkpointColumns = `name, cursor, watermark, coalesce(run_id, ''), pages, seen, divergences, started_at, completed_at, updated_at`
+
+func scanCheckpoint(row pgx.Row) (*Checkpoint, error) {
+	var c Checkpoint
+	err := row.Scan(&c.Name, &c.Cursor, &c.Watermark, &c.Owner, &c.Pages, &c.Seen, &c.Divergences,
+		&c.StartedAt, &c.CompletedAt, &c.UpdatedAt)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return &c, nil
+}
+
+// GetCheckpoint reads one checkpoint.
+func GetCheckpoint(ctx context.Context, db DB, name string) (*Checkpoint, error) {
+	c, err := scanCheckpoint(db.QueryRow(ctx, `SELECT `+checkpointColumns+` FROM reconcile_checkpoints WHERE name = $1`, name))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// BeginPass gives owner the pass of checkpoint name and returns it. An
+// unfinished pass is resumed where it stopped (its cursor, counters and start
+// kept; a pass killed mid-way is taken over by the next run) unless restart
+// is set and another owner holds it; otherwise a new pass starts at the
+// beginning. Calling it again as the same owner returns the same pass, so an
+// activity retry is harmless. resumed says an earlier run's pass was taken over.
+func (s *Store) BeginPass(ctx context.Context, name, owner string, restart bool) (cp Checkpoint, resumed bool, err error) {
+	if name == "" || owner == "" {
+		return cp, false, errors.New("begin pass: name and owner are required")
+	}
+	err = s.Tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO reconcile_checkpoints (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, name); err != nil {
+			return err
+		}
+		cur, err := scanCheckpoint(tx.QueryRow(ctx, `SELECT `+checkpointColumns+` FROM reconcile_checkpoints WHERE name = $1 FOR UPDATE`, name))
+		if err != nil {
+			return err
+		}
+		switch {
+		case cur.Unfinished() && cur.Owner == owner:
+			cp = *cur
+			return nil
+		case cur.Unfinished() && !restart:
+			resumed = true
+			cur, err = scanCheckpoint(tx.QueryRow(ctx, `
+				UPDATE reconcile_checkpoints SET run_id = $2, updated_at = now()
+				 WHERE name = $1 RETURNING `+checkpointColumns, name, owner))
+		default:
+			cur, err = scanCheckpoint(tx.QueryRow(ctx, `
+				UPDATE reconcile_checkpoints
+				   SET run_id = $2, cursor = '', pages = 0, seen = 0, divergences = 0,
+				       started_at = now(), completed_at = NULL, updated_at = now()
+				 WHERE name = $1 RETURNING `+checkpointColumns, name, owner))
+		}
+		if err != nil {
+			return err
+		}
+		cp = *cur
+		return nil
+	})
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("begin pass %s: %w", name, err)
+	}
+	return cp, resumed, nil
+}
+
+// CheckpointMovedError says a page's checkpoint update lost: another run took
+// the pass over, or the pass is not where this page began.
+type CheckpointMovedError struct {
+	Name          string
+	Owner         string
+	ExpectedPages int64
+	Current       *Checkpoint
+}
+
+func (e *CheckpointMovedError) Error() string {
+	if e.Current == nil {
+		return fmt.Sprintf("checkpoint %s is gone", e.Name)
+	}
+	if e.Current.Owner != e.Owner {
+		return fmt.Sprintf("checkpoint %s was taken over by %s", e.Name, e.Current.Owner)
+	}
+	return fmt.Sprintf("checkpoint %s is at page %d, this page began at %d", e.Name, e.Current.Pages, e.ExpectedPages)
+}
+
+// PageProgress is what one page of a pass adds to its checkpoint.
+type PageProgress struct {
+	// Owner and Pages fence the update: it applies only if owner still
+	// holds the pass and Pages pages were done before this one.
+	Owner string
+	Pages int64
+	// Next is the cursor after this page; Done ends the pass.
+	Next        string
+	Done        bool
+	Seen        int64
+	Divergences int64
+}
+
+// AdvancePass records one page of a pass: the cursor to resume from and the
+// counters, fenced by the owner and the page count. The last page (Done)
+// completes the pass and moves the watermark to the pass's start. If the
+// same page was already recorded (an activity retry whose first answer was
+// lost) the checkpoint is returned unchanged with repeated set; any other
+// mismatch is a *CheckpointMovedError.
+func AdvancePass(ctx context.Context, db DB, name string, p PageProgress) (cp *Checkpoint, repeated bool, err error) {
+	cp, err = scanCheckpoint(db.QueryRow(ctx, `
+		UPDATE reconcile_checkpoints
+		   SET cursor = CASE WHEN $4 THEN '' ELSE $5 END,
+		       pages = pages + 1, seen = seen + $6, divergences = divergences + $7,
+		       completed_at = CASE WHEN $4 THEN now() END,
+		       watermark = CASE WHEN $4 THEN started_at ELSE watermark END,
+		       updated_at = now()
+		 WHERE name = $1 AND run_id = $2 AND pages = $3 AND completed_at IS NULL
+		RETURNING `+checkpointColumns, name, p.Owner, p.Pages, p.Done, p.Next, p.Seen, p.Divergences))
+	if err == nil {
+		return cp, false, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, false, fmt.Errorf("advance checkpoint %s: %w", name, err)
+	}
+	cur, err := GetCheckpoint(ctx, db, name)
+	if errors.Is(err, ErrNotFound) {
+		return nil, false, &CheckpointMovedError{Name: name, Owner: p.Owner, ExpectedPages: p.Pages}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if cur.Owner == p.Owner && cur.Pages == p.Pages+1 && (cur.CompletedAt != nil) == p.Done && (p.Done || cur.Cursor == p.Next) {
+		return cur, true, nil
+	}
+	return nil, false, &CheckpointMovedError{Name: name, Owner: p.Owner, ExpectedPages: p.Pages, Current: cur}
+}
+
+// Scope is one account whose resources a pass lists, and the endpoint whose
+// API key it lists them with.
+type Scope struct {
+	Provider    string `json:"provider"`
+	Endpoint    string `json:"endpoint"`
+	Account     string `json:"account"`
+	Environment string `json:"environment"`
+	WorkspaceID string `json:"workspace_id"`
+}
+
+// ListScopes lists, for provider, every linked account of an endpoint with
+// an API key, once per (account, environment): through the first endpoint
+// by slug, the one reconciliation of a single resource asks too
+// (FindAPIEndpoint). With endpoint set, only that endpoint's accounts.
+func ListScopes(ctx context.Context, db DB, provider, endpoint string) ([]Scope, error) {
+	rows, err := db.Query(ctx, `
+		SELECT DISTINCT ON (l.account, e.environment) e.provider, e.slug, l.account, e.environment, l.workspace_id
+		  FROM endpoints e JOIN account_links l ON l.endpoint_slug = e.slug
+		 WHERE e.provider = $1 AND e.api_key IS NOT NULL AND ($2 = '' OR e.slug = $2)
+		 ORDER BY l.account, e.environment, e.slug`, provider, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("list scopes: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Scope, error) {
+		var s Scope
+		err := r.Scan(&s.Provider, &s.Endpoint, &s.Account, &s.Environment, &s.WorkspaceID)
+		return s, err
+	})
+}
+
+// GetProjections reads the projections of the given subscriptions of one
+// account, by resource id (absent ones are missing from the map).
+func GetProjections(ctx context.Context, db DB, provider, account, env string, ids []string) (map[string]*Projection, error) {
+	out := make(map[string]*Projection, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `
+		SELECT provider, source_account, environment, resource_id, workspace_id, provider_version, state,
+		       deleted, access, access_ends_at, write_seq, written_by, fetched_at, updated_at
+		  FROM subscription_projection
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND resource_id = ANY($4)`,
+		provider, account, env, ids)
+	if err != nil {
+		return nil, fmt.Errorf("projections of %s: %w", account, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p Projection
+		var state []byte
+		if err := rows.Scan(&p.Provider, &p.Account, &p.Environment, &p.ResourceID, &p.WorkspaceID, &p.Version, &state,
+			&p.Deleted, &p.Access, &p.AccessEndsAt, &p.WriteSeq, &p.WrittenBy, &p.FetchedAt, &p.UpdatedAt); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(state, &p.State); err != nil {
+			return nil, fmt.Errorf("projection of %s: state: %w", p.ResourceID, err)
+		}
+		out[p.ResourceID] = &p
+	}
+	return out, rows.Err()
+}
