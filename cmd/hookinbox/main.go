@@ -34,8 +34,20 @@ the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
 		newMigrateCmd(),
 		newEndpointsCmd(),
 		newSimulateCmd(),
+		newOutboxCmd(),
+		newWorkspacesCmd(),
+		newInboxCmd(),
+		newQuarantineCmd(),
+		newReplayCmd(),
+		newStatusCmd(),
+		newReconcileCmd(),
+		newSchedulesCmd(),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {
+		var ec exitCode
+		if errors.As(err, &ec) {
+			os.Exit(ec.code)
+		}
 		fmt.Fprintln(os.Stderr, "error:", err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -44,6 +56,12 @@ the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
 		os.Exit(1)
 	}
 }
+
+// exitCode ends the process with a status and no message (the command
+// already printed what it had to say).
+type exitCode struct{ code int }
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // usageError is a mistake in the command line (exit status 2).
 type usageError struct{ msg string }
