@@ -282,4 +282,3 @@ func TestFeedbackCreatesOneAlertWhateverRepeatsIt(t *testing.T) {
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM feedback_alerts`))
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM outbox WHERE class = 'feedback_alert'`))
 }
-
