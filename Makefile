@@ -35,6 +35,10 @@ test: tools compose-check ## Vet and run every test: unit, integration and end-t
 compose-check: ## Validate docker-compose.yml (docker-compose config; no engine needed) and its consistency with the binary
 	bash scripts/compose-check.sh
 
+.PHONY: test-failures
+test-failures: tools ## Only the failure suite F1–F6 of SPEC, against the real stack
+	$(GO) test -count=1 -v -run TestFailureSuite ./e2e
+
 .PHONY: test-short
 test-short: ## Unit tests only (no PostgreSQL or Temporal needed)
 	$(GO) test -count=1 -short $(PKGS)

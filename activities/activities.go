@@ -43,6 +43,9 @@ type Outcome struct {
 	Status string
 	// Note says what happened, for the row and the logs.
 	Note string
+	// BusinessKey names the business operation the event mapped to (a
+	// grant, a projection, an alert), for the logs.
+	BusinessKey string
 	// Outbox lists the outbox rows the effect produced, to be sent after
 	// the commit.
 	Outbox []int64
@@ -167,7 +170,8 @@ func (a *Activities) HandleEvent(ctx context.Context, in HandleInput) (HandleRes
 		return HandleResult{}, a.retry(ctx, in, name, err)
 	}
 	a.count(name, out.Status)
-	a.log(ctx).Info("event handled", "event_key", ev.Key.String(), "handler", name, "status", out.Status, "note", out.Note)
+	a.log(ctx).Info("event handled", "event_key", ev.Key.String(), "business_key", out.BusinessKey, "handler", name,
+		"outcome", out.Status, "note", out.Note)
 	return HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox}, nil
 }
 

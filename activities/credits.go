@@ -62,7 +62,8 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 		Operation: OperationInitialGrant, WorkspaceID: ev.WorkspaceID, Credits: c.PerInvoice,
 		AmountPaid: inv.AmountPaid, Currency: inv.Currency, EventKey: ev.Key.String(),
 	}
-	return InPendingTx(ctx, c.Store, ev.Key, func(tx pgx.Tx, row *store.StoredEvent) (Outcome, error) {
+	bkey := CreditGrantKey(grant.Provider, grant.Account, grant.Environment, grant.InvoiceID)
+	out, err := InPendingTx(ctx, c.Store, ev.Key, func(tx pgx.Tx, row *store.StoredEvent) (Outcome, error) {
 		granted, existing, err := store.GrantCreditsOnce(ctx, tx, grant)
 		if err != nil {
 			return Outcome{}, err
@@ -86,7 +87,7 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 			return out, nil
 		}
 		id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
-			OperationKey: CreditGrantKey(grant.Provider, grant.Account, grant.Environment, grant.InvoiceID) + ":confirmation",
+			OperationKey: bkey + ":confirmation",
 			Class:        ClassCreditsConfirmation, Kind: "email", Destination: ws.Email, WorkspaceID: ws.ID,
 			ResourceKey: row.Resource().String(),
 			Payload: map[string]any{
@@ -100,4 +101,6 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 		out.Outbox = []int64{id}
 		return out, nil
 	})
+	out.BusinessKey = bkey
+	return out, err
 }

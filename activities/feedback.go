@@ -36,7 +36,8 @@ func (f *FeedbackAlerts) Handle(ctx context.Context, ev *store.StoredEvent) (Out
 		Provider: ev.Key.Provider, Project: ev.Key.Account, Environment: ev.Key.Environment,
 		FeedbackID: ev.ResourceID, Operation: OperationInitialAlert, WorkspaceID: ev.WorkspaceID, EventKey: ev.Key.String(),
 	}
-	return InPendingTx(ctx, f.Store, ev.Key, func(tx pgx.Tx, row *store.StoredEvent) (Outcome, error) {
+	base := FeedbackAlertKey(alert.Provider, alert.Project, alert.Environment, alert.FeedbackID)
+	out, err := InPendingTx(ctx, f.Store, ev.Key, func(tx pgx.Tx, row *store.StoredEvent) (Outcome, error) {
 		created, err := store.InsertFeedbackAlertOnce(ctx, tx, alert)
 		if err != nil {
 			return Outcome{}, err
@@ -49,7 +50,6 @@ func (f *FeedbackAlerts) Handle(ctx context.Context, ev *store.StoredEvent) (Out
 			return Outcome{}, err
 		}
 		out := Outcome{Status: store.StatusDone, Note: fmt.Sprintf("initial alert created, %d destination(s)", len(dests))}
-		base := FeedbackAlertKey(alert.Provider, alert.Project, alert.Environment, alert.FeedbackID)
 		for _, d := range dests {
 			id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
 				OperationKey: base + ":" + d.Name, Class: ClassFeedbackAlert, Kind: d.Kind, Destination: d.Name,
@@ -66,4 +66,6 @@ func (f *FeedbackAlerts) Handle(ctx context.Context, ev *store.StoredEvent) (Out
 		}
 		return out, nil
 	})
+	out.BusinessKey = base
+	return out, err
 }

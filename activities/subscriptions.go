@@ -56,7 +56,9 @@ func (s *Subscriptions) Handle(ctx context.Context, ev *store.StoredEvent) (Outc
 	if err != nil {
 		return Outcome{}, err
 	}
-	return s.Commit(ctx, ev, plan)
+	out, err := s.Commit(ctx, ev, plan)
+	out.BusinessKey = "projection/" + ev.Resource().String()
+	return out, err
 }
 
 // Prepare reads what the write will be checked against, then gets the

@@ -93,8 +93,7 @@ func (w *simWorld) allDone(t *testing.T, n int) {
 	})
 }
 
-func TestF1SameEventDeliveredConcurrentlyGrantsOnce(t *testing.T) {
-	t.Parallel()
+func f1SameEventDeliveredConcurrently(t *testing.T) {
 	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
 	_, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account})
 	require.NoError(t, err)
@@ -110,8 +109,7 @@ func TestF1SameEventDeliveredConcurrentlyGrantsOnce(t *testing.T) {
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM outbox`))
 }
 
-func TestF2DistinctEventsForOneInvoiceGrantOnce(t *testing.T) {
-	t.Parallel()
+func f2DistinctEventsForOneInvoice(t *testing.T) {
 	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
 	inv, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account})
 	require.NoError(t, err)
@@ -124,8 +122,7 @@ func TestF2DistinctEventsForOneInvoiceGrantOnce(t *testing.T) {
 	require.EqualValues(t, 100, w.balance(t))
 }
 
-func TestF4CrashBeforeAndAfterTheBusinessCommit(t *testing.T) {
-	t.Parallel()
+func f4CrashBeforeAndAfterTheBusinessCommit(t *testing.T) {
 	// After the commit: the attempt's answer is lost (the handler returns an
 	// error once after its effect committed). The retry finds the row done.
 	var lost atomic.Bool
@@ -169,8 +166,7 @@ func TestF4CrashBeforeAndAfterTheBusinessCommit(t *testing.T) {
 	require.GreaterOrEqual(t, attempts, 2, "the failed attempts are counted")
 }
 
-func TestF6ReversedSnapshotsWithVersionsAndReplayAlongsideTraffic(t *testing.T) {
-	t.Parallel()
+func f6ReversedSnapshotsWithVersionsAndReplay(t *testing.T) {
 	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{Versions: true})
 	sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
 	updated, err := w.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.CancelAtPeriodEnd = true })
@@ -203,8 +199,7 @@ func TestF6ReversedSnapshotsWithVersionsAndReplayAlongsideTraffic(t *testing.T) 
 	require.False(t, truth.Subscriptions[0].Access)
 }
 
-func TestF6ReversedNoticesWithoutVersions(t *testing.T) {
-	t.Parallel()
+func f6ReversedNoticesWithoutVersions(t *testing.T) {
 	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
 	sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
 	updated, err := w.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.CancelAtPeriodEnd = true })
@@ -223,8 +218,7 @@ func TestF6ReversedNoticesWithoutVersions(t *testing.T) {
 	require.False(t, ok)
 }
 
-func TestATimedOutAttemptThatWritesLateLoses(t *testing.T) {
-	t.Parallel()
+func f6TimedOutAttemptWritesLate(t *testing.T) {
 	var s *stack
 	var subs *activities.Subscriptions
 	var stalled atomic.Bool

@@ -68,8 +68,7 @@ func TestConfirmationEmailLeavesAfterTheCommitAndOnlyOnce(t *testing.T) {
 	require.Equal(t, 1, mailpitCount(t, mp))
 }
 
-func TestSMTPDownThenUpDeliversTheConfirmationOnce(t *testing.T) {
-	t.Parallel()
+func f5SMTPDownThenUp(t *testing.T) {
 	mp := testenv.Mailpit(t)
 	w := newSimWorld(t, newStack(t, stackOptions{configure: withMailpit(mp)}), simulator.Config{})
 	mp.Kill()
@@ -88,8 +87,7 @@ func TestSMTPDownThenUpDeliversTheConfirmationOnce(t *testing.T) {
 	require.Equal(t, 1, mailpitCount(t, mp))
 }
 
-func TestOutboxRowsOfATerminatedWorkflowAreSentBySweeper(t *testing.T) {
-	t.Parallel()
+func f5OutboxOfATerminatedWorkflow(t *testing.T) {
 	mp := testenv.Mailpit(t)
 	w := newSimWorld(t, newStack(t, stackOptions{configure: withMailpit(mp)}), simulator.Config{})
 	mp.Kill()

@@ -44,6 +44,7 @@ type stack struct {
 
 	stopWorker func()
 	stopIntake func()
+	sdkMetrics bool
 }
 
 type stackOptions struct {
@@ -104,7 +105,14 @@ func newStack(t *testing.T, o stackOptions) *stack {
 func (s *stack) startWorker() {
 	t := s.t
 	log := testLogger()
-	wc, err := starter.Dial(context.Background(), s.cfg, log)
+	var opts []starter.Option
+	if !s.sdkMetrics {
+		h, err := starter.PrometheusMetrics(s.metrics.Registry, log)
+		require.NoError(t, err)
+		opts = append(opts, starter.WithMetrics(h))
+		s.sdkMetrics = true
+	}
+	wc, err := starter.Dial(context.Background(), s.cfg, log, opts...)
 	require.NoError(t, err)
 	acts, err := app.NewActivities(s.cfg, s.store, wc, s.metrics, log)
 	require.NoError(t, err)

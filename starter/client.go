@@ -52,10 +52,13 @@ func ClientOptions(cfg config.Config, logger *slog.Logger) (client.Options, erro
 }
 
 // Dial connects and checks the server answers (worker, CLI).
-func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.Client, error) {
+func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger, opts ...Option) (client.Client, error) {
 	o, err := ClientOptions(cfg, logger)
 	if err != nil {
 		return nil, err
+	}
+	for _, opt := range opts {
+		opt(&o)
 	}
 	c, err := client.DialContext(ctx, o)
 	if err != nil {
@@ -66,10 +69,13 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 
 // DialLazy returns a client that connects on first use: the intake starts
 // and accepts webhooks while Temporal is down.
-func DialLazy(cfg config.Config, logger *slog.Logger) (client.Client, error) {
+func DialLazy(cfg config.Config, logger *slog.Logger, opts ...Option) (client.Client, error) {
 	o, err := ClientOptions(cfg, logger)
 	if err != nil {
 		return nil, err
+	}
+	for _, opt := range opts {
+		opt(&o)
 	}
 	return client.NewLazyClient(o)
 }

@@ -27,10 +27,13 @@ var (
 )
 
 // SearchAttributeTypes lists the custom search attributes: name → type.
+// ExhaustedEvents (Int) is upserted by a resource workflow when one of its
+// events is exhausted or failed: `ExhaustedEvents > 0` finds them in the UI.
 func SearchAttributeTypes() map[string]string {
 	return map[string]string{
 		SAProvider.GetName(): "Keyword", SASourceAccount.GetName(): "Keyword", SAEnvironment.GetName(): "Keyword",
 		SAResourceKind.GetName(): "Keyword", SAResourceID.GetName(): "Keyword",
+		workflows.SAExhaustedEvents.GetName(): "Int",
 	}
 }
 
@@ -38,8 +41,11 @@ func SearchAttributeTypes() map[string]string {
 // leaving existing ones alone.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
 	want := map[string]enumspb.IndexedValueType{}
-	for name := range SearchAttributeTypes() {
+	for name, typ := range SearchAttributeTypes() {
 		want[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		if typ == "Int" {
+			want[name] = enumspb.INDEXED_VALUE_TYPE_INT
+		}
 	}
 	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {

@@ -84,6 +84,9 @@ type Carry struct {
 	Handled int `json:"handled"`
 	// Runs counts continue-as-new generations.
 	Runs int `json:"runs"`
+	// Unhandled counts events that ended exhausted or failed (the
+	// ExhaustedEvents search attribute).
+	Unhandled int `json:"unhandled,omitempty"`
 }
 
 // ResourceInput starts or continues a resource workflow.
@@ -97,6 +100,11 @@ type ResourceInput struct {
 type ResourceResult struct {
 	Handled int `json:"handled"`
 }
+
+// SAExhaustedEvents counts a resource's events that ended exhausted or
+// failed; upserted on the workflow so operators find them in the UI with
+// `ExhaustedEvents > 0` (registered with the other search attributes).
+var SAExhaustedEvents = temporal.NewSearchAttributeKeyInt64("ExhaustedEvents")
 
 // a is the nil receiver whose method values name the activities.
 var a *activities.Activities
@@ -121,6 +129,9 @@ type resource struct {
 	last    string
 	// inflight holds outbox rows being sent by workflow goroutines.
 	inflight map[int64]bool
+	// lastLoad and lastMore describe the last look at the inbox.
+	lastLoad int
+	lastMore bool
 
 	eventCh     workflow.ReceiveChannel
 	reconcileCh workflow.ReceiveChannel
@@ -130,6 +141,9 @@ func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
 	r.eventCh = workflow.GetSignalChannel(ctx, SignalEvent)
 	r.reconcileCh = workflow.GetSignalChannel(ctx, SignalReconcile)
 	r.details(ctx)
+	if r.carry.Unhandled > 0 {
+		r.markUnhandled(ctx)
+	}
 
 	// Every run starts with a pass: it was started or continued for a reason.
 	wake := true
@@ -253,6 +267,7 @@ func (r *resource) pass(ctx workflow.Context) error {
 			return fmt.Errorf("load pending rows: %w", err)
 		}
 		r.nextDue = batch.NextDue
+		r.lastLoad, r.lastMore = len(batch.Events), batch.More
 		for _, id := range batch.Outbox {
 			r.send(ctx, id) // left unsent by an earlier run, or due again
 		}
@@ -350,8 +365,17 @@ func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
 	}
 	r.last = fmt.Sprintf("%s → %s", ev.Key, status)
 	workflow.GetLogger(ctx).Warn("event not handled", "event_key", ev.Key.String(), "status", status, "error", final)
+	r.carry.Unhandled++
+	r.markUnhandled(ctx)
 	return workflow.ExecuteLocalActivity(localOptions(ctx), a.MarkUnhandled,
 		activities.MarkUnhandledInput{Key: ev.Key, Status: status, LastError: final}).Get(ctx, nil)
+}
+
+// markUnhandled publishes the count of exhausted or failed events.
+func (r *resource) markUnhandled(ctx workflow.Context) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SAExhaustedEvents.ValueSet(int64(r.carry.Unhandled))); err != nil {
+		workflow.GetLogger(ctx).Warn("could not upsert ExhaustedEvents", "error", err.Error())
+	}
 }
 
 // send dispatches one outbox row with SendOutbox in a workflow goroutine,
@@ -416,6 +440,11 @@ func (r *resource) details(ctx workflow.Context) {
 	d := fmt.Sprintf("**%s %s** (%s, %s, %s)\n\nhandled: %d (this run %d, run #%d)",
 		r.in.Resource.Kind, r.in.Resource.ID, r.in.Resource.Provider, r.in.Resource.Account,
 		r.in.Resource.Environment, r.carry.Handled, r.thisRun, r.carry.Runs+1)
+	more := ""
+	if r.lastMore {
+		more = "+"
+	}
+	d += fmt.Sprintf("\n\npending when last loaded: %d%s; outbox sends in flight: %d", r.lastLoad, more, len(r.inflight))
 	if r.last != "" {
 		d += "\n\nlast: " + r.last
 	}

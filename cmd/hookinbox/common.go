@@ -19,11 +19,11 @@ import (
 
 // dialTemporal connects to Temporal, waiting up to a minute for it to come
 // up (a worker started beside a booting server).
-func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger) (client.Client, error) {
+func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...starter.Option) (client.Client, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := starter.Dial(dctx, cfg, log)
+		c, err := starter.Dial(dctx, cfg, log, opts...)
 		cancel()
 		if err == nil {
 			return c, nil

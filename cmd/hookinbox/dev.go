@@ -197,12 +197,16 @@ Press Ctrl-C to stop everything started here.
 		return err
 	}
 	defer st.Close()
-	c, err := dialTemporal(ctx, cfg, log)
+	m := metrics.New()
+	sdkMetrics, err := starter.PrometheusMetrics(m.Registry, log)
+	if err != nil {
+		return err
+	}
+	c, err := dialTemporal(ctx, cfg, log, starter.WithMetrics(sdkMetrics))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	m := metrics.New()
 
 	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"))
 	if err != nil {

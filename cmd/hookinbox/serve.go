@@ -33,12 +33,17 @@ anything; Temporal (TEMPORAL_ADDRESS) may be down: events are still accepted and
 				return err
 			}
 			defer st.Close()
-			c, err := starter.DialLazy(cfg, log)
+			m := metrics.New()
+			sdkMetrics, err := starter.PrometheusMetrics(m.Registry, log)
+			if err != nil {
+				return err
+			}
+			c, err := starter.DialLazy(cfg, log, starter.WithMetrics(sdkMetrics))
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			return app.NewIntake(cfg, st, c, metrics.New(), log).Run(ctx, cfg.HTTPAddr, nil, log)
+			return app.NewIntake(cfg, st, c, m, log).Run(ctx, cfg.HTTPAddr, nil, log)
 		},
 	}
 }
@@ -62,12 +67,16 @@ HOOKINBOX_WORKER_ADDR. At start-up it registers the search attributes and applie
 				return err
 			}
 			defer st.Close()
-			c, err := dialTemporal(ctx, cfg, log)
+			m := metrics.New()
+			sdkMetrics, err := starter.PrometheusMetrics(m.Registry, log)
+			if err != nil {
+				return err
+			}
+			c, err := dialTemporal(ctx, cfg, log, starter.WithMetrics(sdkMetrics))
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			m := metrics.New()
 			acts, err := app.NewActivities(cfg, st, c, m, log)
 			if err != nil {
 				return err

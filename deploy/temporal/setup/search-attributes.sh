@@ -12,7 +12,7 @@ set -eu
 
 : "${TEMPORAL_ADDRESS:?TEMPORAL_ADDRESS is not set}"
 NS="${TEMPORAL_NAMESPACE:-default}"
-ATTRS="Provider SourceAccount Environment ResourceKind ResourceID"
+ATTRS="Provider:Keyword SourceAccount:Keyword Environment:Keyword ResourceKind:Keyword ResourceID:Keyword ExhaustedEvents:Int"
 
 # auto-setup creates the namespace shortly after the server is healthy.
 n=0
@@ -31,18 +31,21 @@ has() {
 		grep -Eq "(^|[[:space:]])$1([[:space:]]|\$)"
 }
 
-for a in $ATTRS; do
+for spec in $ATTRS; do
+	a="${spec%%:*}"
+	type="${spec#*:}"
 	if has "$a"; then
 		echo "temporal-setup: search attribute $a already exists"
 		continue
 	fi
 	# A concurrent creation (the worker) makes this fail; has() settles it.
-	temporal operator search-attribute create --namespace "$NS" --name "$a" --type Keyword || true
+	temporal operator search-attribute create --namespace "$NS" --name "$a" --type "$type" || true
 done
 
 # Added attributes can take a few seconds to show in the list.
 n=0
-for a in $ATTRS; do
+for spec in $ATTRS; do
+	a="${spec%%:*}"
 	until has "$a"; do
 		n=$((n + 1))
 		if [ "$n" -ge 30 ]; then
