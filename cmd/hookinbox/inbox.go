@@ -95,10 +95,10 @@ func runInboxList(ctx context.Context, st *store.Store, out io.Writer, o inboxLi
 	for _, e := range evs {
 		views = append(views, newInboxRowView(&e))
 		rows = append(rows, []string{fmtTime(e.ReceivedAt), fmtAge(now.Sub(e.ReceivedAt)), e.Key.String(), e.EventType,
-			e.ResourceKind + "/" + e.ResourceID, e.WorkspaceID, e.Status, strconv.Itoa(e.Attempts), orDash(oneLine(e.LastError, 80))})
+			e.ResourceKind + "/" + e.ResourceID, e.WorkspaceID, e.Status, strconv.Itoa(e.Attempts), orDash(oneLine(outcomeOf(e.Status, e.Note, e.LastError), 80))})
 	}
 	if err := render(out, o.format, views, []string{"RECEIVED (UTC)", "AGE", "EVENT KEY", "TYPE", "RESOURCE", "WORKSPACE",
-		"STATUS", "ATTEMPTS", "LAST ERROR"}, rows); err != nil {
+		"STATUS", "ATTEMPTS", "OUTCOME / LAST ERROR"}, rows); err != nil {
 		return err
 	}
 	if o.format == "table" && len(evs) == o.filter.Limit {
@@ -125,6 +125,7 @@ type inboxRowView struct {
 	Status        string     `json:"status"`
 	Attempts      int        `json:"attempts"`
 	LastError     string     `json:"last_error,omitempty"`
+	Note          string     `json:"note,omitempty"`
 	NextAttemptAt time.Time  `json:"next_attempt_at"`
 	ReceivedAt    time.Time  `json:"received_at"`
 	ProcessedAt   *time.Time `json:"processed_at,omitempty"`
@@ -134,7 +135,7 @@ func newInboxRowView(e *store.InboxSummary) inboxRowView {
 	return inboxRowView{ID: e.ID, Key: e.Key.String(), Provider: e.Key.Provider, Account: e.Key.Account,
 		Environment: e.Key.Environment, EventID: e.Key.EventID, Endpoint: e.EndpointSlug, Workspace: e.WorkspaceID,
 		EventType: e.EventType, ResourceKind: e.ResourceKind, ResourceID: e.ResourceID, Resource: e.Resource().String(),
-		Origin: e.Origin, Status: e.Status, Attempts: e.Attempts, LastError: e.LastError,
+		Origin: e.Origin, Status: e.Status, Attempts: e.Attempts, LastError: e.LastError, Note: e.Note,
 		NextAttemptAt: e.NextAttemptAt.UTC(), ReceivedAt: e.ReceivedAt.UTC(), ProcessedAt: utcPtr(e.ProcessedAt)}
 }
 
@@ -229,6 +230,7 @@ func runInboxShow(ctx context.Context, st *store.Store, out, errOut io.Writer, o
 	field("origin", d.Origin)
 	field("status", d.Status)
 	field("attempts", strconv.Itoa(d.Attempts))
+	field("outcome", orDash(oneLine(d.Note, 0)))
 	field("last error", orDash(oneLine(d.LastError, 0)))
 	if d.Status == store.StatusPending {
 		field("next attempt", fmtTime(d.NextAttemptAt)+" ("+fmtRelative(now, d.NextAttemptAt)+")")
@@ -421,4 +423,13 @@ func oneLine(s string, limit int) string {
 		return string(r[:limit-1]) + "…"
 	}
 	return s
+}
+
+// outcomeOf is what a listing shows for a row: what handling did for a done
+// row, else its last error (or why it was ignored).
+func outcomeOf(status, note, lastErr string) string {
+	if status == store.StatusDone && note != "" {
+		return note
+	}
+	return lastErr
 }

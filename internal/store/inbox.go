@@ -111,8 +111,8 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 		WITH ins AS (
 			INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
 				workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
-				payload, body_sha256, secret_id, origin, status, last_error, processed_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), $18)
+				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18)
 			ON CONFLICT (provider, source_account, environment, event_id) DO NOTHING
 			RETURNING id
 		)
@@ -302,14 +302,17 @@ func LockInboxEvent(ctx context.Context, tx pgx.Tx, k keys.Event) (*StoredEvent,
 	return e, nil
 }
 
-// CompleteInboxEvent moves a pending row to a final status (done, ignored,
-// failed) with a note, counting the attempt. It only touches a pending row:
+// CompleteInboxEvent moves a pending row to a final status (done or
+// ignored) with a note of what handling did (for ignored rows also its
+// last_error: the reason), counting the attempt. It only touches a pending row:
 // a completion committed elsewhere is never overwritten. It reports whether
 // the row changed.
 func CompleteInboxEvent(ctx context.Context, db DB, k keys.Event, status, note string) (bool, error) {
 	tag, err := db.Exec(ctx, `
 		UPDATE webhook_inbox
-		   SET status = $5, last_error = NULLIF($6, ''), attempts = attempts + 1, processed_at = now()
+		   SET status = $5, note = NULLIF($6, ''),
+		       last_error = CASE WHEN $5 = 'ignored' THEN NULLIF($6, '') ELSE last_error END,
+		       attempts = attempts + 1, processed_at = now()
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
 		   AND status = 'pending'`,
 		k.Provider, k.Account, k.Environment, k.EventID, status, note)

@@ -127,6 +127,7 @@ type InboxSummary struct {
 	Status        string     `json:"status"`
 	Attempts      int        `json:"attempts"`
 	LastError     string     `json:"last_error,omitempty"`
+	Note          string     `json:"note,omitempty"`
 	NextAttemptAt time.Time  `json:"next_attempt_at"`
 	ReceivedAt    time.Time  `json:"received_at"`
 	ProcessedAt   *time.Time `json:"processed_at,omitempty"`
@@ -180,12 +181,12 @@ func (f InboxFilter) where() (string, []any) {
 
 const inboxSummaryColumns = `id, provider, source_account, environment, event_id, endpoint_slug, workspace_id,
 	event_type, resource_kind, resource_id, origin, status, attempts, coalesce(last_error, ''),
-	next_attempt_at, received_at, processed_at`
+	coalesce(note, ''), next_attempt_at, received_at, processed_at`
 
 func scanSummary(row pgx.Row, s *InboxSummary) error {
 	return row.Scan(&s.ID, &s.Key.Provider, &s.Key.Account, &s.Key.Environment, &s.Key.EventID,
 		&s.EndpointSlug, &s.WorkspaceID, &s.EventType, &s.ResourceKind, &s.ResourceID, &s.Origin,
-		&s.Status, &s.Attempts, &s.LastError, &s.NextAttemptAt, &s.ReceivedAt, &s.ProcessedAt)
+		&s.Status, &s.Attempts, &s.LastError, &s.Note, &s.NextAttemptAt, &s.ReceivedAt, &s.ProcessedAt)
 }
 
 // ListInboxEvents lists inbox rows matching f, newest first. It never reads
@@ -241,7 +242,7 @@ func InspectInboxEvent(ctx context.Context, db DB, k keys.Event, withPayload boo
 		k.Provider, k.Account, k.Environment, k.EventID, withPayload).Scan(
 		&d.ID, &d.Key.Provider, &d.Key.Account, &d.Key.Environment, &d.Key.EventID,
 		&d.EndpointSlug, &d.WorkspaceID, &d.EventType, &d.ResourceKind, &d.ResourceID, &d.Origin,
-		&d.Status, &d.Attempts, &d.LastError, &d.NextAttemptAt, &d.ReceivedAt, &d.ProcessedAt,
+		&d.Status, &d.Attempts, &d.LastError, &d.Note, &d.NextAttemptAt, &d.ReceivedAt, &d.ProcessedAt,
 		&d.ProviderVersion, &d.OccurredAt, &d.BodySHA256, &d.SecretID, &size, &d.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("inbox event %s: %w", k, interpret(err))
@@ -302,6 +303,7 @@ type ReplayResult struct {
 // replayState is what a replay reads under the row lock.
 type replayState struct {
 	status, lastError string
+	note              string
 	attempts          int
 	kind, id          string
 	redacted          bool
@@ -311,11 +313,11 @@ type replayState struct {
 func lockReplayState(ctx context.Context, tx pgx.Tx, k keys.Event) (replayState, error) {
 	var s replayState
 	err := tx.QueryRow(ctx, `
-		SELECT status, attempts, coalesce(last_error, ''), resource_kind, resource_id, payload IS NULL, processed_at
+		SELECT status, attempts, coalesce(last_error, ''), coalesce(note, ''), resource_kind, resource_id, payload IS NULL, processed_at
 		  FROM webhook_inbox
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
 		 FOR UPDATE`, k.Provider, k.Account, k.Environment, k.EventID).Scan(
-		&s.status, &s.attempts, &s.lastError, &s.kind, &s.id, &s.redacted, &s.processedAt)
+		&s.status, &s.attempts, &s.lastError, &s.note, &s.kind, &s.id, &s.redacted, &s.processedAt)
 	if err != nil {
 		return s, fmt.Errorf("inbox event %s: %w", k, interpret(err))
 	}
@@ -329,7 +331,7 @@ func lockReplayState(ctx context.Context, tx pgx.Tx, k keys.Event) (replayState,
 func ResetInboxEvent(ctx context.Context, db DB, k keys.Event, from string) (bool, error) {
 	tag, err := db.Exec(ctx, `
 		UPDATE webhook_inbox
-		   SET status = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL, processed_at = NULL
+		   SET status = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL, note = NULL, processed_at = NULL
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
 		   AND status = $5`,
 		k.Provider, k.Account, k.Environment, k.EventID, from)
@@ -378,6 +380,9 @@ func (s *Store) ReplayInboxEvent(ctx context.Context, req ReplayRequest) (Replay
 		details := map[string]any{
 			"previous_status": st.status, "previous_attempts": st.attempts,
 			"previous_last_error": st.lastError, "resource": res.Resource.String(), "force": req.Force,
+		}
+		if st.note != "" {
+			details["previous_note"] = st.note
 		}
 		if st.processedAt != nil {
 			details["previous_processed_at"] = st.processedAt.UTC().Format(time.RFC3339Nano)

@@ -225,7 +225,7 @@ func TestReplayOfAFinishedEventNeedsForce(t *testing.T) {
 			require.Len(t, acts, 1)
 			require.Equal(t, true, acts[0].Details["force"])
 			require.Equal(t, status, acts[0].Details["previous_status"])
-			require.Equal(t, "granted", acts[0].Details["previous_last_error"])
+			require.Equal(t, "granted", acts[0].Details["previous_note"], "what the first handling did is kept")
 			require.NotEmpty(t, acts[0].Details["previous_processed_at"])
 		})
 	}
