@@ -214,6 +214,7 @@ func TestStripeSignatureFailuresStoreNothing(t *testing.T) {
 		{"wrong secret", stripeSig(body, "whsec_wrong", time.Now()), body},
 		{"body changed after signing", stripeSig(body, stripeSecret, time.Now()), append([]byte(nil), bytes.Replace(body, []byte("in_1"), []byte("in_2"), 1)...)},
 		{"outside tolerance", stripeSig(body, stripeSecret, time.Now().Add(-6*time.Minute)), body},
+		{"in the future beyond tolerance", stripeSig(body, stripeSecret, time.Now().Add(6*time.Minute)), body},
 		{"garbage header", map[string]string{"Stripe-Signature": "nonsense"}, body},
 	}
 	for _, tt := range tests {

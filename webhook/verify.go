@@ -41,7 +41,7 @@ func verify(ep *cachedEndpoint, h http.Header, body []byte, tolerance time.Durat
 	}
 	switch ep.Provider {
 	case store.ProviderStripe:
-		return verifyStripe(ep, h, body, tolerance)
+		return verifyStripe(ep, h, body, tolerance, now)
 	case store.ProviderGitHub:
 		return verifyGitHub(ep, h, body)
 	case store.ProviderStandard:
@@ -53,11 +53,20 @@ func verify(ep *cachedEndpoint, h http.Header, body []byte, tolerance time.Durat
 }
 
 // verifyStripe uses stripe-go's webhook package: Stripe-Signature
-// t=…,v1=…; the timestamp is inside the signed material.
-func verifyStripe(ep *cachedEndpoint, h http.Header, body []byte, tolerance time.Duration) (verified, error) {
+// t=…,v1=…; the timestamp is inside the signed material. stripe-go rejects
+// timestamps too old; one too far in the future is rejected here, so the
+// tolerance holds both ways as for Standard Webhooks.
+func verifyStripe(ep *cachedEndpoint, h http.Header, body []byte, tolerance time.Duration, now time.Time) (verified, error) {
 	sig := h.Get("Stripe-Signature")
 	if sig == "" {
 		return verified{}, errUnauthenticated{"missing Stripe-Signature"}
+	}
+	for _, part := range strings.Split(sig, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "t="); ok {
+			if ts, err := strconv.ParseInt(v, 10, 64); err == nil && time.Unix(ts, 0).Sub(now) > tolerance {
+				return verified{}, errUnauthenticated{"stripe: timestamp is in the future beyond the tolerance"}
+			}
+		}
 	}
 	var last error
 	for _, s := range ep.Secrets {
