@@ -50,3 +50,19 @@ fmt: ## Format the code
 .PHONY: clean
 clean: ## Remove local state (.data: database, Temporal history, mail); keeps built tools
 	rm -rf .data
+
+LINT_VERSION := $(shell awk '$$1 == "require" && $$2 ~ /golangci-lint/ {print $$3}' tools/golangci-lint/go.mod)
+WFCHECK_VERSION := $(shell awk '$$1 == "require" && $$2 ~ /workflowcheck/ {print $$3}' tools/workflowcheck/go.mod)
+GOLANGCI := .tools/golangci-lint-$(LINT_VERSION)/golangci-lint
+WFCHECK := .tools/workflowcheck-$(WFCHECK_VERSION)/workflowcheck
+
+$(GOLANGCI): tools/golangci-lint/go.mod
+	cd tools/golangci-lint && $(GO) build -o ../../$@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+$(WFCHECK): tools/workflowcheck/go.mod
+	cd tools/workflowcheck && $(GO) build -o ../../$@ go.temporal.io/sdk/contrib/tools/workflowcheck
+
+.PHONY: lint
+lint: $(GOLANGCI) $(WFCHECK) ## golangci-lint v2 (.golangci.yml) and Temporal's workflowcheck over workflows/
+	$(GOLANGCI) run ./...
+	$(WFCHECK) ./workflows/...
