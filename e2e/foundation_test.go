@@ -41,9 +41,9 @@ func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
 	r := keys.Resource{Provider: "stripe", Account: "acct_reach", Environment: "test", Kind: "invoice", ID: "in_r1"}
 	id := starter.ResourceWorkflowID(r)
 	require.Equal(t, "resource/stripe/acct_reach/test/invoice/in_r1", id)
-	desc, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	desc, err := s.client.DescribeWorkflow(s.ctx, id, "")
 	require.NoError(t, err)
-	require.Equal(t, "ResourceWorkflow", desc.WorkflowExecutionInfo.Type.Name)
+	require.Equal(t, "ResourceWorkflow", desc.RawResponse.WorkflowExecutionInfo.Type.Name)
 	eventually(t, 30*time.Second, "visibility to index the search attributes", func() bool {
 		resp, err := s.client.ListWorkflow(s.ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query: `SourceAccount = "acct_reach" AND ResourceKind = "invoice" AND ResourceID = "in_r1" AND Provider = "stripe" AND Environment = "test"`,
@@ -203,15 +203,15 @@ func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
 
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_idle1", "invoice.paid", "invoice", "in_idle"))
 	eventually(t, 30*time.Second, "the workflow to complete after its idle period", func() bool {
-		d, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
-		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		d, err := s.client.DescribeWorkflow(s.ctx, id, "")
+		return err == nil && d.RawResponse.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 	})
-	first, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	first, err := s.client.DescribeWorkflow(s.ctx, id, "")
 	require.NoError(t, err)
 
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_idle2", "invoice.paid", "invoice", "in_idle"))
 	eventually(t, 30*time.Second, "the second event done", func() bool { return s.countStatus(store.StatusDone) == 2 })
-	second, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	second, err := s.client.DescribeWorkflow(s.ctx, id, "")
 	require.NoError(t, err)
-	require.NotEqual(t, first.WorkflowExecutionInfo.Execution.RunId, second.WorkflowExecutionInfo.Execution.RunId)
+	require.NotEqual(t, first.RawResponse.WorkflowExecutionInfo.Execution.RunId, second.RawResponse.WorkflowExecutionInfo.Execution.RunId)
 }

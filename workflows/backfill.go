@@ -40,7 +40,7 @@ type BackfillFactsInput struct {
 // once. The cursor is checkpointed after every page and carried across
 // continue-as-new; the watermark advances only after a full pass.
 func BackfillFactsWorkflow(ctx workflow.Context, in BackfillFactsInput) (PassTotals, error) {
-	s := in.PassSettings.withDefaults(ctx)
+	s := in.withDefaults(ctx)
 	overlap, lookback, types := in.Overlap, in.Lookback, in.Types
 	if overlap <= 0 {
 		overlap = DefaultBackfillOverlap

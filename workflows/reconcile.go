@@ -232,17 +232,17 @@ func (p *pager) pageActivity(ctx workflow.Context, summary string) workflow.Cont
 
 func pageNote(r activities.PageResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "page %d: %d listed", r.Checkpoint.Pages, r.Listed)
+	b.WriteString(fmt.Sprintf("page %d: %d listed", r.Checkpoint.Pages, r.Listed))
 	if r.Differing > 0 {
-		fmt.Fprintf(&b, ", %d differing", r.Differing)
+		b.WriteString(fmt.Sprintf(", %d differing", r.Differing))
 	}
 	if r.Inserted > 0 || r.Duplicates > 0 {
-		fmt.Fprintf(&b, ", %d missing (inserted), %d already in the inbox", r.Inserted, r.Duplicates)
+		b.WriteString(fmt.Sprintf(", %d missing (inserted), %d already in the inbox", r.Inserted, r.Duplicates))
 	}
 	if r.Rejected > 0 {
-		fmt.Fprintf(&b, ", %d not admissible", r.Rejected)
+		b.WriteString(fmt.Sprintf(", %d not admissible", r.Rejected))
 	}
-	fmt.Fprintf(&b, ", %d signalled", r.Signalled)
+	b.WriteString(fmt.Sprintf(", %d signalled", r.Signalled))
 	if r.Repeated {
 		b.WriteString(" (recorded by an earlier attempt)")
 	}
@@ -260,36 +260,36 @@ func (p *pager) details(ctx workflow.Context) {
 	if p.s.Pass != "" {
 		pass = p.s.Pass + " pass"
 	}
-	fmt.Fprintf(&b, "**%s** (%s, run #%d)\n\n", p.title, pass, p.carry.Runs+1)
+	b.WriteString(fmt.Sprintf("**%s** (%s, run #%d)\n\n", p.title, pass, p.carry.Runs+1))
 	if p.carry.Index < len(p.carry.Scopes) {
 		sc := p.carry.Scopes[p.carry.Index]
-		fmt.Fprintf(&b, "scope %d/%d: endpoint %s, account %s (%s)", p.carry.Index+1, len(p.carry.Scopes), sc.Endpoint, sc.Account, sc.Environment)
+		b.WriteString(fmt.Sprintf("scope %d/%d: endpoint %s, account %s (%s)", p.carry.Index+1, len(p.carry.Scopes), sc.Endpoint, sc.Account, sc.Environment))
 		if c := p.current; c != nil {
-			fmt.Fprintf(&b, "\n\npage %d done, %d seen, %d divergences this pass", c.Pages, c.Seen, c.Divergences)
+			b.WriteString(fmt.Sprintf("\n\npage %d done, %d seen, %d divergences this pass", c.Pages, c.Seen, c.Divergences))
 			if c.Cursor != "" {
-				fmt.Fprintf(&b, "; cursor %s", c.Cursor)
+				b.WriteString(fmt.Sprintf("; cursor %s", c.Cursor))
 			}
 		}
 		if !p.carry.Since.IsZero() {
-			fmt.Fprintf(&b, "\n\nevents since %s", p.carry.Since.UTC().Format(time.RFC3339))
+			b.WriteString(fmt.Sprintf("\n\nevents since %s", p.carry.Since.UTC().Format(time.RFC3339)))
 		}
 		b.WriteString("\n\n")
 	} else if p.carry.Listed {
-		fmt.Fprintf(&b, "%d scope(s) done\n\n", len(p.carry.Scopes))
+		b.WriteString(fmt.Sprintf("%d scope(s) done\n\n", len(p.carry.Scopes)))
 	}
 	t := p.carry.Totals
-	fmt.Fprintf(&b, "totals: %d scope(s) complete, %d page(s), %d seen, %d signalled", t.Scopes, t.Pages, t.Seen, t.Signalled)
+	b.WriteString(fmt.Sprintf("totals: %d scope(s) complete, %d page(s), %d seen, %d signalled", t.Scopes, t.Pages, t.Seen, t.Signalled))
 	if t.Differing > 0 {
-		fmt.Fprintf(&b, ", %d differing", t.Differing)
+		b.WriteString(fmt.Sprintf(", %d differing", t.Differing))
 	}
 	if t.Inserted > 0 || t.Duplicates > 0 {
-		fmt.Fprintf(&b, ", %d missing events inserted, %d already in the inbox", t.Inserted, t.Duplicates)
+		b.WriteString(fmt.Sprintf(", %d missing events inserted, %d already in the inbox", t.Inserted, t.Duplicates))
 	}
 	if t.Resumed > 0 {
-		fmt.Fprintf(&b, ", %d resumed from a checkpoint", t.Resumed)
+		b.WriteString(fmt.Sprintf(", %d resumed from a checkpoint", t.Resumed))
 	}
 	if len(t.Failed) > 0 {
-		fmt.Fprintf(&b, ", %d scope(s) skipped", len(t.Failed))
+		b.WriteString(fmt.Sprintf(", %d scope(s) skipped", len(t.Failed)))
 	}
 	if p.last != "" {
 		b.WriteString("\n\nlast: " + p.last)
@@ -318,7 +318,7 @@ type ReconcileSubscriptionsInput struct {
 // so reconciliation and webhooks never race. Progress is in the current
 // details and the checkpoint rows.
 func ReconcileSubscriptionsWorkflow(ctx workflow.Context, in ReconcileSubscriptionsInput) (PassTotals, error) {
-	s := in.PassSettings.withDefaults(ctx)
+	s := in.withDefaults(ctx)
 	reason := fmt.Sprintf("%s pass %s", orScheduled(s.Pass), workflow.GetInfo(ctx).WorkflowExecution.ID)
 	p := &pager{kind: activities.PassSubscriptions, title: "Subscriptions reconciliation", s: s, carry: in.Carry}
 	p.page = func(ctx workflow.Context, pi activities.PageInput) (activities.PageResult, error) {

@@ -161,7 +161,8 @@ func Serve(ctx context.Context, addr string, ln net.Listener, h http.Handler, lo
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
+		var lc net.ListenConfig
+		if ln, err = lc.Listen(ctx, "tcp", addr); err != nil {
 			return err
 		}
 	}

@@ -96,7 +96,10 @@ func waitTCP(ctx context.Context, addr string, timeout time.Duration, p *proc) e
 }
 
 func listening(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return false
 	}
@@ -106,11 +109,12 @@ func listening(addr string) bool {
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 

@@ -28,7 +28,7 @@ type SMTPMailer struct {
 	Hostname string
 }
 
-// Idempotent: SMTP servers do not dedupe.
+// Idempotent is false: SMTP servers do not dedupe.
 func (m *SMTPMailer) Idempotent() bool { return false }
 
 // MessageID is the Message-ID of an operation key.

@@ -22,7 +22,7 @@ type WebhookSender struct {
 	Client *http.Client
 }
 
-// Idempotent: Standard Webhooks receivers dedupe on webhook-id.
+// Idempotent is true: Standard Webhooks receivers dedupe on webhook-id.
 func (s *WebhookSender) Idempotent() bool { return true }
 
 // WebhookID is the webhook-id of an operation key.

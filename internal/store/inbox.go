@@ -56,11 +56,11 @@ func (e *InboxEvent) Resource() keys.Resource {
 type InsertOutcome int
 
 const (
-	// Inserted: a new row was committed.
+	// Inserted means a new row was committed.
 	Inserted InsertOutcome = iota + 1
-	// Duplicate: the key existed with the same body; nothing changed.
+	// Duplicate means the key existed with the same body; nothing changed.
 	Duplicate
-	// Conflict: the key existed with another body; nothing changed.
+	// Conflict means the key existed with another body; nothing changed.
 	Conflict
 )
 

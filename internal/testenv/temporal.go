@@ -38,7 +38,7 @@ func startTemporal(t testing.TB, dbFile string) (*devenv.Temporal, error) {
 	if err != nil {
 		return nil, err
 	}
-	var log io.Writer = io.Discard
+	log := io.Discard
 	if os.Getenv("HOOKINBOX_TEST_TEMPORAL_LOG") != "" {
 		log = os.Stderr
 	}
