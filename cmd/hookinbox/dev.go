@@ -14,7 +14,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/devenv"
-	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/starter"
 )
 
@@ -191,23 +190,12 @@ Press Ctrl-C to stop everything started here.
 		return nil
 	}
 
-	log := app.NewLogger(cfg)
-	st, err := openStore(ctx, cfg)
+	svc, err := openService(ctx, cfg, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	m := metrics.New()
-	sdkMetrics, err := starter.PrometheusMetrics(m.Registry, log)
-	if err != nil {
-		return err
-	}
-	c, err := dialTemporal(ctx, cfg, log, starter.WithMetrics(sdkMetrics))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-
+	defer svc.Close()
+	st, c, m, log := svc.st, svc.c, svc.m, svc.log
 	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"))
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sort"
 	"strconv"
@@ -28,7 +29,13 @@ Secrets are never printed: listings show an id and a short fingerprint.`,
 	return cmd
 }
 
+// withStore runs fn with a store opened from the environment's configuration.
 func withStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
+	return withConfigStore(cmd, func(_ config.Config, st *store.Store) error { return fn(st) })
+}
+
+// withConfigStore runs fn with the configuration and a store opened on it.
+func withConfigStore(cmd *cobra.Command, fn func(cfg config.Config, st *store.Store) error) error {
 	cfg, err := config.FromEnv()
 	if err != nil {
 		return err
@@ -38,7 +45,13 @@ func withStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
 		return err
 	}
 	defer st.Close()
-	return fn(st)
+	return fn(cfg, st)
+}
+
+// quietLogger is the Temporal SDK's logger for operator commands: errors
+// only, on stderr (failures are reported by the command itself).
+func quietLogger(cmd *cobra.Command) *slog.Logger {
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
 }
 
 func newEndpointsAddCmd() *cobra.Command {

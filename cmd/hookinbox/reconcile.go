@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/user"
 	"slices"
@@ -67,29 +66,21 @@ endpoint now: hookinbox schedules trigger reconcile-subscriptions.`,
 			if err := o.validate(cmd, args); err != nil {
 				return err
 			}
-			cfg, err := config.FromEnv()
-			if err != nil {
-				return err
-			}
-			st, err := openStore(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
-			c, err := dialTemporal(cmd.Context(), cfg, log)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if len(args) == 0 && o.subscription == "" {
-				return runEndpointPass(cmd.Context(), cmd.OutOrStdout(), cfg, st, c, o)
-			}
-			r, err := o.resource(cmd.Context(), st, args)
-			if err != nil {
-				return err
-			}
-			return runReconcileResource(cmd.Context(), cmd.OutOrStdout(), cfg, c, r, o)
+			return withConfigStore(cmd, func(cfg config.Config, st *store.Store) error {
+				c, err := dialTemporal(cmd.Context(), cfg, quietLogger(cmd))
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if len(args) == 0 && o.subscription == "" {
+					return runEndpointPass(cmd.Context(), cmd.OutOrStdout(), cfg, st, c, o)
+				}
+				r, err := o.resource(cmd.Context(), st, args)
+				if err != nil {
+					return err
+				}
+				return runReconcileResource(cmd.Context(), cmd.OutOrStdout(), cfg, c, r, o)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/user"
 	"slices"
@@ -42,24 +41,15 @@ type opsEnv struct {
 // withOps opens the store and a lazy Temporal client (it connects on first
 // signal, so a dry run or a refusal never waits on Temporal).
 func withOps(cmd *cobra.Command, fn func(env opsEnv) error) error {
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
-	st, err := openStore(cmd.Context(), cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	// The SDK's own logging stays quiet; failures are reported as warnings.
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
-	c, err := starter.DialLazy(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return fn(opsEnv{st: st, sig: app.Resources(cfg, c), out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
-		signalTimeout: 10 * time.Second})
+	return withConfigStore(cmd, func(cfg config.Config, st *store.Store) error {
+		c, err := starter.DialLazy(cfg, quietLogger(cmd))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return fn(opsEnv{st: st, sig: app.Resources(cfg, c), out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+			signalTimeout: 10 * time.Second})
+	})
 }
 
 // doorbells rings each resource once after an operator act. The rows are

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
@@ -22,28 +24,16 @@ func newWebhookCmd() *cobra.Command {
 anything; Temporal (TEMPORAL_ADDRESS) may be down: events are still accepted and handed off later.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			cfg, err := config.FromEnv()
 			if err != nil {
 				return err
 			}
-			log := app.NewLogger(cfg)
-			st, err := openStore(ctx, cfg)
+			svc, err := openService(cmd.Context(), cfg, true)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			m := metrics.New()
-			sdkMetrics, err := starter.PrometheusMetrics(m.Registry, log)
-			if err != nil {
-				return err
-			}
-			c, err := starter.DialLazy(cfg, log, starter.WithMetrics(sdkMetrics))
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return app.NewIntake(cfg, st, c, m, log).Run(ctx, cfg.HTTPAddr, nil, log)
+			defer svc.Close()
+			return app.NewIntake(cfg, svc.st, svc.c, svc.m, svc.log).Run(cmd.Context(), cfg.HTTPAddr, nil, svc.log)
 		},
 	}
 }
@@ -56,34 +46,62 @@ func newWorkerCmd() *cobra.Command {
 HOOKINBOX_WORKER_ADDR. At start-up it registers the search attributes and applies the schedules.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			cfg, err := config.FromEnv()
 			if err != nil {
 				return err
 			}
-			log := app.NewLogger(cfg)
-			st, err := openStore(ctx, cfg)
+			svc, err := openService(cmd.Context(), cfg, false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			m := metrics.New()
-			sdkMetrics, err := starter.PrometheusMetrics(m.Registry, log)
+			defer svc.Close()
+			acts, err := app.NewActivities(cfg, svc.st, svc.c, svc.m, svc.log)
 			if err != nil {
 				return err
 			}
-			c, err := dialTemporal(ctx, cfg, log, starter.WithMetrics(sdkMetrics))
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			acts, err := app.NewActivities(cfg, st, c, m, log)
-			if err != nil {
-				return err
-			}
-			return app.RunWorker(ctx, cfg, c, acts, m, cfg.WorkerAddr, log)
+			return app.RunWorker(cmd.Context(), cfg, svc.c, acts, svc.m, cfg.WorkerAddr, svc.log)
 		},
 	}
+}
+
+// service is what a long-running process holds: its logger, the store, the
+// metrics registry and a Temporal client that reports the SDK's metrics on
+// that registry.
+type service struct {
+	log *slog.Logger
+	st  *store.Store
+	m   *metrics.Metrics
+	c   client.Client
+}
+
+// openService opens the store and the Temporal client: lazily for the
+// intake (it must start and accept while Temporal is down), waiting for
+// Temporal otherwise.
+func openService(ctx context.Context, cfg config.Config, lazy bool) (*service, error) {
+	s := &service{log: app.NewLogger(cfg), m: metrics.New()}
+	var err error
+	if s.st, err = openStore(ctx, cfg); err != nil {
+		return nil, err
+	}
+	sdkMetrics, err := starter.PrometheusMetrics(s.m.Registry, s.log)
+	if err == nil {
+		if lazy {
+			s.c, err = starter.DialLazy(cfg, s.log, starter.WithMetrics(sdkMetrics))
+		} else {
+			s.c, err = dialTemporal(ctx, cfg, s.log, starter.WithMetrics(sdkMetrics))
+		}
+	}
+	if err != nil {
+		s.st.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the client and the store.
+func (s *service) Close() {
+	s.c.Close()
+	s.st.Close()
 }
 
 func openStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
