@@ -32,7 +32,7 @@ func (s *stack) run(t *testing.T, id string, wf, in, out any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
 	defer cancel()
-	r, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: s.cfg.TaskQueue}, wf, in)
+	r, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue(s.cfg.TaskQueue)}, wf, in)
 	require.NoError(t, err)
 	require.NoError(t, r.Get(ctx, out))
 }
@@ -148,7 +148,7 @@ func TestReconcileCorrectsStaleProjectionsWhileWebhooksKeepArriving(t *testing.T
 	runID := "reconcile-hot-" + w.account
 	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
 	defer cancel()
-	run, err := w.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: w.cfg.TaskQueue},
+	run, err := w.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: workflows.ControlTaskQueue(w.cfg.TaskQueue)},
 		workflows.ReconcileSubscriptionsWorkflow, in)
 	require.NoError(t, err)
 	sent := 2
@@ -257,7 +257,7 @@ func TestReconcileRunKilledMidwayResumesFromItsCheckpoint(t *testing.T) {
 
 	in := workflows.ReconcileSubscriptionsInput{PassSettings: workflows.PassSettings{Endpoint: "stripe-sim", PageSize: 2, PageAttempts: 1000}}
 	first := "reconcile-killed-1-" + w.account
-	_, err = s.client.ExecuteWorkflow(s.ctx, client.StartWorkflowOptions{ID: first, TaskQueue: s.cfg.TaskQueue},
+	_, err = s.client.ExecuteWorkflow(s.ctx, client.StartWorkflowOptions{ID: first, TaskQueue: workflows.ControlTaskQueue(s.cfg.TaskQueue)},
 		workflows.ReconcileSubscriptionsWorkflow, in)
 	require.NoError(t, err)
 	eventually(t, 60*time.Second, "two pages, then the provider refuses", pagesDone(2))

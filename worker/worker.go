@@ -19,7 +19,8 @@ import (
 	"github.com/hookinbox/hookinbox/workflows"
 )
 
-// New builds a worker on cfg.TaskQueue with every workflow and activity.
+// New builds the worker of cfg.TaskQueue: the resource workflows and the
+// activities they call.
 func New(c client.Client, a *activities.Activities, cfg config.Config) tworker.Worker {
 	w := tworker.New(c, cfg.TaskQueue, tworker.Options{
 		// Local activities (short database reads and writes) share the
@@ -28,6 +29,16 @@ func New(c client.Client, a *activities.Activities, cfg config.Config) tworker.W
 		MaxConcurrentLocalActivityExecutionSize: 64,
 	})
 	w.RegisterWorkflow(workflows.ResourceWorkflow)
+	w.RegisterActivity(a)
+	return w
+}
+
+// NewControl builds the worker of the control task queue
+// (workflows.ControlTaskQueue): the scheduled workflows and their
+// activities, kept off the resource queue so that the sweeper is never
+// queued behind the backlog it exists to recover.
+func NewControl(c client.Client, a *activities.Activities, cfg config.Config) tworker.Worker {
+	w := tworker.New(c, workflows.ControlTaskQueue(cfg.TaskQueue), tworker.Options{MaxConcurrentActivityExecutionSize: 8})
 	w.RegisterWorkflow(workflows.SweepWorkflow)
 	w.RegisterWorkflow(workflows.ReconcileSubscriptionsWorkflow)
 	w.RegisterWorkflow(workflows.BackfillFactsWorkflow)
@@ -61,7 +72,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		Workflow:      workflows.SweepWorkflow,
 		Args:          []any{workflows.SweepInput{OlderThan: cfg.SweepAfter, Limit: 1000}},
 		WorkflowID:    starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue) + "-run",
-		TaskQueue:     cfg.TaskQueue,
+		TaskQueue:     workflows.ControlTaskQueue(cfg.TaskQueue),
 		CatchupWindow: cfg.SweepInterval,
 		Note:          "Re-signals resource workflows of inbox rows pending past HOOKINBOX_SWEEP_AFTER (SPEC R16).",
 	}}
@@ -74,7 +85,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 	if cfg.ReconcileInterval > 0 {
 		id := starter.ScheduleID(starter.ScheduleReconcile, cfg.TaskQueue)
 		all = append(all, starter.ScheduleSpec{
-			ID: id, Every: cfg.ReconcileInterval, WorkflowID: id + "-run", TaskQueue: cfg.TaskQueue,
+			ID: id, Every: cfg.ReconcileInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
 			Workflow: workflows.ReconcileSubscriptionsWorkflow,
 			Args:     []any{workflows.ReconcileSubscriptionsInput{PassSettings: pass, SignalAll: cfg.ReconcileSignalAll}},
 			// A pass missed while the service was down runs once when it is back.
@@ -85,7 +96,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 	if cfg.BackfillInterval > 0 {
 		id := starter.ScheduleID(starter.ScheduleBackfill, cfg.TaskQueue)
 		all = append(all, starter.ScheduleSpec{
-			ID: id, Every: cfg.BackfillInterval, WorkflowID: id + "-run", TaskQueue: cfg.TaskQueue,
+			ID: id, Every: cfg.BackfillInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
 			Workflow: workflows.BackfillFactsWorkflow,
 			Args: []any{workflows.BackfillFactsInput{PassSettings: pass,
 				Overlap: cfg.BackfillOverlap, Lookback: cfg.BackfillLookback}},
@@ -96,7 +107,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 	if cfg.RetentionInterval > 0 {
 		id := starter.ScheduleID(starter.ScheduleRetention, cfg.TaskQueue)
 		all = append(all, starter.ScheduleSpec{
-			ID: id, Every: cfg.RetentionInterval, WorkflowID: id + "-run", TaskQueue: cfg.TaskQueue,
+			ID: id, Every: cfg.RetentionInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
 			Workflow: workflows.RetentionWorkflow,
 			Args: []any{workflows.RetentionInput{PayloadRetention: cfg.PayloadRetention, DedupRetention: cfg.DedupRetention,
 				QuarantineRetention: cfg.QuarantineRetention, BatchSize: cfg.RetentionBatch}},
@@ -204,9 +215,16 @@ func Run(ctx context.Context, c client.Client, a *activities.Activities, cfg con
 		w.Stop()
 		return fmt.Errorf("start provider worker: %w", err)
 	}
-	log.Info("worker started", "task_queue", cfg.TaskQueue, "provider_task_queue", workflows.ProviderTaskQueue(cfg.TaskQueue),
-		"provider_rps", cfg.ProviderRPS, "namespace", cfg.TemporalNamespace)
+	cw := NewControl(c, a, cfg)
+	if err := cw.Start(); err != nil {
+		pw.Stop()
+		w.Stop()
+		return fmt.Errorf("start control worker: %w", err)
+	}
+	log.Info("worker started", "task_queue", cfg.TaskQueue, "control_task_queue", workflows.ControlTaskQueue(cfg.TaskQueue),
+		"provider_task_queue", workflows.ProviderTaskQueue(cfg.TaskQueue), "provider_rps", cfg.ProviderRPS, "namespace", cfg.TemporalNamespace)
 	<-ctx.Done()
+	cw.Stop()
 	pw.Stop()
 	w.Stop()
 	return nil

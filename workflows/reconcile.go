@@ -28,6 +28,12 @@ const (
 // (HOOKINBOX_PROVIDER_RPS) apart from everything else.
 func ProviderTaskQueue(taskQueue string) string { return taskQueue + "-provider" }
 
+// ControlTaskQueue is the task queue of the scheduled workflows (sweeper,
+// reconciliation, backfill, retention) and their own activities: apart from
+// the resource workflows, so a large backlog of resource work cannot delay
+// the sweeper that is there to recover it.
+func ControlTaskQueue(taskQueue string) string { return taskQueue + "-control" }
+
 // PassSettings shape a paged pass over the scopes (accounts) of Stripe
 // endpoints with an API key.
 type PassSettings struct {
@@ -65,7 +71,7 @@ func (s PassSettings) withDefaults(ctx workflow.Context) PassSettings {
 		s.PageAttempts = DefaultPageAttempts
 	}
 	if s.ProviderTaskQueue == "" {
-		s.ProviderTaskQueue = ProviderTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
+		s.ProviderTaskQueue = ProviderTaskQueue(strings.TrimSuffix(workflow.GetInfo(ctx).TaskQueueName, "-control"))
 	}
 	return s
 }

@@ -312,7 +312,7 @@ func runEndpointPass(ctx context.Context, out io.Writer, cfg config.Config, st *
 	}
 	id := starter.ReconcilePassWorkflowID(o.endpoint, cfg.TaskQueue)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: cfg.TaskQueue, WorkflowExecutionErrorWhenAlreadyStarted: true,
+		ID: id, TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue), WorkflowExecutionErrorWhenAlreadyStarted: true,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		StaticSummary:            fmt.Sprintf("operator reconciliation pass over endpoint %s", o.endpoint),
 	}, workflows.ReconcileSubscriptionsWorkflow, in)

@@ -358,15 +358,27 @@ func StopInboxEvent(ctx context.Context, db DB, k keys.Event, status, lastErr st
 }
 
 // StalePendingResources lists resources that have pending rows due for
-// longer than olderThan: the sweeper signals their workflows again.
+// longer than olderThan, and pushes those rows' next_attempt_at to now, so
+// the sweeper rings each resource at most once per olderThan however long
+// its workflow takes to get to it (a large backlog is queued, not lost).
 func StalePendingResources(ctx context.Context, db DB, olderThan time.Duration, limit int) ([]keys.Resource, error) {
 	rows, err := db.Query(ctx, `
-		SELECT provider, source_account, environment, resource_kind, resource_id
-		  FROM webhook_inbox
-		 WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1)
-		 GROUP BY provider, source_account, environment, resource_kind, resource_id
-		 ORDER BY min(next_attempt_at)
-		 LIMIT $2`, olderThan.Seconds(), limit)
+		WITH stale AS (
+			SELECT provider, source_account, environment, resource_kind, resource_id, min(next_attempt_at) AS oldest
+			  FROM webhook_inbox
+			 WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1)
+			 GROUP BY provider, source_account, environment, resource_kind, resource_id
+			 ORDER BY oldest
+			 LIMIT $2
+		), bumped AS (
+			UPDATE webhook_inbox w SET next_attempt_at = now()
+			  FROM stale s
+			 WHERE w.status = 'pending' AND w.next_attempt_at < now() - make_interval(secs => $1)
+			   AND w.provider = s.provider AND w.source_account = s.source_account AND w.environment = s.environment
+			   AND w.resource_kind = s.resource_kind AND w.resource_id = s.resource_id
+		)
+		SELECT provider, source_account, environment, resource_kind, resource_id FROM stale ORDER BY oldest`,
+		olderThan.Seconds(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale pending resources: %w", err)
 	}

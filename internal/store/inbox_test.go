@@ -142,6 +142,15 @@ func TestStalePendingResources(t *testing.T) {
 	got, err := store.StalePendingResources(ctx, s.Pool, time.Minute, 100)
 	require.NoError(t, err)
 	require.Equal(t, []keys.Resource{event("x", "").Resource()}, got)
+
+	// Rung once: not again until it has been stale for another minute, but
+	// still due for its workflow.
+	got, err = store.StalePendingResources(ctx, s.Pool, time.Minute, 100)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	b, err := store.LoadPending(ctx, s.Pool, event("x", "").Resource(), 10)
+	require.NoError(t, err)
+	require.Len(t, b.Events, 1)
 }
 
 func TestQuarantineStoresARetriedDeliveryOnce(t *testing.T) {

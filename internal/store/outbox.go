@@ -159,13 +159,21 @@ func UnsentOutbox(ctx context.Context, db DB, resourceKey string, limit int) ([]
 }
 
 // StaleOutboxResources lists resources with outbox rows unsent for longer
-// than olderThan (their workflow was terminated or reset): the sweeper rings
-// them again.
+// than olderThan (their workflow was terminated or reset) and pushes those
+// rows' next_attempt_at to now: the sweeper rings each at most once per
+// olderThan.
 func StaleOutboxResources(ctx context.Context, db DB, olderThan time.Duration, limit int) ([]string, error) {
 	rows, err := db.Query(ctx, `
-		SELECT resource_key FROM outbox
-		 WHERE status IN ('pending', 'uncertain') AND next_attempt_at < now() - make_interval(secs => $1)
-		 GROUP BY resource_key ORDER BY min(next_attempt_at) LIMIT $2`, olderThan.Seconds(), limit)
+		WITH stale AS (
+			SELECT resource_key, min(next_attempt_at) AS oldest FROM outbox
+			 WHERE status IN ('pending', 'uncertain') AND next_attempt_at < now() - make_interval(secs => $1)
+			 GROUP BY resource_key ORDER BY oldest LIMIT $2
+		), bumped AS (
+			UPDATE outbox o SET next_attempt_at = now() FROM stale s
+			 WHERE o.resource_key = s.resource_key AND o.status IN ('pending', 'uncertain')
+			   AND o.next_attempt_at < now() - make_interval(secs => $1)
+		)
+		SELECT resource_key FROM stale ORDER BY oldest`, olderThan.Seconds(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale outbox: %w", err)
 	}
