@@ -43,6 +43,15 @@ test-failures: tools ## Only the failure suite F1–F6 of SPEC, against the real
 test-short: ## Unit tests only (no PostgreSQL or Temporal needed)
 	$(GO) test -count=1 -short $(PKGS)
 
+.PHONY: demo
+demo: build ## With make run going in another terminal: a misbehaving provider, then the ground truth beside what converged
+	$(BIN) demo
+
+.PHONY: soak
+soak: tools ## Chaos soak: 20,000 events, processes killed, Temporal restarted, every invariant checked (~40 min on 2 cores)
+	$(GO) build -o $(BIN) ./cmd/hookinbox
+	$(BIN) soak
+
 .PHONY: fmt
 fmt: ## Format the code
 	gofmt -w $$(git ls-files '*.go')

@@ -42,6 +42,8 @@ the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
 		newStatusCmd(),
 		newReconcileCmd(),
 		newSchedulesCmd(),
+		newSoakCmd(),
+		newDemoCmd(),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ec exitCode

@@ -1,0 +1,394 @@
+package verify_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/internal/verify"
+	"github.com/hookinbox/hookinbox/simulator"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+const (
+	acct = "acct_t"
+	proj = "proj_t"
+	ws   = "ws_t"
+)
+
+var (
+	now       = time.Now().UTC().Truncate(time.Second)
+	periodEnd = now.Add(30 * 24 * time.Hour)
+)
+
+// bundle is a database holding a correct outcome of a small hand-made run
+// (two paid invoices, one of them recovered by the backfill; one live and
+// one canceled subscription with versions; one feedback item; a conflicting
+// redelivery) and the Input that describes it.
+type bundle struct {
+	ctx   context.Context
+	st    *store.Store
+	input verify.Input
+}
+
+func body(id, resource string, version int) []byte {
+	if version > 0 {
+		return fmt.Appendf(nil, `{"id":%q,"data":{"object":{"id":%q,"version":%d}}}`, id, resource, version)
+	}
+	return fmt.Appendf(nil, `{"id":%q,"data":{"object":{"id":%q}}}`, id, resource)
+}
+
+func sum(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}
+
+func stripeEvent(id, typ, kind, resource string, version int) simulator.Event {
+	return simulator.Event{Provider: simulator.ProviderStripe, ID: id, Type: typ, Account: acct,
+		ResourceKind: kind, ResourceID: resource, Body: body(id, resource, version)}
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	st := testenv.Store(t)
+	b := &bundle{ctx: ctx, st: st}
+
+	v2 := int64(2)
+	truth := simulator.Truth{
+		Versions: true, Accounts: []string{acct}, Projects: []string{proj},
+		PaidInvoices: []simulator.TruthInvoice{
+			{Account: acct, ID: "in_1", Amount: 2000, Currency: "usd", EventIDs: []string{"evt_i1", "evt_i1b"}},
+			{Account: acct, ID: "in_2", Amount: 2000, Currency: "usd", EventIDs: []string{"evt_i2"}},
+		},
+		Subscriptions: []simulator.TruthSubscription{
+			{Account: acct, ID: "sub_a", Status: "active", CurrentPeriodEnd: periodEnd.Unix(), Version: &v2, Access: true, LastEventID: "evt_a2"},
+			{Account: acct, ID: "sub_c", Status: "canceled", CurrentPeriodEnd: periodEnd.Unix(), CanceledAt: now.Unix(),
+				EndedAt: now.Unix(), Version: &v2, Access: false, LastEventID: "evt_c2"},
+		},
+		Feedback:      []simulator.TruthFeedback{{Project: proj, ID: "fb_1", EventID: "msg_1"}},
+		DroppedEvents: []simulator.TruthEvent{{Provider: "stripe", ID: "evt_i2", Type: "invoice.paid", Account: acct, ResourceID: "in_2"}},
+		UnackedEvents: []simulator.TruthEvent{},
+	}
+	events := []simulator.Event{
+		stripeEvent("evt_i1", "invoice.paid", "invoice", "in_1", 0),
+		stripeEvent("evt_i1b", "invoice.paid", "invoice", "in_1", 0),
+		stripeEvent("evt_a1", "customer.subscription.created", "subscription", "sub_a", 1),
+		stripeEvent("evt_a2", "customer.subscription.updated", "subscription", "sub_a", 2),
+		stripeEvent("evt_c1", "customer.subscription.created", "subscription", "sub_c", 1),
+		stripeEvent("evt_c2", "customer.subscription.deleted", "subscription", "sub_c", 2),
+		{Provider: simulator.ProviderStandard, ID: "msg_1", Type: "feedback.created", Account: proj,
+			ResourceKind: "feedback", ResourceID: "fb_1", Body: body("msg_1", "fb_1", 0)},
+	}
+	dropped := stripeEvent("evt_i2", "invoice.paid", "invoice", "in_2", 0)
+	conflicting := events[2]
+	conflicting.Body, conflicting.Conflicting = []byte(`{"other":"body"}`), true
+	rep := simulator.Report{}
+	for _, ev := range events {
+		rep.Results = append(rep.Results, simulator.DeliveryResult{Delivery: simulator.Delivery{Event: ev}, Outcome: simulator.OutcomeAcked})
+	}
+	rep.Results = append(rep.Results,
+		simulator.DeliveryResult{Delivery: simulator.Delivery{Event: events[0], Duplicate: true}, Outcome: simulator.OutcomeAcked},
+		simulator.DeliveryResult{Delivery: simulator.Delivery{Event: dropped, Dropped: true}, Outcome: simulator.OutcomeDropped},
+		simulator.DeliveryResult{Delivery: simulator.Delivery{Event: conflicting, Late: true}, Outcome: simulator.OutcomeAcked},
+	)
+
+	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe-t", Provider: "stripe", Environment: "test",
+		Account: acct, Secrets: []string{"whsec_t"}, APIBaseURL: "http://127.0.0.1:1", APIKey: "sk_t",
+		Settings: store.EndpointSettings{VersionPath: "data.object.version"}}))
+	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "fb-t", Provider: "standard", Environment: "test",
+		Secrets: []string{simulator.StandardSecret("t")}, Settings: store.EndpointSettings{AccountPath: "data.project_id"}}))
+	require.NoError(t, st.LinkAccount(ctx, "stripe-t", acct, ws))
+	require.NoError(t, st.LinkAccount(ctx, "fb-t", proj, ws))
+	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@ws-t.example"))
+	require.NoError(t, store.UpsertDestination(ctx, st.Pool, store.Destination{WorkspaceID: ws, Name: "oncall", Kind: "webhook",
+		Target: "http://127.0.0.1:1/hook", Secret: simulator.StandardSecret("team"), Enabled: true}))
+
+	for _, ev := range append(events, dropped) {
+		provider, origin := "stripe", "webhook"
+		if ev.Provider == simulator.ProviderStandard {
+			provider = "standard"
+		}
+		if ev.ID == dropped.ID {
+			origin = "backfill"
+		}
+		b.exec(t, `INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug, workspace_id,
+			event_type, resource_kind, resource_id, payload, body_sha256, origin, status, processed_at)
+			VALUES ($1, $2, 'test', $3, 'x', $4, $5, $6, $7, $8, $9, $10, 'done', now())`,
+			provider, ev.Account, ev.ID, ws, ev.Type, ev.ResourceKind, ev.ResourceID, ev.Body, sum(ev.Body), origin)
+	}
+	b.exec(t, `INSERT INTO inbox_quarantine (endpoint_slug, provider, source_account, environment, event_id, reason, body_sha256)
+		VALUES ('stripe-t', 'stripe', $1, 'test', 'evt_a1', 'conflicting_duplicate', $2)`, acct, sum(conflicting.Body))
+	for _, inv := range []string{"in_1", "in_2"} {
+		b.exec(t, `INSERT INTO credit_grants (provider, source_account, environment, invoice_id, operation, workspace_id,
+			credits, amount_paid, currency, event_key) VALUES ('stripe', $1, 'test', $2, $3, $4, 100, 2000, 'usd', 'k')`,
+			acct, inv, activities.OperationInitialGrant, ws)
+		b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
+			VALUES ($1, $2, 'email', 'billing@ws-t.example', $3, 'r', '{}', 'sent', now())`,
+			activities.CreditGrantKey("stripe", acct, "test", inv)+":confirmation", activities.ClassCreditsConfirmation, ws)
+	}
+	b.exec(t, `UPDATE workspaces SET credits_balance = 200 WHERE id = $1`, ws)
+	active, _ := json.Marshal(store.SubscriptionState{Status: "active", CurrentPeriodEnd: &periodEnd})
+	canceled, _ := json.Marshal(store.SubscriptionState{Status: "canceled", CurrentPeriodEnd: &periodEnd, CanceledAt: &now, EndedAt: &now})
+	b.exec(t, `INSERT INTO subscription_projection (provider, source_account, environment, resource_id, workspace_id,
+		provider_version, state, status, deleted, access, access_ends_at, written_by)
+		VALUES ('stripe', $1, 'test', 'sub_a', $2, 2, $3, 'active', false, true, NULL, 'k'),
+		       ('stripe', $1, 'test', 'sub_c', $2, 2, $4, 'canceled', true, false, $5, 'k')`, acct, ws, active, canceled, now)
+	b.exec(t, `INSERT INTO feedback_alerts (provider, project, environment, feedback_id, operation, workspace_id, event_key)
+		VALUES ('standard', $1, 'test', 'fb_1', $2, $3, 'k')`, proj, activities.OperationInitialAlert, ws)
+	b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
+		VALUES ($1, $2, 'webhook', 'oncall', $3, 'r', '{}', 'sent', now())`,
+		activities.FeedbackAlertKey("standard", proj, "test", "fb_1")+":oncall", activities.ClassFeedbackAlert, ws)
+
+	var emails []simulator.Email
+	for _, inv := range []string{"in_1", "in_2"} {
+		emails = append(emails, simulator.Email{ID: "em_" + inv, To: "billing@ws-t.example", Posts: 1,
+			IdempotencyKey: activities.CreditGrantKey("stripe", acct, "test", inv) + ":confirmation"})
+	}
+	b.input = verify.Input{
+		Runs:        []verify.Run{{Label: "t", Truth: truth, Sent: verify.SentFrom(rep)}},
+		BackfillRan: true, CheckEmails: true, Emails: emails,
+	}
+	return b
+}
+
+func (b *bundle) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	_, err := b.st.Pool.Exec(b.ctx, sql, args...)
+	require.NoError(t, err)
+}
+
+func (b *bundle) check(t *testing.T) *verify.Report {
+	t.Helper()
+	rep, err := verify.Check(b.ctx, b.st.Pool, b.input)
+	require.NoError(t, err)
+	return rep
+}
+
+func table(t *testing.T, rep *verify.Report) string {
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteTable(&buf))
+	return buf.String()
+}
+
+func TestACorrectOutcomeHoldsEveryInvariant(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rep := b.check(t)
+	out := table(t, rep)
+	require.True(t, rep.OK, out)
+	for _, name := range verify.Names() {
+		res := rep.Get(name)
+		require.NotNil(t, res, name)
+		require.Equal(t, verify.StatusOK, res.Status, "%s\n%s", name, out)
+		require.Equal(t, res.Expected, res.Actual, name)
+	}
+	require.EqualValues(t, 7, rep.Get(verify.AckedSettled).Expected, "7 distinct acknowledged events")
+	require.EqualValues(t, 8, rep.Get(verify.InboxSettled).Expected)
+	require.EqualValues(t, 2, rep.Get(verify.GrantPerInvoice).Expected)
+	require.EqualValues(t, 200, rep.Get(verify.BalanceMatches).Expected)
+	require.EqualValues(t, 3, rep.Get(verify.OutboxIntents).Expected, "two confirmations, one alert")
+	require.EqualValues(t, 1, rep.Get(verify.ConflictsQuarantined).Expected)
+	require.Contains(t, out, "all invariants hold")
+}
+
+func TestEveryInvariantCanFail(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		invariant string
+		breakIt   func(t *testing.T, b *bundle)
+		offender  string
+	}{
+		{verify.DeliveriesAcked, func(t *testing.T, b *bundle) {
+			b.input.Runs[0].Truth.UnackedEvents = append(b.input.Runs[0].Truth.UnackedEvents,
+				simulator.TruthEvent{ID: "evt_i1b", Type: "invoice.paid", ResourceID: "in_1"})
+		}, "evt_i1b invoice.paid in_1: never answered 2xx"},
+		{verify.AckedSettled, func(t *testing.T, b *bundle) {
+			b.exec(t, `DELETE FROM webhook_inbox WHERE event_id = 'evt_i1b'`)
+		}, "no inbox row (lost)"},
+		{verify.InboxSettled, func(t *testing.T, b *bundle) {
+			b.exec(t, `INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug, workspace_id,
+				event_type, resource_kind, resource_id, body_sha256, status, attempts, last_error)
+				VALUES ('stripe', $1, 'test', 'evt_other', 'x', $2, 'invoice.paid', 'invoice', 'in_1', '\x00', 'exhausted', 10, 'boom')`, acct, ws)
+		}, "evt_other invoice/in_1 (webhook): exhausted (10 attempt(s), last error: boom)"},
+		{verify.DroppedRecovered, func(t *testing.T, b *bundle) {
+			b.exec(t, `DELETE FROM webhook_inbox WHERE event_id = 'evt_i2'`)
+		}, "evt_i2 invoice.paid in_2: never delivered and not recovered"},
+		{verify.ConflictsQuarantined, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE webhook_inbox SET body_sha256 = '\x01' WHERE event_id = 'evt_a1'`)
+		}, "the inbox row does not hold the original body"},
+		{verify.NoUnexpectedQuarantine, func(t *testing.T, b *bundle) {
+			b.exec(t, `INSERT INTO inbox_quarantine (endpoint_slug, provider, source_account, environment, event_id, reason, body_sha256)
+				VALUES ('stripe-t', 'stripe', $1, 'test', 'evt_i1', 'malformed', '\x02')`, acct)
+		}, "stripe/acct_t evt_i1 quarantined at stripe-t: malformed"},
+		{verify.GrantPerInvoice, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE credit_grants SET amount_paid = 4000 WHERE invoice_id = 'in_1'`)
+		}, "in_1: grant records 4000 usd, the invoice is 2000 usd"},
+		{verify.NoStrayGrant, func(t *testing.T, b *bundle) {
+			b.exec(t, `INSERT INTO credit_grants (provider, source_account, environment, invoice_id, operation, workspace_id,
+				credits, amount_paid, currency, event_key) VALUES ('stripe', $1, 'test', 'in_unpaid', $2, $3, 100, 2000, 'usd', 'k')`,
+				acct, activities.OperationInitialGrant, ws)
+		}, "in_unpaid (acct_t): 100 credits to ws_t, but the invoice is not paid at the provider"},
+		{verify.BalanceMatches, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE workspaces SET credits_balance = 300 WHERE id = $1`, ws)
+		}, "workspace ws_t: balance 300, 2 grant(s) × 100 = 200"},
+		{verify.ProjectionNotBehind, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE subscription_projection SET provider_version = 1 WHERE resource_id = 'sub_a'`)
+		}, "sub_a: projection v1 (active) behind v2 sent"},
+		{verify.ProjectionMatches, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE subscription_projection SET state = jsonb_set(state, '{cancel_at_period_end}', 'true') WHERE resource_id = 'sub_a'`)
+		}, "sub_a: cancel_at_period_end true≠false"},
+		{verify.NoCanceledAccess, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE subscription_projection SET access = true, deleted = false, access_ends_at = NULL WHERE resource_id = 'sub_c'`)
+		}, "sub_c: canceled (provider canceled) with access"},
+		{verify.AccessMatches, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE subscription_projection SET access_ends_at = now() - interval '1 day' WHERE resource_id = 'sub_a'`)
+		}, "sub_a (active, cancel_at_period_end false): access false, the rule gives true"},
+		{verify.AlertPerFeedback, func(t *testing.T, b *bundle) {
+			b.exec(t, `DELETE FROM feedback_alerts`)
+		}, "fb_1 (proj_t): no alert"},
+		{verify.OutboxIntents, func(t *testing.T, b *bundle) {
+			b.exec(t, `DELETE FROM outbox WHERE class = 'feedback_alert'`)
+		}, "fb_1: alert, no intent for destination oncall"},
+		{verify.OutboxSettled, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE outbox SET status = 'uncertain', attempts = 3, last_error = 'connection reset' WHERE class = 'feedback_alert'`)
+		}, "uncertain after 3 attempt(s), last error: connection reset"},
+		{verify.EmailPerConfirmation, func(t *testing.T, b *bundle) {
+			b.input.Emails = append(b.input.Emails, b.input.Emails[0])
+		}, "sent, 2 email(s) with its key"},
+	}
+	require.Len(t, cases, len(verify.Names()), "a case per invariant")
+	for _, tt := range cases {
+		t.Run(tt.invariant, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			tt.breakIt(t, b)
+			rep := b.check(t)
+			require.False(t, rep.OK)
+			res := rep.Get(tt.invariant)
+			out := table(t, rep)
+			require.Equal(t, verify.StatusViolation, res.Status, out)
+			require.NotEmpty(t, res.Offenders)
+			require.Contains(t, res.Offenders[0], tt.offender)
+			require.Contains(t, out, tt.invariant+" ("+res.Description+")")
+		})
+	}
+}
+
+func TestAPendingEventIsNotSettled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, `UPDATE webhook_inbox SET status = 'pending', attempts = 2, last_error = 'HTTP 503' WHERE event_id = 'evt_a2'`)
+	rep := b.check(t)
+	for _, name := range []string{verify.AckedSettled, verify.InboxSettled} {
+		res := rep.Get(name)
+		require.Equal(t, verify.StatusViolation, res.Status, name)
+		require.EqualValues(t, res.Expected-1, res.Actual, name)
+		require.Contains(t, res.Offenders[0], "pending (2 attempt(s), last error: HTTP 503)")
+	}
+}
+
+func TestFailedRowsAreViolationsUnlessPermanentFaultsWereInjected(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, `UPDATE webhook_inbox SET status = 'failed', last_error = 'HTTP 403' WHERE event_id = 'evt_i1b'`)
+	require.Equal(t, verify.StatusViolation, b.check(t).Get(verify.AckedSettled).Status)
+	b.input.AllowFailed = true
+	rep := b.check(t)
+	require.True(t, rep.OK, table(t, rep))
+	require.Contains(t, rep.Get(verify.AckedSettled).Note, "1 failed or exhausted row(s) counted as settled")
+}
+
+func TestWithoutTheBackfillDroppedFactsAreNotExpected(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.input.BackfillRan = false
+	b.exec(t, `DELETE FROM webhook_inbox WHERE event_id = 'evt_i2'`)
+	b.exec(t, `DELETE FROM credit_grants WHERE invoice_id = 'in_2'`)
+	b.exec(t, `DELETE FROM outbox WHERE operation_key LIKE '%in_2%'`)
+	b.exec(t, `UPDATE workspaces SET credits_balance = 100`)
+	b.input.Emails = b.input.Emails[:1]
+	rep := b.check(t)
+	require.True(t, rep.OK, table(t, rep))
+	require.Equal(t, verify.StatusSkipped, rep.Get(verify.DroppedRecovered).Status)
+	require.EqualValues(t, 1, rep.Get(verify.GrantPerInvoice).Expected)
+	require.Contains(t, rep.Get(verify.GrantPerInvoice).Note, "1 paid invoice(s) whose events never reached")
+}
+
+func TestTheTruthAloneFromItsJSONIsEnough(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	raw, err := json.Marshal(b.input.Runs[0].Truth)
+	require.NoError(t, err)
+	var truth simulator.Truth
+	require.NoError(t, json.Unmarshal(raw, &truth))
+	b.input.Runs[0] = verify.Run{Truth: truth}
+	rep := b.check(t)
+	require.True(t, rep.OK, table(t, rep))
+	require.Equal(t, verify.StatusSkipped, rep.Get(verify.ConflictsQuarantined).Status)
+	require.EqualValues(t, 5, rep.Get(verify.AckedSettled).Expected, "invoice events (the dropped one aside), last snapshots, feedback")
+
+	// A lost event is still seen from the truth alone.
+	b.exec(t, `DELETE FROM webhook_inbox WHERE event_id = 'evt_c2'`)
+	rep = b.check(t)
+	require.Equal(t, verify.StatusViolation, rep.Get(verify.AckedSettled).Status)
+	require.Contains(t, rep.Get(verify.AckedSettled).Offenders[0], "evt_c2")
+}
+
+func TestSeveralRunsAddUpAndNameTheirOffenders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	second := b.input.Runs[0]
+	second.Label = "again"
+	b.input.Runs[0].Label = "first"
+	b.input.Runs = append(b.input.Runs, second)
+	b.exec(t, `UPDATE workspaces SET credits_balance = 0`)
+	rep := b.check(t)
+	res := rep.Get(verify.BalanceMatches)
+	require.EqualValues(t, 400, res.Expected)
+	require.Equal(t, 2, res.OffenderCount)
+	require.Equal(t, "[first] workspace ws_t: balance 0, 2 grant(s) × 100 = 200", res.Offenders[0])
+
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	var decoded struct {
+		OK         bool `json:"ok"`
+		Invariants []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"invariants"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &decoded))
+	require.False(t, decoded.OK)
+	require.Len(t, decoded.Invariants, len(verify.Names()))
+}
+
+func TestFetchTruthReadsWhatTheSimulatorServes(t *testing.T) {
+	t.Parallel()
+	sim := simulator.New(simulator.Config{Seed: 3, Versions: true})
+	inv, _, err := sim.PayInvoice(simulator.InvoiceOptions{})
+	require.NoError(t, err)
+	sub, _ := sim.CreateSubscription("", "", simulator.SubscriptionOptions{})
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	truth, err := verify.FetchTruth(context.Background(), srv.Client(), srv.URL)
+	require.NoError(t, err)
+	require.Equal(t, sim.Truth().PaidInvoices, truth.PaidInvoices)
+	require.Equal(t, inv.ID, truth.PaidInvoices[0].ID)
+	require.Equal(t, sub.ID, truth.Subscriptions[0].ID)
+	require.NotNil(t, truth.Subscriptions[0].Version)
+
+	_, err = verify.FetchTruth(context.Background(), srv.Client(), srv.URL+"/nowhere")
+	require.Error(t, err)
+}

@@ -1,0 +1,21 @@
+// Package soak is hookinbox's chaos soak: it runs the real processes (the
+// built `hookinbox webhook` and `hookinbox worker`, configured only by
+// environment variables) against their own PostgreSQL cluster and Temporal
+// dev server, drives them with two provider simulators (subscription
+// snapshots with versions on one Stripe endpoint, without on another, plus
+// feedback), and while the events flow it kills intake and worker processes
+// with SIGKILL at random, restarts the Temporal dev server once, terminates
+// the application's database connections and loses some of the intake's
+// answers on the way back. When the work has drained it runs the facts
+// backfill for the deliveries the simulators dropped, then checks the
+// invariants of internal/verify against the simulators' ground truth.
+//
+// `hookinbox soak` is the full run (20,000 events by default); soak_test.go
+// is the short one `make test` runs. Both call Run. The package also exports
+// the pieces `hookinbox demo` shares: Relay (a lossy load balancer),
+// TeamReceiver (a signed team alert endpoint), Converge and TriggerBackfill.
+//
+// It owns its processes, folders and servers; it changes hookinbox's tables
+// only through the product (its processes) and the registration calls any
+// operator would make (endpoints, links, workspace email, team destination).
+package soak
