@@ -57,6 +57,26 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list events", err)
 	}
+	ep, err := a.Store.GetEndpoint(ctx, in.Scope.Endpoint)
+	if errors.Is(err, store.ErrNotFound) {
+		return PageResult{}, temporal.NewNonRetryableApplicationError("endpoint "+in.Scope.Endpoint+" no longer exists", "InvalidScope", err)
+	}
+	if err != nil {
+		return PageResult{}, err
+	}
+	// Events of the endpoint's own account carry no account field: they are
+	// attributed to that account, so the key must be that account's. A key
+	// (or base URL) of another account would bring its events and grants in.
+	if own, _ := ep.OwnAccount(); in.Scope.Account == own {
+		keyAccount, err := client.OwnAccount(ctx)
+		if err != nil {
+			return PageResult{}, a.providerFailure(ctx, "retrieve own account", err)
+		}
+		if keyAccount != own {
+			err := fmt.Errorf("the API key of endpoint %s belongs to account %s, not to the endpoint's account %s: nothing is backfilled", ep.Slug, keyAccount, own)
+			return PageResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidScope", err)
+		}
+	}
 	q := provider.EventQuery{Since: in.Since, Types: in.Types, Cursor: in.Cursor, Limit: in.Limit}
 	page, err := client.ListEvents(ctx, in.Scope.Account, q)
 	if cursorGone(err, in.Cursor) {
@@ -67,13 +87,6 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 	}
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list events", err)
-	}
-	ep, err := a.Store.GetEndpoint(ctx, in.Scope.Endpoint)
-	if errors.Is(err, store.ErrNotFound) {
-		return PageResult{}, temporal.NewNonRetryableApplicationError("endpoint "+in.Scope.Endpoint+" no longer exists", "InvalidScope", err)
-	}
-	if err != nil {
-		return PageResult{}, err
 	}
 	res := PageResult{Listed: len(page.Items)}
 	var ring []keys.Resource

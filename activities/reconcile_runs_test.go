@@ -229,3 +229,27 @@ func TestBackfillListsEveryTypeAHandlerTakes(t *testing.T) {
 		require.NotContains(t, typ, "*", "Stripe's types filter takes no wildcard")
 	}
 }
+
+func TestBackfillRefusesAKeyOfAnotherAccount(t *testing.T) {
+	t.Parallel()
+	p := newPass(t, simulator.Config{})
+	_, _, err := p.sim.PayInvoice(simulator.InvoiceOptions{Account: account})
+	require.NoError(t, err)
+	// The endpoint says its own account is acct_other, but its API key is
+	// acct_sim_a's: listed events (which name no account) would be booked
+	// under the wrong account.
+	_, err = p.store.Pool.Exec(p.ctx, `UPDATE endpoints SET account = 'acct_other'`)
+	require.NoError(t, err)
+	require.NoError(t, p.store.LinkAccount(p.ctx, "sim", "acct_other", "ws_other"))
+	scope := p.scope
+	scope.Account, scope.WorkspaceID = "acct_other", "ws_other"
+	name := activities.CheckpointName(activities.PassFacts, scope, "")
+	cp := p.begin(t, name, "run-1")
+	_, err = p.env.ExecuteActivity(p.acts.BackfillPage, activities.BackfillPageInput{
+		PageInput: activities.PageInput{Scope: scope, Checkpoint: name, Owner: "run-1", Limit: 100},
+		Since:     cp.StartedAt.Add(-time.Hour), Types: activities.BackfillTypes(),
+	})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "belongs to account acct_sim_a")
+	require.Equal(t, 0, p.count(t, `SELECT count(*) FROM webhook_inbox`))
+}

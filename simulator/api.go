@@ -42,12 +42,13 @@ func (s *Simulator) InjectAPIFault(f Fault) {
 	s.faults = append(s.faults, &f)
 }
 
-// Handler serves the Stripe API subset (GET /v1/invoices/{id},
+// Handler serves the Stripe API subset (GET /v1/account, /v1/invoices/{id},
 // /v1/subscriptions/{id}, /v1/subscriptions, /v1/events, /v1/events/{id}),
 // the email API (POST and GET /v1/emails) and the ground truth
 // (GET /_sim/truth).
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/account", s.stripeAPI(s.getAccount))
 	mux.HandleFunc("GET /v1/invoices/{id}", s.stripeAPI(s.getInvoice))
 	mux.HandleFunc("GET /v1/subscriptions/{id}", s.stripeAPI(s.getSubscription))
 	mux.HandleFunc("GET /v1/subscriptions", s.stripeAPI(s.listSubscriptions))
@@ -236,6 +237,12 @@ func (s *Simulator) scope(r *http.Request) (string, bool) {
 		return h, true
 	}
 	return "", false
+}
+
+// getAccount answers "retrieve your account": the account the key (and
+// Stripe-Account header) acts for.
+func (s *Simulator) getAccount(w http.ResponseWriter, _ *http.Request, account string) {
+	writeJSON(w, http.StatusOK, map[string]any{"id": account, "object": "account"})
 }
 
 func (s *Simulator) getInvoice(w http.ResponseWriter, r *http.Request, account string) {

@@ -85,6 +85,8 @@ type EventQuery struct {
 
 // Client asks a provider about resources of one source account.
 type Client interface {
+	// OwnAccount is the account the client's API key belongs to.
+	OwnAccount(ctx context.Context) (string, error)
 	FetchInvoice(ctx context.Context, account, id string) (Invoice, error)
 	FetchSubscription(ctx context.Context, account, id string) (Subscription, error)
 	// ListSubscriptions lists every subscription, canceled ones included.

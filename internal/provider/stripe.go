@@ -76,6 +76,24 @@ func (c *Stripe) stripeAccount(account string) *string {
 	return stripe.String(account)
 }
 
+// OwnAccount retrieves the key's own account (GET /v1/account).
+func (c *Stripe) OwnAccount(ctx context.Context) (string, error) {
+	op := "retrieve own account"
+	var acct *stripe.Account
+	err := c.call(ctx, op, func(ctx context.Context) error {
+		var err error
+		acct, err = c.sc.V1Accounts.Retrieve(ctx, &stripe.AccountRetrieveParams{})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if acct.ID == "" {
+		return "", malformed(op, "answer has no account id")
+	}
+	return acct.ID, nil
+}
+
 // FetchInvoice retrieves an invoice.
 func (c *Stripe) FetchInvoice(ctx context.Context, account, id string) (Invoice, error) {
 	op := "fetch invoice " + id
