@@ -47,6 +47,11 @@ type Settings struct {
 	RetryMax        time.Duration `json:"retry_max,omitempty"`
 	ActivityTimeout time.Duration `json:"activity_timeout,omitempty"`
 	OutboxBudget    int           `json:"outbox_budget,omitempty"`
+	// ActivityHandling runs each event's HandleEvent as a regular activity
+	// (each attempt a scheduled/started/completed activity in the history)
+	// instead of a local activity (one marker, the rows of a pass in one
+	// workflow task: several times the throughput of one history shard).
+	ActivityHandling bool `json:"activity_handling,omitempty"`
 }
 
 func (s Settings) withDefaults() Settings {
@@ -334,20 +339,36 @@ func (r *resource) reconcile(ctx workflow.Context) error {
 // records failed or exhausted rows.
 func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
 	remaining := int32(max(1, r.s.RetryBudget-ev.Attempts))
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: r.s.ActivityTimeout,
-		Summary:             ev.Key.String(),
-		RetryPolicy: &temporal.RetryPolicy{
-			// The activity returns the next delay itself (full jitter); these
-			// bound the attempts and stand in if it could not say.
-			InitialInterval:    r.s.RetryInitial,
-			BackoffCoefficient: 2,
-			MaximumInterval:    r.s.RetryMax,
-			MaximumAttempts:    remaining,
-		},
-	})
+	// The activity returns the next delay itself (full jitter); these bound
+	// the attempts and stand in if it could not say.
+	retry := &temporal.RetryPolicy{
+		InitialInterval:    r.s.RetryInitial,
+		BackoffCoefficient: 2,
+		MaximumInterval:    r.s.RetryMax,
+		MaximumAttempts:    remaining,
+	}
+	in := activities.HandleInput{Key: ev.Key, PriorAttempts: ev.Attempts}
+	var fut workflow.Future
+	// Runs started before local handling existed keep regular activities.
+	local := workflow.GetVersion(ctx, "local-handling", workflow.DefaultVersion, 1) == 1
+	if r.s.ActivityHandling || !local {
+		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: r.s.ActivityTimeout, Summary: ev.Key.String(), RetryPolicy: retry,
+		}), a.HandleEvent, in)
+	} else {
+		// A local activity: one MarkerRecorded event, and consecutive rows
+		// of a pass in the same workflow task, instead of six events per
+		// row. Backoffs longer than a workflow task become timers.
+		// Its schedule-to-close would default to one attempt's timeout:
+		// give it room for the whole budget (attempts and backoffs).
+		fut = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout:    r.s.ActivityTimeout,
+			ScheduleToCloseTimeout: time.Duration(remaining) * (r.s.ActivityTimeout + r.s.RetryMax),
+			Summary:                ev.Key.String(), RetryPolicy: retry,
+		}), a.HandleEvent, in)
+	}
 	var res activities.HandleResult
-	err := workflow.ExecuteActivity(actx, a.HandleEvent, activities.HandleInput{Key: ev.Key, PriorAttempts: ev.Attempts}).Get(ctx, &res)
+	err := fut.Get(ctx, &res)
 	r.thisRun++
 	r.carry.Handled++
 	r.remember(ev.Key.String())

@@ -76,6 +76,11 @@ type Config struct {
 	RetryMax     time.Duration
 	// HOOKINBOX_ACTIVITY_TIMEOUT: start-to-close timeout of one handling attempt.
 	ActivityTimeout time.Duration
+	// HOOKINBOX_HANDLE_MODE: "local" (default) handles each event as a local
+	// activity of its resource workflow (one history event, several rows per
+	// workflow task); "activity" as a regular activity (each attempt visible
+	// as a pending activity in the UI, about six history events per event).
+	HandleMode string
 
 	// HOOKINBOX_CREDITS_PER_INVOICE: credits granted once per paid invoice.
 	CreditsPerInvoice int64
@@ -174,6 +179,7 @@ func Default() Config {
 		SweepAfter:         time.Minute,
 		IdleTimeout:        10 * time.Minute,
 		MaxEventsPerRun:    500,
+		HandleMode:         "local",
 		RetryBudget:        10,
 		RetryInitial:       time.Second,
 		RetryMax:           5 * time.Minute,
@@ -237,6 +243,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_RETRY_INITIAL", &c.RetryInitial)
 	p.duration("HOOKINBOX_RETRY_MAX", &c.RetryMax)
 	p.duration("HOOKINBOX_ACTIVITY_TIMEOUT", &c.ActivityTimeout)
+	p.str("HOOKINBOX_HANDLE_MODE", &c.HandleMode)
 	p.int64("HOOKINBOX_CREDITS_PER_INVOICE", &c.CreditsPerInvoice)
 	p.str("HOOKINBOX_MAILER", &c.Mailer)
 	p.str("HOOKINBOX_SMTP_ADDR", &c.SMTPAddr)
@@ -294,6 +301,9 @@ func (c Config) Validate() error {
 	}
 	if c.CreditsPerInvoice <= 0 {
 		errs = append(errs, "HOOKINBOX_CREDITS_PER_INVOICE must be positive")
+	}
+	if c.HandleMode != "local" && c.HandleMode != "activity" {
+		errs = append(errs, `HOOKINBOX_HANDLE_MODE must be "local" or "activity"`)
 	}
 	if c.Mailer != "smtp" && c.Mailer != "http" {
 		errs = append(errs, `HOOKINBOX_MAILER must be "smtp" or "http"`)
