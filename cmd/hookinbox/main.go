@@ -44,6 +44,7 @@ the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
 		newSchedulesCmd(),
 		newSoakCmd(),
 		newDemoCmd(),
+		newBenchCmd(),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ec exitCode

@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Latencies collects operation durations from many goroutines.
+type Latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+// Add records one duration.
+func (l *Latencies) Add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// Merge adds a goroutine's local batch.
+func (l *Latencies) Merge(ds []time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, ds...)
+	l.mu.Unlock()
+}
+
+// Percentile returns the p-th percentile (0 < p ≤ 100), nearest rank.
+func (l *Latencies) Percentile(p float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return percentile(l.d, p)
+}
+
+// Count is the number of durations recorded.
+func (l *Latencies) Count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.d)
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	rank := int(float64(len(s))*p/100+0.999999) - 1
+	return s[max(0, min(rank, len(s)-1))]
+}
+
+// Rate is a closed-loop measurement: operations completed, their rate and
+// latency.
+type Rate struct {
+	Ops     int     `json:"ops"`
+	Errors  int     `json:"errors"`
+	Seconds float64 `json:"seconds"`
+	PerSec  float64 `json:"per_sec"`
+	P50ms   float64 `json:"p50_ms"`
+	P99ms   float64 `json:"p99_ms"`
+}
+
+// Op is one operation of a closed-loop load; seq is unique in the run.
+type Op func(ctx context.Context, seq int64) error
+
+// ClosedLoop runs op from concurrency goroutines, each starting its next
+// operation when the previous one ends, for duration after a warm-up, and
+// measures the operations that completed inside the window.
+func ClosedLoop(ctx context.Context, op Op, seq *atomic.Int64, concurrency int, warmup, duration time.Duration) (Rate, error) {
+	var lat Latencies
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now().Add(warmup)
+	end := start.Add(duration)
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 1024)
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if t0.After(end) {
+					break
+				}
+				err := op(ctx, seq.Add(1))
+				d := time.Since(t0)
+				if t0.Before(start) {
+					continue // warm-up
+				}
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				local = append(local, d)
+			}
+			lat.Merge(local)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return Rate{}, ctx.Err()
+	}
+	r := Rate{Ops: lat.Count(), Errors: int(errs.Load()), Seconds: duration.Seconds()}
+	r.PerSec = float64(r.Ops) / r.Seconds
+	r.P50ms = ms(lat.Percentile(50))
+	r.P99ms = ms(lat.Percentile(99))
+	if r.Ops == 0 && r.Errors > 0 {
+		return r, fmt.Errorf("every operation failed: %v", firstErr.Load())
+	}
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// LoadAverage is /proc/loadavg's first three fields ("" when unreadable).
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// cpuTotals reads the machine's busy and total jiffies from /proc/stat.
+func cpuTotals() (busy, total uint64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseUint(v, 10, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+// processCPU is a process's user+system CPU time in clock ticks (100 Hz).
+func processCPU(pid int) uint64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name in parentheses (which may hold spaces).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	sy, _ := strconv.ParseUint(f[12], 10, 64)
+	return u + sy
+}
+
+// findProcess returns the pid of the first process whose NUL-separated
+// command line contains every part.
+func findProcess(parts ...string) int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		ok := true
+		for _, p := range parts {
+			if !bytes.Contains(b, []byte(p)) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+			return pid
+		}
+	}
+	return 0
+}
+
+// CPUMeter measures the machine's CPU use and one process's over a window.
+type CPUMeter struct {
+	pid               int
+	busy0, total0, p0 uint64
+	start             time.Time
+}
+
+// StartCPU begins a window; pid (0 for none) is a process to account for.
+func StartCPU(pid int) *CPUMeter {
+	m := &CPUMeter{pid: pid, start: time.Now()}
+	m.busy0, m.total0 = cpuTotals()
+	m.p0 = processCPU(pid)
+	return m
+}
+
+// Stop returns the machine's busy fraction (0–1 over every core) and the
+// process's CPU use in cores (1.0 = one core busy the whole window).
+func (m *CPUMeter) Stop() (machineBusy, processCores float64) {
+	busy, total := cpuTotals()
+	if total > m.total0 {
+		machineBusy = float64(busy-m.busy0) / float64(total-m.total0)
+	}
+	if m.pid > 0 {
+		if el := time.Since(m.start).Seconds(); el > 0 {
+			processCores = float64(processCPU(m.pid)-m.p0) / 100 / el
+		}
+	}
+	return machineBusy, processCores
+}
+
+// MemoryPeak samples this process's Go heap while a run goes on, and reads
+// the kernel's peak resident set (VmHWM), reset at the start.
+type MemoryPeak struct {
+	stop chan struct{}
+	done chan struct{}
+	peak atomic.Uint64
+}
+
+// StartMemory resets VmHWM (where the kernel allows it) and samples the
+// heap every 200 ms.
+func StartMemory() *MemoryPeak {
+	runtime.GC()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset VmHWM
+	m := &MemoryPeak{stop: make(chan struct{}), done: make(chan struct{})}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			v := sample[0].Value.Uint64() + sample[1].Value.Uint64()
+			if v > m.peak.Load() {
+				m.peak.Store(v)
+			}
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return m
+}
+
+// Stop returns the peak Go heap in use and the process's peak RSS, in MiB.
+func (m *MemoryPeak) Stop() (heapMiB, rssMiB float64) {
+	close(m.stop)
+	<-m.done
+	return float64(m.peak.Load()) / (1 << 20), float64(vmHWM()) / (1 << 20)
+}
+
+// vmHWM is this process's peak resident set in bytes.
+func vmHWM() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				n, _ := strconv.ParseUint(f[0], 10, 64)
+				return n * 1024
+			}
+		}
+	}
+	return 0
+}

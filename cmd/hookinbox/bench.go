@@ -1,0 +1,426 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/bench"
+	"github.com/hookinbox/hookinbox/internal/config"
+)
+
+// benchReport is everything one `hookinbox bench` run measured.
+type benchReport struct {
+	Started     time.Time            `json:"started"`
+	Cores       int                  `json:"cores"`
+	LoadBefore  string               `json:"load_average_before"`
+	LoadAfter   string               `json:"load_average_after"`
+	Durable     bool                 `json:"durable_postgres"`
+	Intake      []bench.IntakeResult `json:"intake,omitempty"`
+	EndToEnd    []bench.E2EResult    `json:"end_to_end,omitempty"`
+	Scaling     []bench.E2EResult    `json:"scaling,omitempty"`
+	ScaleCapped []int                `json:"scaling_skipped_over_cap,omitempty"`
+}
+
+func newBenchCmd() *cobra.Command {
+	var (
+		suites, concurrency, designs, scale, burst string
+		spread, senders, scaleMax, sample, repeat  int
+		rounds                                     int
+		duration, warmup, timeout, sweepAfter      time.Duration
+		maxConns                                   int32
+		dbURL, temporalAddr, save                  string
+		ephemeral, freshTemporal, widePool         bool
+		output                                     = outputFormat("table")
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the intake and the end-to-end pipeline, each beside its baseline from the same run",
+		Long: `Measure hookinbox on this machine and print each figure beside its baseline, measured in
+the same run (ratios are what travel between machines):
+
+  intake   acknowledged webhooks/s and p50/p99 latency of the real intake over loopback HTTP
+           (Stripe-signed, each delivery a distinct event), beside one INSERT…COMMIT of the same
+           inbox row with pgx at the same concurrency: the physical limit of a durable ack.
+  e2e      events/s from the first acknowledgement to the last business effect, hookinbox
+           (intake, hand-off, worker, ResourceWorkflow; HandleEvent as a local activity, the
+           default) and hookinbox-activity (HOOKINBOX_HANDLE_MODE=activity) beside the naive
+           design (one SignalWithStart and one activity per event), for one event per resource (--spread)
+           and bursts of many events per resource (--burst RxE); history events per event are
+           read back from Temporal.
+  scale    the end to end with one event per resource at growing resource counts (--scale),
+           with the peak memory of the process running intake and worker.
+
+Every design runs the same cheap business transaction per event (HandleEvent with a handler that
+commits one effect row and the inbox row's completion), so only the orchestration differs.
+
+Without --database-url and --temporal-address it starts a throw-away PostgreSQL (durable
+settings unless --ephemeral) and Temporal dev server (SQLite file with the WAL pragmas of
+'make run'; a fresh one per end-to-end run unless --fresh-temporal=false), and removes them
+at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitignored):
+
+  hookinbox bench --output json > bench-results/$(date +%Y%m%d-%H%M).json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			want := map[string]bool{}
+			for _, s := range benchSplit(suites) {
+				if s != "intake" && s != "e2e" && s != "scale" {
+					return usagef("--suite: unknown suite %q (intake, e2e, scale)", s)
+				}
+				want[s] = true
+			}
+			conc, err := benchInts("--concurrency", concurrency)
+			if err != nil {
+				return err
+			}
+			sizes, err := benchInts("--scale", scale)
+			if err != nil {
+				return err
+			}
+			br, be, ok := strings.Cut(burst, "x")
+			bR, err1 := strconv.Atoi(br)
+			bE, err2 := strconv.Atoi(be)
+			if !ok || err1 != nil || err2 != nil || bR <= 0 || bE <= 0 {
+				return usagef("--burst: want RESOURCESxEVENTS, e.g. 50x40")
+			}
+			ds := benchSplit(designs)
+			for _, d := range ds {
+				if d != bench.DesignHookinbox && d != bench.DesignNaive && d != bench.DesignActivity {
+					return usagef("--designs: unknown design %q (hookinbox, naive, hookinbox-activity)", d)
+				}
+			}
+
+			rep := benchReport{Started: time.Now().UTC(), Cores: runtime.NumCPU(), LoadBefore: bench.LoadAverage(), Durable: !ephemeral && dbURL == ""}
+			env, err := bench.StartEnv(ctx, bench.EnvOptions{DatabaseURL: dbURL, TemporalAddress: temporalAddr,
+				Ephemeral: ephemeral, Progress: progress})
+			if err != nil {
+				return err
+			}
+			defer env.Close()
+
+			if want["intake"] {
+				rep.Intake, err = bench.RunIntake(ctx, env, bench.IntakeSuite{Concurrency: conc, Duration: duration,
+					Warmup: warmup, MaxConns: maxConns, WidePool: widePool, Rounds: rounds, Progress: progress})
+				if err != nil {
+					return fmt.Errorf("intake suite: %w", err)
+				}
+			}
+			suite := bench.E2ESuite{Designs: ds, Senders: senders, Repeat: repeat, Timeout: timeout, HistorySample: sample,
+				FreshTemporal: freshTemporal, Progress: progress}
+			if sweepAfter > 0 {
+				suite.Configure = func(c *config.Config) { c.SweepAfter = sweepAfter }
+			}
+			if want["e2e"] {
+				suite.Loads = []bench.Load{
+					{Name: "one event per resource", Resources: spread, PerResource: 1},
+					{Name: "bursts", Resources: bR, PerResource: bE},
+				}
+				rep.EndToEnd, err = bench.RunE2E(ctx, env, suite)
+				if err != nil {
+					return fmt.Errorf("end-to-end suite: %w", err)
+				}
+			}
+			if want["scale"] {
+				suite.Loads = nil
+				for _, n := range sizes {
+					if scaleMax > 0 && n > scaleMax {
+						rep.ScaleCapped = append(rep.ScaleCapped, n)
+						continue
+					}
+					suite.Loads = append(suite.Loads, bench.Load{Name: fmt.Sprintf("%d resources", n), Resources: n, PerResource: 1})
+				}
+				suite.Repeat = 1
+				rep.Scaling, err = bench.RunE2E(ctx, env, suite)
+				if err != nil {
+					return fmt.Errorf("scaling suite: %w", err)
+				}
+			}
+			rep.LoadAfter = bench.LoadAverage()
+			if save != "" {
+				f, err := os.Create(save)
+				if err != nil {
+					return err
+				}
+				err = render(f, "json", rep, nil, nil)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if output == "json" {
+				return render(out, output, rep, nil, nil)
+			}
+			return printBench(out, rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&suites, "suite", "intake,e2e,scale", "suites to run: intake, e2e, scale (comma-separated)")
+	f.StringVar(&concurrency, "concurrency", "1,16,64", "intake: concurrent senders, one measurement each")
+	f.DurationVar(&duration, "duration", 8*time.Second, "intake: measuring window per side and concurrency")
+	f.DurationVar(&warmup, "warmup", 2*time.Second, "intake: warm-up before each window")
+	f.IntVar(&rounds, "rounds", 3, "intake: interleaved rounds per concurrency; the median round is shown")
+	f.Int32Var(&maxConns, "intake-max-conns", 0, "intake: database pool size (0: what 'hookinbox webhook' opens)")
+	f.BoolVar(&widePool, "intake-wide-pool", true, "intake: also measure the intake with one pool connection per sender")
+	f.IntVar(&spread, "spread", 2000, "e2e: resources of the one-event-per-resource load")
+	f.StringVar(&burst, "burst", "50x40", "e2e: bursts load, RESOURCESxEVENTS per resource")
+	f.IntVar(&senders, "senders", 16, "e2e and scale: concurrent HTTP senders")
+	f.StringVar(&designs, "designs", "naive,hookinbox,hookinbox-activity", "e2e and scale: designs to run: hookinbox, naive, hookinbox-activity (HOOKINBOX_HANDLE_MODE=activity)")
+	f.StringVar(&scale, "scale", "1000,10000,100000", "scale: distinct resources per run, one event each")
+	f.IntVar(&scaleMax, "scale-max", 10000, "scale: skip sizes above this (0: no cap; 100k resources take hours on 2 cores)")
+	f.IntVar(&repeat, "repeat", 1, "e2e: runs per load, alternating the order of the designs (rows show the mean; scale runs once)")
+	f.IntVar(&sample, "history-sample", 50, "e2e and scale: workflows whose history is read back per run")
+	f.DurationVar(&sweepAfter, "sweep-after", 0, "e2e and scale: HOOKINBOX_SWEEP_AFTER of the hookinbox designs (0: the product default)")
+	f.DurationVar(&timeout, "timeout", 0, "bound of one end-to-end run (0: 30 minutes plus 50 ms per event)")
+	f.BoolVar(&freshTemporal, "fresh-temporal", true, "start a fresh dev server for each end-to-end run (when started here)")
+	f.StringVar(&dbURL, "database-url", "", "superuser URL of an existing PostgreSQL (default: start a throw-away cluster)")
+	f.StringVar(&temporalAddr, "temporal-address", "", "existing Temporal frontend (default: start a throw-away dev server)")
+	f.BoolVar(&ephemeral, "ephemeral", false, "start the throw-away PostgreSQL with fsync off (not a durable acknowledgement)")
+	f.Var(&output, "output", "output format: table or json")
+	f.StringVar(&save, "save", "", "also write the JSON report to this file (e.g. bench-results/run.json)")
+	return cmd
+}
+
+func benchSplit(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func benchInts(flag, s string) ([]int, error) {
+	var out []int
+	for _, p := range benchSplit(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return nil, usagef("%s: %q is not a positive number", flag, p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func printBench(w io.Writer, rep benchReport) error {
+	storage := "durable (fsync on)"
+	if !rep.Durable {
+		storage = "as configured (given server or --ephemeral)"
+	}
+	fmt.Fprintf(w, "hookinbox bench, %s, %d cores, load average %s → %s, PostgreSQL %s\n",
+		rep.Started.Format(time.RFC3339), rep.Cores, rep.LoadBefore, rep.LoadAfter, storage)
+	if len(rep.Intake) > 0 {
+		fmt.Fprintln(w, "\nINTAKE: acknowledged webhooks/s over HTTP vs one INSERT…COMMIT of the same row, same concurrency")
+		wide := rep.Intake[0].IntakeWide != nil
+		header := []string{"SENDERS", "RAW INSERT/s", "P50 ms", "P99 ms",
+			fmt.Sprintf("INTAKE/s (pool %d)", rep.Intake[0].IntakeMaxConns), "P50 ms", "P99 ms", "INTAKE/RAW"}
+		if wide {
+			header = append(header, "INTAKE/s (pool = senders)", "P50 ms", "P99 ms", "WIDE/RAW")
+		}
+		header = append(header, "EVERY ROUND raw | intake | wide /s", "LOAD")
+		var rows [][]string
+		for _, r := range rep.Intake {
+			row := []string{strconv.Itoa(r.Concurrency), benchF0(r.Raw.PerSec), benchF2(r.Raw.P50ms), benchF2(r.Raw.P99ms),
+				benchF0(r.Intake.PerSec), benchF2(r.Intake.P50ms), benchF2(r.Intake.P99ms), benchF2(r.Ratio)}
+			if wide && r.IntakeWide != nil {
+				row = append(row, benchF0(r.IntakeWide.PerSec), benchF2(r.IntakeWide.P50ms), benchF2(r.IntakeWide.P99ms), benchF2(r.WideRatio))
+			}
+			every := benchJoin(r.RawRounds) + " | " + benchJoin(r.IntakeRounds)
+			if len(r.WideRounds) > 0 {
+				every += " | " + benchJoin(r.WideRounds)
+			}
+			rows = append(rows, append(row, every, r.Load))
+		}
+		if err := render(w, "table", nil, header, rows); err != nil {
+			return err
+		}
+	}
+	if len(rep.EndToEnd) > 0 {
+		fmt.Fprintln(w, "\nEND TO END: events/s from first acknowledgement to last effect committed, each design vs naive (one SignalWithStart + one activity per event)")
+		if err := printBenchE2E(w, rep.EndToEnd, false); err != nil {
+			return err
+		}
+		printBenchHistory(w, rep.EndToEnd)
+	}
+	if len(rep.Scaling) > 0 || len(rep.ScaleCapped) > 0 {
+		fmt.Fprintln(w, "\nSCALING: one event per resource; memory is the peak of the process running intake and worker (Go heap sampled; VmHWM)")
+		if err := printBenchE2E(w, rep.Scaling, true); err != nil {
+			return err
+		}
+		for _, n := range rep.ScaleCapped {
+			fmt.Fprintf(w, "  %d resources: skipped (over --scale-max)\n", n)
+		}
+	}
+	return nil
+}
+
+// printBenchE2E prints one row per load: each design's rate, its ratio to
+// the naive design, and per-design details separated by "|".
+func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
+	var loads, designs []string
+	runs := map[[2]string][]*bench.E2EResult{}
+	for i := range results {
+		r := &results[i]
+		if !slices.Contains(loads, r.Load) {
+			loads = append(loads, r.Load)
+		}
+		if !slices.Contains(designs, r.Design) {
+			designs = append(designs, r.Design)
+		}
+		k := [2]string{r.Load, r.Design}
+		runs[k] = append(runs[k], r)
+	}
+	// With repeated runs, a design's rate is the mean of its runs and its
+	// other columns are those of the run closest to that mean.
+	byKey := map[[2]string]*bench.E2EResult{}
+	repeated := false
+	for k, rs := range runs {
+		mean := 0.0
+		for _, r := range rs {
+			mean += r.EventsPerSec / float64(len(rs))
+		}
+		best := rs[0]
+		for _, r := range rs[1:] {
+			if math.Abs(r.EventsPerSec-mean) < math.Abs(best.EventsPerSec-mean) {
+				best = r
+			}
+		}
+		shown := *best
+		shown.EventsPerSec = mean
+		byKey[k] = &shown
+		repeated = repeated || len(rs) > 1
+	}
+	header := []string{"LOAD", "EVENTS"}
+	for _, d := range designs {
+		header = append(header, strings.ToUpper(d)+" ev/s")
+	}
+	hasNaive := slices.Contains(designs, bench.DesignNaive)
+	if hasNaive {
+		for _, d := range designs {
+			if d != bench.DesignNaive {
+				header = append(header, strings.ToUpper(d)+"/NAIVE")
+			}
+		}
+	}
+	header = append(header, "HIST/EV", "SIGNALS/EV", "SWEEPER/EV", "P50 ms", "TEMPORAL CORES")
+	if repeated {
+		header = append(header, "EVERY RUN ev/s")
+	}
+	if memory {
+		header = append(header, "PEAK HEAP MiB", "PEAK RSS MiB")
+	}
+	var rows [][]string
+	for _, l := range loads {
+		each := func(f func(*bench.E2EResult) string) string {
+			parts := make([]string, len(designs))
+			for i, d := range designs {
+				parts[i] = benchCell(byKey[[2]string{l, d}], f)
+			}
+			return strings.Join(parts, " | ")
+		}
+		events := 0
+		row := []string{l, ""}
+		for _, d := range designs {
+			r := byKey[[2]string{l, d}]
+			if r != nil {
+				events = r.Events
+			}
+			row = append(row, benchCell(r, benchRate))
+		}
+		row[1] = strconv.Itoa(events)
+		if naive := byKey[[2]string{l, bench.DesignNaive}]; hasNaive {
+			for _, d := range designs {
+				if d == bench.DesignNaive {
+					continue
+				}
+				ratio := "-"
+				if r := byKey[[2]string{l, d}]; r != nil && naive != nil && naive.EventsPerSec > 0 {
+					ratio = benchF2(r.EventsPerSec/naive.EventsPerSec) + "x"
+				}
+				row = append(row, ratio)
+			}
+		}
+		row = append(row,
+			each(func(r *bench.E2EResult) string { return benchF1(r.HistoryPerEvent) }),
+			each(func(r *bench.E2EResult) string { return benchF2(r.SignalsPerEvent) }),
+			each(func(r *bench.E2EResult) string { return benchF2(r.SweeperSignalsPerEvent) }),
+			each(func(r *bench.E2EResult) string { return benchF0(r.LatencyP50ms) }),
+			each(func(r *bench.E2EResult) string { return benchF2(r.TemporalCores) }))
+		if memory {
+			row = append(row, each(func(r *bench.E2EResult) string { return benchF0(r.PeakHeapMiB) }),
+				each(func(r *bench.E2EResult) string { return benchF0(r.PeakRSSMiB) }))
+		}
+		if repeated {
+			parts := make([]string, len(designs))
+			for i, d := range designs {
+				var rates []string
+				for _, r := range runs[[2]string{l, d}] {
+					rates = append(rates, benchF1(r.EventsPerSec))
+				}
+				parts[i] = strings.Join(rates, ",")
+			}
+			row = append(row, strings.Join(parts, " | "))
+		}
+		rows = append(rows, row)
+	}
+	fmt.Fprintf(w, "(columns with \"|\" list %s in that order", strings.Join(designs, " | "))
+	if repeated {
+		fmt.Fprint(w, "; ev/s is the mean of a design's runs (every run in the last column), other columns its run closest to the mean")
+	}
+	fmt.Fprintln(w, ")")
+	return render(w, "table", nil, header, rows)
+}
+
+// printBenchHistory breaks history events per event down by type, per run.
+func printBenchHistory(w io.Writer, results []bench.E2EResult) {
+	fmt.Fprintln(w, "\nHistory events per event, by type (sampled workflows, first run of each):")
+	for _, r := range results {
+		if r.Repeat > 0 {
+			continue
+		}
+		types := make([]string, 0, len(r.HistoryByType))
+		for t := range r.HistoryByType {
+			types = append(types, t)
+		}
+		sort.Slice(types, func(i, j int) bool { return r.HistoryByType[types[i]] > r.HistoryByType[types[j]] })
+		parts := make([]string, 0, len(types))
+		for _, t := range types {
+			parts = append(parts, fmt.Sprintf("%s %.2f", t, r.HistoryByType[t]))
+		}
+		fmt.Fprintf(w, "  %-24s %-9s %5.1f = %s\n", r.Load, r.Design, r.HistoryPerEvent, strings.Join(slices.Clip(parts), ", "))
+	}
+}
+
+func benchJoin(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = benchF0(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func benchRate(r *bench.E2EResult) string { return benchF1(r.EventsPerSec) }
+
+func benchCell(r *bench.E2EResult, f func(*bench.E2EResult) string) string {
+	if r == nil {
+		return "-"
+	}
+	return f(r)
+}
+
+func benchF0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+func benchF1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+func benchF2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
