@@ -47,12 +47,24 @@ type Settings struct {
 	RetryMax        time.Duration `json:"retry_max,omitempty"`
 	ActivityTimeout time.Duration `json:"activity_timeout,omitempty"`
 	OutboxBudget    int           `json:"outbox_budget,omitempty"`
-	// ActivityHandling runs each event's HandleEvent as a regular activity
-	// (each attempt a scheduled/started/completed activity in the history)
-	// instead of a local activity (one marker, the rows of a pass in one
-	// workflow task: several times the throughput of one history shard).
+	// Handling is how HandleEvent runs: HandlingLocal, a local activity (one
+	// marker per event, the rows of a pass in one workflow task: several
+	// times the throughput of one history shard), or HandlingActivity, a
+	// regular activity (each attempt scheduled, started and completed in the
+	// history, visible as a pending activity). Starters always set it; it is
+	// empty only in inputs written before it existed, whose runs decide as
+	// they did then (workflow.GetVersion and ActivityHandling).
+	Handling string `json:"handling,omitempty"`
+	// ActivityHandling is the older form of Handling = HandlingActivity,
+	// read only when Handling is empty.
 	ActivityHandling bool `json:"activity_handling,omitempty"`
 }
+
+// The values of Settings.Handling.
+const (
+	HandlingLocal    = "local"
+	HandlingActivity = "activity"
+)
 
 func (s Settings) withDefaults() Settings {
 	if s.IdleTimeout <= 0 {
@@ -349,9 +361,15 @@ func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
 	}
 	in := activities.HandleInput{Key: ev.Key, PriorAttempts: ev.Attempts}
 	var fut workflow.Future
-	// Runs started before local handling existed keep regular activities.
-	local := workflow.GetVersion(ctx, "local-handling", workflow.DefaultVersion, 1) == 1
-	if r.s.ActivityHandling || !local {
+	local := r.s.Handling == HandlingLocal
+	if r.s.Handling == "" {
+		// An input from before Handling: runs started before local handling
+		// existed keep regular activities. The version marker and the
+		// search attribute upsert it records cost two history events per
+		// run, which is why new runs say their handling in their input.
+		local = workflow.GetVersion(ctx, "local-handling", workflow.DefaultVersion, 1) == 1 && !r.s.ActivityHandling
+	}
+	if !local {
 		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: r.s.ActivityTimeout, Summary: ev.Key.String(), RetryPolicy: retry,
 		}), a.HandleEvent, in)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -71,6 +73,40 @@ func TestHandlesPendingRowsInOrderThenCompletesWhenIdle(t *testing.T) {
 	var out ResourceResult
 	require.NoError(t, f.env.GetWorkflowResult(&out))
 	require.Equal(t, 3, out.Handled)
+}
+
+// The input's Handling decides how HandleEvent runs; an input from before
+// the field (empty) takes local handling through its version marker.
+func TestHandlingModeDecidesLocalOrRegularActivity(t *testing.T) {
+	t.Parallel()
+	for handling, wantLocal := range map[string]bool{HandlingLocal: true, HandlingActivity: false, "": true} {
+		t.Run("handling="+handling, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1", "evt_2"), nil).Once()
+			f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+			f.handleOK()
+			var local, regular int
+			f.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []interface{}) {
+				if info.ActivityType.Name == "HandleEvent" {
+					local++
+				}
+			})
+			f.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == "HandleEvent" {
+					regular++
+				}
+			})
+			f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute, Handling: handling}))
+			require.NoError(t, f.env.GetWorkflowError())
+			require.Equal(t, []string{"evt_1", "evt_2"}, f.handled)
+			if wantLocal {
+				require.Equal(t, [2]int{2, 0}, [2]int{local, regular}, "local, regular HandleEvent runs")
+			} else {
+				require.Equal(t, [2]int{0, 2}, [2]int{local, regular}, "local, regular HandleEvent runs")
+			}
+		})
+	}
 }
 
 func TestDoorbellDuringIdleTriggersAnotherPass(t *testing.T) {

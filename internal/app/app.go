@@ -48,7 +48,7 @@ func WorkflowSettings(cfg config.Config) workflows.Settings {
 	return workflows.Settings{
 		IdleTimeout: cfg.IdleTimeout, MaxEventsPerRun: cfg.MaxEventsPerRun, RetryBudget: cfg.RetryBudget,
 		RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax, ActivityTimeout: cfg.ActivityTimeout,
-		OutboxBudget: cfg.OutboxBudget, ActivityHandling: cfg.HandleMode == "activity",
+		OutboxBudget: cfg.OutboxBudget, Handling: cfg.HandleMode,
 	}
 }
 
