@@ -232,7 +232,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 		return nil, err
 	}
 	closers = append(closers, ic.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}

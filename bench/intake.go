@@ -130,7 +130,7 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 		Timeout: cfg.HandoffTimeout, Metrics: m, Logger: log})
 	srv := webhook.New(webhook.Options{Store: st, Handoff: h, Metrics: m, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, Tolerance: cfg.SignatureTolerance, CacheTTL: cfg.EndpointCacheTTL})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		st.Close()
 		drop()

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -183,10 +182,4 @@ func (h *naiveHandoff) send(ctx context.Context, it naiveItem) {
 		}
 		time.Sleep(100 * time.Millisecond) // no sweeper here: retry the signal itself
 	}
-}
-
-func (h *naiveHandoff) stats() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return fmt.Sprintf("signals sent %d, failed attempts %d, queued %d", h.sent, h.failed, len(h.pending))
 }

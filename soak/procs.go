@@ -149,7 +149,7 @@ func (f *fleet) start(ctx context.Context, s *slot) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(f.binary, s.kind)
+	cmd := exec.Command(f.binary, s.kind) //nolint:noctx // the soak kills and restarts it on its own schedule, not on a context
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group (a terminal's Ctrl-C reaches the soak, which

@@ -585,23 +585,23 @@ func (h *harness) newSimulators() {
 // registers what an operator would: the endpoints pointing at them, the
 // account links, the workspaces' emails and the team destination.
 func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targets, err error) {
-	apiV, err := h.listen(h.simV.Handler())
+	apiV, err := h.listen(ctx, h.simV.Handler())
 	if err != nil {
 		return targetsV, targetsN, err
 	}
-	apiN, err := h.listen(h.simN.Handler())
+	apiN, err := h.listen(ctx, h.simN.Handler())
 	if err != nil {
 		return targetsV, targetsN, err
 	}
 	if h.team, err = NewTeamReceiver(secretTeam, 0.03, h.o.Seed); err != nil {
 		return targetsV, targetsN, err
 	}
-	teamURL, err := h.listen(h.team)
+	teamURL, err := h.listen(ctx, h.team)
 	if err != nil {
 		return targetsV, targetsN, err
 	}
 	h.relay = NewRelay(h.o.Intakes, h.o.LoseAnswerRate, h.o.Seed)
-	relayURL, err := h.listen(h.relay)
+	relayURL, err := h.listen(ctx, h.relay)
 	if err != nil {
 		return targetsV, targetsN, err
 	}
@@ -646,8 +646,8 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 }
 
 // listen serves h on a free local port and returns its base URL.
-func (h *harness) listen(handler http.Handler) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func (h *harness) listen(ctx context.Context, handler http.Handler) (string, error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}

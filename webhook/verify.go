@@ -119,7 +119,7 @@ func verifyStandard(ep *cachedEndpoint, h http.Header, body []byte, tolerance ti
 	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
 		return verified{}, errUnauthenticated{fmt.Sprintf("webhook-timestamp outside tolerance (%s)", d.Round(time.Second))}
 	}
-	var last error = errors.New("no usable secret")
+	last := errors.New("no usable secret")
 	for i, s := range ep.Secrets {
 		wh := ep.standard[i]
 		if wh == nil {

@@ -138,7 +138,7 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	run := newDemoRun()
 	sim := simulator.New(demoSimConfig(f, run))
 
-	ln, err := net.Listen("tcp", f.apiListen)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.apiListen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("%s is in use (is 'hookinbox simulate' running?): pick another address with --api-listen", f.apiListen)
@@ -152,7 +152,7 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	if err != nil {
 		return err
 	}
-	teamURL, stopTeam, err := serveLocal(team)
+	teamURL, stopTeam, err := serveLocal(ctx, team)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	}
 	relay := soak.NewRelay(1, f.loseRate, f.seed)
 	relay.SetBackend(0, target.Host)
-	relayURL, stopRelay, err := serveLocal(relay)
+	relayURL, stopRelay, err := serveLocal(ctx, relay)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func demoPreflight(ctx context.Context, cfg config.Config, f *demoFlags) (*store
 	tc, err := starter.Dial(pctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		st.Close()
-		return nil, nil, fmt.Errorf("Temporal at %s (TEMPORAL_ADDRESS): %w", cfg.TemporalAddress, err)
+		return nil, nil, fmt.Errorf("temporal at %s (TEMPORAL_ADDRESS): %w", cfg.TemporalAddress, err)
 	}
 	id := starter.ScheduleID(starter.ScheduleBackfill, cfg.TaskQueue)
 	s, err := starter.DescribeSchedule(pctx, tc, starter.ScheduleBackfill, id)
@@ -540,8 +540,8 @@ func serveOn(ln net.Listener, h http.Handler) func() {
 }
 
 // serveLocal serves h on a free 127.0.0.1 port.
-func serveLocal(h http.Handler) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func serveLocal(ctx context.Context, h http.Handler) (string, func(), error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}

@@ -165,7 +165,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	sim := simulator.New(f.cfg)
 
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", f.listen, err)
 	}
