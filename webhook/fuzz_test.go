@@ -46,7 +46,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -113,24 +112,13 @@ func endpointBySlug(slug string) fuzzEndpoint {
 	panic("no fuzz endpoint " + slug)
 }
 
-// fuzzHandoff records the hand-offs of one iteration.
-type fuzzHandoff struct {
-	mu  sync.Mutex
-	res []keys.Resource
-	evs []keys.Event
-}
-
-func (h *fuzzHandoff) Notify(r keys.Resource, e keys.Event) {
+// take returns the hand-offs recorded since the last take: those of one
+// fuzz iteration.
+func (h *recordingHandoff) take() ([]keys.Resource, []keys.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.res, h.evs = append(h.res, r), append(h.evs, e)
-}
-
-func (h *fuzzHandoff) take() ([]keys.Resource, []keys.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r, e := h.res, h.evs
-	h.res, h.evs = nil, nil
+	r, e := h.res, h.calls
+	h.res, h.calls = nil, nil
 	return r, e
 }
 
@@ -138,7 +126,7 @@ func (h *fuzzHandoff) take() ([]keys.Resource, []keys.Event) {
 type fuzzIntake struct {
 	store   *store.Store
 	handler http.Handler
-	handoff *fuzzHandoff
+	handoff *recordingHandoff
 	// secretIDs maps slug and secret to the registered secret's id.
 	secretIDs map[string]map[string]int64
 }
@@ -147,7 +135,7 @@ func newFuzzIntake(f testing.TB) *fuzzIntake {
 	f.Helper()
 	s := testenv.Store(f)
 	ctx := context.Background()
-	fi := &fuzzIntake{store: s, handoff: &fuzzHandoff{}, secretIDs: map[string]map[string]int64{}}
+	fi := &fuzzIntake{store: s, handoff: &recordingHandoff{}, secretIDs: map[string]map[string]int64{}}
 	for _, e := range fuzzEndpoints {
 		if err := s.InsertEndpoint(ctx, store.NewEndpoint{Slug: e.slug, Provider: e.provider, Environment: e.environment,
 			Account: e.own, Settings: e.settings, Secrets: e.secrets}); err != nil {
