@@ -61,7 +61,8 @@ type ScheduleSpec struct {
 }
 
 // ApplySchedule creates the schedule or, if it exists, updates its spec and
-// action in place (pause state is kept). Overlapping runs are skipped.
+// action in place (pause state is kept) and ends the runs it left on
+// another task queue (endStrandedRuns). Overlapping runs are skipped.
 func ApplySchedule(ctx context.Context, c client.Client, s ScheduleSpec) (created bool, err error) {
 	action := &client.ScheduleWorkflowAction{
 		ID: s.WorkflowID, Workflow: s.Workflow, Args: s.Args, TaskQueue: s.TaskQueue,
@@ -97,7 +98,46 @@ func ApplySchedule(ctx context.Context, c client.Client, s ScheduleSpec) (create
 	if err != nil {
 		return false, fmt.Errorf("update schedule %s: %w", s.ID, err)
 	}
+	if err := endStrandedRuns(ctx, c, s); err != nil {
+		return false, err
+	}
 	return false, nil
+}
+
+// endStrandedRuns terminates the schedule's runs still going on a task
+// queue other than s.TaskQueue. After an upgrade that moves a schedule (the
+// scheduled workflows moved to the control queue), runs started by the old
+// action wait on a queue whose workers no longer know the workflow type,
+// forever (no execution timeout), and with overlap SKIP the schedule then
+// skips every later run: a sweeper that silently never sweeps. Every
+// scheduled workflow of hookinbox is a pass that is safe to end (the
+// reconciliation resumes from its checkpoint in PostgreSQL), so the next
+// run on the right queue takes over.
+func endStrandedRuns(ctx context.Context, c client.Client, s ScheduleSpec) error {
+	d, err := c.ScheduleClient().GetHandle(ctx, s.ID).Describe(ctx)
+	if err != nil {
+		return fmt.Errorf("describe schedule %s: %w", s.ID, err)
+	}
+	for _, r := range d.Info.RunningWorkflows {
+		w, err := c.DescribeWorkflowExecution(ctx, r.WorkflowID, "")
+		if err != nil {
+			return fmt.Errorf("describe scheduled run %s: %w", r.WorkflowID, err)
+		}
+		if w.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			continue
+		}
+		tq := w.GetExecutionConfig().GetTaskQueue().GetName()
+		if tq == "" || tq == s.TaskQueue {
+			continue
+		}
+		reason := fmt.Sprintf("stranded on task queue %q: schedule %s now runs on %q", tq, s.ID, s.TaskQueue)
+		err = c.TerminateWorkflow(ctx, r.WorkflowID, "", reason)
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			return fmt.Errorf("end stranded run %s: %w", r.WorkflowID, err)
+		}
+	}
+	return nil
 }
 
 // DeleteSchedule removes a schedule (one disabled by configuration); it
