@@ -43,9 +43,9 @@ func TestApplyingAMovedScheduleEndsItsStrandedRun(t *testing.T) {
 	// Applied again unchanged: the run is on the schedule's queue, kept.
 	_, err = starter.ApplySchedule(ctx, c, spec)
 	require.NoError(t, err)
-	w, err := c.DescribeWorkflowExecution(ctx, stranded, "")
+	w, err := c.DescribeWorkflow(ctx, stranded, "")
 	require.NoError(t, err)
-	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, w.GetWorkflowExecutionInfo().GetStatus())
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, w.Status)
 
 	// Moved: the run left on the old queue is ended, and the next one
 	// starts on the new queue.
@@ -53,9 +53,9 @@ func TestApplyingAMovedScheduleEndsItsStrandedRun(t *testing.T) {
 	created, err = starter.ApplySchedule(ctx, c, spec)
 	require.NoError(t, err)
 	require.False(t, created)
-	w, err = c.DescribeWorkflowExecution(ctx, stranded, "")
+	w, err = c.DescribeWorkflow(ctx, stranded, "")
 	require.NoError(t, err)
-	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, w.GetWorkflowExecutionInfo().GetStatus())
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, w.Status)
 	eventually(t, 30*time.Second, "the schedule to see no run in progress", func() bool {
 		st, err := starter.DescribeSchedule(ctx, c, starter.ScheduleSweeper, id)
 		return err == nil && len(st.Running) == 0
@@ -66,8 +66,8 @@ func TestApplyingAMovedScheduleEndsItsStrandedRun(t *testing.T) {
 		if err != nil || len(st.Running) != 1 {
 			return false
 		}
-		w, err := c.DescribeWorkflowExecution(ctx, st.Running[0], "")
-		return err == nil && w.GetExecutionConfig().GetTaskQueue().GetName() == spec.TaskQueue
+		w, err := c.DescribeWorkflow(ctx, st.Running[0], "")
+		return err == nil && w.TaskQueueName == spec.TaskQueue
 	})
 	st, err := starter.DescribeSchedule(ctx, c, starter.ScheduleSweeper, id)
 	require.NoError(t, err)

@@ -119,14 +119,14 @@ func endStrandedRuns(ctx context.Context, c client.Client, s ScheduleSpec) error
 		return fmt.Errorf("describe schedule %s: %w", s.ID, err)
 	}
 	for _, r := range d.Info.RunningWorkflows {
-		w, err := c.DescribeWorkflowExecution(ctx, r.WorkflowID, "")
+		w, err := c.DescribeWorkflow(ctx, r.WorkflowID, "")
 		if err != nil {
 			return fmt.Errorf("describe scheduled run %s: %w", r.WorkflowID, err)
 		}
-		if w.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if w.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			continue
 		}
-		tq := w.GetExecutionConfig().GetTaskQueue().GetName()
+		tq := w.TaskQueueName
 		if tq == "" || tq == s.TaskQueue {
 			continue
 		}
