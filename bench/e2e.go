@@ -266,8 +266,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 		wg.Add(1)
 		go func() { defer wg.Done(); <-wctx.Done(); w.Stop(); werr <- nil }()
 		h := newNaiveHandoff(ic, cfg.TaskQueue, app.WorkflowSettings(cfg), cfg.HandoffWorkers, cfg.HandoffTimeout, log)
-		srv := webhook.New(webhook.Options{Store: ist, Handoff: h, Metrics: im, Logger: log,
-			MaxBodyBytes: cfg.MaxBodyBytes, Tolerance: cfg.SignatureTolerance, CacheTTL: cfg.EndpointCacheTTL})
+		srv := webhook.New(app.IntakeOptions(cfg, ist, h, im, log))
 		wg.Add(2)
 		go func() { defer wg.Done(); h.Run(ictx) }()
 		go func() { defer wg.Done(); _ = app.Serve(ictx, "", ln, srv.Handler(), log) }()

@@ -24,7 +24,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
-	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
 )
 
@@ -126,10 +125,8 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 	cfg := config.Default()
 	log := benchLogger()
 	m := metrics.New()
-	h := starter.NewHandoff(&nopSignaler{}, starter.HandoffOptions{Capacity: cfg.HandoffQueue, Workers: cfg.HandoffWorkers,
-		Timeout: cfg.HandoffTimeout, Metrics: m, Logger: log})
-	srv := webhook.New(webhook.Options{Store: st, Handoff: h, Metrics: m, Logger: log,
-		MaxBodyBytes: cfg.MaxBodyBytes, Tolerance: cfg.SignatureTolerance, CacheTTL: cfg.EndpointCacheTTL})
+	h := app.NewHandoff(cfg, &nopSignaler{}, m, log)
+	srv := webhook.New(app.IntakeOptions(cfg, st, h, m, log))
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		st.Close()

@@ -65,18 +65,29 @@ type Intake struct {
 
 // NewIntake builds the intake on a store and a (lazy) Temporal client.
 func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) *Intake {
-	h := starter.NewHandoff(Resources(cfg, c), starter.HandoffOptions{
+	h := NewHandoff(cfg, Resources(cfg, c), m, log)
+	o := IntakeOptions(cfg, st, h, m, log)
+	o.TemporalCheck = func(ctx context.Context) error {
+		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	}
+	return &Intake{Server: webhook.New(o), Handoff: h}
+}
+
+// NewHandoff is the intake's hand-off queue sized by cfg, ringing through s.
+func NewHandoff(cfg config.Config, s starter.Signaler, m *metrics.Metrics, log *slog.Logger) *starter.Handoff {
+	return starter.NewHandoff(s, starter.HandoffOptions{
 		Capacity: cfg.HandoffQueue, Workers: cfg.HandoffWorkers, Timeout: cfg.HandoffTimeout, Metrics: m, Logger: log,
 	})
-	srv := webhook.New(webhook.Options{
+}
+
+// IntakeOptions are the intake server's options from cfg, with h as its
+// hand-off (no Temporal health check: NewIntake adds it).
+func IntakeOptions(cfg config.Config, st *store.Store, h webhook.Handoff, m *metrics.Metrics, log *slog.Logger) webhook.Options {
+	return webhook.Options{
 		Store: st, Handoff: h, Metrics: m, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, Tolerance: cfg.SignatureTolerance, CacheTTL: cfg.EndpointCacheTTL,
-		TemporalCheck: func(ctx context.Context) error {
-			_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
-			return err
-		},
-	})
-	return &Intake{Server: srv, Handoff: h}
+	}
 }
 
 // Run serves on ln (or cfg.HTTPAddr when ln is nil) until ctx ends.
