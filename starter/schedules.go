@@ -84,7 +84,9 @@ func ApplySchedule(ctx context.Context, c client.Client, s ScheduleSpec) (create
 		return false, fmt.Errorf("create schedule %s: %w", s.ID, err)
 	}
 	h := c.ScheduleClient().GetHandle(ctx, s.ID)
+	var running []client.ScheduleWorkflowExecution
 	err = h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		running = in.Description.Info.RunningWorkflows
 		sch := in.Description.Schedule
 		sch.Spec = &spec
 		sch.Action = action
@@ -98,14 +100,14 @@ func ApplySchedule(ctx context.Context, c client.Client, s ScheduleSpec) (create
 	if err != nil {
 		return false, fmt.Errorf("update schedule %s: %w", s.ID, err)
 	}
-	if err := endStrandedRuns(ctx, c, s); err != nil {
+	if err := endStrandedRuns(ctx, c, s, running); err != nil {
 		return false, err
 	}
 	return false, nil
 }
 
-// endStrandedRuns terminates the schedule's runs still going on a task
-// queue other than s.TaskQueue. After an upgrade that moves a schedule (the
+// endStrandedRuns terminates those of the schedule's running workflows (as
+// the update read them) still going on a task queue other than s.TaskQueue. After an upgrade that moves a schedule (the
 // scheduled workflows moved to the control queue), runs started by the old
 // action wait on a queue whose workers no longer know the workflow type,
 // forever (no execution timeout), and with overlap SKIP the schedule then
@@ -113,12 +115,8 @@ func ApplySchedule(ctx context.Context, c client.Client, s ScheduleSpec) (create
 // scheduled workflow of hookinbox is a pass that is safe to end (the
 // reconciliation resumes from its checkpoint in PostgreSQL), so the next
 // run on the right queue takes over.
-func endStrandedRuns(ctx context.Context, c client.Client, s ScheduleSpec) error {
-	d, err := c.ScheduleClient().GetHandle(ctx, s.ID).Describe(ctx)
-	if err != nil {
-		return fmt.Errorf("describe schedule %s: %w", s.ID, err)
-	}
-	for _, r := range d.Info.RunningWorkflows {
+func endStrandedRuns(ctx context.Context, c client.Client, s ScheduleSpec, running []client.ScheduleWorkflowExecution) error {
+	for _, r := range running {
 		w, err := c.DescribeWorkflow(ctx, r.WorkflowID, "")
 		if err != nil {
 			return fmt.Errorf("describe scheduled run %s: %w", r.WorkflowID, err)
