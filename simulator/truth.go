@@ -61,6 +61,42 @@ func (s *Simulator) Stats() Stats {
 	return s.stats.clone()
 }
 
+// Plus is the sum of two simulators' delivery and API counters (status
+// codes merged); Email is left as s's, since only one simulator serves
+// the email API in a run.
+func (s Stats) Plus(o Stats) Stats {
+	s.Planned += o.Planned
+	s.Dropped += o.Dropped
+	s.Duplicates += o.Duplicates
+	s.Conflicts += o.Conflicts
+	s.Delayed += o.Delayed
+	s.Reordered += o.Reordered
+	s.Attempts += o.Attempts
+	s.Responses2xx += o.Responses2xx
+	s.ResponsesNon2xx += o.ResponsesNon2xx
+	s.TransportErrors += o.TransportErrors
+	s.Timeouts += o.Timeouts
+	s.Retries += o.Retries
+	s.Acked += o.Acked
+	s.Exhausted += o.Exhausted
+	s.Canceled += o.Canceled
+	s.Skipped += o.Skipped
+	codes := make(map[int]int, len(s.StatusCodes)+len(o.StatusCodes))
+	for _, m := range []map[int]int{s.StatusCodes, o.StatusCodes} {
+		for c, n := range m {
+			codes[c] += n
+		}
+	}
+	s.StatusCodes = codes
+	s.API.Requests += o.API.Requests
+	s.API.Unauthorized += o.API.Unauthorized
+	s.API.Errors5xx += o.API.Errors5xx
+	s.API.RateLimited += o.API.RateLimited
+	s.API.NotFound += o.API.NotFound
+	s.API.Forbidden += o.API.Forbidden
+	return s
+}
+
 // Truth is what a correct receiver ends up with for everything the simulator
 // holds. Lists are in creation order.
 type Truth struct {

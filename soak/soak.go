@@ -717,9 +717,9 @@ func (h *harness) startFleet(ctx context.Context) {
 
 // acked is the share of planned deliveries that have an outcome.
 func (h *harness) sendProgress(planned int) (acked int, frac float64) {
-	a, b := h.simV.Stats(), h.simN.Stats()
-	acked = a.Acked + b.Acked
-	done := acked + a.Dropped + b.Dropped + a.Exhausted + b.Exhausted + a.Skipped + b.Skipped
+	st := h.simV.Stats().Plus(h.simN.Stats())
+	acked = st.Acked
+	done := acked + st.Dropped + st.Exhausted + st.Skipped
 	if planned == 0 {
 		return acked, 1
 	}
@@ -875,7 +875,6 @@ func (h *harness) progress(ctx context.Context, start time.Time, planned int, st
 func (h *harness) summarize(sum *Summary, reports [2]simulator.Report, truthV, truthN simulator.Truth, final Backlog) {
 	sum.Seed = h.o.Seed
 	sum.EventKinds = map[string]int{}
-	sum.StatusCodes = map[int]int{}
 	resources := map[string]bool{}
 	for _, rep := range reports {
 		sent := verify.SentFrom(rep)
@@ -887,26 +886,11 @@ func (h *harness) summarize(sum *Summary, reports [2]simulator.Report, truthV, t
 		}
 	}
 	sum.Resources = len(resources)
-	for _, st := range []simulator.Stats{h.simV.Stats(), h.simN.Stats()} {
-		sum.Planned += st.Planned
-		sum.Duplicates += st.Duplicates
-		sum.Conflicts += st.Conflicts
-		sum.Delayed += st.Delayed
-		sum.Reordered += st.Reordered
-		sum.Dropped += st.Dropped
-		sum.Attempts += st.Attempts
-		sum.Acked += st.Acked
-		sum.Retries += st.Retries
-		for c, n := range st.StatusCodes {
-			sum.StatusCodes[c] += n
-		}
-		sum.API.Requests += st.API.Requests
-		sum.API.Errors5xx += st.API.Errors5xx
-		sum.API.RateLimited += st.API.RateLimited
-		sum.API.NotFound += st.API.NotFound
-		sum.API.Forbidden += st.API.Forbidden
-	}
-	sum.Email = h.simV.Stats().Email
+	// The versions simulator serves the email API: Plus keeps its Email.
+	st := h.simV.Stats().Plus(h.simN.Stats())
+	sum.Planned, sum.Duplicates, sum.Conflicts, sum.Delayed = st.Planned, st.Duplicates, st.Conflicts, st.Delayed
+	sum.Reordered, sum.Dropped, sum.Attempts, sum.Acked, sum.Retries = st.Reordered, st.Dropped, st.Attempts, st.Acked, st.Retries
+	sum.StatusCodes, sum.API, sum.Email = st.StatusCodes, st.API, st.Email
 	sum.Unacked = len(truthV.UnackedEvents) + len(truthN.UnackedEvents)
 	kills, crashes, exits := h.fleet.counts()
 	sum.IntakeKills, sum.WorkerKills = kills[KindIntake], kills[KindWorker]
