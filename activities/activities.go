@@ -51,12 +51,6 @@ type Outcome struct {
 	Outbox []int64
 }
 
-// ResourceSignaler rings a resource workflow's doorbell, starting it if
-// needed (implemented by package starter).
-type ResourceSignaler interface {
-	SignalResource(ctx context.Context, r keys.Resource, signal, value string) error
-}
-
 // Reconciler compares one resource with the provider and corrects the
 // local state, recording divergences.
 type Reconciler interface {
@@ -70,7 +64,7 @@ type Activities struct {
 	Handlers map[string]Handler
 	// Reconcilers by resource kind (e.g. "subscription").
 	Reconcilers map[string]Reconciler
-	Signaler    ResourceSignaler
+	Doorbell    keys.Doorbell
 	// Providers gives the provider API client of an endpoint (shared with
 	// the handlers, so clients are cached once).
 	Providers Providers
@@ -108,7 +102,7 @@ type LoadPendingInput struct {
 
 // LoadPending returns the resource's due pending inbox rows, oldest first,
 // and its outbox rows due to be sent (a local activity: two short queries).
-func (a *Activities) LoadPending(ctx context.Context, in LoadPendingInput) (store.PendingBatch, error) {
+func (a *Activities) LoadPending(ctx context.Context, in LoadPendingInput) (keys.PendingBatch, error) {
 	b, err := store.LoadPending(ctx, a.Store.Pool, in.Resource, in.Limit)
 	if err != nil {
 		return b, err
@@ -147,24 +141,24 @@ func (a *Activities) HandleEvent(ctx context.Context, in HandleInput) (HandleRes
 	if err != nil {
 		return HandleResult{}, a.retry(ctx, in, "", err)
 	}
-	if ev.Status != store.StatusPending {
+	if ev.Status != keys.StatusPending {
 		return HandleResult{Status: ev.Status, Skipped: true}, nil
 	}
 	name, _ := catalog.HandlerFor(ev.Key.Provider, ev.EventType)
 	h := a.Handlers[name]
 	if h == nil {
 		note := fmt.Sprintf("no handler registered for %s event type %s", ev.Key.Provider, ev.EventType)
-		if _, err := store.CompleteInboxEvent(ctx, a.Store.Pool, ev.Key, store.StatusIgnored, note); err != nil {
+		if _, err := store.CompleteInboxEvent(ctx, a.Store.Pool, ev.Key, keys.StatusIgnored, note); err != nil {
 			return HandleResult{}, a.retry(ctx, in, name, err)
 		}
-		a.count(name, store.StatusIgnored)
-		return HandleResult{Status: store.StatusIgnored, Note: note}, nil
+		a.count(name, keys.StatusIgnored)
+		return HandleResult{Status: keys.StatusIgnored, Note: note}, nil
 	}
 	out, err := h.Handle(ctx, ev)
 	if err != nil {
 		if IsPermanent(err) {
 			a.record(ctx, ev.Key, err, time.Now())
-			a.count(name, store.StatusFailed)
+			a.count(name, keys.StatusFailed)
 			return HandleResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidEvent", err)
 		}
 		return HandleResult{}, a.retry(ctx, in, name, err)
@@ -214,7 +208,7 @@ func InPendingTx(ctx context.Context, st *store.Store, k keys.Event, fn func(tx 
 		if err != nil {
 			return err
 		}
-		if ev.Status != store.StatusPending {
+		if ev.Status != keys.StatusPending {
 			out = Outcome{Status: ev.Status, Note: "already " + ev.Status}
 			return nil
 		}
@@ -223,7 +217,7 @@ func InPendingTx(ctx context.Context, st *store.Store, k keys.Event, fn func(tx 
 			return err
 		}
 		if out.Status == "" {
-			out.Status = store.StatusDone
+			out.Status = keys.StatusDone
 		}
 		_, err = store.CompleteInboxEvent(ctx, tx, k, out.Status, out.Note)
 		return err
@@ -292,8 +286,8 @@ func (a *Activities) MarkUnhandled(ctx context.Context, in MarkUnhandledInput) e
 		if ev, err := store.GetInboxEvent(ctx, a.Store.Pool, in.Key); err == nil {
 			name, _ = catalog.HandlerFor(ev.Key.Provider, ev.EventType)
 		}
-		if in.Status == store.StatusExhausted {
-			a.count(name, store.StatusExhausted)
+		if in.Status == keys.StatusExhausted {
+			a.count(name, keys.StatusExhausted)
 		}
 		a.log(ctx).Warn("event stopped", "event_key", in.Key.String(), "status", in.Status, "last_error", in.LastError)
 	}
@@ -326,7 +320,7 @@ func (a *Activities) SweepInbox(ctx context.Context, in SweepInput) (SweepResult
 	}
 	res := SweepResult{Stale: len(stale)}
 	for i, r := range stale {
-		if err := a.Signaler.SignalResource(ctx, r, "event", "sweeper"); err != nil {
+		if err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, "sweeper"); err != nil {
 			res.Failed++
 			a.log(ctx).Warn("sweeper could not signal", "resource", r.String(), "error", err.Error())
 		} else {

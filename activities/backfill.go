@@ -102,7 +102,7 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 				"endpoint", ep.Slug, "reason", err.Error())
 			continue
 		}
-		ev.Origin = store.OriginBackfill
+		ev.Origin = keys.OriginBackfill
 		ins, err := store.InsertInboxEvent(ctx, a.Store.Pool, ev)
 		if err != nil {
 			return res, err // retried: the inserts are idempotent
@@ -113,7 +113,7 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 		}
 		res.Inserted++
 		a.log(ctx).Info("backfilled a missing event", "event_key", ev.Key.String(), "type", ev.EventType, "status", ev.Status)
-		if r := ev.Resource(); ev.Status == store.StatusPending {
+		if r := ev.Resource(); ev.Status == keys.StatusPending {
 			if _, ok := ringing[r]; !ok {
 				ring = append(ring, r)
 			}
@@ -125,7 +125,7 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 		if err := pace(ctx, in.SignalRate, i); err != nil {
 			return res, err
 		}
-		if err := a.Signaler.SignalResource(ctx, r, signalEvent, ringing[r].String()); err != nil {
+		if err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, ringing[r].String()); err != nil {
 			res.SignalFailed++
 			a.log(ctx).Warn("backfill could not signal; the sweeper will", "resource", r.String(), "error", err.Error())
 			continue

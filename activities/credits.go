@@ -49,7 +49,7 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 	if inv.ID != ev.ResourceID {
 		return Outcome{}, Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, ev.ResourceID))
 	}
-	if inv.Livemode != (ev.Key.Environment == store.EnvLive) {
+	if inv.Livemode != (ev.Key.Environment == keys.EnvLive) {
 		return Outcome{}, Permanent(fmt.Errorf("invoice %s livemode=%t does not match the %s environment", inv.ID, inv.Livemode, ev.Key.Environment))
 	}
 	if !inv.Paid {
@@ -75,9 +75,9 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 				return Outcome{}, Permanent(fmt.Errorf("invoice %s was already granted %d credits to workspace %s; this event maps it to %s for %d",
 					inv.ID, existing.Credits, existing.WorkspaceID, grant.WorkspaceID, grant.Credits))
 			}
-			return Outcome{Status: store.StatusDone, Note: "already granted by " + existing.EventKey}, nil
+			return Outcome{Status: keys.StatusDone, Note: "already granted by " + existing.EventKey}, nil
 		}
-		out := Outcome{Status: store.StatusDone, Note: fmt.Sprintf("granted %d credits for %s", grant.Credits, inv.ID)}
+		out := Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("granted %d credits for %s", grant.Credits, inv.ID)}
 		ws, err := store.GetWorkspace(ctx, tx, grant.WorkspaceID)
 		if err != nil {
 			return Outcome{}, err

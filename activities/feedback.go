@@ -43,13 +43,13 @@ func (f *FeedbackAlerts) Handle(ctx context.Context, ev *store.StoredEvent) (Out
 			return Outcome{}, err
 		}
 		if !created {
-			return Outcome{Status: store.StatusDone, Note: "initial alert already exists"}, nil
+			return Outcome{Status: keys.StatusDone, Note: "initial alert already exists"}, nil
 		}
 		dests, err := store.ListDestinations(ctx, tx, alert.WorkspaceID, true)
 		if err != nil {
 			return Outcome{}, err
 		}
-		out := Outcome{Status: store.StatusDone, Note: fmt.Sprintf("initial alert created, %d destination(s)", len(dests))}
+		out := Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("initial alert created, %d destination(s)", len(dests))}
 		for _, d := range dests {
 			id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
 				OperationKey: base + ":" + d.Name, Class: ClassFeedbackAlert, Kind: d.Kind, Destination: d.Name,

@@ -88,13 +88,13 @@ func TestCreditsGrantOncePerInvoiceAcrossEventsAndLostAnswers(t *testing.T) {
 	first := b.accept(t, paid)
 	out, err := h.Handle(b.ctx, first)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusDone, out.Status)
+	require.Equal(t, keys.StatusDone, out.Status)
 	require.Len(t, out.Outbox, 1, "one confirmation intent")
 
 	// A lost commit answer: the retry reads the persisted state and stops.
 	out, err = h.Handle(b.ctx, first)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusDone, out.Status)
+	require.Equal(t, keys.StatusDone, out.Status)
 	require.Contains(t, out.Note, "already done")
 
 	// F2: a distinct event for the same invoice completes without a grant.
@@ -152,7 +152,7 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 
 	out, err := h.Handle(b.ctx, ev)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusDone, out.Status)
+	require.Equal(t, keys.StatusDone, out.Status)
 	require.EqualValues(t, 100, b.balance(t))
 }
 
@@ -262,7 +262,7 @@ func TestAStaleAttemptsWriteLosesTheCompareAndSet(t *testing.T) {
 	require.False(t, activities.IsPermanent(err), "retried: the next attempt fetches again")
 	p := b.projection(t, sub.ID)
 	require.Equal(t, "canceled", p.State.Status)
-	require.Equal(t, store.StatusPending, func() string {
+	require.Equal(t, keys.StatusPending, func() string {
 		e, _ := store.GetInboxEvent(b.ctx, b.store.Pool, e1.Key)
 		return e.Status
 	}())

@@ -304,7 +304,7 @@ func (a *Activities) SweepOutbox(ctx context.Context, in SweepInput) (SweepResul
 	for i, rk := range stale {
 		r, err := keys.ParseResource(rk)
 		if err == nil {
-			err = a.Signaler.SignalResource(ctx, r, "event", "outbox sweeper")
+			err = a.Doorbell.Ring(ctx, r, keys.SignalEvent, "outbox sweeper")
 		}
 		if err != nil {
 			res.Failed++

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -57,7 +58,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (provider.Clie
 	}
 	var c provider.Client
 	switch ep.Provider {
-	case store.ProviderStripe:
+	case keys.ProviderStripe:
 		own, _ := ep.OwnAccount()
 		c = provider.NewStripe(provider.StripeConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, PlatformAccount: own})
 	default:

@@ -21,13 +21,6 @@ import (
 // and checkpointed in one activity, so a run killed mid-way resumes at the
 // page after the last one recorded.
 
-// Signal names of ResourceWorkflow (workflows.SignalEvent and
-// workflows.SignalReconcile; this package cannot import workflows).
-const (
-	signalEvent     = "event"
-	signalReconcile = "reconcile"
-)
-
 // Checkpoint kinds: the first part of a checkpoint's name.
 const (
 	PassSubscriptions = "subscriptions"
@@ -37,7 +30,7 @@ const (
 // CheckpointName names the checkpoint of one scope's passes: kind, provider,
 // endpoint, account and environment, then the pass ("" for the scheduled
 // passes; operator passes keep their own progress, e.g. "operator").
-func CheckpointName(kind string, s store.Scope, pass string) string {
+func CheckpointName(kind string, s keys.Scope, pass string) string {
 	parts := []string{kind, s.Provider, s.Endpoint, s.Account, s.Environment}
 	if pass != "" {
 		parts = append(parts, pass)
@@ -53,8 +46,8 @@ type ListScopesInput struct {
 
 // ListScopes lists the accounts a pass covers: every account linked to a
 // Stripe endpoint with an API key, once (store.ListScopes).
-func (a *Activities) ListScopes(ctx context.Context, in ListScopesInput) ([]store.Scope, error) {
-	scopes, err := store.ListScopes(ctx, a.Store.Pool, store.ProviderStripe, in.Endpoint)
+func (a *Activities) ListScopes(ctx context.Context, in ListScopesInput) ([]keys.Scope, error) {
+	scopes, err := store.ListScopes(ctx, a.Store.Pool, keys.ProviderStripe, in.Endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +68,7 @@ type BeginPassInput struct {
 
 // BeginPassResult is the checkpoint the pass starts (or resumes) from.
 type BeginPassResult struct {
-	Checkpoint store.Checkpoint `json:"checkpoint"`
+	Checkpoint keys.Checkpoint `json:"checkpoint"`
 	// Resumed: an earlier run's unfinished pass was taken over at its cursor.
 	Resumed bool `json:"resumed"`
 }
@@ -94,9 +87,9 @@ func (a *Activities) BeginPass(ctx context.Context, in BeginPassInput) (BeginPas
 
 // PageInput is one page of a pass over a scope.
 type PageInput struct {
-	Scope      store.Scope `json:"scope"`
-	Checkpoint string      `json:"checkpoint"`
-	Owner      string      `json:"owner"`
+	Scope      keys.Scope `json:"scope"`
+	Checkpoint string     `json:"checkpoint"`
+	Owner      string     `json:"owner"`
 	// Pages done in this pass before this one (the checkpoint's fence).
 	Pages  int64  `json:"pages"`
 	Cursor string `json:"cursor"`
@@ -127,13 +120,13 @@ type PageResult struct {
 	Duplicates int `json:"duplicates,omitempty"`
 	// Rejected (facts): events the intake's derivation refuses (e.g. an
 	// unlinked account); counted and logged, never quarantined.
-	Rejected     int              `json:"rejected,omitempty"`
-	Signalled    int              `json:"signalled"`
-	SignalFailed int              `json:"signal_failed,omitempty"`
-	Next         string           `json:"next,omitempty"`
-	Done         bool             `json:"done"`
-	Repeated     bool             `json:"repeated,omitempty"`
-	Checkpoint   store.Checkpoint `json:"checkpoint"`
+	Rejected     int             `json:"rejected,omitempty"`
+	Signalled    int             `json:"signalled"`
+	SignalFailed int             `json:"signal_failed,omitempty"`
+	Next         string          `json:"next,omitempty"`
+	Done         bool            `json:"done"`
+	Repeated     bool            `json:"repeated,omitempty"`
+	Checkpoint   keys.Checkpoint `json:"checkpoint"`
 }
 
 // ReconcilePage lists one page of a scope's subscriptions, compares each
@@ -178,7 +171,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, in ReconcilePageInput) (
 			if err := pace(ctx, in.SignalRate, res.Signalled+res.SignalFailed); err != nil {
 				return res, err
 			}
-			if err := a.Signaler.SignalResource(ctx, r, signalReconcile, in.Reason); err != nil {
+			if err := a.Doorbell.Ring(ctx, r, keys.SignalReconcile, in.Reason); err != nil {
 				res.SignalFailed++
 				a.log(ctx).Warn("reconciliation could not signal", "resource", r.String(), "error", err.Error())
 			} else {

@@ -25,7 +25,7 @@ type signals struct {
 	fail bool
 }
 
-func (s *signals) SignalResource(_ context.Context, r keys.Resource, signal, _ string) error {
+func (s *signals) Ring(_ context.Context, r keys.Resource, signal, _ string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
@@ -48,23 +48,23 @@ type passActivities struct {
 	acts  *activities.Activities
 	sig   *signals
 	env   *testsuite.TestActivityEnvironment
-	scope store.Scope
+	scope keys.Scope
 }
 
 func newPass(t *testing.T, cfg simulator.Config) *passActivities {
 	t.Helper()
 	b := setup(t, cfg, "")
 	sig := &signals{}
-	acts := &activities.Activities{Store: b.store, Signaler: sig,
+	acts := &activities.Activities{Store: b.store, Doorbell: sig,
 		Reconcilers: map[string]activities.Reconciler{"subscription": &activities.Subscriptions{Store: b.store, Providers: b.provs}}}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
 	return &passActivities{bundle: b, acts: acts, sig: sig, env: env,
-		scope: store.Scope{Provider: "stripe", Endpoint: "sim", Account: account, Environment: "test", WorkspaceID: "ws"}}
+		scope: keys.Scope{Provider: "stripe", Endpoint: "sim", Account: account, Environment: "test", WorkspaceID: "ws"}}
 }
 
-func (p *passActivities) begin(t *testing.T, name, owner string) store.Checkpoint {
+func (p *passActivities) begin(t *testing.T, name, owner string) keys.Checkpoint {
 	t.Helper()
 	cp, _, err := p.store.BeginPass(p.ctx, name, owner, false)
 	require.NoError(t, err)
@@ -195,8 +195,8 @@ func TestBackfillPageInsertsOnlyMissingEventsThroughTheIntakePath(t *testing.T) 
 
 	row, err := store.GetInboxEvent(p.ctx, p.store.Pool, keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: droppedEv.ID})
 	require.NoError(t, err)
-	require.Equal(t, store.OriginBackfill, row.Origin)
-	require.Equal(t, store.StatusPending, row.Status)
+	require.Equal(t, keys.OriginBackfill, row.Origin)
+	require.Equal(t, keys.StatusPending, row.Status)
 	require.Equal(t, "ws", row.WorkspaceID)
 	require.Equal(t, dropped.ID, row.ResourceID)
 	sum := sha256.Sum256(droppedEv.Body)

@@ -113,12 +113,12 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 				return Outcome{}, err
 			}
 			if !applied {
-				return Outcome{Status: store.StatusDone, Note: fmt.Sprintf("snapshot v%d not applied: the projection is newer or canceled", *p.Version)}, nil
+				return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d not applied: the projection is newer or canceled", *p.Version)}, nil
 			}
-			return Outcome{Status: store.StatusDone, Note: fmt.Sprintf("applied snapshot v%d (%s)", *p.Version, p.State.Status)}, nil
+			return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("applied snapshot v%d (%s)", *p.Version, p.State.Status)}, nil
 		}
 		if note, ok := s.keep(ev.Key.String(), plan, p); ok {
-			return Outcome{Status: store.StatusDone, Note: note}, nil
+			return Outcome{Status: keys.StatusDone, Note: note}, nil
 		}
 		applied, err := store.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
 		if err != nil {
@@ -127,7 +127,7 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 		if !applied {
 			return Outcome{}, errLostRace
 		}
-		return Outcome{Status: store.StatusDone, Note: "fetched and wrote " + p.State.Status}, nil
+		return Outcome{Status: keys.StatusDone, Note: "fetched and wrote " + p.State.Status}, nil
 	})
 }
 

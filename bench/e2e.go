@@ -176,7 +176,7 @@ func benchHandler(st *store.Store) activities.Handler {
 		return activities.InPendingTx(ctx, st, ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (activities.Outcome, error) {
 			_, err := tx.Exec(ctx, `INSERT INTO bench_effects (event_key, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 				ev.Key.String(), ev.Resource().String())
-			return activities.Outcome{Status: store.StatusDone}, err
+			return activities.Outcome{Status: keys.StatusDone}, err
 		})
 	})
 }
@@ -344,7 +344,7 @@ func plan(run string, l Load) []plannedEvent {
 }
 
 func resourceOf(sub string) keys.Resource {
-	return keys.Resource{Provider: store.ProviderStripe, Account: benchAccount, Environment: store.EnvTest, Kind: "subscription", ID: sub}
+	return keys.Resource{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, Kind: "subscription", ID: sub}
 }
 
 // send posts every planned event from n senders and returns the rate of
@@ -513,7 +513,7 @@ func countHistory(ctx context.Context, c client.Client, design string, evs []pla
 	total, events := 0, 0
 	for i := 0; i < len(order) && hc.workflows < sample; i += step {
 		r := resourceOf(order[i])
-		id := starter.ResourceWorkflowID(r)
+		id := keys.ResourceWorkflowID(r)
 		if design == DesignNaive {
 			id = NaiveWorkflowID(r)
 		}

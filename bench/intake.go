@@ -61,8 +61,8 @@ func invoiceBody(run string, seq int64, at time.Time) []byte {
 // registerEndpoint registers the benchmark's Stripe endpoint (test mode,
 // own account linked to a workspace).
 func registerEndpoint(ctx context.Context, st *store.Store) error {
-	if err := st.InsertEndpoint(ctx, store.NewEndpoint{Slug: benchSlug, Provider: store.ProviderStripe,
-		Environment: store.EnvTest, Account: benchAccount, Secrets: []string{benchSecret}}); err != nil {
+	if err := st.InsertEndpoint(ctx, store.NewEndpoint{Slug: benchSlug, Provider: keys.ProviderStripe,
+		Environment: keys.EnvTest, Account: benchAccount, Secrets: []string{benchSecret}}); err != nil {
 		return err
 	}
 	return st.LinkAccount(ctx, benchSlug, benchAccount, benchWorkspace)
@@ -77,7 +77,7 @@ func benchLogger() *slog.Logger {
 // nopSignaler stands in for Temporal behind the intake's hand-off queue.
 type nopSignaler struct{ n atomic.Int64 }
 
-func (s *nopSignaler) SignalResource(context.Context, keys.Resource, string, string) error {
+func (s *nopSignaler) Ring(context.Context, keys.Resource, string, string) error {
 	s.n.Add(1)
 	return nil
 }
@@ -245,8 +245,8 @@ func (r *RawTarget) Insert(ctx context.Context, seq int64) error {
 			workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
 			payload, body_sha256, secret_id, origin, status, last_error, processed_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-		store.ProviderStripe, benchAccount, store.EnvTest, "evt_"+id, benchSlug, benchWorkspace, "invoice.paid",
-		"invoice", "in_"+id, nil, now, body, sum[:], int64(1), store.OriginWebhook, store.StatusPending, nil, nil)
+		keys.ProviderStripe, benchAccount, keys.EnvTest, "evt_"+id, benchSlug, benchWorkspace, "invoice.paid",
+		"invoice", "in_"+id, nil, now, body, sum[:], int64(1), keys.OriginWebhook, keys.StatusPending, nil, nil)
 	return err
 }
 

@@ -17,8 +17,8 @@ import (
 
 // NaiveInput starts a NaiveWorkflow.
 type NaiveInput struct {
-	Resource keys.Resource      `json:"resource"`
-	Settings workflows.Settings `json:"settings"`
+	Resource keys.Resource `json:"resource"`
+	Settings keys.Settings `json:"settings"`
 }
 
 // a names the activities (method values on a nil receiver).
@@ -33,7 +33,7 @@ var a *activities.Activities
 // completing, and retries like hookinbox. It is deliberately the shape most
 // Temporal tutorials suggest, not a straw man.
 func NaiveWorkflow(ctx workflow.Context, in NaiveInput) error {
-	ch := workflow.GetSignalChannel(ctx, workflows.SignalEvent)
+	ch := workflow.GetSignalChannel(ctx, keys.SignalEvent)
 	idle := in.Settings.IdleTimeout
 	if idle <= 0 {
 		idle = workflows.DefaultIdleTimeout
@@ -94,7 +94,7 @@ func NaiveWorkflowID(r keys.Resource) string { return "naive/" + r.String() }
 type naiveHandoff struct {
 	c        client.Client
 	queue    string
-	settings workflows.Settings
+	settings keys.Settings
 	workers  int
 	timeout  time.Duration
 	log      *slog.Logger
@@ -112,7 +112,7 @@ type naiveItem struct {
 	e keys.Event
 }
 
-func newNaiveHandoff(c client.Client, queue string, s workflows.Settings, workers int, timeout time.Duration, log *slog.Logger) *naiveHandoff {
+func newNaiveHandoff(c client.Client, queue string, s keys.Settings, workers int, timeout time.Duration, log *slog.Logger) *naiveHandoff {
 	h := &naiveHandoff{c: c, queue: queue, settings: s, workers: max(1, workers), timeout: timeout, log: log}
 	h.cond = sync.NewCond(&h.mu)
 	return h
@@ -163,7 +163,7 @@ func (h *naiveHandoff) Run(ctx context.Context) {
 func (h *naiveHandoff) send(ctx context.Context, it naiveItem) {
 	for attempt := 0; ; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, h.timeout)
-		_, err := h.c.SignalWithStartWorkflow(sctx, NaiveWorkflowID(it.r), workflows.SignalEvent, it.e.String(),
+		_, err := h.c.SignalWithStartWorkflow(sctx, NaiveWorkflowID(it.r), keys.SignalEvent, it.e.String(),
 			client.StartWorkflowOptions{ID: NaiveWorkflowID(it.r), TaskQueue: h.queue}, NaiveWorkflow,
 			NaiveInput{Resource: it.r, Settings: h.settings})
 		cancel()

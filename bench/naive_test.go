@@ -12,8 +12,6 @@ import (
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/bench"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/workflows"
 )
 
 var acts *activities.Activities
@@ -29,18 +27,18 @@ func TestNaiveWorkflowRunsOneActivityPerSignal(t *testing.T) {
 	env.OnActivity(acts.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
 			handled = append(handled, in.Key.EventID)
-			return activities.HandleResult{Status: store.StatusDone}, nil
+			return activities.HandleResult{Status: keys.StatusDone}, nil
 		})
 	r := keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "subscription", ID: "sub_1"}
 	for i, id := range []string{"evt_1", "evt_2", "evt_3"} {
 		k := keys.Event{Provider: r.Provider, Account: r.Account, Environment: r.Environment, EventID: id}
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalEvent, k.String()) }, time.Duration(i)*time.Millisecond)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(keys.SignalEvent, k.String()) }, time.Duration(i)*time.Millisecond)
 	}
 	// A later signal, after a pause shorter than the idle timeout.
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalEvent, keys.Event{Provider: r.Provider, Account: r.Account, Environment: r.Environment, EventID: "evt_4"}.String())
+		env.SignalWorkflow(keys.SignalEvent, keys.Event{Provider: r.Provider, Account: r.Account, Environment: r.Environment, EventID: "evt_4"}.String())
 	}, 30*time.Second)
-	env.ExecuteWorkflow(bench.NaiveWorkflow, bench.NaiveInput{Resource: r, Settings: workflows.Settings{IdleTimeout: time.Minute}})
+	env.ExecuteWorkflow(bench.NaiveWorkflow, bench.NaiveInput{Resource: r, Settings: keys.Settings{IdleTimeout: time.Minute}})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []string{"evt_1", "evt_2", "evt_3", "evt_4"}, handled)

@@ -20,7 +20,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/starter"
 )
 
 func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
@@ -32,14 +31,14 @@ func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
 	// ignored with the reason.
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_r1", "invoice.paid", "invoice", "in_r1"))
 	k := keys.Event{Provider: "stripe", Account: "acct_reach", Environment: "test", EventID: "evt_r1"}
-	eventually(t, 30*time.Second, "the event to be ignored by its workflow", func() bool { return s.statusOf(k) == store.StatusIgnored })
+	eventually(t, 30*time.Second, "the event to be ignored by its workflow", func() bool { return s.statusOf(k) == keys.StatusIgnored })
 	ev, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
 	require.NoError(t, err)
 	require.Contains(t, ev.LastError, "no handler registered")
 
 	// The workflow is findable by its ID and its search attributes.
 	r := keys.Resource{Provider: "stripe", Account: "acct_reach", Environment: "test", Kind: "invoice", ID: "in_r1"}
-	id := starter.ResourceWorkflowID(r)
+	id := keys.ResourceWorkflowID(r)
 	require.Equal(t, "resource/stripe/acct_reach/test/invoice/in_r1", id)
 	desc, err := s.client.DescribeWorkflow(s.ctx, id, "")
 	require.NoError(t, err)
@@ -65,7 +64,7 @@ func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
 		require.Equal(t, http.StatusOK, s.sendStripe("ep", id, "invoice.paid", "invoice", "in_h"))
 		require.Equal(t, http.StatusOK, s.sendStripe("ep", id, "invoice.paid", "invoice", "in_h")) // duplicate delivery
 	}
-	eventually(t, 30*time.Second, "5 events done", func() bool { return s.countStatus(store.StatusDone) == 5 })
+	eventually(t, 30*time.Second, "5 events done", func() bool { return s.countStatus(keys.StatusDone) == 5 })
 	var balance int
 	require.NoError(t, s.store.Pool.QueryRow(s.ctx, `SELECT credits_balance FROM workspaces WHERE id = 'ws_h'`).Scan(&balance))
 	require.Equal(t, 5, balance, "one effect per accepted event, none for duplicate deliveries")
@@ -112,7 +111,7 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 		code := s.sendStripe("ep", fmt.Sprintf("evt_down%d", i), "invoice.paid", "invoice", fmt.Sprintf("in_down%d", i%3))
 		require.Equal(t, http.StatusOK, code, "the intake accepts while Temporal is down")
 	}
-	require.Equal(t, 6, s.countStatus(store.StatusPending))
+	require.Equal(t, 6, s.countStatus(keys.StatusPending))
 	eventually(t, 30*time.Second, "failed hand-offs to be counted", func() bool {
 		return counterValue(t, s, "hookinbox_handoff_signals_total", "failed") >= 1
 	})
@@ -120,7 +119,7 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 	require.NoError(t, srv.Restart(context.Background()))
 	// The worker reconnects; the sweeper schedule re-signals the stale rows.
 	eventually(t, 90*time.Second, "all 6 events done after Temporal returns", func() bool {
-		return s.countStatus(store.StatusDone) == 6
+		return s.countStatus(keys.StatusDone) == 6
 	})
 	require.EqualValues(t, 6, calls.Load())
 	require.GreaterOrEqual(t, counterValue(t, s, "hookinbox_sweeper_resignals_total", ""), 1.0)
@@ -141,7 +140,7 @@ func f3CrashAfterIntakeCommit(t *testing.T) {
 	}
 	_, err := store.InsertInboxEvent(s.ctx, s.store.Pool, ev)
 	require.NoError(t, err)
-	eventually(t, 60*time.Second, "the orphaned row to be processed", func() bool { return s.statusOf(ev.Key) == store.StatusDone })
+	eventually(t, 60*time.Second, "the orphaned row to be processed", func() bool { return s.statusOf(ev.Key) == keys.StatusDone })
 	require.EqualValues(t, 1, calls.Load())
 }
 
@@ -166,11 +165,11 @@ func TestSignalsAcrossContinueAsNewAreNotLost(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, 90*time.Second, "all events of the hot resource done", func() bool { return s.countStatus(store.StatusDone) == n })
+	eventually(t, 90*time.Second, "all events of the hot resource done", func() bool { return s.countStatus(keys.StatusDone) == n })
 	require.EqualValues(t, n, calls.Load())
 
 	// The resource's workflow continued-as-new several times on the way.
-	id := starter.ResourceWorkflowID(keys.Resource{Provider: "stripe", Account: "acct_can", Environment: "test", Kind: "invoice", ID: "in_hot"})
+	id := keys.ResourceWorkflowID(keys.Resource{Provider: "stripe", Account: "acct_can", Environment: "test", Kind: "invoice", ID: "in_hot"})
 	eventually(t, 30*time.Second, "runs to be listed", func() bool {
 		resp, err := s.client.ListWorkflow(s.ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query: fmt.Sprintf(`WorkflowId = %q`, id),
@@ -199,7 +198,7 @@ func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
 		},
 	})
 	s.stripeEndpoint("ep", "acct_idle", "ws_idle")
-	id := starter.ResourceWorkflowID(keys.Resource{Provider: "stripe", Account: "acct_idle", Environment: "test", Kind: "invoice", ID: "in_idle"})
+	id := keys.ResourceWorkflowID(keys.Resource{Provider: "stripe", Account: "acct_idle", Environment: "test", Kind: "invoice", ID: "in_idle"})
 
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_idle1", "invoice.paid", "invoice", "in_idle"))
 	eventually(t, 30*time.Second, "the workflow to complete after its idle period", func() bool {
@@ -210,7 +209,7 @@ func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_idle2", "invoice.paid", "invoice", "in_idle"))
-	eventually(t, 30*time.Second, "the second event done", func() bool { return s.countStatus(store.StatusDone) == 2 })
+	eventually(t, 30*time.Second, "the second event done", func() bool { return s.countStatus(keys.StatusDone) == 2 })
 	second, err := s.client.DescribeWorkflow(s.ctx, id, "")
 	require.NoError(t, err)
 	require.NotEqual(t, first.RawResponse.WorkflowExecutionInfo.Execution.RunId, second.RawResponse.WorkflowExecutionInfo.Execution.RunId)

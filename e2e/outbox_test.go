@@ -21,7 +21,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/simulator"
-	"github.com/hookinbox/hookinbox/starter"
 )
 
 func withMailpit(mp *devenv.Mailpit) func(*config.Config) {
@@ -95,7 +94,7 @@ func f5OutboxOfATerminatedWorkflow(t *testing.T) {
 	require.NoError(t, err)
 	w.send(t, paid)
 	w.allDone(t, 1)
-	id := starter.ResourceWorkflowID(keys.Resource{Provider: "stripe", Account: w.account, Environment: "test", Kind: "invoice", ID: inv.ID})
+	id := keys.ResourceWorkflowID(keys.Resource{Provider: "stripe", Account: w.account, Environment: "test", Kind: "invoice", ID: inv.ID})
 	// An operator terminates the workflow while the send is being retried.
 	require.NoError(t, w.client.TerminateWorkflow(w.ctx, id, "", "test: terminated mid-send"))
 	require.NoError(t, mp.Restart(context.Background()))

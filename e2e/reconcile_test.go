@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
 	"github.com/hookinbox/hookinbox/starter"
@@ -37,15 +38,15 @@ func (s *stack) run(t *testing.T, id string, wf, in, out any) {
 	require.NoError(t, r.Get(ctx, out))
 }
 
-func (w *simWorld) checkpoint(t *testing.T, name string) *store.Checkpoint {
+func (w *simWorld) checkpoint(t *testing.T, name string) *keys.Checkpoint {
 	t.Helper()
 	cp, err := store.GetCheckpoint(w.ctx, w.store.Pool, name)
 	require.NoError(t, err)
 	return cp
 }
 
-func (w *simWorld) scope() store.Scope {
-	return store.Scope{Provider: "stripe", Endpoint: "stripe-sim", Account: w.account, Environment: "test"}
+func (w *simWorld) scope() keys.Scope {
+	return keys.Scope{Provider: "stripe", Endpoint: "stripe-sim", Account: w.account, Environment: "test"}
 }
 
 // inSync reports whether the subscription's projection holds the

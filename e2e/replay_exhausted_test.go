@@ -10,7 +10,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
-	"github.com/hookinbox/hookinbox/workflows"
 )
 
 // An invoice.paid whose provider API is down exhausts its budget and stays
@@ -26,7 +25,7 @@ func TestReplayOfAnExhaustedEventAfterTheProviderRecovers(t *testing.T) {
 	w.sim.InjectAPIFault(simulator.Fault{Path: "/v1/invoices/" + inv.ID, Status: 503, Times: w.cfg.RetryBudget})
 	w.send(t, paid)
 	k := keys.Event{Provider: "stripe", Account: w.account, Environment: "test", EventID: paid.ID}
-	eventually(t, 60*time.Second, "the event to be exhausted", func() bool { return w.statusOf(k) == store.StatusExhausted })
+	eventually(t, 60*time.Second, "the event to be exhausted", func() bool { return w.statusOf(k) == keys.StatusExhausted })
 	ev, err := store.GetInboxEvent(w.ctx, w.store.Pool, k)
 	require.NoError(t, err)
 	require.Equal(t, w.cfg.RetryBudget, ev.Attempts)
@@ -37,14 +36,14 @@ func TestReplayOfAnExhaustedEventAfterTheProviderRecovers(t *testing.T) {
 	replay := func(force bool) {
 		res, err := w.store.ReplayInboxEvent(w.ctx, store.ReplayRequest{Key: k, Actor: "test", Reason: "provider recovered", Force: force})
 		require.NoError(t, err)
-		require.NoError(t, app.Resources(w.cfg, w.client).SignalResource(w.ctx, res.Resource, workflows.SignalEvent, "replay"))
+		require.NoError(t, app.Resources(w.cfg, w.client).Ring(w.ctx, res.Resource, keys.SignalEvent, "replay"))
 	}
 	replay(false)
-	eventually(t, 60*time.Second, "the replayed event to be done", func() bool { return w.statusOf(k) == store.StatusDone })
+	eventually(t, 60*time.Second, "the replayed event to be done", func() bool { return w.statusOf(k) == keys.StatusDone })
 	require.EqualValues(t, 100, w.balance(t))
 
 	replay(true) // deliberate reprocessing of a done event
-	eventually(t, 60*time.Second, "the forced replay to complete", func() bool { return w.statusOf(k) == store.StatusDone })
+	eventually(t, 60*time.Second, "the forced replay to complete", func() bool { return w.statusOf(k) == keys.StatusDone })
 	require.EqualValues(t, 100, w.balance(t), "the business key holds: no second grant")
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM credit_grants`))
 	require.Equal(t, 2, w.count(t, `SELECT count(*) FROM operator_actions WHERE action = 'replay'`))

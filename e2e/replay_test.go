@@ -21,7 +21,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/simulator"
-	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/workflows"
 )
 
@@ -51,7 +50,7 @@ func TestRealHistoriesReplayDeterministically(t *testing.T) {
 	w.send(t, canceled, created, upd, paid, again)
 	w.allDone(t, 5)
 	subRes := keys.Resource{Provider: "stripe", Account: w.account, Environment: "test", Kind: "subscription", ID: sub.ID}
-	require.NoError(t, app.Resources(w.cfg, w.client).SignalResource(w.ctx, subRes, workflows.SignalReconcile, "replay test"))
+	require.NoError(t, app.Resources(w.cfg, w.client).Ring(w.ctx, subRes, keys.SignalReconcile, "replay test"))
 	eventually(t, 30*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == store.OutboxSent })
 	time.Sleep(2 * time.Second) // let the reconcile activity finish
 
@@ -85,7 +84,7 @@ func history(t *testing.T, c client.Client, id, run string) *historypb.History {
 
 func record(t *testing.T, id, run string, h *historypb.History) {
 	t.Helper()
-	r, err := starter.ResourceFromWorkflowID(id)
+	r, err := keys.ResourceFromWorkflowID(id)
 	require.NoError(t, err)
 	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
 	require.NoError(t, err)

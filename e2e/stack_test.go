@@ -205,7 +205,7 @@ func countingHandler(st func() *store.Store, calls *atomic.Int64) activities.Han
 		calls.Add(1)
 		return activities.InPendingTx(ctx, st(), ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (activities.Outcome, error) {
 			_, err := tx.Exec(ctx, `UPDATE workspaces SET credits_balance = credits_balance + 1 WHERE id = $1`, ev.WorkspaceID)
-			return activities.Outcome{Status: store.StatusDone}, err
+			return activities.Outcome{Status: keys.StatusDone}, err
 		})
 	})
 }

@@ -8,13 +8,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
-	"github.com/hookinbox/hookinbox/workflows"
 )
-
-// Signaler is what the hand-off needs from Resources (a seam for tests).
-type Signaler interface {
-	SignalResource(ctx context.Context, r keys.Resource, signal, value string) error
-}
 
 // Handoff is the intake's bounded, coalescing queue of doorbells. Notify
 // never blocks: the sender's answer does not wait on Temporal. A doorbell
@@ -23,7 +17,7 @@ type Signaler interface {
 // queue is full or a signal fails, the event is still safe in the inbox and
 // the sweeper rings again later; both are logged and counted.
 type Handoff struct {
-	signaler Signaler
+	signaler keys.Doorbell
 	timeout  time.Duration
 	workers  int
 	metrics  *metrics.Metrics
@@ -49,7 +43,7 @@ type HandoffOptions struct {
 }
 
 // NewHandoff builds the queue; Run sends.
-func NewHandoff(s Signaler, o HandoffOptions) *Handoff {
+func NewHandoff(s keys.Doorbell, o HandoffOptions) *Handoff {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -113,10 +107,10 @@ func (h *Handoff) send(ctx context.Context, it item) {
 
 	sctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	if err := h.signaler.SignalResource(sctx, it.r, workflows.SignalEvent, it.key.String()); err != nil {
+	if err := h.signaler.Ring(sctx, it.r, keys.SignalEvent, it.key.String()); err != nil {
 		h.metrics.HandoffSignals.WithLabelValues("failed").Inc()
 		h.log.Warn("hand-off failed; the sweeper will deliver the event", "event_key", it.key.String(),
-			"workflow_id", ResourceWorkflowID(it.r), "error", err.Error())
+			"workflow_id", keys.ResourceWorkflowID(it.r), "error", err.Error())
 		return
 	}
 	h.metrics.HandoffSignals.WithLabelValues("sent").Inc()

@@ -22,7 +22,7 @@ type gateSignaler struct {
 	err   error
 }
 
-func (g *gateSignaler) SignalResource(ctx context.Context, r keys.Resource, _, _ string) error {
+func (g *gateSignaler) Ring(ctx context.Context, r keys.Resource, _, _ string) error {
 	select {
 	case <-g.gate:
 	case <-ctx.Done():
@@ -104,12 +104,12 @@ func TestHandoffCountsFailures(t *testing.T) {
 func TestResourceWorkflowIDRoundTrip(t *testing.T) {
 	t.Parallel()
 	r := keys.Resource{Provider: "github", Account: "42", Environment: "live", Kind: "repository", ID: "octo/hello"}
-	id := ResourceWorkflowID(r)
+	id := keys.ResourceWorkflowID(r)
 	require.Equal(t, "resource/github/42/live/repository/octo%2Fhello", id)
-	back, err := ResourceFromWorkflowID(id)
+	back, err := keys.ResourceFromWorkflowID(id)
 	require.NoError(t, err)
 	require.Equal(t, r, back)
-	_, err = ResourceFromWorkflowID("hookinbox-sweeper")
+	_, err = keys.ResourceFromWorkflowID("hookinbox-sweeper")
 	require.Error(t, err)
 }
 

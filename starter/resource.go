@@ -67,14 +67,14 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	return nil
 }
 
-// ResourceWorkflowID is the one place workflow IDs are made:
+// keys.ResourceWorkflowID is the one place workflow IDs are made:
 // resource/{provider}/{account}/{environment}/{kind}/{id}, each part
 // escaped so a '/' inside an id cannot forge another resource.
 func ResourceWorkflowID(r keys.Resource) string {
 	return "resource/" + r.String()
 }
 
-// ResourceFromWorkflowID parses a resource workflow ID.
+// keys.ResourceFromWorkflowID parses a resource workflow ID.
 func ResourceFromWorkflowID(id string) (keys.Resource, error) {
 	rest, ok := strings.CutPrefix(id, "resource/")
 	if !ok {
@@ -87,14 +87,14 @@ func ResourceFromWorkflowID(id string) (keys.Resource, error) {
 type Resources struct {
 	Client    client.Client
 	TaskQueue string
-	Settings  workflows.Settings
+	Settings  keys.Settings
 }
 
 // StartOptions are the options of a resource workflow: its ID, task queue,
 // search attributes and a static summary naming the resource in the UI.
 func (s *Resources) StartOptions(r keys.Resource) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
-		ID:        ResourceWorkflowID(r),
+		ID:        keys.ResourceWorkflowID(r),
 		TaskQueue: s.TaskQueue,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAProvider.ValueSet(r.Provider), SASourceAccount.ValueSet(r.Account),
@@ -107,14 +107,14 @@ func (s *Resources) StartOptions(r keys.Resource) client.StartWorkflowOptions {
 }
 
 // SignalResource rings the resource's doorbell with SignalWithStart.
-func (s *Resources) SignalResource(ctx context.Context, r keys.Resource, signal, value string) error {
+func (s *Resources) Ring(ctx context.Context, r keys.Resource, signal, value string) error {
 	if !r.Valid() {
 		return fmt.Errorf("signal %s: incomplete resource key %+v", signal, r)
 	}
-	_, err := s.Client.SignalWithStartWorkflow(ctx, ResourceWorkflowID(r), signal, value, s.StartOptions(r),
-		workflows.ResourceWorkflow, workflows.ResourceInput{Resource: r, Settings: s.Settings})
+	_, err := s.Client.SignalWithStartWorkflow(ctx, keys.ResourceWorkflowID(r), signal, value, s.StartOptions(r),
+		workflows.ResourceWorkflow, keys.ResourceInput{Resource: r, Settings: s.Settings})
 	if err != nil {
-		return fmt.Errorf("signal-with-start %s: %w", ResourceWorkflowID(r), err)
+		return fmt.Errorf("signal-with-start %s: %w", keys.ResourceWorkflowID(r), err)
 	}
 	return nil
 }

@@ -64,9 +64,9 @@ func Derive(ep *store.Endpoint, h http.Header, payload, raw []byte) (*store.Inbo
 	}
 	ev.WorkspaceID, ev.EventType, ev.ResourceKind, ev.ResourceID = workspace, n.eventType, kind, id
 	ev.ProviderVersion, ev.OccurredAt = n.version, n.occurredAt
-	ev.Status = store.StatusPending
+	ev.Status = keys.StatusPending
 	if !handled {
-		ev.Status = store.StatusIgnored
+		ev.Status = keys.StatusIgnored
 		ev.LastError = "no handler for " + ep.Provider + " event type " + n.eventType
 	}
 	return ev, nil

@@ -318,12 +318,12 @@ func (fi *fuzzIntake) checkStored(t testing.TB, d delivery, out outcome) {
 		}
 		_, handled := catalog.HandlerFor(e.Key.Provider, e.EventType)
 		switch {
-		case handled && e.Status == store.StatusPending:
+		case handled && e.Status == keys.StatusPending:
 			want := e.Resource()
 			if !want.Valid() || len(out.resources) != 1 || out.resources[0] != want || out.events[0] != e.Key {
 				t.Fatalf("pending row %s: hand-off %v %v, want one for %v", e.Key, out.resources, out.events, want)
 			}
-		case !handled && e.Status == store.StatusIgnored:
+		case !handled && e.Status == keys.StatusIgnored:
 			if len(out.events) != 0 {
 				t.Fatalf("ignored row %s was handed off", e.Key)
 			}
@@ -772,7 +772,7 @@ func FuzzDerive(f *testing.F) {
 			t.Fatalf("derived resource %+v is incomplete", ev.Resource())
 		}
 		_, handled := catalog.HandlerFor(ev.Key.Provider, ev.EventType)
-		if handled != (ev.Status == store.StatusPending) {
+		if handled != (ev.Status == keys.StatusPending) {
 			t.Fatalf("status %s for type %q (handled: %v)", ev.Status, ev.EventType, handled)
 		}
 	})

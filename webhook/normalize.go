@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
 
@@ -49,13 +50,13 @@ func normalize(ep *store.Endpoint, h http.Header, payload []byte) (normalized, e
 	var n normalized
 	var err error
 	switch ep.Provider {
-	case store.ProviderStripe:
+	case keys.ProviderStripe:
 		n, err = normalizeStripe(doc)
-	case store.ProviderGitHub:
+	case keys.ProviderGitHub:
 		n, err = normalizeGitHub(h, doc)
-	case store.ProviderStandard:
+	case keys.ProviderStandard:
 		n, err = normalizeStandard(ep.Settings, h, doc)
-	case store.ProviderShopify:
+	case keys.ProviderShopify:
 		n, err = normalizeShopify(h, doc)
 	default:
 		err = fmt.Errorf("provider %q has no normalizer", ep.Provider)
@@ -145,9 +146,9 @@ func normalizeStripe(doc gjson.Result) (normalized, error) {
 	if live.Type != gjson.True && live.Type != gjson.False {
 		return n, malformed("missing livemode")
 	}
-	n.environment = store.EnvTest
+	n.environment = keys.EnvTest
 	if live.Bool() {
-		n.environment = store.EnvLive
+		n.environment = keys.EnvLive
 	}
 	if a := doc.Get("account"); a.Type == gjson.String && a.Str != "" {
 		n.account = a.Str

@@ -129,7 +129,7 @@ func admission(ep *store.Endpoint, q *store.QuarantineItem) (*store.InboxEvent, 
 		h.Set(name, v)
 	}
 	payload := raw
-	if ep.Provider == store.ProviderGitHub {
+	if ep.Provider == keys.ProviderGitHub {
 		// The JSON is the body, or its "payload" field for form-encoded
 		// deliveries (what the intake's verifier returns). With neither a
 		// signature nor a secret, go-github checks nothing.
@@ -163,6 +163,6 @@ func admission(ep *store.Endpoint, q *store.QuarantineItem) (*store.InboxEvent, 
 	if ev.Key.EventID == "" {
 		return nil, errors.New("still malformed: the delivery carries no event id")
 	}
-	ev.Origin = store.OriginQuarantine
+	ev.Origin = keys.OriginQuarantine
 	return ev, nil
 }

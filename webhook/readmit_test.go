@@ -57,17 +57,17 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.Inserted, res.Outcome)
 	require.Equal(t, key, res.Key)
-	require.Equal(t, store.StatusPending, res.Status)
+	require.Equal(t, keys.StatusPending, res.Status)
 	require.Equal(t, "ws_new", res.Workspace)
 	require.Equal(t, keys.Resource{Provider: "stripe", Account: "acct_new", Environment: "live", Kind: "invoice", ID: "in_9"}, res.Resource)
 
 	got := b.row(t, key)
-	require.Equal(t, store.StatusPending, got.Status)
+	require.Equal(t, keys.StatusPending, got.Status)
 	require.Equal(t, "ws_new", got.WorkspaceID)
 	require.Equal(t, "invoice", got.ResourceKind)
 	require.Equal(t, "in_9", got.ResourceID)
 	require.Equal(t, "invoice.paid", got.EventType)
-	require.Equal(t, store.OriginQuarantine, got.Origin)
+	require.Equal(t, keys.OriginQuarantine, got.Origin)
 	require.Equal(t, body, got.Payload, "the exact bytes received are kept")
 	sum := sha256.Sum256(body)
 	require.Equal(t, sum[:], got.BodySHA256)
@@ -109,18 +109,18 @@ func TestReadmitWhenTheSenderAlreadyRedelivered(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code, r.body)
 	require.Contains(t, r.body, "accepted")
 	key := keys.Event{Provider: "stripe", Account: "acct_late", Environment: "live", EventID: "evt_q2"}
-	_, err := store.CompleteInboxEvent(b.ctx, b.store.Pool, key, store.StatusDone, "granted")
+	_, err := store.CompleteInboxEvent(b.ctx, b.store.Pool, key, keys.StatusDone, "granted")
 	require.NoError(t, err)
 
 	// The event key settles it: the entry closes, the row is left alone.
 	res, err := hwebhook.Readmit(b.ctx, b.store, id, "alice", "linked")
 	require.NoError(t, err)
 	require.Equal(t, store.Duplicate, res.Outcome)
-	require.Equal(t, store.StatusDone, res.Status, "no doorbell needed for a done row")
+	require.Equal(t, keys.StatusDone, res.Status, "no doorbell needed for a done row")
 	require.Equal(t, 1, b.inboxCount(t))
 	got := b.row(t, key)
-	require.Equal(t, store.StatusDone, got.Status)
-	require.Equal(t, store.OriginWebhook, got.Origin)
+	require.Equal(t, keys.StatusDone, got.Status)
+	require.Equal(t, keys.OriginWebhook, got.Origin)
 	require.NotNil(t, b.entry(t, id).ResolvedAt)
 }
 
@@ -145,8 +145,8 @@ func TestReadmitGitHubFormDeliveryUsesTheKeptHeaders(t *testing.T) {
 	require.Equal(t, "repository", got.ResourceKind)
 	require.Equal(t, "octo/hello", got.ResourceID, "JSON from the form's payload field")
 	require.Equal(t, "ws_gh2", got.WorkspaceID)
-	require.Equal(t, store.StatusIgnored, got.Status, "no handler takes GitHub issues")
-	require.Equal(t, store.StatusIgnored, res.Status)
+	require.Equal(t, keys.StatusIgnored, got.Status, "no handler takes GitHub issues")
+	require.Equal(t, keys.StatusIgnored, res.Status)
 	require.Equal(t, form, got.Payload)
 }
 

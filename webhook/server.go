@@ -240,9 +240,9 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		}
 		return s.quarantine(ctx, d, q, http.StatusAccepted, outQuarantined)
 	}
-	ev.SecretID, ev.Origin = v.secretID, store.OriginWebhook
+	ev.SecretID, ev.Origin = v.secretID, keys.OriginWebhook
 	d.resource = ev.Resource()
-	handled := ev.Status == store.StatusPending
+	handled := ev.Status == keys.StatusPending
 
 	res, err := store.InsertInboxEvent(ctx, s.o.Store.Pool, ev)
 	if err != nil {
@@ -261,7 +261,7 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 	case store.Duplicate:
 		// Leave the row alone; a pending one gets another doorbell in case
 		// the first hand-off was lost (it is coalesced if still queued).
-		if res.ExistingStatus == store.StatusPending {
+		if res.ExistingStatus == keys.StatusPending {
 			s.o.Handoff.Notify(d.resource, d.key)
 		}
 		return http.StatusOK, answer(d, outDuplicate, "already accepted ("+res.ExistingStatus+")")

@@ -187,7 +187,7 @@ func TestStripeAcceptedIsCommittedThenHandedOff(t *testing.T) {
 	// Without Connect the account is the endpoint's own (its single link).
 	key := keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_1"}
 	got := b.row(t, key)
-	require.Equal(t, store.StatusPending, got.Status)
+	require.Equal(t, keys.StatusPending, got.Status)
 	require.Equal(t, "ws_1", got.WorkspaceID)
 	require.Equal(t, "invoice", got.ResourceKind)
 	require.Equal(t, "in_1", got.ResourceID)
@@ -281,13 +281,13 @@ func TestDuplicatesAndConflicts(t *testing.T) {
 	require.Len(t, b.quarantine(t), 1)
 
 	// A duplicate of a done row is left alone and not handed off again.
-	_, err := store.CompleteInboxEvent(b.ctx, b.store.Pool, got.Key, store.StatusDone, "")
+	_, err := store.CompleteInboxEvent(b.ctx, b.store.Pool, got.Key, keys.StatusDone, "")
 	require.NoError(t, err)
 	before := b.handoff.count()
 	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusOK, r.code)
 	require.Equal(t, before, b.handoff.count())
-	require.Equal(t, store.StatusDone, b.row(t, got.Key).Status)
+	require.Equal(t, keys.StatusDone, b.row(t, got.Key).Status)
 }
 
 func TestConcurrentIdenticalDeliveriesMakeOneRow(t *testing.T) {
@@ -365,7 +365,7 @@ func TestUnhandledTypesAreRecordedIgnored(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code)
 	require.Contains(t, r.body, `"ignored"`)
 	got := b.row(t, keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_ch"})
-	require.Equal(t, store.StatusIgnored, got.Status)
+	require.Equal(t, keys.StatusIgnored, got.Status)
 	require.Contains(t, got.LastError, "charge.succeeded")
 	require.Zero(t, b.handoff.count())
 }
@@ -435,7 +435,7 @@ func TestStandardWebhooks(t *testing.T) {
 	got := b.row(t, keys.Event{Provider: "standard", Account: "proj_1", Environment: "live", EventID: "msg_1"})
 	require.Equal(t, "feedback", got.ResourceKind)
 	require.Equal(t, "fb_1", got.ResourceID)
-	require.Equal(t, store.StatusPending, got.Status)
+	require.Equal(t, keys.StatusPending, got.Status)
 
 	// Rotation: the sender signs with an unknown new secret and our second one.
 	unknown := "whsec_" + base64.StdEncoding.EncodeToString([]byte("brand-new-secret-not-registered!"))

@@ -16,7 +16,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stripe/stripe-go/v84/webhook"
 
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // errUnauthenticated is any failed signature check; the detail is logged,
@@ -40,13 +40,13 @@ func verify(ep *cachedEndpoint, h http.Header, body []byte, tolerance time.Durat
 		return verified{}, errUnauthenticated{"endpoint has no secret"}
 	}
 	switch ep.Provider {
-	case store.ProviderStripe:
+	case keys.ProviderStripe:
 		return verifyStripe(ep, h, body, tolerance, now)
-	case store.ProviderGitHub:
+	case keys.ProviderGitHub:
 		return verifyGitHub(ep, h, body)
-	case store.ProviderStandard:
+	case keys.ProviderStandard:
 		return verifyStandard(ep, h, body, tolerance, now)
-	case store.ProviderShopify:
+	case keys.ProviderShopify:
 		return verifyShopify(ep, h, body)
 	}
 	return verified{}, fmt.Errorf("provider %q has no verifier", ep.Provider)
@@ -157,7 +157,7 @@ func ValidateSecret(provider, secret string) error {
 	if strings.TrimSpace(secret) == "" {
 		return errors.New("secret is empty")
 	}
-	if provider == store.ProviderStandard {
+	if provider == keys.ProviderStandard {
 		if _, err := standardwebhooks.NewWebhook(secret); err != nil {
 			return fmt.Errorf("standard webhooks secret must be whsec_<base64>: %w", err)
 		}

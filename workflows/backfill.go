@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // Defaults of the facts backfill.
@@ -52,7 +52,7 @@ func BackfillFactsWorkflow(ctx workflow.Context, in BackfillFactsInput) (PassTot
 		types = activities.BackfillTypes()
 	}
 	p := &pager{kind: activities.PassFacts, title: "Facts backfill", s: s, carry: in.Carry}
-	p.begin = func(cp store.Checkpoint) {
+	p.begin = func(cp keys.Checkpoint) {
 		p.carry.Since = backfillSince(cp, overlap, lookback)
 	}
 	p.page = func(ctx workflow.Context, pi activities.PageInput) (activities.PageResult, error) {
@@ -73,7 +73,7 @@ func BackfillFactsWorkflow(ctx workflow.Context, in BackfillFactsInput) (PassTot
 // backfillSince is where a pass starts listing: the last complete pass's
 // start minus the overlap, or the lookback before this pass's start on a
 // first pass. A resumed pass keeps its start, so it lists the same window.
-func backfillSince(cp store.Checkpoint, overlap, lookback time.Duration) time.Time {
+func backfillSince(cp keys.Checkpoint, overlap, lookback time.Duration) time.Time {
 	if cp.Watermark != nil {
 		return cp.Watermark.Add(-overlap)
 	}

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // Defaults of the paged passes (reconciliation and facts backfill).
@@ -111,8 +111,8 @@ func (t *PassTotals) add(r activities.PageResult) {
 // one in progress and its cursor. The cursor is also checkpointed in the
 // database after every page, for a run that is killed rather than continued.
 type PassCarry struct {
-	Scopes []store.Scope `json:"scopes,omitempty"`
-	Listed bool          `json:"listed"`
+	Scopes []keys.Scope `json:"scopes,omitempty"`
+	Listed bool         `json:"listed"`
 	// Index of the scope in progress.
 	Index int `json:"index"`
 	// InPass: that scope's pass was begun; Cursor and Pages are where it is.
@@ -134,7 +134,7 @@ type pager struct {
 	carry PassCarry
 	owner string
 	// begin is called when a scope's pass is taken (facts: compute Since).
-	begin func(cp store.Checkpoint)
+	begin func(cp keys.Checkpoint)
 	// page runs one page activity.
 	page func(ctx workflow.Context, in activities.PageInput) (activities.PageResult, error)
 	// next builds the continue-as-new error carrying c.
@@ -142,7 +142,7 @@ type pager struct {
 
 	thisRun int
 	last    string
-	current *store.Checkpoint
+	current *keys.Checkpoint
 }
 
 func (p *pager) run(ctx workflow.Context) (PassTotals, error) {
@@ -153,7 +153,7 @@ func (p *pager) run(ctx workflow.Context) (PassTotals, error) {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10},
 	})
 	if !p.carry.Listed {
-		var scopes []store.Scope
+		var scopes []keys.Scope
 		if err := workflow.ExecuteActivity(dbCtx, a.ListScopes, activities.ListScopesInput{Endpoint: p.s.Endpoint}).Get(ctx, &scopes); err != nil {
 			return p.carry.Totals, fmt.Errorf("list scopes: %w", err)
 		}

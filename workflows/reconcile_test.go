@@ -14,12 +14,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 var (
-	scopeA = store.Scope{Provider: "stripe", Endpoint: "ep", Account: "acct_a", Environment: "test", WorkspaceID: "ws"}
-	scopeB = store.Scope{Provider: "stripe", Endpoint: "ep", Account: "acct_b", Environment: "test", WorkspaceID: "ws"}
+	scopeA = keys.Scope{Provider: "stripe", Endpoint: "ep", Account: "acct_a", Environment: "test", WorkspaceID: "ws"}
+	scopeB = keys.Scope{Provider: "stripe", Endpoint: "ep", Account: "acct_b", Environment: "test", WorkspaceID: "ws"}
 )
 
 // passFake stands in for the pass activities: a provider listing n items per
@@ -35,11 +35,11 @@ type passFake struct {
 	since   []time.Time
 	types   [][]string
 	// checkpoints returned by BeginPass, by account (default: a fresh pass).
-	checkpoints map[string]store.Checkpoint
+	checkpoints map[string]keys.Checkpoint
 	resumed     map[string]bool
 }
 
-func newPassEnv(t *testing.T, f *passFake, scopes ...store.Scope) *testsuite.TestWorkflowEnvironment {
+func newPassEnv(t *testing.T, f *passFake, scopes ...keys.Scope) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -52,14 +52,14 @@ func newPassEnv(t *testing.T, f *passFake, scopes ...store.Scope) *testsuite.Tes
 			defer f.mu.Unlock()
 			f.begun = append(f.begun, in)
 			for acct, cp := range f.checkpoints {
-				if activities.CheckpointName(activities.PassSubscriptions, store.Scope{Provider: "stripe", Endpoint: "ep", Account: acct, Environment: "test"}, "") == in.Checkpoint ||
-					activities.CheckpointName(activities.PassFacts, store.Scope{Provider: "stripe", Endpoint: "ep", Account: acct, Environment: "test"}, "") == in.Checkpoint {
+				if activities.CheckpointName(activities.PassSubscriptions, keys.Scope{Provider: "stripe", Endpoint: "ep", Account: acct, Environment: "test"}, "") == in.Checkpoint ||
+					activities.CheckpointName(activities.PassFacts, keys.Scope{Provider: "stripe", Endpoint: "ep", Account: acct, Environment: "test"}, "") == in.Checkpoint {
 					cp.Name, cp.Owner = in.Checkpoint, in.Owner
 					return activities.BeginPassResult{Checkpoint: cp, Resumed: f.resumed[acct]}, nil
 				}
 			}
 			started := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-			return activities.BeginPassResult{Checkpoint: store.Checkpoint{Name: in.Checkpoint, Owner: in.Owner, StartedAt: &started}}, nil
+			return activities.BeginPassResult{Checkpoint: keys.Checkpoint{Name: in.Checkpoint, Owner: in.Owner, StartedAt: &started}}, nil
 		}).Maybe()
 	page := func(in activities.PageInput) (activities.PageResult, error) {
 		f.mu.Lock()
@@ -77,7 +77,7 @@ func newPassEnv(t *testing.T, f *passFake, scopes ...store.Scope) *testsuite.Tes
 		if !res.Done {
 			res.Next = fmt.Sprintf("item_%d", last)
 		}
-		res.Checkpoint = store.Checkpoint{Name: in.Checkpoint, Owner: in.Owner, Pages: in.Pages + 1, Cursor: res.Next}
+		res.Checkpoint = keys.Checkpoint{Name: in.Checkpoint, Owner: in.Owner, Pages: in.Pages + 1, Cursor: res.Next}
 		return res, nil
 	}
 	env.OnActivity(a.ReconcilePage, mock.Anything, mock.Anything).Return(
@@ -109,7 +109,7 @@ func TestReconcilePagesEveryScopeAndCarriesTheCursorAcrossContinueAsNew(t *testi
 	var next ReconcileSubscriptionsInput
 	require.NoError(t, converterFrom(t).FromPayloads(can.Input, &next))
 	c := next.Carry
-	require.Equal(t, []store.Scope{scopeA, scopeB}, c.Scopes)
+	require.Equal(t, []keys.Scope{scopeA, scopeB}, c.Scopes)
 	require.True(t, c.InPass)
 	require.Equal(t, 0, c.Index)
 	require.Equal(t, "item_4", c.Cursor, "the cursor after two pages of two")
@@ -145,7 +145,7 @@ func TestReconcileResumesAPassTakenOverFromItsCheckpoint(t *testing.T) {
 	t.Parallel()
 	started := time.Date(2026, 5, 1, 11, 0, 0, 0, time.UTC)
 	f := &passFake{items: map[string]int{"acct_a": 12},
-		checkpoints: map[string]store.Checkpoint{"acct_a": {Cursor: "item_10", Pages: 5, StartedAt: &started}},
+		checkpoints: map[string]keys.Checkpoint{"acct_a": {Cursor: "item_10", Pages: 5, StartedAt: &started}},
 		resumed:     map[string]bool{"acct_a": true}}
 	env := newPassEnv(t, f, scopeA)
 	env.ExecuteWorkflow(ReconcileSubscriptionsWorkflow, ReconcileSubscriptionsInput{PassSettings: PassSettings{PageSize: 2}})
@@ -179,7 +179,7 @@ func TestBackfillListsFromTheWatermarkMinusTheOverlapOrTheLookback(t *testing.T)
 	watermark := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	started := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	f := &passFake{items: map[string]int{"acct_a": 1, "acct_b": 1},
-		checkpoints: map[string]store.Checkpoint{"acct_a": {Watermark: &watermark, StartedAt: &started}}}
+		checkpoints: map[string]keys.Checkpoint{"acct_a": {Watermark: &watermark, StartedAt: &started}}}
 	env := newPassEnv(t, f, scopeA, scopeB)
 	env.ExecuteWorkflow(BackfillFactsWorkflow, BackfillFactsInput{Overlap: 30 * time.Minute, Lookback: 48 * time.Hour})
 	require.NoError(t, env.GetWorkflowError())

@@ -10,17 +10,6 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
-)
-
-// Signal names of ResourceWorkflow.
-const (
-	// SignalEvent is a doorbell: "this resource may have pending rows". Its
-	// value (an event key) is informational; the inbox is the truth.
-	SignalEvent = "event"
-	// SignalReconcile asks the workflow to reconcile its resource with the
-	// provider; its value is the reason.
-	SignalReconcile = "reconcile"
 )
 
 // Defaults applied when the input leaves a setting at zero.
@@ -38,35 +27,7 @@ const (
 	recentKeys = 64
 )
 
-// Settings tune a resource workflow; the starter fills them from config.
-type Settings struct {
-	IdleTimeout     time.Duration `json:"idle_timeout,omitempty"`
-	MaxEventsPerRun int           `json:"max_events_per_run,omitempty"`
-	RetryBudget     int           `json:"retry_budget,omitempty"`
-	RetryInitial    time.Duration `json:"retry_initial,omitempty"`
-	RetryMax        time.Duration `json:"retry_max,omitempty"`
-	ActivityTimeout time.Duration `json:"activity_timeout,omitempty"`
-	OutboxBudget    int           `json:"outbox_budget,omitempty"`
-	// Handling is how HandleEvent runs: HandlingLocal, a local activity (one
-	// marker per event, the rows of a pass in one workflow task: several
-	// times the throughput of one history shard), or HandlingActivity, a
-	// regular activity (each attempt scheduled, started and completed in the
-	// history, visible as a pending activity). Starters always set it; it is
-	// empty only in inputs written before it existed, whose runs decide as
-	// they did then (workflow.GetVersion and ActivityHandling).
-	Handling string `json:"handling,omitempty"`
-	// ActivityHandling is the older form of Handling = HandlingActivity,
-	// read only when Handling is empty.
-	ActivityHandling bool `json:"activity_handling,omitempty"`
-}
-
-// The values of Settings.Handling.
-const (
-	HandlingLocal    = "local"
-	HandlingActivity = "activity"
-)
-
-func (s Settings) withDefaults() Settings {
+func withDefaults(s keys.Settings) keys.Settings {
 	if s.IdleTimeout <= 0 {
 		s.IdleTimeout = DefaultIdleTimeout
 	}
@@ -91,28 +52,6 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-// Carry is the state a run hands to its continuation.
-type Carry struct {
-	// Recent holds the last handled event keys (bounded), for the operator.
-	Recent []string `json:"recent,omitempty"`
-	// Reconcile holds reasons of reconcile requests not yet served.
-	Reconcile []string `json:"reconcile,omitempty"`
-	// Handled counts events handled over all runs.
-	Handled int `json:"handled"`
-	// Runs counts continue-as-new generations.
-	Runs int `json:"runs"`
-	// Unhandled counts events that ended exhausted or failed (the
-	// ExhaustedEvents search attribute).
-	Unhandled int `json:"unhandled,omitempty"`
-}
-
-// ResourceInput starts or continues a resource workflow.
-type ResourceInput struct {
-	Resource keys.Resource `json:"resource"`
-	Settings Settings      `json:"settings"`
-	Carry    Carry         `json:"carry"`
-}
-
 // ResourceResult is returned when the workflow completes after an idle period.
 type ResourceResult struct {
 	Handled int `json:"handled"`
@@ -132,15 +71,15 @@ var a *activities.Activities
 // it or after MaxEventsPerRun events, and completes after IdleTimeout with
 // nothing to do. Before either it drains the signal channels without
 // blocking, so no doorbell is lost.
-func ResourceWorkflow(ctx workflow.Context, in ResourceInput) (ResourceResult, error) {
-	r := &resource{in: in, s: in.Settings.withDefaults(), carry: in.Carry, inflight: map[int64]bool{}}
+func ResourceWorkflow(ctx workflow.Context, in keys.ResourceInput) (ResourceResult, error) {
+	r := &resource{in: in, s: withDefaults(in.Settings), carry: in.Carry, inflight: map[int64]bool{}}
 	return r.run(ctx)
 }
 
 type resource struct {
-	in      ResourceInput
-	s       Settings
-	carry   Carry
+	in      keys.ResourceInput
+	s       keys.Settings
+	carry   keys.Carry
 	thisRun int
 	nextDue *time.Time
 	last    string
@@ -155,8 +94,8 @@ type resource struct {
 }
 
 func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
-	r.eventCh = workflow.GetSignalChannel(ctx, SignalEvent)
-	r.reconcileCh = workflow.GetSignalChannel(ctx, SignalReconcile)
+	r.eventCh = workflow.GetSignalChannel(ctx, keys.SignalEvent)
+	r.reconcileCh = workflow.GetSignalChannel(ctx, keys.SignalReconcile)
 	r.details(ctx)
 	if r.carry.Unhandled > 0 {
 		r.markUnhandled(ctx)
@@ -178,7 +117,7 @@ func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
 			r.drain(ctx)
 			r.carry.Runs++
 			return ResourceResult{}, workflow.NewContinueAsNewError(ctx, ResourceWorkflow,
-				ResourceInput{Resource: r.in.Resource, Settings: r.in.Settings, Carry: r.carry})
+				keys.ResourceInput{Resource: r.in.Resource, Settings: r.in.Settings, Carry: r.carry})
 		}
 		if wake {
 			wake = false
@@ -277,7 +216,7 @@ func (r *resource) pass(ctx workflow.Context) error {
 	}
 	seen := map[string]bool{}
 	for {
-		var batch store.PendingBatch
+		var batch keys.PendingBatch
 		err := workflow.ExecuteLocalActivity(localOptions(ctx), a.LoadPending,
 			activities.LoadPendingInput{Resource: r.in.Resource, Limit: pendingBatch}).Get(ctx, &batch)
 		if err != nil {
@@ -349,7 +288,7 @@ func (r *resource) reconcile(ctx workflow.Context) error {
 
 // handle runs one event through HandleEvent with its retry policy, then
 // records failed or exhausted rows.
-func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
+func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	remaining := int32(max(1, r.s.RetryBudget-ev.Attempts))
 	// The activity returns the next delay itself (full jitter); these bound
 	// the attempts and stand in if it could not say.
@@ -361,7 +300,7 @@ func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
 	}
 	in := activities.HandleInput{Key: ev.Key, PriorAttempts: ev.Attempts}
 	var fut workflow.Future
-	local := r.s.Handling == HandlingLocal
+	local := r.s.Handling == keys.HandlingLocal
 	if r.s.Handling == "" {
 		// An input from before Handling: runs started before local handling
 		// existed keep regular activities. The version marker and the
@@ -397,10 +336,10 @@ func (r *resource) handle(ctx workflow.Context, ev store.PendingEvent) error {
 		}
 		return nil
 	}
-	status, final := store.StatusExhausted, lastError(err)
+	status, final := keys.StatusExhausted, lastError(err)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
-		status = store.StatusFailed
+		status = keys.StatusFailed
 	}
 	r.last = fmt.Sprintf("%s → %s", ev.Key, status)
 	workflow.GetLogger(ctx).Warn("event not handled", "event_key", ev.Key.String(), "status", status, "error", final)

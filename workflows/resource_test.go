@@ -16,15 +16,14 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 )
 
 var res = keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "subscription", ID: "sub_1"}
 
-func pending(ids ...string) store.PendingBatch {
-	var b store.PendingBatch
+func pending(ids ...string) keys.PendingBatch {
+	var b keys.PendingBatch
 	for i, id := range ids {
-		b.Events = append(b.Events, store.PendingEvent{ID: int64(i + 1), EventType: "customer.subscription.updated",
+		b.Events = append(b.Events, keys.PendingEvent{ID: int64(i + 1), EventType: "customer.subscription.updated",
 			Key: keys.Event{Provider: res.Provider, Account: res.Account, Environment: res.Environment, EventID: id}})
 	}
 	return b
@@ -54,19 +53,19 @@ func (f *fixture) handleOK() {
 	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
 			f.handled = append(f.handled, in.Key.EventID)
-			return activities.HandleResult{Status: store.StatusDone}, nil
+			return activities.HandleResult{Status: keys.StatusDone}, nil
 		})
 }
 
-func input(s Settings) ResourceInput { return ResourceInput{Resource: res, Settings: s} }
+func input(s keys.Settings) keys.ResourceInput { return keys.ResourceInput{Resource: res, Settings: s} }
 
 func TestHandlesPendingRowsInOrderThenCompletesWhenIdle(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1", "evt_2", "evt_3"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	f.handleOK()
-	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute}))
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute}))
 	require.True(t, f.env.IsWorkflowCompleted())
 	require.NoError(t, f.env.GetWorkflowError())
 	require.Equal(t, []string{"evt_1", "evt_2", "evt_3"}, f.handled)
@@ -79,12 +78,12 @@ func TestHandlesPendingRowsInOrderThenCompletesWhenIdle(t *testing.T) {
 // the field (empty) takes local handling through its version marker.
 func TestHandlingModeDecidesLocalOrRegularActivity(t *testing.T) {
 	t.Parallel()
-	for handling, wantLocal := range map[string]bool{HandlingLocal: true, HandlingActivity: false, "": true} {
+	for handling, wantLocal := range map[string]bool{keys.HandlingLocal: true, keys.HandlingActivity: false, "": true} {
 		t.Run("handling="+handling, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
 			f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1", "evt_2"), nil).Once()
-			f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+			f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 			f.handleOK()
 			var local, regular int
 			f.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []interface{}) {
@@ -97,7 +96,7 @@ func TestHandlingModeDecidesLocalOrRegularActivity(t *testing.T) {
 					regular++
 				}
 			})
-			f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute, Handling: handling}))
+			f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute, Handling: handling}))
 			require.NoError(t, f.env.GetWorkflowError())
 			require.Equal(t, []string{"evt_1", "evt_2"}, f.handled)
 			if wantLocal {
@@ -114,10 +113,10 @@ func TestDoorbellDuringIdleTriggersAnotherPass(t *testing.T) {
 	f := setup(t)
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_2"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	f.handleOK()
-	f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(SignalEvent, "stripe/acct_1/test/evt_2") }, 30*time.Second)
-	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute}))
+	f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(keys.SignalEvent, "stripe/acct_1/test/evt_2") }, 30*time.Second)
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute}))
 	require.NoError(t, f.env.GetWorkflowError())
 	require.Equal(t, []string{"evt_1", "evt_2"}, f.handled)
 }
@@ -128,7 +127,7 @@ func TestRetryableFailuresExhaustTheBudgetThenMoveOn(t *testing.T) {
 	batch := pending("evt_bad", "evt_next")
 	batch.Events[0].Attempts = 1 // one attempt made by an earlier run
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(batch, nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	calls := 0
 	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
@@ -137,14 +136,14 @@ func TestRetryableFailuresExhaustTheBudgetThenMoveOn(t *testing.T) {
 				return activities.HandleResult{}, temporal.NewApplicationError("provider unavailable", "HandlerError")
 			}
 			f.handled = append(f.handled, in.Key.EventID)
-			return activities.HandleResult{Status: store.StatusDone}, nil
+			return activities.HandleResult{Status: keys.StatusDone}, nil
 		})
-	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute, RetryBudget: 4,
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute, RetryBudget: 4,
 		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}))
 	require.NoError(t, f.env.GetWorkflowError())
 	require.Equal(t, 3, calls, "budget 4 minus the attempt already made")
 	require.Len(t, f.marked, 1)
-	require.Equal(t, store.StatusExhausted, f.marked[0].Status)
+	require.Equal(t, keys.StatusExhausted, f.marked[0].Status)
 	require.Contains(t, f.marked[0].LastError, "provider unavailable")
 	require.Equal(t, []string{"evt_next"}, f.handled, "the next event is handled after the exhausted one")
 }
@@ -153,18 +152,18 @@ func TestValidationFailureIsRecordedFailedAtOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_invalid"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	calls := 0
 	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, _ activities.HandleInput) (activities.HandleResult, error) {
 			calls++
 			return activities.HandleResult{}, temporal.NewNonRetryableApplicationError("invoice belongs to another workspace", "InvalidEvent", errors.New("x"))
 		})
-	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute}))
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute}))
 	require.NoError(t, f.env.GetWorkflowError())
 	require.Equal(t, 1, calls)
 	require.Len(t, f.marked, 1)
-	require.Equal(t, store.StatusFailed, f.marked[0].Status)
+	require.Equal(t, keys.StatusFailed, f.marked[0].Status)
 }
 
 func TestContinuesAsNewAfterMaxEventsCarryingState(t *testing.T) {
@@ -174,13 +173,13 @@ func TestContinuesAsNewAfterMaxEventsCarryingState(t *testing.T) {
 	batch.More = true
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(batch, nil)
 	f.handleOK()
-	f.env.ExecuteWorkflow(ResourceWorkflow, ResourceInput{Resource: res, Settings: Settings{MaxEventsPerRun: 2},
-		Carry: Carry{Handled: 10, Runs: 4}})
+	f.env.ExecuteWorkflow(ResourceWorkflow, keys.ResourceInput{Resource: res, Settings: keys.Settings{MaxEventsPerRun: 2},
+		Carry: keys.Carry{Handled: 10, Runs: 4}})
 	require.True(t, f.env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, f.env.GetWorkflowError(), &can)
 	require.Equal(t, []string{"e1", "e2"}, f.handled, "stops at the run's budget")
-	var next ResourceInput
+	var next keys.ResourceInput
 	require.NoError(t, converterFrom(t).FromPayloads(can.Input, &next))
 	require.Equal(t, res, next.Resource)
 	require.Equal(t, 12, next.Carry.Handled)
@@ -196,14 +195,14 @@ func TestWaitsForTheNextDueRetryBeforeIdling(t *testing.T) {
 	f := setup(t)
 	var due time.Time
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ activities.LoadPendingInput) (store.PendingBatch, error) {
+		func(_ context.Context, _ activities.LoadPendingInput) (keys.PendingBatch, error) {
 			due = f.env.Now().Add(5 * time.Minute)
-			return store.PendingBatch{NextDue: &due}, nil
+			return keys.PendingBatch{NextDue: &due}, nil
 		}).Once()
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_later"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	f.handleOK()
-	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Hour}))
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Hour}))
 	require.NoError(t, f.env.GetWorkflowError())
 	require.Equal(t, []string{"evt_later"}, f.handled)
 }
@@ -215,17 +214,17 @@ func TestRowsThatStayDueAreNotLoopedOn(t *testing.T) {
 	// handled once per pass, and the next look waits, not a hot loop.
 	loads := 0
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ activities.LoadPendingInput) (store.PendingBatch, error) {
+		func(_ context.Context, _ activities.LoadPendingInput) (keys.PendingBatch, error) {
 			loads++
 			if loads > 4 {
-				return store.PendingBatch{}, nil
+				return keys.PendingBatch{}, nil
 			}
 			b := pending("evt_stuck")
 			b.More = true
 			return b, nil
 		})
 	f.handleOK()
-	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: time.Minute, RetryInitial: time.Second}))
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute, RetryInitial: time.Second}))
 	require.NoError(t, f.env.GetWorkflowError())
 	require.Equal(t, []string{"evt_stuck", "evt_stuck"}, f.handled)
 	require.Equal(t, 5, loads)
@@ -242,20 +241,20 @@ func TestReconcileRequestsCollapseIntoOneActivityBeforeEvents(t *testing.T) {
 			reasons = append(reasons, in.Reasons...)
 			return activities.ReconcileOutcome{Note: "in sync"}, nil
 		})
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil).Once()
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil).Once()
 	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(store.PendingBatch{}, nil)
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
 			order = append(order, in.Key.EventID)
-			return activities.HandleResult{Status: store.StatusDone}, nil
+			return activities.HandleResult{Status: keys.StatusDone}, nil
 		})
 	f.env.RegisterDelayedCallback(func() {
-		f.env.SignalWorkflow(SignalReconcile, "schedule run 7")
-		f.env.SignalWorkflow(SignalReconcile, "operator: ticket 42")
-		f.env.SignalWorkflow(SignalEvent, "evt_1")
+		f.env.SignalWorkflow(keys.SignalReconcile, "schedule run 7")
+		f.env.SignalWorkflow(keys.SignalReconcile, "operator: ticket 42")
+		f.env.SignalWorkflow(keys.SignalEvent, "evt_1")
 	}, time.Minute)
-	f.env.ExecuteWorkflow(ResourceWorkflow, input(Settings{IdleTimeout: 5 * time.Minute}))
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: 5 * time.Minute}))
 	require.NoError(t, f.env.GetWorkflowError())
 	// Every request is served, the first before the event signalled with it;
 	// requests waiting together share one activity.

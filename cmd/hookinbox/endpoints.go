@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/webhook"
 )
@@ -76,11 +77,11 @@ when the provider sends one (e.g. "data.object.version").`,
 				return usagef("--slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
 			}
 			switch e.Provider {
-			case store.ProviderStripe, store.ProviderGitHub, store.ProviderStandard, store.ProviderShopify:
+			case keys.ProviderStripe, keys.ProviderGitHub, keys.ProviderStandard, keys.ProviderShopify:
 			default:
 				return usagef("--provider must be stripe, github, standard or shopify (got %q)", e.Provider)
 			}
-			if e.Environment != store.EnvLive && e.Environment != store.EnvTest {
+			if e.Environment != keys.EnvLive && e.Environment != keys.EnvTest {
 				return usagef("--environment must be live or test (got %q)", e.Environment)
 			}
 			if len(e.Secrets) == 0 {

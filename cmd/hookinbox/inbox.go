@@ -22,7 +22,7 @@ import (
 // The operator's inbox commands (SPEC R23). Payloads are access-restricted:
 // listings never read them and `show` prints one only when asked.
 
-var inboxStatuses = []string{store.StatusPending, store.StatusDone, store.StatusIgnored, store.StatusFailed, store.StatusExhausted}
+var inboxStatuses = []string{keys.StatusPending, keys.StatusDone, keys.StatusIgnored, keys.StatusFailed, keys.StatusExhausted}
 
 func newInboxCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -232,7 +232,7 @@ func runInboxShow(ctx context.Context, st *store.Store, out, errOut io.Writer, o
 	field("attempts", strconv.Itoa(d.Attempts))
 	field("outcome", orDash(oneLine(d.Note, 0)))
 	field("last error", orDash(oneLine(d.LastError, 0)))
-	if d.Status == store.StatusPending {
+	if d.Status == keys.StatusPending {
 		field("next attempt", fmtTime(d.NextAttemptAt)+" ("+fmtRelative(now, d.NextAttemptAt)+")")
 	} else {
 		field("next attempt", "- (not pending)")
@@ -428,7 +428,7 @@ func oneLine(s string, limit int) string {
 // outcomeOf is what a listing shows for a row: what handling did for a done
 // row, else its last error (or why it was ignored).
 func outcomeOf(status, note, lastErr string) string {
-	if status == store.StatusDone && note != "" {
+	if status == keys.StatusDone && note != "" {
 		return note
 	}
 	return lastErr

@@ -17,7 +17,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/workflows"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -35,7 +34,7 @@ type signalCall struct {
 	value  string
 }
 
-func (f *fakeSignaler) SignalResource(_ context.Context, r keys.Resource, signal, value string) error {
+func (f *fakeSignaler) Ring(_ context.Context, r keys.Resource, signal, value string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, signalCall{r, signal, value})
@@ -99,8 +98,8 @@ func (b *opsBundle) addEvent(t *testing.T, id, kind, objID, status string) keys.
 	_, err := store.InsertInboxEvent(b.ctx, b.st.Pool, ev)
 	require.NoError(t, err)
 	switch status {
-	case store.StatusPending:
-	case store.StatusDone, store.StatusIgnored:
+	case keys.StatusPending:
+	case keys.StatusDone, keys.StatusIgnored:
 		_, err = store.CompleteInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "")
 		require.NoError(t, err)
 	default:
@@ -121,12 +120,12 @@ func (b *opsBundle) status(t *testing.T, k keys.Event) *store.StoredEvent {
 func TestInboxListAndShowPrintPayloadsOnlyWhenAsked(t *testing.T) {
 	t.Parallel()
 	b := setupOps(t)
-	k := b.addEvent(t, "evt_show", "invoice", "in_1", store.StatusExhausted)
-	b.addEvent(t, "evt_other", "invoice", "in_2", store.StatusDone)
+	k := b.addEvent(t, "evt_show", "invoice", "in_1", keys.StatusExhausted)
+	b.addEvent(t, "evt_other", "invoice", "in_2", keys.StatusDone)
 
 	for _, format := range []outputFormat{"table", "json"} {
 		require.NoError(t, runInboxList(b.ctx, b.st, b.out, inboxListOptions{
-			filter: store.InboxFilter{Statuses: []string{store.StatusExhausted}, Limit: 50}, format: format}))
+			filter: store.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 50}, format: format}))
 		require.Contains(t, b.out.String(), k.String())
 		require.NotContains(t, b.out.String(), "evt_other", "the status filter applies")
 		require.NotContains(t, b.out.String(), secretMarker, "listings never print payloads")
@@ -167,13 +166,13 @@ func TestInboxListAndShowPrintPayloadsOnlyWhenAsked(t *testing.T) {
 func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 	t.Parallel()
 	b := setupOps(t)
-	e1 := b.addEvent(t, "evt_1", "invoice", "in_1", store.StatusExhausted)
-	e2 := b.addEvent(t, "evt_2", "invoice", "in_1", store.StatusExhausted)
-	e3 := b.addEvent(t, "evt_3", "subscription", "sub_1", store.StatusExhausted)
-	failed := b.addEvent(t, "evt_4", "invoice", "in_4", store.StatusFailed)
-	done := b.addEvent(t, "evt_5", "invoice", "in_5", store.StatusDone)
+	e1 := b.addEvent(t, "evt_1", "invoice", "in_1", keys.StatusExhausted)
+	e2 := b.addEvent(t, "evt_2", "invoice", "in_1", keys.StatusExhausted)
+	e3 := b.addEvent(t, "evt_3", "subscription", "sub_1", keys.StatusExhausted)
+	failed := b.addEvent(t, "evt_4", "invoice", "in_4", keys.StatusFailed)
+	done := b.addEvent(t, "evt_5", "invoice", "in_5", keys.StatusDone)
 
-	opts := replayOptions{statuses: []string{store.StatusExhausted}, limit: 100, reason: "Stripe outage over", by: "alice",
+	opts := replayOptions{statuses: []string{keys.StatusExhausted}, limit: 100, reason: "Stripe outage over", by: "alice",
 		format: "table", selection: "--status exhausted"}
 
 	// Dry run: listed, nothing changed, nobody signalled.
@@ -182,7 +181,7 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 	require.NoError(t, runReplay(b.ctx, b.env(), dry))
 	require.Contains(t, b.out.String(), "would_replay")
 	require.Contains(t, b.out.String(), "nothing changed")
-	require.Equal(t, store.StatusExhausted, b.status(t, e1).Status)
+	require.Equal(t, keys.StatusExhausted, b.status(t, e1).Status)
 	require.Empty(t, b.sig.calls)
 
 	require.NoError(t, runReplay(b.ctx, b.env(), opts))
@@ -190,7 +189,7 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 	require.NotContains(t, b.out.String(), secretMarker)
 	for _, k := range []keys.Event{e1, e2, e3} {
 		got := b.status(t, k)
-		require.Equal(t, store.StatusPending, got.Status)
+		require.Equal(t, keys.StatusPending, got.Status)
 		require.Zero(t, got.Attempts)
 		acts, err := store.ListOperatorActions(b.ctx, b.st.Pool, k.String(), 10)
 		require.NoError(t, err)
@@ -199,8 +198,8 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 		require.Equal(t, "Stripe outage over", acts[0].Reason)
 		require.Equal(t, "stripe API 503: service unavailable", acts[0].Details["previous_last_error"])
 	}
-	require.Equal(t, store.StatusFailed, b.status(t, failed).Status, "only the selected status")
-	require.Equal(t, store.StatusDone, b.status(t, done).Status)
+	require.Equal(t, keys.StatusFailed, b.status(t, failed).Status, "only the selected status")
+	require.Equal(t, keys.StatusDone, b.status(t, done).Status)
 
 	// One doorbell per resource, the event signal.
 	require.ElementsMatch(t, []keys.Resource{
@@ -208,7 +207,7 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 		{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "subscription", ID: "sub_1"},
 	}, b.sig.resources())
 	for _, c := range b.sig.calls {
-		require.Equal(t, workflows.SignalEvent, c.signal)
+		require.Equal(t, keys.SignalEvent, c.signal)
 	}
 
 	// Nothing left to replay.
@@ -219,13 +218,13 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 func TestReplayOfADoneEventNeedsForce(t *testing.T) {
 	t.Parallel()
 	b := setupOps(t)
-	k := b.addEvent(t, "evt_done", "invoice", "in_1", store.StatusDone)
+	k := b.addEvent(t, "evt_done", "invoice", "in_1", keys.StatusDone)
 	opts := replayOptions{key: &k, limit: 100, reason: "double-check grant", by: "bob", format: "table", selection: "key"}
 
 	err := runReplay(b.ctx, b.env(), opts)
 	require.ErrorContains(t, err, "no-op")
 	require.ErrorContains(t, err, "--force")
-	require.Equal(t, store.StatusDone, b.status(t, k).Status)
+	require.Equal(t, keys.StatusDone, b.status(t, k).Status)
 	require.Empty(t, b.sig.calls)
 
 	dry := opts
@@ -236,7 +235,7 @@ func TestReplayOfADoneEventNeedsForce(t *testing.T) {
 	opts.force = true
 	require.NoError(t, runReplay(b.ctx, b.env(), opts))
 	require.Contains(t, b.out.String(), "replayed 1 event(s)")
-	require.Equal(t, store.StatusPending, b.status(t, k).Status)
+	require.Equal(t, keys.StatusPending, b.status(t, k).Status)
 	require.Len(t, b.sig.calls, 1)
 	acts, err := store.ListOperatorActions(b.ctx, b.st.Pool, k.String(), 10)
 	require.NoError(t, err)
@@ -254,10 +253,10 @@ func TestReplayWithTemporalDownWarnsAndKeepsTheRowsPending(t *testing.T) {
 	t.Parallel()
 	b := setupOps(t)
 	b.sig.err = errors.New("connection refused")
-	e1 := b.addEvent(t, "evt_1", "invoice", "in_1", store.StatusExhausted)
-	e2 := b.addEvent(t, "evt_2", "invoice", "in_2", store.StatusFailed)
+	e1 := b.addEvent(t, "evt_1", "invoice", "in_1", keys.StatusExhausted)
+	e2 := b.addEvent(t, "evt_2", "invoice", "in_2", keys.StatusFailed)
 
-	require.NoError(t, runReplay(b.ctx, b.env(), replayOptions{statuses: []string{store.StatusExhausted, store.StatusFailed},
+	require.NoError(t, runReplay(b.ctx, b.env(), replayOptions{statuses: []string{keys.StatusExhausted, keys.StatusFailed},
 		limit: 100, reason: "retry", by: "alice", format: "json"}))
 	var sum replaySummary
 	require.NoError(t, json.Unmarshal(b.out.Bytes(), &sum))
@@ -267,7 +266,7 @@ func TestReplayWithTemporalDownWarnsAndKeepsTheRowsPending(t *testing.T) {
 	require.Contains(t, b.errOut.String(), "sweeper")
 	require.Len(t, b.sig.calls, 1, "after the first failure Temporal is not tried again for each resource")
 	for _, k := range []keys.Event{e1, e2} {
-		require.Equal(t, store.StatusPending, b.status(t, k).Status)
+		require.Equal(t, keys.StatusPending, b.status(t, k).Status)
 	}
 }
 
@@ -322,7 +321,7 @@ func TestQuarantineResolveReadmitsAndSignalsOrDiscards(t *testing.T) {
 		b.sig.resources(), "a pending event rings its resource")
 	got := b.status(t, keys.Event{Provider: "stripe", Account: "acct_new", Environment: "test", EventID: "evt_paid"})
 	require.Equal(t, "ws_new", got.WorkspaceID)
-	require.Equal(t, store.StatusPending, got.Status)
+	require.Equal(t, keys.StatusPending, got.Status)
 
 	// An unhandled type is admitted as ignored: no doorbell.
 	require.NoError(t, resolve(other, resolveReadmit))

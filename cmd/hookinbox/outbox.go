@@ -11,7 +11,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/workflows"
 )
 
 func newOutboxCmd() *cobra.Command {
@@ -115,7 +114,7 @@ earlier, uncertain attempt did not land (or that a duplicate is acceptable).`,
 					return nil
 				}
 				defer c.Close()
-				return app.Resources(cfg, c).SignalResource(cmd.Context(), r, workflows.SignalEvent, "outbox release: "+reason)
+				return app.Resources(cfg, c).Ring(cmd.Context(), r, keys.SignalEvent, "outbox release: "+reason)
 			})
 		},
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/webhook"
 )
@@ -410,7 +411,7 @@ func runQuarantineResolve(ctx context.Context, env opsEnv, o quarantineResolveOp
 	v.AuditID, v.EventKey, v.Outcome, v.Status = res.ActionID, res.Key.String(), res.Outcome.String(), res.Status
 	v.Workspace, v.Resource = res.Workspace, res.Resource.String()
 	bells := newDoorbells(env)
-	if res.Status == store.StatusPending {
+	if res.Status == keys.StatusPending {
 		v.Signaled = bells.ring(ctx, res.Resource, res.Key)
 		if bells.failed != nil {
 			v.SignalErr = bells.failed.Error()

@@ -176,11 +176,11 @@ func runReconcileResource(ctx context.Context, out io.Writer, cfg config.Config,
 	// A reason unique to this request, so --wait finds its own reconciliation.
 	reason := fmt.Sprintf("%s (by %s at %s)", strings.TrimSpace(o.reason), actorName(), time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
 	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	run, err := c.SignalWithStartWorkflow(sctx, starter.ResourceWorkflowID(r), workflows.SignalReconcile, reason,
-		res.StartOptions(r), workflows.ResourceWorkflow, workflows.ResourceInput{Resource: r, Settings: res.Settings})
+	run, err := c.SignalWithStartWorkflow(sctx, keys.ResourceWorkflowID(r), keys.SignalReconcile, reason,
+		res.StartOptions(r), workflows.ResourceWorkflow, keys.ResourceInput{Resource: r, Settings: res.Settings})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("signal %s: %w", starter.ResourceWorkflowID(r), err)
+		return fmt.Errorf("signal %s: %w", keys.ResourceWorkflowID(r), err)
 	}
 	rep := reconcileReport{Resource: r.String(), WorkflowID: run.GetID(), RunID: run.GetRunID(), Reason: reason}
 	if o.wait {
@@ -295,7 +295,7 @@ type passReport struct {
 }
 
 func runEndpointPass(ctx context.Context, out io.Writer, cfg config.Config, st *store.Store, c client.Client, o reconcileOptions) error {
-	scopes, err := store.ListScopes(ctx, st.Pool, store.ProviderStripe, o.endpoint)
+	scopes, err := store.ListScopes(ctx, st.Pool, keys.ProviderStripe, o.endpoint)
 	if err != nil {
 		return err
 	}

@@ -19,19 +19,12 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
-	"github.com/hookinbox/hookinbox/workflows"
 )
-
-// resourceSignaler rings a resource workflow's doorbell (SignalWithStart);
-// *starter.Resources implements it, tests use a fake.
-type resourceSignaler interface {
-	SignalResource(ctx context.Context, r keys.Resource, signal, value string) error
-}
 
 // opsEnv is what the operator commands that change state need.
 type opsEnv struct {
 	st     *store.Store
-	sig    resourceSignaler
+	sig    keys.Doorbell
 	out    io.Writer
 	errOut io.Writer
 	// signalTimeout bounds one SignalWithStart.
@@ -80,7 +73,7 @@ func (d *doorbells) ring(ctx context.Context, r keys.Resource, k keys.Event) boo
 	}
 	sctx, cancel := context.WithTimeout(ctx, d.env.signalTimeout)
 	defer cancel()
-	if err := d.env.sig.SignalResource(sctx, r, workflows.SignalEvent, k.String()); err != nil {
+	if err := d.env.sig.Ring(sctx, r, keys.SignalEvent, k.String()); err != nil {
 		d.failed = err
 		d.missed++
 		return false
@@ -125,7 +118,7 @@ type replayOptions struct {
 	selection string
 }
 
-var replayableStatuses = []string{store.StatusExhausted, store.StatusFailed}
+var replayableStatuses = []string{keys.StatusExhausted, keys.StatusFailed}
 
 func newReplayCmd() *cobra.Command {
 	o := replayOptions{format: "table"}
@@ -334,9 +327,9 @@ func replayCandidates(ctx context.Context, st *store.Store, o replayOptions) ([]
 
 func dryRunResult(status string, force bool) (string, string) {
 	switch status {
-	case store.StatusPending:
+	case keys.StatusPending:
 		return store.AlreadyPending, "already pending: its workflow would only be signalled again"
-	case store.StatusDone, store.StatusIgnored:
+	case keys.StatusDone, keys.StatusIgnored:
 		if !force {
 			return resultRefused, "the event is " + status + ": replaying it would be a no-op for its effects; --force reprocesses it"
 		}

@@ -21,13 +21,13 @@ import (
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/catalog"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
 	"github.com/hookinbox/hookinbox/worker"
-	"github.com/hookinbox/hookinbox/workflows"
 )
 
 // NewLogger builds the process logger: JSON by default, text for humans.
@@ -44,8 +44,8 @@ func NewLogger(cfg config.Config) *slog.Logger {
 }
 
 // WorkflowSettings are the resource workflow settings from configuration.
-func WorkflowSettings(cfg config.Config) workflows.Settings {
-	return workflows.Settings{
+func WorkflowSettings(cfg config.Config) keys.Settings {
+	return keys.Settings{
 		IdleTimeout: cfg.IdleTimeout, MaxEventsPerRun: cfg.MaxEventsPerRun, RetryBudget: cfg.RetryBudget,
 		RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax, ActivityTimeout: cfg.ActivityTimeout,
 		OutboxBudget: cfg.OutboxBudget, Handling: cfg.HandleMode,
@@ -75,7 +75,7 @@ func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.M
 }
 
 // NewHandoff is the intake's hand-off queue sized by cfg, ringing through s.
-func NewHandoff(cfg config.Config, s starter.Signaler, m *metrics.Metrics, log *slog.Logger) *starter.Handoff {
+func NewHandoff(cfg config.Config, s keys.Doorbell, m *metrics.Metrics, log *slog.Logger) *starter.Handoff {
 	return starter.NewHandoff(s, starter.HandoffOptions{
 		Capacity: cfg.HandoffQueue, Workers: cfg.HandoffWorkers, Timeout: cfg.HandoffTimeout, Metrics: m, Logger: log,
 	})
@@ -124,7 +124,7 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 			catalog.FeedbackAlerts: &activities.FeedbackAlerts{Store: st},
 		},
 		Reconcilers: map[string]activities.Reconciler{"subscription": subs},
-		Signaler:    Resources(cfg, c),
+		Doorbell:    Resources(cfg, c),
 		Providers:   providers,
 		Outbound:    &activities.Outbound{Store: st, Mailer: Mailer(cfg)},
 		Policies:    policies,

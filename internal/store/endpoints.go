@@ -12,20 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Providers the intake verifies.
-const (
-	ProviderStripe   = "stripe"
-	ProviderGitHub   = "github"
-	ProviderStandard = "standard"
-	ProviderShopify  = "shopify"
-)
-
-// Environments.
-const (
-	EnvLive = "live"
-	EnvTest = "test"
-)
-
 // Secret is a signing secret. Its String and LogValue never reveal it.
 type Secret struct {
 	ID        int64

@@ -7,24 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/jackc/pgx/v5"
-)
 
-// Inbox statuses (contract).
-const (
-	StatusPending   = "pending"
-	StatusDone      = "done"
-	StatusIgnored   = "ignored"
-	StatusFailed    = "failed"
-	StatusExhausted = "exhausted"
-)
-
-// Inbox row origins.
-const (
-	OriginWebhook    = "webhook"
-	OriginBackfill   = "backfill"
-	OriginQuarantine = "quarantine"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // InboxEvent is an event as the intake accepts it.
@@ -89,14 +74,14 @@ type InsertResult struct {
 func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, error) {
 	origin := e.Origin
 	if origin == "" {
-		origin = OriginWebhook
+		origin = keys.OriginWebhook
 	}
 	status := e.Status
 	if status == "" {
-		status = StatusPending
+		status = keys.StatusPending
 	}
 	var processedAt *time.Time
-	if status != StatusPending {
+	if status != keys.StatusPending {
 		now := time.Now()
 		processedAt = &now
 	}
@@ -191,27 +176,9 @@ func InsertQuarantine(ctx context.Context, db DB, q *QuarantineEntry) (bool, err
 	return tag.RowsAffected() == 1, nil
 }
 
-// PendingEvent is what a resource workflow needs to handle one row.
-type PendingEvent struct {
-	ID        int64      `json:"id"`
-	Key       keys.Event `json:"key"`
-	EventType string     `json:"event_type"`
-	Attempts  int        `json:"attempts"`
-}
-
-// PendingBatch is a resource's due pending rows, oldest first, and when the
-// next not-yet-due row becomes due.
-type PendingBatch struct {
-	Events  []PendingEvent `json:"events"`
-	More    bool           `json:"more"`
-	NextDue *time.Time     `json:"next_due,omitempty"`
-	// Outbox holds the resource's outbox rows due to be sent.
-	Outbox []int64 `json:"outbox,omitempty"`
-}
-
 // LoadPending returns up to limit due pending rows of resource r, oldest
 // first, and when the next not-yet-due row becomes due.
-func LoadPending(ctx context.Context, db DB, r keys.Resource, limit int) (PendingBatch, error) {
+func LoadPending(ctx context.Context, db DB, r keys.Resource, limit int) (keys.PendingBatch, error) {
 	rows, err := db.Query(ctx, `
 		SELECT id, event_id, event_type, attempts FROM webhook_inbox
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3
@@ -220,20 +187,20 @@ func LoadPending(ctx context.Context, db DB, r keys.Resource, limit int) (Pendin
 		 ORDER BY id
 		 LIMIT $6`, r.Provider, r.Account, r.Environment, r.Kind, r.ID, limit+1)
 	if err != nil {
-		return PendingBatch{}, fmt.Errorf("load pending of %s: %w", r, err)
+		return keys.PendingBatch{}, fmt.Errorf("load pending of %s: %w", r, err)
 	}
-	var b PendingBatch
+	var b keys.PendingBatch
 	for rows.Next() {
-		ev := PendingEvent{Key: keys.Event{Provider: r.Provider, Account: r.Account, Environment: r.Environment}}
+		ev := keys.PendingEvent{Key: keys.Event{Provider: r.Provider, Account: r.Account, Environment: r.Environment}}
 		if err := rows.Scan(&ev.ID, &ev.Key.EventID, &ev.EventType, &ev.Attempts); err != nil {
 			rows.Close()
-			return PendingBatch{}, err
+			return keys.PendingBatch{}, err
 		}
 		b.Events = append(b.Events, ev)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return PendingBatch{}, err
+		return keys.PendingBatch{}, err
 	}
 	if len(b.Events) > limit {
 		b.Events, b.More = b.Events[:limit], true
@@ -245,7 +212,7 @@ func LoadPending(ctx context.Context, db DB, r keys.Resource, limit int) (Pendin
 		   AND resource_kind = $4 AND resource_id = $5
 		   AND status = 'pending' AND next_attempt_at > now()`,
 		r.Provider, r.Account, r.Environment, r.Kind, r.ID).Scan(&next); err != nil {
-		return PendingBatch{}, fmt.Errorf("next due of %s: %w", r, err)
+		return keys.PendingBatch{}, fmt.Errorf("next due of %s: %w", r, err)
 	}
 	b.NextDue = next
 	return b, nil
@@ -342,7 +309,7 @@ func RecordInboxFailure(ctx context.Context, db DB, k keys.Event, lastErr string
 // or exhausted (the budget is spent). Attempts and the last error stay for
 // the operator, who can replay it.
 func StopInboxEvent(ctx context.Context, db DB, k keys.Event, status, lastErr string) (bool, error) {
-	if status != StatusFailed && status != StatusExhausted {
+	if status != keys.StatusFailed && status != keys.StatusExhausted {
 		return false, fmt.Errorf("stop inbox event %s: status %q is not failed or exhausted", k, status)
 	}
 	tag, err := db.Exec(ctx, `

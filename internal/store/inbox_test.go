@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/stretchr/testify/require"
 )
 
 func setup(t *testing.T) (*store.Store, context.Context) {
@@ -69,7 +70,7 @@ func TestInsertInboxEventSettlesRacesWithTheConstraint(t *testing.T) {
 	got, err := store.GetInboxEvent(ctx, s.Pool, event("evt_1", "").Key)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"a":1}`, string(got.Payload))
-	require.Equal(t, store.StatusPending, got.Status)
+	require.Equal(t, keys.StatusPending, got.Status)
 }
 
 func TestCompletionIsNeverOverwritten(t *testing.T) {
@@ -79,22 +80,22 @@ func TestCompletionIsNeverOverwritten(t *testing.T) {
 	_, err := store.InsertInboxEvent(ctx, s.Pool, e)
 	require.NoError(t, err)
 
-	changed, err := store.CompleteInboxEvent(ctx, s.Pool, e.Key, store.StatusDone, "")
+	changed, err := store.CompleteInboxEvent(ctx, s.Pool, e.Key, keys.StatusDone, "")
 	require.NoError(t, err)
 	require.True(t, changed)
 
 	// A late retry's bookkeeping must not touch the done row.
 	require.NoError(t, store.RecordInboxFailure(ctx, s.Pool, e.Key, "late", time.Now().Add(time.Hour)))
-	changed, err = store.StopInboxEvent(ctx, s.Pool, e.Key, store.StatusExhausted, "late")
+	changed, err = store.StopInboxEvent(ctx, s.Pool, e.Key, keys.StatusExhausted, "late")
 	require.NoError(t, err)
 	require.False(t, changed)
-	changed, err = store.CompleteInboxEvent(ctx, s.Pool, e.Key, store.StatusIgnored, "late")
+	changed, err = store.CompleteInboxEvent(ctx, s.Pool, e.Key, keys.StatusIgnored, "late")
 	require.NoError(t, err)
 	require.False(t, changed)
 
 	got, err := store.GetInboxEvent(ctx, s.Pool, e.Key)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusDone, got.Status)
+	require.Equal(t, keys.StatusDone, got.Status)
 	require.Equal(t, 1, got.Attempts)
 	require.Empty(t, got.LastError)
 }
@@ -116,7 +117,7 @@ func TestLoadPendingOrderAndDueTimes(t *testing.T) {
 	// evt_a waits for a retry: not due, but reported as next due.
 	next := time.Now().Add(time.Hour)
 	require.NoError(t, store.RecordInboxFailure(ctx, s.Pool, event("evt_a", "").Key, "boom", next))
-	_, err = store.CompleteInboxEvent(ctx, s.Pool, event("evt_b", "").Key, store.StatusDone, "")
+	_, err = store.CompleteInboxEvent(ctx, s.Pool, event("evt_b", "").Key, keys.StatusDone, "")
 	require.NoError(t, err)
 	b, err = store.LoadPending(ctx, s.Pool, res, 10)
 	require.NoError(t, err)

@@ -361,16 +361,16 @@ func (s *Store) ReplayInboxEvent(ctx context.Context, req ReplayRequest) (Replay
 		res.PreviousStatus, res.PreviousAttempts, res.PreviousLastError = st.status, st.attempts, st.lastError
 		res.PayloadRedacted = st.redacted
 		switch st.status {
-		case StatusPending:
+		case keys.StatusPending:
 			res.Outcome = AlreadyPending
 			return nil
-		case StatusDone, StatusIgnored:
+		case keys.StatusDone, keys.StatusIgnored:
 			if !req.Force {
 				return &ReplayRefusedError{Key: req.Key, Status: st.status, Reason: fmt.Sprintf(
 					"the event is %s: replaying it would be a no-op for its effects (the business keys hold them); "+
 						"use --force to reprocess it deliberately", st.status)}
 			}
-		case StatusFailed, StatusExhausted:
+		case keys.StatusFailed, keys.StatusExhausted:
 		default:
 			return &ReplayRefusedError{Key: req.Key, Status: st.status, Reason: "unknown status " + st.status}
 		}

@@ -47,11 +47,11 @@ func TestListInboxEventsFilters(t *testing.T) {
 	t.Parallel()
 	s, ctx := setup(t)
 	for _, r := range []opsRow{
-		{"stripe", "acct_1", "evt_a", "ep", "invoice", "in_1", store.StatusPending, 3 * time.Hour},
-		{"stripe", "acct_1", "evt_b", "ep", "subscription", "sub_1", store.StatusDone, 30 * time.Minute},
-		{"stripe", "acct_2", "evt_c", "ep", "invoice", "in_2", store.StatusExhausted, 48 * time.Hour},
-		{"github", "4242", "gh_1", "gh", "repository", "octo/hello", store.StatusFailed, 10 * time.Minute},
-		{"stripe", "acct_1", "evt_d", "ep", "invoice", "in_1", store.StatusIgnored, time.Minute},
+		{"stripe", "acct_1", "evt_a", "ep", "invoice", "in_1", keys.StatusPending, 3 * time.Hour},
+		{"stripe", "acct_1", "evt_b", "ep", "subscription", "sub_1", keys.StatusDone, 30 * time.Minute},
+		{"stripe", "acct_2", "evt_c", "ep", "invoice", "in_2", keys.StatusExhausted, 48 * time.Hour},
+		{"github", "4242", "gh_1", "gh", "repository", "octo/hello", keys.StatusFailed, 10 * time.Minute},
+		{"stripe", "acct_1", "evt_d", "ep", "invoice", "in_1", keys.StatusIgnored, time.Minute},
 	} {
 		insertOpsRow(t, s, ctx, r)
 	}
@@ -140,7 +140,7 @@ func stoppedEvent(t *testing.T, s *store.Store, ctx context.Context, id, status 
 
 func TestReplayPutsFailedAndExhaustedBackToPendingAndAudits(t *testing.T) {
 	t.Parallel()
-	for _, status := range []string{store.StatusExhausted, store.StatusFailed} {
+	for _, status := range []string{keys.StatusExhausted, keys.StatusFailed} {
 		t.Run(status, func(t *testing.T) {
 			t.Parallel()
 			s, ctx := setup(t)
@@ -157,7 +157,7 @@ func TestReplayPutsFailedAndExhaustedBackToPendingAndAudits(t *testing.T) {
 
 			got, err := store.GetInboxEvent(ctx, s.Pool, k)
 			require.NoError(t, err)
-			require.Equal(t, store.StatusPending, got.Status)
+			require.Equal(t, keys.StatusPending, got.Status)
 			require.Zero(t, got.Attempts)
 			require.Empty(t, got.LastError)
 			require.Nil(t, got.ProcessedAt)
@@ -191,7 +191,7 @@ func TestReplayPutsFailedAndExhaustedBackToPendingAndAudits(t *testing.T) {
 
 func TestReplayOfAFinishedEventNeedsForce(t *testing.T) {
 	t.Parallel()
-	for _, status := range []string{store.StatusDone, store.StatusIgnored} {
+	for _, status := range []string{keys.StatusDone, keys.StatusIgnored} {
 		t.Run(status, func(t *testing.T) {
 			t.Parallel()
 			s, ctx := setup(t)
@@ -219,7 +219,7 @@ func TestReplayOfAFinishedEventNeedsForce(t *testing.T) {
 			require.Equal(t, store.Replayed, res.Outcome)
 			got, err = store.GetInboxEvent(ctx, s.Pool, e.Key)
 			require.NoError(t, err)
-			require.Equal(t, store.StatusPending, got.Status)
+			require.Equal(t, keys.StatusPending, got.Status)
 			acts, err = store.ListOperatorActions(ctx, s.Pool, e.Key.String(), 10)
 			require.NoError(t, err)
 			require.Len(t, acts, 1)

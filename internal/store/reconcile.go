@@ -5,46 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // This file holds the statements of the long-running reconciliation passes
 // (SPEC R19): where each pass resumes (reconcile_checkpoints), which scopes
 // it covers, and the local state a listed page is compared with.
 
-// Checkpoint is one row of reconcile_checkpoints: the progress of the
-// current (or last) pass over one scope, e.g. one account's subscriptions.
-type Checkpoint struct {
-	Name string `json:"name"`
-	// Cursor to resume the current pass from ("" at its start and once it
-	// completed).
-	Cursor string `json:"cursor"`
-	// Watermark is when the last complete pass started: everything the
-	// provider listed before then has been seen.
-	Watermark *time.Time `json:"watermark,omitempty"`
-	// Owner of the current pass (workflow ID and first run ID); a run that
-	// takes an unfinished pass over becomes its owner.
-	Owner string `json:"owner"`
-	// Pages, Seen and Divergences count the current pass: pages done,
-	// items listed, items that differed (subscriptions) or were missing
-	// (facts).
-	Pages       int64      `json:"pages"`
-	Seen        int64      `json:"seen"`
-	Divergences int64      `json:"divergences"`
-	StartedAt   *time.Time `json:"started_at,omitempty"`
-	CompletedAt *time.Time `json:"completed_at,omitempty"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-}
-
-// Unfinished reports whether a pass started and has not completed.
-func (c *Checkpoint) Unfinished() bool { return c.StartedAt != nil && c.CompletedAt == nil }
-
 const checkpointColumns = `name, cursor, watermark, coalesce(run_id, ''), pages, seen, divergences, started_at, completed_at, updated_at`
 
-func scanCheckpoint(row pgx.Row) (*Checkpoint, error) {
-	var c Checkpoint
+func scanCheckpoint(row pgx.Row) (*keys.Checkpoint, error) {
+	var c keys.Checkpoint
 	err := row.Scan(&c.Name, &c.Cursor, &c.Watermark, &c.Owner, &c.Pages, &c.Seen, &c.Divergences,
 		&c.StartedAt, &c.CompletedAt, &c.UpdatedAt)
 	if err != nil {
@@ -54,7 +28,7 @@ func scanCheckpoint(row pgx.Row) (*Checkpoint, error) {
 }
 
 // GetCheckpoint reads one checkpoint.
-func GetCheckpoint(ctx context.Context, db DB, name string) (*Checkpoint, error) {
+func GetCheckpoint(ctx context.Context, db DB, name string) (*keys.Checkpoint, error) {
 	c, err := scanCheckpoint(db.QueryRow(ctx, `SELECT `+checkpointColumns+` FROM reconcile_checkpoints WHERE name = $1`, name))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", name, err)
@@ -68,7 +42,7 @@ func GetCheckpoint(ctx context.Context, db DB, name string) (*Checkpoint, error)
 // is set and another owner holds it; otherwise a new pass starts at the
 // beginning. Calling it again as the same owner returns the same pass, so an
 // activity retry is harmless. resumed says an earlier run's pass was taken over.
-func (s *Store) BeginPass(ctx context.Context, name, owner string, restart bool) (cp Checkpoint, resumed bool, err error) {
+func (s *Store) BeginPass(ctx context.Context, name, owner string, restart bool) (cp keys.Checkpoint, resumed bool, err error) {
 	if name == "" || owner == "" {
 		return cp, false, errors.New("begin pass: name and owner are required")
 	}
@@ -103,7 +77,7 @@ func (s *Store) BeginPass(ctx context.Context, name, owner string, restart bool)
 		return nil
 	})
 	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("begin pass %s: %w", name, err)
+		return keys.Checkpoint{}, false, fmt.Errorf("begin pass %s: %w", name, err)
 	}
 	return cp, resumed, nil
 }
@@ -114,7 +88,7 @@ type CheckpointMovedError struct {
 	Name          string
 	Owner         string
 	ExpectedPages int64
-	Current       *Checkpoint
+	Current       *keys.Checkpoint
 }
 
 func (e *CheckpointMovedError) Error() string {
@@ -146,7 +120,7 @@ type PageProgress struct {
 // same page was already recorded (an activity retry whose first answer was
 // lost) the checkpoint is returned unchanged with repeated set; any other
 // mismatch is a *CheckpointMovedError.
-func AdvancePass(ctx context.Context, db DB, name string, p PageProgress) (cp *Checkpoint, repeated bool, err error) {
+func AdvancePass(ctx context.Context, db DB, name string, p PageProgress) (cp *keys.Checkpoint, repeated bool, err error) {
 	cp, err = scanCheckpoint(db.QueryRow(ctx, `
 		UPDATE reconcile_checkpoints
 		   SET cursor = CASE WHEN $4 THEN '' ELSE $5 END,
@@ -175,21 +149,11 @@ func AdvancePass(ctx context.Context, db DB, name string, p PageProgress) (cp *C
 	return nil, false, &CheckpointMovedError{Name: name, Owner: p.Owner, ExpectedPages: p.Pages, Current: cur}
 }
 
-// Scope is one account whose resources a pass lists, and the endpoint whose
-// API key it lists them with.
-type Scope struct {
-	Provider    string `json:"provider"`
-	Endpoint    string `json:"endpoint"`
-	Account     string `json:"account"`
-	Environment string `json:"environment"`
-	WorkspaceID string `json:"workspace_id"`
-}
-
 // ListScopes lists, for provider, every linked account of an endpoint with
 // an API key, once per (account, environment): through the first endpoint
 // by slug, the one reconciliation of a single resource asks too
 // (FindAPIEndpoint). With endpoint set, only that endpoint's accounts.
-func ListScopes(ctx context.Context, db DB, provider, endpoint string) ([]Scope, error) {
+func ListScopes(ctx context.Context, db DB, provider, endpoint string) ([]keys.Scope, error) {
 	rows, err := db.Query(ctx, `
 		SELECT DISTINCT ON (l.account, e.environment) e.provider, e.slug, l.account, e.environment, l.workspace_id
 		  FROM endpoints e JOIN account_links l ON l.endpoint_slug = e.slug
@@ -198,8 +162,8 @@ func ListScopes(ctx context.Context, db DB, provider, endpoint string) ([]Scope,
 	if err != nil {
 		return nil, fmt.Errorf("list scopes: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Scope, error) {
-		var s Scope
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (keys.Scope, error) {
+		var s keys.Scope
 		err := r.Scan(&s.Provider, &s.Endpoint, &s.Account, &s.Environment, &s.WorkspaceID)
 		return s, err
 	})

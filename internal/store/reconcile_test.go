@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 )
@@ -114,7 +115,7 @@ func TestListScopesOncePerAccountThroughTheFirstEndpointWithAKey(t *testing.T) {
 
 	all, err := store.ListScopes(ctx, s.Pool, "stripe", "")
 	require.NoError(t, err)
-	require.Equal(t, []store.Scope{
+	require.Equal(t, []keys.Scope{
 		{Provider: "stripe", Endpoint: "a-keyed", Account: "acct_1", Environment: "test", WorkspaceID: "ws_1"},
 		{Provider: "stripe", Endpoint: "b-keyed", Account: "acct_2", Environment: "test", WorkspaceID: "ws_2"},
 	}, all)

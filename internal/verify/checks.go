@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
 )
@@ -60,9 +61,9 @@ func (d *runData) delivered(id string) bool {
 // injected permanent faults).
 func (d *runData) settled(status string) bool {
 	switch status {
-	case store.StatusDone, store.StatusIgnored:
+	case keys.StatusDone, keys.StatusIgnored:
 		return true
-	case store.StatusFailed, store.StatusExhausted:
+	case keys.StatusFailed, keys.StatusExhausted:
 		return d.in.AllowFailed
 	}
 	return false
@@ -116,7 +117,7 @@ func (d *runData) ackedSettled(r *Result) {
 			r.offend(d.label(), "%s %s %s: %s", id, ev.Type, ev.ResourceID, describeRow(row))
 		default:
 			r.Actual++
-			if row.status == store.StatusFailed || row.status == store.StatusExhausted {
+			if row.status == keys.StatusFailed || row.status == keys.StatusExhausted {
 				failed++
 			}
 		}
@@ -191,7 +192,7 @@ func (d *runData) conflictsQuarantined(r *Result) {
 			r.offend(d.label(), "%s %s: conflicting copy acknowledged but not quarantined", id, c.ResourceID)
 		case !ok:
 			r.offend(d.label(), "%s %s: quarantined, but the original has no inbox row", id, c.ResourceID)
-		case known && row.origin == store.OriginWebhook && !bytes.Equal(row.bodySHA256, orig.BodySHA256):
+		case known && row.origin == keys.OriginWebhook && !bytes.Equal(row.bodySHA256, orig.BodySHA256):
 			r.offend(d.label(), "%s %s: the inbox row does not hold the original body", id, c.ResourceID)
 		default:
 			r.Actual++

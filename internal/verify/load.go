@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
 )
@@ -97,9 +98,9 @@ func load(ctx context.Context, db store.DB, run Run, in Input) (*runData, error)
 		d.feedback = simulator.ProviderStandard
 	}
 	if d.env == "" {
-		d.env = store.EnvTest
+		d.env = keys.EnvTest
 		if run.Truth.Livemode {
-			d.env = store.EnvLive
+			d.env = keys.EnvLive
 		}
 	}
 	d.sent = run.Sent

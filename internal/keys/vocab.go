@@ -1,0 +1,33 @@
+package keys
+
+// Providers hookinbox verifies (the registry in package providers holds
+// what each one means).
+const (
+	ProviderStripe   = "stripe"
+	ProviderGitHub   = "github"
+	ProviderStandard = "standard"
+	ProviderShopify  = "shopify"
+)
+
+// Environments. The environment is part of every event, resource and
+// business key: a test-mode event never satisfies or blocks a live effect.
+const (
+	EnvLive = "live"
+	EnvTest = "test"
+)
+
+// Inbox statuses (contract: webhook_inbox.status).
+const (
+	StatusPending   = "pending"
+	StatusDone      = "done"
+	StatusIgnored   = "ignored"
+	StatusFailed    = "failed"
+	StatusExhausted = "exhausted"
+)
+
+// Inbox row origins: how a row came in.
+const (
+	OriginWebhook    = "webhook"
+	OriginBackfill   = "backfill"
+	OriginQuarantine = "quarantine"
+)

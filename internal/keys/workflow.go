@@ -1,0 +1,98 @@
+package keys
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// This file is the contract of the resource workflow, shared by its
+// starters (the intake's hand-off, replay, backfill, the sweepers) and the
+// workflow itself: its ID, its signals, its input. Recorded histories carry
+// these shapes, so their names and JSON stay stable.
+
+// ResourceWorkflowID is the one place resource workflow IDs are made:
+// resource/{provider}/{account}/{environment}/{kind}/{id}, each part
+// escaped so a '/' inside an id cannot forge another resource.
+func ResourceWorkflowID(r Resource) string {
+	return "resource/" + r.String()
+}
+
+// ResourceFromWorkflowID parses a resource workflow ID.
+func ResourceFromWorkflowID(id string) (Resource, error) {
+	rest, ok := strings.CutPrefix(id, "resource/")
+	if !ok {
+		return Resource{}, fmt.Errorf("workflow id %q is not a resource workflow", id)
+	}
+	return ParseResource(rest)
+}
+
+// Doorbell rings a resource's workflow (SignalWithStart: a completed
+// resource starts a new run). Every path that wants a resource looked at
+// rings through it: the intake's hand-off, replay, backfill, the sweepers
+// and reconciliation. A lost ring costs latency only: the inbox is the
+// truth and the sweeper rings again.
+type Doorbell interface {
+	Ring(ctx context.Context, r Resource, signal, value string) error
+}
+
+// Signal names of ResourceWorkflow.
+const (
+	// SignalEvent is a doorbell: "this resource may have pending rows". Its
+	// value (an event key) is informational; the inbox is the truth.
+	SignalEvent = "event"
+	// SignalReconcile asks the workflow to reconcile its resource with the
+	// provider; its value is the reason.
+	SignalReconcile = "reconcile"
+)
+
+// Settings tune a resource workflow; the starter fills them from config.
+type Settings struct {
+	IdleTimeout     time.Duration `json:"idle_timeout,omitempty"`
+	MaxEventsPerRun int           `json:"max_events_per_run,omitempty"`
+	RetryBudget     int           `json:"retry_budget,omitempty"`
+	RetryInitial    time.Duration `json:"retry_initial,omitempty"`
+	RetryMax        time.Duration `json:"retry_max,omitempty"`
+	ActivityTimeout time.Duration `json:"activity_timeout,omitempty"`
+	OutboxBudget    int           `json:"outbox_budget,omitempty"`
+	// Handling is how HandleEvent runs: HandlingLocal, a local activity (one
+	// marker per event, the rows of a pass in one workflow task: several
+	// times the throughput of one history shard), or HandlingActivity, a
+	// regular activity (each attempt scheduled, started and completed in the
+	// history, visible as a pending activity). Starters always set it; it is
+	// empty only in inputs written before it existed, whose runs decide as
+	// they did then (workflow.GetVersion and ActivityHandling).
+	Handling string `json:"handling,omitempty"`
+	// ActivityHandling is the older form of Handling = HandlingActivity,
+	// read only when Handling is empty.
+	ActivityHandling bool `json:"activity_handling,omitempty"`
+}
+
+// The values of Settings.Handling.
+const (
+	HandlingLocal    = "local"
+	HandlingActivity = "activity"
+)
+
+// Carry is the state a run hands to its continuation.
+type Carry struct {
+	// Recent holds the last handled event keys (bounded), for the operator.
+	Recent []string `json:"recent,omitempty"`
+	// Reconcile holds reasons of reconcile requests not yet served.
+	Reconcile []string `json:"reconcile,omitempty"`
+	// Handled counts events handled over all runs.
+	Handled int `json:"handled"`
+	// Runs counts continue-as-new generations.
+	Runs int `json:"runs"`
+	// Unhandled counts events that ended exhausted or failed (the
+	// ExhaustedEvents search attribute).
+	Unhandled int `json:"unhandled,omitempty"`
+}
+
+// ResourceInput starts or continues a resource workflow.
+type ResourceInput struct {
+	Resource Resource `json:"resource"`
+	Settings Settings `json:"settings"`
+	Carry    Carry    `json:"carry"`
+}
