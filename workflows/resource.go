@@ -107,6 +107,11 @@ func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
 		if r.drain(ctx) {
 			wake = true
 		}
+		if !wake && len(r.carry.Reconcile) > 0 && servesQueuedReconcile(ctx) {
+			// A pass drained a reconcile request while it worked: serve it
+			// now rather than idle past it.
+			wake = true
+		}
 		if r.full(ctx) {
 			// The next run starts with a pass, so pending work and the
 			// doorbells drained here carry over. Sends in flight finish
@@ -168,6 +173,13 @@ func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
 		}
 		return ResourceResult{Handled: r.carry.Handled}, nil
 	}
+}
+
+// servesQueuedReconcile reports whether this run serves a reconcile request
+// that a pass queued (runs recorded before the fix idled past it). It is
+// asked only when such a request waits, so ordinary runs record no marker.
+func servesQueuedReconcile(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "serve-queued-reconcile", workflow.DefaultVersion, 1) == 1
 }
 
 // full reports whether this run should continue as new: enough events
