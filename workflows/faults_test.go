@@ -47,3 +47,36 @@ func TestAReconcileRequestDrainedInsideAPassIsServed(t *testing.T) {
 	require.NoError(t, f.env.GetWorkflowError())
 	require.Equal(t, []string{"mid-pass request"}, reasons)
 }
+
+// PostgreSQL away for longer than a local activity's start-to-close: the
+// bookkeeping local activities (load the pending rows, record an unhandled
+// one) keep retrying with backoff, and the workflow neither fails nor loses
+// its carry.
+func TestAResourceWorkflowRidesOutADatabaseOutage(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	outage := 40 // failed loads: minutes of backoff at the capped interval
+	loads := 0
+	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.LoadPendingInput) (keys.PendingBatch, error) {
+			loads++
+			switch {
+			case loads <= outage:
+				return keys.PendingBatch{}, fmt.Errorf("load pending: dial tcp: connection refused")
+			case loads == outage+1:
+				return pending("evt_1"), nil
+			}
+			return keys.PendingBatch{}, nil
+		})
+	f.handleOK()
+	start := f.env.Now()
+	f.env.ExecuteWorkflow(ResourceWorkflow, keys.ResourceInput{Resource: res,
+		Settings: keys.Settings{IdleTimeout: time.Minute}, Carry: keys.Carry{Handled: 7, Runs: 2}})
+	require.True(t, f.env.IsWorkflowCompleted())
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, []string{"evt_1"}, f.handled)
+	require.Greater(t, f.env.Now().Sub(start), 5*time.Minute, "the outage lasted minutes of workflow time")
+	var out ResourceResult
+	require.NoError(t, f.env.GetWorkflowResult(&out))
+	require.Equal(t, 8, out.Handled, "the carry survived the outage")
+}

@@ -210,9 +210,19 @@ func (r *resource) drain(ctx workflow.Context) bool {
 	return got
 }
 
+// bookkeepingPatience is how long the bookkeeping local activities (load
+// the pending rows, record an unhandled row or a failed send) keep retrying.
+// Without it the SDK ends a local activity's retries at its start-to-close
+// timeout, so a PostgreSQL outage of more than 15 s failed every workflow
+// that was mid-pass and lost its carry. An outage of any length is ridden
+// out with capped backoff (retries past the local retry threshold become
+// timers in the history).
+const bookkeepingPatience = 365 * 24 * time.Hour
+
 func localOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 15 * time.Second,
+		StartToCloseTimeout:    15 * time.Second,
+		ScheduleToCloseTimeout: bookkeepingPatience,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 		},
