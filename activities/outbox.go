@@ -73,6 +73,8 @@ type Destinations interface {
 type Outbound struct {
 	Store  *store.Store
 	Mailer outbound.Sender
+	// Guard bounds where team webhook destinations may point (SSRF).
+	Guard outbound.Guard
 }
 
 // Sender returns the sender and message of a row: the configured mailer for
@@ -103,7 +105,7 @@ func (o *Outbound) Sender(ctx context.Context, row *store.OutboxRow) (outbound.S
 		}
 		switch d.Kind {
 		case "webhook":
-			return &outbound.WebhookSender{URL: d.Target, Secret: d.Secret}, msg, nil
+			return &outbound.WebhookSender{URL: d.Target, Secret: d.Secret, Guard: o.Guard}, msg, nil
 		case "email":
 			msg.To = d.Target
 			if msg.Subject == "" {

@@ -76,6 +76,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	cfg.RetryMax = 500 * time.Millisecond
 	cfg.RetryBudget = 4
 	cfg.ActivityTimeout = 10 * time.Second
+	cfg.OutboundAllowPrivate = true // the team destinations are httptest servers on loopback
 	cfg.HandoffTimeout = 2 * time.Second
 	// Scheduled reconciliation, backfill and retention would act on tests
 	// that deliberately never send some events; tests that need them run

@@ -689,6 +689,7 @@ func (h *harness) processEnv() []string {
 		"HOOKINBOX_RETRY_MAX=3s",
 		"HOOKINBOX_OUTBOX_BUDGET=30",
 		"HOOKINBOX_MAILER=http",
+		"HOOKINBOX_OUTBOUND_ALLOW_PRIVATE=true", // team destinations are on loopback here
 		"HOOKINBOX_EMAIL_API_URL="+h.emailAPI,
 		// The backfill and reconciliation schedules exist (so the soak can
 		// trigger the backfill) but do not run on their own during a soak.

@@ -111,6 +111,9 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	if os.Getenv("HOOKINBOX_LOG_FORMAT") == "" {
 		cfg.LogFormat = "text"
 	}
+	if os.Getenv("HOOKINBOX_OUTBOUND_ALLOW_PRIVATE") == "" {
+		cfg.OutboundAllowPrivate = true // every destination of the local stack is on loopback
+	}
 	data := devenv.DataDir(root)
 	logDir := filepath.Join(data, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {

@@ -126,9 +126,10 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 		Reconcilers: map[string]activities.Reconciler{"subscription": subs},
 		Doorbell:    Resources(cfg, c),
 		Providers:   providers,
-		Outbound:    &activities.Outbound{Store: st, Mailer: Mailer(cfg)},
-		Policies:    policies,
-		Metrics:     m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
+		Outbound: &activities.Outbound{Store: st, Mailer: Mailer(cfg),
+			Guard: outbound.Guard{AllowPrivate: cfg.OutboundAllowPrivate}},
+		Policies: policies,
+		Metrics:  m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 	}, nil
 }
 
@@ -137,7 +138,8 @@ func Mailer(cfg config.Config) outbound.Sender {
 	if cfg.Mailer == "http" {
 		return &outbound.HTTPMailer{BaseURL: cfg.EmailAPIURL, APIKey: cfg.EmailAPIKey, From: cfg.EmailFrom, Dedupes: cfg.EmailAPIIdempotent}
 	}
-	return &outbound.SMTPMailer{Addr: cfg.SMTPAddr, From: cfg.EmailFrom, LookupURL: cfg.SMTPLookupURL, Timeout: cfg.ActivityTimeout}
+	return &outbound.SMTPMailer{Addr: cfg.SMTPAddr, From: cfg.EmailFrom, LookupURL: cfg.SMTPLookupURL, Timeout: cfg.ActivityTimeout,
+		TLS: cfg.SMTPTLS, Username: cfg.SMTPUsername, Password: cfg.SMTPPassword}
 }
 
 // RunWorker runs the Temporal worker and, when addr is set, its /metrics

@@ -102,6 +102,18 @@ type Config struct {
 	// HOOKINBOX_SMTP_LOOKUP_URL: a Mailpit API base URL the SMTP mailer can
 	// ask whether an uncertain message arrived (empty: no lookup).
 	SMTPLookupURL string
+	// HOOKINBOX_SMTP_TLS: "starttls" (default: upgrade when offered, and
+	// never send credentials in the clear), "required" or "off".
+	SMTPTLS string
+	// HOOKINBOX_SMTP_USERNAME, HOOKINBOX_SMTP_PASSWORD: AUTH PLAIN after
+	// the upgrade (empty username: no AUTH).
+	SMTPUsername string
+	SMTPPassword string
+	// HOOKINBOX_OUTBOUND_ALLOW_PRIVATE: let team destinations (webhooks)
+	// reach loopback, private and link-local addresses. Off by default
+	// (SSRF guard); the local stack and the tests turn it on because every
+	// destination there is on loopback.
+	OutboundAllowPrivate bool
 	// HOOKINBOX_OUTBOX_BUDGET: send attempts per outbox row before it is failed.
 	OutboxBudget int
 	// HOOKINBOX_UNCERTAIN_POLICY: per operation class, what to do when a
@@ -187,6 +199,7 @@ func Default() Config {
 		CreditsPerInvoice:  100,
 		Mailer:             "smtp",
 		SMTPAddr:           "127.0.0.1:1025",
+		SMTPTLS:            "starttls",
 		EmailFrom:          "hookinbox@localhost",
 		OutboxBudget:       8,
 		EmailAPIIdempotent: true,
@@ -252,6 +265,10 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("HOOKINBOX_EMAIL_API_KEY", &c.EmailAPIKey)
 	p.boolean("HOOKINBOX_EMAIL_API_IDEMPOTENT", &c.EmailAPIIdempotent)
 	p.str("HOOKINBOX_SMTP_LOOKUP_URL", &c.SMTPLookupURL)
+	p.str("HOOKINBOX_SMTP_TLS", &c.SMTPTLS)
+	p.str("HOOKINBOX_SMTP_USERNAME", &c.SMTPUsername)
+	p.str("HOOKINBOX_SMTP_PASSWORD", &c.SMTPPassword)
+	p.boolean("HOOKINBOX_OUTBOUND_ALLOW_PRIVATE", &c.OutboundAllowPrivate)
 	p.integer("HOOKINBOX_OUTBOX_BUDGET", &c.OutboxBudget)
 	p.str("HOOKINBOX_UNCERTAIN_POLICY", &c.UncertainPolicy)
 	p.duration("HOOKINBOX_RECONCILE_INTERVAL", &c.ReconcileInterval)
@@ -310,6 +327,9 @@ func (c Config) Validate() error {
 	}
 	if c.Mailer == "http" && c.EmailAPIURL == "" {
 		errs = append(errs, "HOOKINBOX_MAILER=http needs HOOKINBOX_EMAIL_API_URL")
+	}
+	if c.SMTPTLS != "starttls" && c.SMTPTLS != "required" && c.SMTPTLS != "off" {
+		errs = append(errs, `HOOKINBOX_SMTP_TLS must be "starttls", "required" or "off"`)
 	}
 	if c.OutboxBudget <= 0 {
 		errs = append(errs, "HOOKINBOX_OUTBOX_BUDGET must be positive")

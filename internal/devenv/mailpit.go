@@ -16,9 +16,21 @@ type MailpitOptions struct {
 	SMTPPort int
 	HTTPPort int
 	// DBFile persists messages; empty keeps them in a temporary file.
-	DBFile   string
+	DBFile string
+	// TLS, when set, makes the SMTP side offer and require STARTTLS and
+	// check credentials against an htpasswd-style file, like a production
+	// relay; otherwise any credentials are accepted in the clear.
+	TLS      *MailpitTLS
 	Log      io.Writer
 	Progress io.Writer
+}
+
+// MailpitTLS is a certificate and key for SMTP STARTTLS and a password file
+// (user:{SHA}… or bcrypt lines) for SMTP AUTH.
+type MailpitTLS struct {
+	CertFile string
+	KeyFile  string
+	AuthFile string
 }
 
 // Mailpit is a running Mailpit, started here or found running.
@@ -53,7 +65,13 @@ func (m *Mailpit) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(m.opts.
 
 func (m *Mailpit) start(ctx context.Context) error {
 	o := m.opts
-	args := []string{"--smtp", m.SMTPAddr, "--listen", m.httpAddr(), "--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--quiet"}
+	args := []string{"--smtp", m.SMTPAddr, "--listen", m.httpAddr(), "--quiet"}
+	if t := o.TLS; t != nil {
+		args = append(args, "--smtp-tls-cert", t.CertFile, "--smtp-tls-key", t.KeyFile, "--smtp-require-starttls",
+			"--smtp-auth-file", t.AuthFile)
+	} else {
+		args = append(args, "--smtp-auth-accept-any", "--smtp-auth-allow-insecure")
+	}
 	if o.DBFile != "" {
 		args = append(args, "--database", o.DBFile)
 	}

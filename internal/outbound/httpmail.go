@@ -30,7 +30,7 @@ func (m *HTTPMailer) Idempotent() bool { return m.Dedupes }
 
 // Send posts the email.
 func (m *HTTPMailer) Send(ctx context.Context, msg Message) (string, error) {
-	op := "email API " + strings.TrimRight(m.BaseURL, "/") + "/v1/emails"
+	op := "email API " + origin(m.BaseURL)
 	body, err := json.Marshal(map[string]string{"from": m.From, "to": msg.To, "subject": msg.Subject, "text": msg.Text})
 	if err != nil {
 		return "", &Error{Op: op, Permanent: true, Err: err}
@@ -46,11 +46,11 @@ func (m *HTTPMailer) Send(ctx context.Context, msg Message) (string, error) {
 	}
 	resp, err := client(m.Client).Do(req)
 	if err != nil {
-		return "", &Error{Op: op, Definite: notSent(err), Err: err}
+		return "", &Error{Op: op, Definite: notSent(err), Err: transportError(err)}
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err := statusError(op, resp.StatusCode, data); err != nil {
+	if err := statusError(op, resp.StatusCode); err != nil {
 		return "", err
 	}
 	var out struct {
@@ -61,14 +61,19 @@ func (m *HTTPMailer) Send(ctx context.Context, msg Message) (string, error) {
 }
 
 // statusError classifies an HTTP answer: 2xx nil; 408, 425, 429 definite
-// (the request was not processed); other 4xx permanent; 5xx uncertain (the
-// server may have acted before failing).
-func statusError(op string, status int, body []byte) error {
+// (the request was not processed); a 3xx permanent (redirects are not
+// followed); other 4xx permanent; 5xx uncertain (the server may have acted
+// before failing). The answer's body is never part of the error: errors
+// are stored on the outbox row and in Temporal histories, and a
+// destination's body can echo tokens or internal details.
+func statusError(op string, status int) error {
 	if status >= 200 && status < 300 {
 		return nil
 	}
-	err := fmt.Errorf("HTTP %d: %s", status, strings.TrimSpace(string(body)))
+	err := fmt.Errorf("HTTP %d", status)
 	switch {
+	case status >= 300 && status < 400:
+		return &Error{Op: op, Permanent: true, Err: fmt.Errorf("HTTP %d: redirect not followed", status)}
 	case status == http.StatusRequestTimeout || status == http.StatusTooEarly || status == http.StatusTooManyRequests:
 		return &Error{Op: op, Definite: true, Err: err}
 	case status >= 400 && status < 500:
@@ -85,9 +90,12 @@ func notSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
+// client is c, or a client for the operator's own configured services (the
+// email API, Mailpit's lookup): no redirects followed, no guard on the
+// address, which the operator chose.
 func client(c *http.Client) *http.Client {
 	if c != nil {
 		return c
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	return Guard{AllowPrivate: true}.Client(30 * time.Second)
 }

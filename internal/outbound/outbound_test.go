@@ -2,12 +2,14 @@ package outbound_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,7 +87,7 @@ func TestWebhookSenderSignsWithStandardWebhooksAndKeepsItsID(t *testing.T) {
 		w.WriteHeader(204)
 	}))
 	defer srv.Close()
-	s := &outbound.WebhookSender{URL: srv.URL, Secret: secret}
+	s := &outbound.WebhookSender{URL: srv.URL, Secret: secret, Guard: outbound.Guard{AllowPrivate: true}}
 	require.True(t, s.Idempotent())
 	msg := outbound.Message{Key: "feedback-alert/standard/proj_1/live/fb_1/initial-alert:oncall", Body: []byte(`{"type":"feedback.alert"}`)}
 	for range 2 {
@@ -96,7 +98,7 @@ func TestWebhookSenderSignsWithStandardWebhooksAndKeepsItsID(t *testing.T) {
 	require.Equal(t, ids[0], ids[1], "a repeat carries the same webhook-id, so the receiver dedupes")
 	require.Equal(t, outbound.WebhookID(msg.Key), ids[0])
 
-	_, err = (&outbound.WebhookSender{URL: srv.URL, Secret: "whsec_" + "d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldC13cm9uZyE="}).Send(context.Background(), msg)
+	_, err = (&outbound.WebhookSender{URL: srv.URL, Secret: "whsec_" + "d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldC13cm9uZyE=", Guard: outbound.Guard{AllowPrivate: true}}).Send(context.Background(), msg)
 	require.True(t, outbound.IsPermanent(err), "a 401 from the team endpoint is a rejection")
 }
 
@@ -148,4 +150,97 @@ func TestSMTPMailerAgainstMailpit(t *testing.T) {
 	require.NoError(t, mp.Restart(context.Background()))
 	_, err = m.Send(context.Background(), msg)
 	require.NoError(t, err)
+}
+
+func TestGuardRefusesInternalAddresses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		addr    string
+		allowed bool
+	}{
+		{"127.0.0.1", false}, {"10.1.2.3", false}, {"172.16.0.9", false}, {"192.168.1.1", false},
+		{"169.254.169.254", false}, {"100.64.0.1", false}, {"0.0.0.0", false}, {"224.0.0.1", false},
+		{"::1", false}, {"fc00::1", false}, {"fe80::1", false}, {"::ffff:127.0.0.1", false}, {"::", false},
+		{"8.8.8.8", true}, {"2001:4860:4860::8888", true}, {"100.128.0.1", true},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.allowed, outbound.Guard{}.Allowed(netip.MustParseAddr(tt.addr)), tt.addr)
+		require.True(t, outbound.Guard{AllowPrivate: true}.Allowed(netip.MustParseAddr(tt.addr)), tt.addr)
+	}
+}
+
+// A team webhook destination pointed at the worker's own network (SSRF) is
+// refused at dial time, for good, and the destination sees nothing.
+func TestWebhookSenderRefusesAPrivateDestination(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	s := &outbound.WebhookSender{URL: srv.URL + "/hook", Secret: "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))}
+	_, err := s.Send(context.Background(), outbound.Message{Key: "op:ssrf", Body: []byte(`{}`)})
+	require.ErrorIs(t, err, outbound.ErrForbiddenAddress)
+	require.True(t, outbound.IsPermanent(err), err.Error())
+	require.Zero(t, hits.Load())
+
+	s.Guard = outbound.Guard{AllowPrivate: true}
+	_, err = s.Send(context.Background(), outbound.Message{Key: "op:ssrf", Body: []byte(`{}`)})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, hits.Load())
+}
+
+// Redirects are not followed: the second host never sees the request, and
+// the answer is a rejection.
+func TestWebhookSenderDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Add(1) }))
+	defer other.Close()
+	srv := httptest.NewServer(http.RedirectHandler(other.URL+"/metadata", http.StatusTemporaryRedirect))
+	defer srv.Close()
+	s := &outbound.WebhookSender{URL: srv.URL, Secret: "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+		Guard: outbound.Guard{AllowPrivate: true}}
+	_, err := s.Send(context.Background(), outbound.Message{Key: "op:redirect", Body: []byte(`{}`)})
+	require.Error(t, err)
+	require.True(t, outbound.IsPermanent(err), err.Error())
+	require.Zero(t, reached.Load())
+}
+
+// Errors end up on the outbox row, in logs and in Temporal histories: they
+// name the destination's origin and status only, never the URL's path or
+// query (where webhook tokens live) nor what the destination answered.
+func TestSendErrorsCarryNoURLPathQueryOrBody(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("stack trace: db password=hunter2"))
+	}))
+	defer srv.Close()
+	secretPath := "/services/T000/B000/XXXXtokenXXXX?key=querysecret"
+	s := &outbound.WebhookSender{URL: srv.URL + secretPath, Secret: "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+		Guard: outbound.Guard{AllowPrivate: true}}
+	m := &outbound.HTTPMailer{BaseURL: srv.URL + "/tenant-token-path", From: "a@b"}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	gone := &outbound.WebhookSender{URL: closedURL + secretPath, Secret: s.Secret, Guard: s.Guard}
+	for _, send := range []func() error{
+		func() error {
+			_, err := s.Send(context.Background(), outbound.Message{Key: "k", Body: []byte(`{}`)})
+			return err
+		},
+		func() error {
+			_, err := m.Send(context.Background(), outbound.Message{Key: "k", To: "x@y", Subject: "s", Text: "t"})
+			return err
+		},
+		func() error {
+			_, err := gone.Send(context.Background(), outbound.Message{Key: "k", Body: []byte(`{}`)})
+			return err
+		},
+	} {
+		err := send()
+		require.Error(t, err)
+		for _, leak := range []string{"XXXXtoken", "querysecret", "hunter2", "stack trace", "tenant-token-path"} {
+			require.NotContains(t, err.Error(), leak)
+		}
+	}
 }

@@ -2,12 +2,15 @@ package outbound
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net"
 	"net/http"
 	"net/smtp"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"time"
@@ -18,9 +21,22 @@ import (
 // duplicate can be recognised downstream. SMTP has no idempotency, so it is
 // not Idempotent; with LookupURL (Mailpit's HTTP API) it can be asked
 // whether a message was delivered.
+//
+// Security follows TLS: "starttls" (the default when empty) upgrades the
+// connection when the server offers STARTTLS and refuses to send
+// credentials without it; "required" refuses a server that does not offer
+// it; "off" never upgrades (a local relay such as Mailpit). With Username
+// set, the mailer authenticates with AUTH PLAIN after the upgrade.
 type SMTPMailer struct {
 	Addr string
 	From string
+	// TLS is "starttls" (default), "required" or "off".
+	TLS string
+	// TLSConfig overrides the client TLS settings (tests: a private CA).
+	TLSConfig *tls.Config
+	// Username and Password authenticate with AUTH PLAIN.
+	Username string
+	Password string
 	// LookupURL is a Mailpit API base URL used by Find; empty disables it.
 	LookupURL string
 	Timeout   time.Duration
@@ -55,8 +71,7 @@ func (m *SMTPMailer) Send(ctx context.Context, msg Message) (string, error) {
 	if strings.ContainsAny(msg.To, "\r\n") || strings.ContainsAny(m.From, "\r\n") {
 		return "", &Error{Op: op, Permanent: true, Err: fmt.Errorf("address contains a line break")}
 	}
-	d := net.Dialer{Timeout: timeout}
-	conn, err := d.DialContext(ctx, "tcp", m.Addr)
+	conn, err := Guard{AllowPrivate: true}.dial(ctx, m.Addr, timeout)
 	if err != nil {
 		return "", &Error{Op: op, Definite: true, Err: err}
 	}
@@ -80,6 +95,9 @@ func (m *SMTPMailer) Send(ctx context.Context, msg Message) (string, error) {
 	}
 	if err := c.Hello(m.host()); err != nil {
 		return definite(err)
+	}
+	if err := m.secure(c, host); err != nil {
+		return "", &Error{Op: op, Permanent: isPermanentSMTP(err) || errors.Is(err, errNoTLS), Definite: true, Err: err}
 	}
 	if err := c.Mail(m.From); err != nil {
 		return definite(err)
@@ -112,15 +130,56 @@ func (m *SMTPMailer) Send(ctx context.Context, msg Message) (string, error) {
 	return strings.Trim(id, "<>"), nil
 }
 
+// TLS modes of SMTPMailer.
+const (
+	SMTPStartTLS = "starttls"
+	SMTPRequired = "required"
+	SMTPOff      = "off"
+)
+
+var errNoTLS = errors.New("server does not offer STARTTLS")
+
+// secure upgrades the session with STARTTLS as TLS says, then
+// authenticates. Credentials never cross an unencrypted connection to
+// another host (net/smtp's PlainAuth refuses that, except to localhost).
+func (m *SMTPMailer) secure(c *smtp.Client, host string) error {
+	mode := m.TLS
+	if mode == "" {
+		mode = SMTPStartTLS
+	}
+	if mode != SMTPOff {
+		if ok, _ := c.Extension("STARTTLS"); ok {
+			cfg := m.TLSConfig
+			if cfg == nil {
+				cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+			cfg = cfg.Clone()
+			if cfg.ServerName == "" {
+				cfg.ServerName = host
+			}
+			if err := c.StartTLS(cfg); err != nil {
+				return fmt.Errorf("starttls: %w", err)
+			}
+		} else if mode == SMTPRequired {
+			return errNoTLS
+		}
+	}
+	if m.Username == "" {
+		return nil
+	}
+	if ok, _ := c.Extension("AUTH"); !ok {
+		return errors.New("server does not offer AUTH")
+	}
+	if err := c.Auth(smtp.PlainAuth("", m.Username, m.Password, host)); err != nil {
+		return fmt.Errorf("auth as %s: %w", m.Username, err)
+	}
+	return nil
+}
+
 // isPermanentSMTP reports a 5xx SMTP reply (permanent rejection).
 func isPermanentSMTP(err error) bool {
-	var tp interface{ Error() string }
-	if err == nil {
-		return false
-	}
-	tp = err
-	msg := tp.Error()
-	return len(msg) >= 3 && msg[0] == '5' && msg[1] >= '0' && msg[1] <= '9'
+	var tp *textproto.Error
+	return errors.As(err, &tp) && tp.Code >= 500 && tp.Code < 600
 }
 
 // Find asks Mailpit's API whether a message with the operation's Message-ID

@@ -3,6 +3,7 @@ package outbound
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,9 +17,15 @@ import (
 // Webhooks, so the team's endpoint can verify it with any Standard Webhooks
 // library. The webhook-id is stable per operation key: receivers dedupe on
 // it (the spec asks them to), so repeating an uncertain attempt is safe.
+//
+// The URL is a team's own, so the connection goes through Guard: private and
+// loopback addresses are refused unless the guard allows them, and errors
+// name only the destination's origin, never the URL's path or query.
 type WebhookSender struct {
 	URL    string
 	Secret string
+	Guard  Guard
+	// Client replaces the guarded client (tests).
 	Client *http.Client
 }
 
@@ -30,7 +37,7 @@ func WebhookID(key string) string { return "msg_" + StableID(key) }
 
 // Send posts m.Body.
 func (s *WebhookSender) Send(ctx context.Context, m Message) (string, error) {
-	op := "webhook " + s.URL
+	op := "webhook " + origin(s.URL)
 	wh, err := standardwebhooks.NewWebhook(s.Secret)
 	if err != nil {
 		return "", &Error{Op: op, Permanent: true, Err: fmt.Errorf("destination secret: %w", err)}
@@ -42,19 +49,26 @@ func (s *WebhookSender) Send(ctx context.Context, m Message) (string, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(m.Body))
 	if err != nil {
-		return "", &Error{Op: op, Permanent: true, Err: err}
+		return "", &Error{Op: op, Permanent: true, Err: errors.New("invalid destination URL")}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(standardwebhooks.HeaderWebhookID, id)
 	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
-	resp, err := client(s.Client).Do(req)
+	hc := s.Client
+	if hc == nil {
+		hc = s.Guard.Client(30 * time.Second)
+	}
+	resp, err := hc.Do(req)
+	if errors.Is(err, ErrForbiddenAddress) {
+		return "", &Error{Op: op, Permanent: true, Err: transportError(err)}
+	}
 	if err != nil {
-		return "", &Error{Op: op, Definite: notSent(err), Err: err}
+		return "", &Error{Op: op, Definite: notSent(err), Err: transportError(err)}
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if err := statusError(op, resp.StatusCode, data); err != nil {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	if err := statusError(op, resp.StatusCode); err != nil {
 		return "", err
 	}
 	return id, nil

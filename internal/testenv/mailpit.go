@@ -16,6 +16,12 @@ import (
 // cleanup.
 func Mailpit(t testing.TB) *devenv.Mailpit {
 	t.Helper()
+	return MailpitWith(t, nil)
+}
+
+// MailpitWith is Mailpit with STARTTLS and checked credentials (tls set).
+func MailpitWith(t testing.TB, tls *devenv.MailpitTLS) *devenv.Mailpit {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs Mailpit: run without -short")
 	}
@@ -34,7 +40,7 @@ func Mailpit(t testing.TB) *devenv.Mailpit {
 		t.Fatal(err)
 	}
 	m, err := devenv.StartMailpit(ctx, devenv.MailpitOptions{Binary: bin, SMTPPort: smtpPort, HTTPPort: httpPort,
-		DBFile: filepath.Join(t.TempDir(), "mailpit.db"), Log: io.Discard})
+		DBFile: filepath.Join(t.TempDir(), "mailpit.db"), TLS: tls, Log: io.Discard})
 	if err != nil {
 		t.Fatalf("mailpit: %v", err)
 	}
