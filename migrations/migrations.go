@@ -8,6 +8,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -19,6 +20,13 @@ var files embed.FS
 // VersionTable records the applied version.
 const VersionTable = "public.schema_version"
 
+// LockTimeout bounds how long a migration waits for a table lock. A
+// migration's ALTER TABLE queues for an ACCESS EXCLUSIVE lock, and every
+// intake INSERT queues behind that request: without a bound, one long
+// transaction on the inbox turns a migration into an intake outage. With
+// it, the migration fails fast (SQLSTATE 55P03) and is simply run again.
+const LockTimeout = 5 * time.Second
+
 // FS returns the embedded migration files.
 func FS() fs.FS { return files }
 
@@ -26,11 +34,19 @@ func FS() fs.FS { return files }
 // serialized by tern's advisory lock. onStart, when not nil, is told of each
 // migration as it starts.
 func Up(ctx context.Context, conn *pgx.Conn, onStart func(seq int32, name string)) (applied int32, err error) {
+	return up(ctx, conn, files, LockTimeout, onStart)
+}
+
+func up(ctx context.Context, conn *pgx.Conn, fsys fs.FS, lockTimeout time.Duration, onStart func(seq int32, name string)) (int32, error) {
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", lockTimeout.Milliseconds())); err != nil {
+		return 0, fmt.Errorf("set lock_timeout: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout") }()
 	m, err := migrate.NewMigratorEx(ctx, conn, VersionTable, &migrate.MigratorOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("migrator: %w", err)
 	}
-	if err := m.LoadMigrations(files); err != nil {
+	if err := m.LoadMigrations(fsys); err != nil {
 		return 0, fmt.Errorf("load migrations: %w", err)
 	}
 	before, err := m.GetCurrentVersion(ctx)
