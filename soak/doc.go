@@ -8,7 +8,7 @@
 // the application's database connections and loses some of the intake's
 // answers on the way back. When the work has drained it runs the facts
 // backfill for the deliveries the simulators dropped, then checks the
-// invariants of internal/verify against the simulators' ground truth.
+// invariants of lab/verify against the simulators' ground truth.
 //
 // `hookinbox soak` is the full run (20,000 events by default); soak_test.go
 // is the short one `make test` runs. Both call Run. The package also exports

@@ -22,7 +22,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/verify"
+	"github.com/hookinbox/hookinbox/lab/verify"
 	"github.com/hookinbox/hookinbox/simulator"
 	"github.com/hookinbox/hookinbox/soak"
 	"github.com/hookinbox/hookinbox/starter"
