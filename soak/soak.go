@@ -32,7 +32,8 @@ import (
 
 // Options shape one soak. Zero values take the defaults named.
 type Options struct {
-	// Binary is the hookinbox binary whose `webhook` and `worker` run (required).
+	// Binary is the hookinbox service binary (cmd/hookinbox) whose `webhook`
+	// and `worker` run (required).
 	Binary string
 	// Root is the project root (the Temporal CLI is built into its .tools/
 	// on first use). Default devenv.FindRoot.
