@@ -1,4 +1,5 @@
-# The one hookinbox binary. The command picks the process:
+# The hookinbox service binary, and only it (the harness, cmd/hookinbox-lab,
+# is not shipped). The command picks the process:
 #   docker run IMAGE webhook | worker | migrate | endpoints add … | --help
 # Configuration is environment variables only (README.md, "Configuration").
 #

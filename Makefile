@@ -4,6 +4,7 @@
 SHELL   := /bin/bash
 GO      ?= go
 BIN     := .tools/bin/hookinbox
+LAB     := .tools/bin/hookinbox-lab
 PKGS    := ./...
 
 .DEFAULT_GOAL := help
@@ -17,6 +18,10 @@ help: ## List the targets
 build: ## Build the hookinbox binary into .tools/bin/hookinbox
 	@mkdir -p .tools/bin
 	$(GO) build -o $(BIN) ./cmd/hookinbox
+
+.PHONY: lab
+lab: build ## Build the harness binary (simulate, soak, bench, demo) into .tools/bin/hookinbox-lab
+	$(GO) build -o $(LAB) ./cmd/hookinbox-lab
 
 .PHONY: tools
 tools: build ## Build the pinned Temporal CLI and Mailpit into .tools/ (once per machine, a few minutes)
@@ -44,19 +49,17 @@ test-short: ## Unit tests only (no PostgreSQL or Temporal needed)
 	$(GO) test -count=1 -short $(PKGS)
 
 .PHONY: demo
-demo: build ## With make run going in another terminal: a misbehaving provider, then the ground truth beside what converged
-	$(BIN) demo
+demo: lab ## With make run going in another terminal: a misbehaving provider, then the ground truth beside what converged
+	$(LAB) demo
 
 .PHONY: soak
-soak: tools ## Chaos soak: 20,000 events, processes killed, Temporal restarted, every invariant checked (~40 min on 2 cores)
-	$(GO) build -o $(BIN) ./cmd/hookinbox
-	$(BIN) soak
+soak: tools lab ## Chaos soak: 20,000 events, processes killed, Temporal restarted, every invariant checked (~40 min on 2 cores)
+	$(LAB) soak --binary $(BIN)
 
 .PHONY: bench
-bench: tools ## Benchmarks: intake vs raw INSERT, end to end vs the naive design, scaling (~1 h on 2 cores; JSON in bench-results/)
-	$(GO) build -o $(BIN) ./cmd/hookinbox
+bench: tools lab ## Benchmarks: intake vs raw INSERT, end to end vs the naive design, scaling (~1 h on 2 cores; JSON in bench-results/)
 	@mkdir -p bench-results
-	$(BIN) bench --save bench-results/$$(date +%Y%m%d-%H%M%S).json
+	$(LAB) bench --save bench-results/$$(date +%Y%m%d-%H%M%S).json
 
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can report a spurious
 # "context deadline exceeded" failure at the end of the window (golang/go#75804, fixed in 1.27).

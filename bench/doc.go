@@ -1,7 +1,7 @@
 // Package bench measures hookinbox against the physical limits of the
 // machine it runs on and against a naive design, each figure beside its
 // baseline from the same run (ratios travel between machines, absolute
-// numbers do not). It owns the harness behind `hookinbox bench` and the Go
+// numbers do not). It owns the harness behind `hookinbox-lab bench` and the Go
 // benchmarks (`go test ./bench -bench .`):
 //
 //   - intake: acknowledged webhooks per second and latency of the real

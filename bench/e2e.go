@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/app"
 	"github.com/hookinbox/hookinbox/internal/catalog"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"

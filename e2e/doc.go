@@ -1,4 +1,4 @@
 // Package e2e holds the end-to-end tests: the real intake over HTTP, a real
 // PostgreSQL, the real Temporal dev server and a real worker, wired by
-// internal/app exactly as the binary wires them. It has no non-test code.
+// package app exactly as the binary wires them. It has no non-test code.
 package e2e

@@ -123,7 +123,8 @@ config_vars = set(re.findall(r'"([A-Z][A-Z0-9_]*[A-Z0-9])"', config_src))
 def var_ok(name):
     return name in config_vars
 
-# Commands of the binary: every cobra Use in cmd/hookinbox.
+# Commands of the service binary: every cobra Use in cmd/hookinbox (the lab
+# binary's simulate, soak, bench and demo are not, so no service may run them).
 commands = set()
 for path in glob.glob("cmd/hookinbox/*.go"):
     for use in re.findall(r'Use:\s*"([^"]+)"', open(path).read()):
@@ -222,6 +223,8 @@ if os.path.exists("Dockerfile"):
             fail(f"Dockerfile: base image {base} is not pinned to a version tag")
     if "./cmd/hookinbox" not in df or not re.search(r'^ENTRYPOINT\s+\["hookinbox"\]', df, re.M):
         fail("Dockerfile: must build ./cmd/hookinbox and use hookinbox as the entry point")
+    if "hookinbox-lab" in re.sub(r"#.*", "", df):
+        fail("Dockerfile: ships only the service binary; hookinbox-lab (simulate, soak, bench, demo) stays out of the image")
 else:
     fail("Dockerfile not found")
 

@@ -8,11 +8,11 @@
 // the application's database connections and loses some of the intake's
 // answers on the way back. When the work has drained it runs the facts
 // backfill for the deliveries the simulators dropped, then checks the
-// invariants of internal/verify against the simulators' ground truth.
+// invariants of lab/verify against the simulators' ground truth.
 //
-// `hookinbox soak` is the full run (20,000 events by default); soak_test.go
+// `hookinbox-lab soak` is the full run (20,000 events by default); soak_test.go
 // is the short one `make test` runs. Both call Run. The package also exports
-// the pieces `hookinbox demo` shares: Relay (a lossy load balancer),
+// the pieces `hookinbox-lab demo` shares: Relay (a lossy load balancer),
 // TeamReceiver (a signed team alert endpoint), Converge and TriggerBackfill.
 //
 // It owns its processes, folders and servers; it changes hookinbox's tables

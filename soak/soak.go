@@ -24,7 +24,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/devenv"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/verify"
+	"github.com/hookinbox/hookinbox/lab/verify"
 	"github.com/hookinbox/hookinbox/migrations"
 	"github.com/hookinbox/hookinbox/simulator"
 	"github.com/hookinbox/hookinbox/starter"
@@ -32,7 +32,8 @@ import (
 
 // Options shape one soak. Zero values take the defaults named.
 type Options struct {
-	// Binary is the hookinbox binary whose `webhook` and `worker` run (required).
+	// Binary is the hookinbox service binary (cmd/hookinbox) whose `webhook`
+	// and `worker` run (required).
 	Binary string
 	// Root is the project root (the Temporal CLI is built into its .tools/
 	// on first use). Default devenv.FindRoot.

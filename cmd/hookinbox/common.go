@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,44 +53,4 @@ func migrate(ctx context.Context, url string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "migrations: %d applied, database up to date\n", n)
 	return nil
-}
-
-// outputFormat is a --output flag value.
-type outputFormat string
-
-func (o *outputFormat) String() string { return string(*o) }
-func (o *outputFormat) Type() string   { return "table|json" }
-func (o *outputFormat) Set(s string) error {
-	if s != "table" && s != "json" {
-		return fmt.Errorf("must be table or json")
-	}
-	*o = outputFormat(s)
-	return nil
-}
-
-// render writes rows as a table (header first) or v as indented JSON.
-func render(w io.Writer, format outputFormat, v any, header []string, rows [][]string) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for i, h := range header {
-		if i > 0 {
-			fmt.Fprint(tw, "\t")
-		}
-		fmt.Fprint(tw, h)
-	}
-	fmt.Fprintln(tw)
-	for _, r := range rows {
-		for i, c := range r {
-			if i > 0 {
-				fmt.Fprint(tw, "\t")
-			}
-			fmt.Fprint(tw, c)
-		}
-		fmt.Fprintln(tw)
-	}
-	return tw.Flush()
 }

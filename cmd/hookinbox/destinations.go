@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -26,7 +27,7 @@ func newWorkspacesCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if email != "" {
 				if _, err := mail.ParseAddress(email); err != nil {
-					return usagef("--email: %v", err)
+					return cli.Usagef("--email: %v", err)
 				}
 			}
 			return withStore(cmd, func(st *store.Store) error {
@@ -56,22 +57,22 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 			case hook != "" && to == "":
 				u, err := url.Parse(hook)
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return usagef("--webhook must be an http(s) URL")
+					return cli.Usagef("--webhook must be an http(s) URL")
 				}
 				if err := webhook.ValidateSecret(keys.ProviderStandard, secret); err != nil {
-					return usagef("--secret: %v", err)
+					return cli.Usagef("--secret: %v", err)
 				}
 				d.Kind, d.Target, d.Secret = "webhook", hook, secret
 			case to != "" && hook == "":
 				if _, err := mail.ParseAddress(to); err != nil {
-					return usagef("--email: %v", err)
+					return cli.Usagef("--email: %v", err)
 				}
 				d.Kind, d.Target = "email", to
 			default:
-				return usagef("give exactly one of --webhook or --email")
+				return cli.Usagef("give exactly one of --webhook or --email")
 			}
 			if !slugPattern.MatchString(name) {
-				return usagef("--name must be 1-63 lowercase letters, digits, '-' or '_'")
+				return cli.Usagef("--name must be 1-63 lowercase letters, digits, '-' or '_'")
 			}
 			return withStore(cmd, func(st *store.Store) error {
 				if err := store.UpsertDestination(cmd.Context(), st.Pool, d); err != nil {
@@ -90,7 +91,7 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 	_ = add.MarkFlagRequired("workspace")
 	_ = add.MarkFlagRequired("name")
 
-	format := outputFormat("table")
+	format := cli.OutputFormat("table")
 	var lws string
 	list := &cobra.Command{
 		Use:   "destinations [--workspace W]",
@@ -117,14 +118,14 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 					views = append(views, view{d.ID, d.WorkspaceID, d.Name, d.Kind, d.Target, d.Secret != "", d.Enabled})
 					rows = append(rows, []string{strconv.FormatInt(d.ID, 10), d.WorkspaceID, d.Name, d.Kind, d.Target, strconv.FormatBool(d.Enabled)})
 				}
-				return render(cmd.OutOrStdout(), format, views, []string{"ID", "WORKSPACE", "NAME", "KIND", "TARGET", "ENABLED"}, rows)
+				return cli.Render(cmd.OutOrStdout(), format, views, []string{"ID", "WORKSPACE", "NAME", "KIND", "TARGET", "ENABLED"}, rows)
 			})
 		},
 	}
 	list.Flags().StringVar(&lws, "workspace", "", "only this workspace")
 	list.Flags().Var(&format, "output", "table or json")
 
-	wformat := outputFormat("table")
+	wformat := cli.OutputFormat("table")
 	show := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a workspace: credits balance, access, email",
@@ -140,7 +141,7 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 					return err
 				}
 				v := map[string]any{"id": w.ID, "credits_balance": w.CreditsBalance, "email": w.Email, "has_access": access}
-				return render(cmd.OutOrStdout(), wformat, v, []string{"ID", "CREDITS", "ACCESS", "EMAIL"},
+				return cli.Render(cmd.OutOrStdout(), wformat, v, []string{"ID", "CREDITS", "ACCESS", "EMAIL"},
 					[][]string{{w.ID, strconv.FormatInt(w.CreditsBalance, 10), strconv.FormatBool(access), orDash(w.Email)}})
 			})
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -74,22 +75,22 @@ when the provider sends one (e.g. "data.object.version").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !slugPattern.MatchString(e.Slug) {
-				return usagef("--slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
+				return cli.Usagef("--slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
 			}
 			switch e.Provider {
 			case keys.ProviderStripe, keys.ProviderGitHub, keys.ProviderStandard, keys.ProviderShopify:
 			default:
-				return usagef("--provider must be stripe, github, standard or shopify (got %q)", e.Provider)
+				return cli.Usagef("--provider must be stripe, github, standard or shopify (got %q)", e.Provider)
 			}
 			if e.Environment != keys.EnvLive && e.Environment != keys.EnvTest {
-				return usagef("--environment must be live or test (got %q)", e.Environment)
+				return cli.Usagef("--environment must be live or test (got %q)", e.Environment)
 			}
 			if len(e.Secrets) == 0 {
-				return usagef("--secret is required (repeat it to register several)")
+				return cli.Usagef("--secret is required (repeat it to register several)")
 			}
 			for _, s := range e.Secrets {
 				if err := webhook.ValidateSecret(e.Provider, s); err != nil {
-					return usagef("--secret: %v", err)
+					return cli.Usagef("--secret: %v", err)
 				}
 			}
 			return withStore(cmd, func(st *store.Store) error {
@@ -131,7 +132,7 @@ event always comes from this mapping, never from an id in the payload. Linking a
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(account) == "" || strings.TrimSpace(workspace) == "" {
-				return usagef("--account and --workspace must not be empty")
+				return cli.Usagef("--account and --workspace must not be empty")
 			}
 			return withStore(cmd, func(st *store.Store) error {
 				if err := st.LinkAccount(cmd.Context(), slug, account, workspace); err != nil {
@@ -194,7 +195,7 @@ type secretView struct {
 }
 
 func newEndpointsListCmd() *cobra.Command {
-	format := outputFormat("table")
+	format := cli.OutputFormat("table")
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List endpoints, secret fingerprints and links (never the secrets)",
@@ -224,7 +225,7 @@ func newEndpointsListCmd() *cobra.Command {
 					rows = append(rows, []string{e.Slug, e.Provider, e.Environment, orDash(e.Account),
 						strings.Join(secs, " "), orDash(strings.Join(links, " ")), orDash(e.APIBaseURL)})
 				}
-				return render(cmd.OutOrStdout(), format, views,
+				return cli.Render(cmd.OutOrStdout(), format, views,
 					[]string{"SLUG", "PROVIDER", "ENV", "ACCOUNT", "SECRETS", "LINKS", "API"}, rows)
 			})
 		},
@@ -271,7 +272,7 @@ func newEndpointsSecretsCmd() *cobra.Command {
 					return err
 				}
 				if err := webhook.ValidateSecret(ep.Provider, secret); err != nil {
-					return usagef("--secret: %v", err)
+					return cli.Usagef("--secret: %v", err)
 				}
 				id, err := store.InsertSecret(cmd.Context(), st.Pool, slug, secret)
 				if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -39,7 +40,7 @@ listings never print them, 'show' only with --payload. See docs/operations.md.`,
 
 type inboxListOptions struct {
 	filter store.InboxFilter
-	format outputFormat
+	format cli.OutputFormat
 }
 
 func newInboxListCmd() *cobra.Command {
@@ -59,11 +60,11 @@ received in the last two hours, --older-than 1h those received more than an hour
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, s := range o.filter.Statuses {
 				if !slices.Contains(inboxStatuses, s) {
-					return usagef("--status must be one of %s (got %q)", strings.Join(inboxStatuses, ", "), s)
+					return cli.Usagef("--status must be one of %s (got %q)", strings.Join(inboxStatuses, ", "), s)
 				}
 			}
 			if o.filter.Limit < 1 {
-				return usagef("--limit must be at least 1")
+				return cli.Usagef("--limit must be at least 1")
 			}
 			o.filter.OlderThan, o.filter.Since = time.Duration(olderThan), time.Duration(since)
 			return withStore(cmd, func(st *store.Store) error {
@@ -97,7 +98,7 @@ func runInboxList(ctx context.Context, st *store.Store, out io.Writer, o inboxLi
 		rows = append(rows, []string{fmtTime(e.ReceivedAt), fmtAge(now.Sub(e.ReceivedAt)), e.Key.String(), e.EventType,
 			e.ResourceKind + "/" + e.ResourceID, e.WorkspaceID, e.Status, strconv.Itoa(e.Attempts), orDash(oneLine(outcomeOf(e.Status, e.Note, e.LastError), 80))})
 	}
-	if err := render(out, o.format, views, []string{"RECEIVED (UTC)", "AGE", "EVENT KEY", "TYPE", "RESOURCE", "WORKSPACE",
+	if err := cli.Render(out, o.format, views, []string{"RECEIVED (UTC)", "AGE", "EVENT KEY", "TYPE", "RESOURCE", "WORKSPACE",
 		"STATUS", "ATTEMPTS", "OUTCOME / LAST ERROR"}, rows); err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ type inboxDetailView struct {
 type inboxShowOptions struct {
 	key     keys.Event
 	payload bool
-	format  outputFormat
+	format  cli.OutputFormat
 }
 
 func newInboxShowCmd() *cobra.Command {
@@ -175,7 +176,7 @@ The payload is access-restricted and only printed with --payload.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, err := keys.ParseEvent(args[0])
 			if err != nil {
-				return usagef("EVENT_KEY must be provider/account/environment/event_id: %v", err)
+				return cli.Usagef("EVENT_KEY must be provider/account/environment/event_id: %v", err)
 			}
 			o.key = k
 			return withStore(cmd, func(st *store.Store) error {
@@ -210,7 +211,7 @@ func runInboxShow(ctx context.Context, st *store.Store, out, errOut io.Writer, o
 		if o.payload && d.Payload != nil {
 			v.Payload = payloadValue(d.Payload)
 		}
-		return render(out, o.format, v, nil, nil)
+		return cli.Render(out, o.format, v, nil, nil)
 	}
 
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -318,7 +319,7 @@ func printAudit(out io.Writer, acts []store.OperatorAction) error {
 		rows = append(rows, []string{"#" + strconv.FormatInt(a.ID, 10), fmtTime(a.At), a.Actor, a.Action, a.Target,
 			oneLine(a.Reason, 60), auditDetails(a.Details)})
 	}
-	return render(out, "table", nil, []string{"ID", "AT (UTC)", "BY", "ACTION", "TARGET", "REASON", "DETAILS"}, rows)
+	return cli.Render(out, "table", nil, []string{"ID", "AT (UTC)", "BY", "ACTION", "TARGET", "REASON", "DETAILS"}, rows)
 }
 
 // auditDetails renders the interesting details of an action on one line.

@@ -1,16 +1,17 @@
-// Command hookinbox is the one binary: the webhook intake, the Temporal
-// worker, the local stack (dev), migrations and the operator CLI.
+// Command hookinbox is the service binary: the webhook intake, the Temporal
+// worker, the local stack (dev), migrations and the operator CLI. The
+// simulator, soak, bench and demo are in cmd/hookinbox-lab, not here.
 package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 )
 
 func main() {
@@ -33,7 +34,6 @@ the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
 		newDevCmd(),
 		newMigrateCmd(),
 		newEndpointsCmd(),
-		newSimulateCmd(),
 		newOutboxCmd(),
 		newWorkspacesCmd(),
 		newInboxCmd(),
@@ -42,33 +42,6 @@ the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
 		newStatusCmd(),
 		newReconcileCmd(),
 		newSchedulesCmd(),
-		newSoakCmd(),
-		newDemoCmd(),
-		newBenchCmd(),
 	)
-	if err := root.ExecuteContext(ctx); err != nil {
-		var ec exitCode
-		if errors.As(err, &ec) {
-			os.Exit(ec.code)
-		}
-		fmt.Fprintln(os.Stderr, "error:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	cli.Main(ctx, root)
 }
-
-// exitCode ends the process with a status and no message (the command
-// already printed what it had to say).
-type exitCode struct{ code int }
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// usageError is a mistake in the command line (exit status 2).
-type usageError struct{ msg string }
-
-func (u usageError) Error() string { return u.msg }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
@@ -123,7 +124,7 @@ func TestInboxListAndShowPrintPayloadsOnlyWhenAsked(t *testing.T) {
 	k := b.addEvent(t, "evt_show", "invoice", "in_1", keys.StatusExhausted)
 	b.addEvent(t, "evt_other", "invoice", "in_2", keys.StatusDone)
 
-	for _, format := range []outputFormat{"table", "json"} {
+	for _, format := range []cli.OutputFormat{"table", "json"} {
 		require.NoError(t, runInboxList(b.ctx, b.st, b.out, inboxListOptions{
 			filter: store.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 50}, format: format}))
 		require.Contains(t, b.out.String(), k.String())
@@ -150,7 +151,7 @@ func TestInboxListAndShowPrintPayloadsOnlyWhenAsked(t *testing.T) {
 	require.Equal(t, "exhausted", v["status"])
 	require.NotContains(t, v, "payload")
 
-	for _, format := range []outputFormat{"table", "json"} {
+	for _, format := range []cli.OutputFormat{"table", "json"} {
 		env = b.env()
 		require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, payload: true, format: format}))
 		require.Contains(t, b.out.String(), secretMarker, "--payload prints it")
@@ -377,7 +378,7 @@ func TestOperatorCommandUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := executeOps(tt.args...)
-		var ue usageError
+		var ue cli.UsageError
 		require.ErrorAs(t, err, &ue, tt.name)
 	}
 }

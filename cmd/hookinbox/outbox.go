@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/app"
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -26,7 +27,7 @@ attempt's outcome is unknown; the uncertain-outcome policy decides), held_for_re
 }
 
 func newOutboxListCmd() *cobra.Command {
-	format := outputFormat("table")
+	format := cli.OutputFormat("table")
 	var status string
 	var limit int
 	cmd := &cobra.Command{
@@ -44,7 +45,7 @@ func newOutboxListCmd() *cobra.Command {
 					table = append(table, []string{strconv.FormatInt(o.ID, 10), o.Status, o.Class, o.Kind, o.Destination,
 						orDash(o.Policy), strconv.Itoa(o.Attempts), o.OperationKey, orDash(truncate(o.LastError, 60))})
 				}
-				return render(cmd.OutOrStdout(), format, rows,
+				return cli.Render(cmd.OutOrStdout(), format, rows,
 					[]string{"ID", "STATUS", "CLASS", "KIND", "DESTINATION", "POLICY", "ATTEMPTS", "OPERATION KEY", "LAST ERROR"}, table)
 			})
 		},
@@ -63,14 +64,14 @@ func newOutboxShowCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {
-				return usagef("ID must be a number")
+				return cli.Usagef("ID must be a number")
 			}
 			return withStore(cmd, func(st *store.Store) error {
 				o, err := store.GetOutbox(cmd.Context(), st.Pool, id)
 				if err != nil {
 					return err
 				}
-				return render(cmd.OutOrStdout(), "json", o, nil, nil)
+				return cli.Render(cmd.OutOrStdout(), "json", o, nil, nil)
 			})
 		},
 	}
@@ -88,10 +89,10 @@ earlier, uncertain attempt did not land (or that a duplicate is acceptable).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {
-				return usagef("ID must be a number")
+				return cli.Usagef("ID must be a number")
 			}
 			if strings.TrimSpace(reason) == "" {
-				return usagef("--reason is required")
+				return cli.Usagef("--reason is required")
 			}
 			cfg, err := config.FromEnv()
 			if err != nil {

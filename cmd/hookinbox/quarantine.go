@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -44,7 +45,7 @@ or discarding it; both are audited. See docs/operations.md.`,
 
 type quarantineListOptions struct {
 	filter store.QuarantineFilter
-	format outputFormat
+	format cli.OutputFormat
 }
 
 func newQuarantineListCmd() *cobra.Command {
@@ -59,10 +60,10 @@ func newQuarantineListCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.filter.Reason != "" && !slices.Contains(quarantineReasons, o.filter.Reason) {
-				return usagef("--reason must be one of %s (got %q)", strings.Join(quarantineReasons, ", "), o.filter.Reason)
+				return cli.Usagef("--reason must be one of %s (got %q)", strings.Join(quarantineReasons, ", "), o.filter.Reason)
 			}
 			if o.filter.Limit < 1 {
-				return usagef("--limit must be at least 1")
+				return cli.Usagef("--limit must be at least 1")
 			}
 			if all {
 				o.filter.OpenOnly = false
@@ -145,7 +146,7 @@ func runQuarantineList(ctx context.Context, st *store.Store, out io.Writer, o qu
 		rows = append(rows, []string{strconv.FormatInt(q.ID, 10), fmtTime(q.ReceivedAt), fmtAge(now.Sub(q.ReceivedAt)),
 			q.EndpointSlug, q.Reason, quarantineEvent(&q), oneLine(q.Detail, 70), quarantineState(&q)})
 	}
-	if err := render(out, o.format, views, []string{"ID", "RECEIVED (UTC)", "AGE", "ENDPOINT", "REASON", "EVENT", "DETAIL", "STATE"}, rows); err != nil {
+	if err := cli.Render(out, o.format, views, []string{"ID", "RECEIVED (UTC)", "AGE", "ENDPOINT", "REASON", "EVENT", "DETAIL", "STATE"}, rows); err != nil {
 		return err
 	}
 	if o.format == "table" && len(qs) == o.filter.Limit {
@@ -157,7 +158,7 @@ func runQuarantineList(ctx context.Context, st *store.Store, out io.Writer, o qu
 type quarantineShowOptions struct {
 	id      int64
 	payload bool
-	format  outputFormat
+	format  cli.OutputFormat
 }
 
 type quarantineDetailView struct {
@@ -196,7 +197,7 @@ and only printed with --payload.`,
 func parseQuarantineID(s string) (int64, error) {
 	id, err := strconv.ParseInt(strings.TrimPrefix(s, "quarantine:"), 10, 64)
 	if err != nil || id < 1 {
-		return 0, usagef("ID must be a quarantine entry id as listed by 'quarantine list' (got %q)", s)
+		return 0, cli.Usagef("ID must be a quarantine entry id as listed by 'quarantine list' (got %q)", s)
 	}
 	return id, nil
 }
@@ -221,7 +222,7 @@ func runQuarantineShow(ctx context.Context, st *store.Store, out, errOut io.Writ
 		if o.payload && q.Payload != nil {
 			v.Payload = payloadValue(q.Payload)
 		}
-		return render(out, o.format, v, nil, nil)
+		return cli.Render(out, o.format, v, nil, nil)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	field := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\n", name, value) }
@@ -310,7 +311,7 @@ type quarantineResolveOptions struct {
 	action string
 	reason string
 	by     string
-	format outputFormat
+	format cli.OutputFormat
 }
 
 const (
@@ -347,13 +348,13 @@ discard closes the entry without admitting anything.`,
 			}
 			o.id = id
 			if o.action != resolveReadmit && o.action != resolveDiscard {
-				return usagef("--action must be readmit or discard (got %q)", o.action)
+				return cli.Usagef("--action must be readmit or discard (got %q)", o.action)
 			}
 			if strings.TrimSpace(o.reason) == "" {
-				return usagef("--reason must say why (it is recorded in the audit)")
+				return cli.Usagef("--reason must say why (it is recorded in the audit)")
 			}
 			if strings.TrimSpace(o.by) == "" {
-				return usagef("--by must not be empty")
+				return cli.Usagef("--by must not be empty")
 			}
 			return withOps(cmd, func(env opsEnv) error { return runQuarantineResolve(cmd.Context(), env, o) })
 		},
@@ -392,7 +393,7 @@ func runQuarantineResolve(ctx context.Context, env opsEnv, o quarantineResolveOp
 		}
 		v.AuditID, v.EventKey = act.ID, act.EventKey
 		if o.format == "json" {
-			return render(env.out, o.format, v, nil, nil)
+			return cli.Render(env.out, o.format, v, nil, nil)
 		}
 		fmt.Fprintf(env.out, "quarantine %d discarded by %s (audit #%d)\n", o.id, o.by, act.ID)
 		return nil
@@ -418,7 +419,7 @@ func runQuarantineResolve(ctx context.Context, env opsEnv, o quarantineResolveOp
 		}
 	}
 	if o.format == "json" {
-		if err := render(env.out, o.format, v, nil, nil); err != nil {
+		if err := cli.Render(env.out, o.format, v, nil, nil); err != nil {
 			return err
 		}
 	} else {

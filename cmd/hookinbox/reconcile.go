@@ -19,7 +19,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/app"
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -36,7 +37,7 @@ type reconcileOptions struct {
 	timeout      time.Duration
 	restart      bool
 	signalAll    bool
-	format       outputFormat
+	format       cli.OutputFormat
 }
 
 func newReconcileCmd() *cobra.Command {
@@ -99,28 +100,28 @@ endpoint now: hookinbox schedules trigger reconcile-subscriptions.`,
 func (o *reconcileOptions) validate(cmd *cobra.Command, args []string) error {
 	switch {
 	case len(args) == 1 && (o.subscription != "" || o.endpoint != ""):
-		return usagef("give a RESOURCE or --subscription/--endpoint, not both")
+		return cli.Usagef("give a RESOURCE or --subscription/--endpoint, not both")
 	case len(args) == 0 && o.subscription == "" && o.endpoint == "":
-		return usagef("give a RESOURCE, --subscription SUB --endpoint SLUG, or --endpoint SLUG")
+		return cli.Usagef("give a RESOURCE, --subscription SUB --endpoint SLUG, or --endpoint SLUG")
 	case o.subscription != "" && o.endpoint == "":
-		return usagef("--subscription needs --endpoint (whose account and environment the subscription belongs to)")
+		return cli.Usagef("--subscription needs --endpoint (whose account and environment the subscription belongs to)")
 	case o.account != "" && o.subscription == "":
-		return usagef("--account goes with --subscription")
+		return cli.Usagef("--account goes with --subscription")
 	case strings.TrimSpace(o.reason) == "":
-		return usagef("--reason must not be empty")
+		return cli.Usagef("--reason must not be empty")
 	case o.timeout <= 0:
-		return usagef("--timeout must be positive")
+		return cli.Usagef("--timeout must be positive")
 	}
 	single := len(args) == 1 || o.subscription != ""
 	if single {
 		for _, n := range []string{"restart", "signal-all"} {
 			if cmd.Flags().Changed(n) {
-				return usagef("--%s is for a full pass (--endpoint alone)", n)
+				return cli.Usagef("--%s is for a full pass (--endpoint alone)", n)
 			}
 		}
 	}
 	if o.endpoint != "" && !slugPattern.MatchString(o.endpoint) {
-		return usagef("--endpoint %q is not a valid slug", o.endpoint)
+		return cli.Usagef("--endpoint %q is not a valid slug", o.endpoint)
 	}
 	return nil
 }
@@ -132,12 +133,12 @@ func (o *reconcileOptions) resource(ctx context.Context, st *store.Store, args [
 		var err error
 		r, err = keys.ParseResource(strings.TrimPrefix(args[0], "resource/"))
 		if err != nil {
-			return r, usagef("%v (want provider/account/environment/kind/id)", err)
+			return r, cli.Usagef("%v (want provider/account/environment/kind/id)", err)
 		}
 	} else {
 		ep, err := st.GetEndpoint(ctx, o.endpoint)
 		if errors.Is(err, store.ErrNotFound) {
-			return r, usagef("no endpoint %q", o.endpoint)
+			return r, cli.Usagef("no endpoint %q", o.endpoint)
 		}
 		if err != nil {
 			return r, err
@@ -146,13 +147,13 @@ func (o *reconcileOptions) resource(ctx context.Context, st *store.Store, args [
 		if account == "" {
 			var ok bool
 			if account, ok = ep.OwnAccount(); !ok {
-				return r, usagef("endpoint %s has no own account and several linked ones: give --account", ep.Slug)
+				return r, cli.Usagef("endpoint %s has no own account and several linked ones: give --account", ep.Slug)
 			}
 		}
 		r = keys.Resource{Provider: ep.Provider, Account: account, Environment: ep.Environment, Kind: "subscription", ID: o.subscription}
 	}
 	if r.Kind != "subscription" {
-		return r, usagef("only subscriptions are reconciled (kind %q): invoices are facts, recovered by the facts backfill "+
+		return r, cli.Usagef("only subscriptions are reconciled (kind %q): invoices are facts, recovered by the facts backfill "+
 			"(hookinbox schedules trigger %s)", r.Kind, starter.ScheduleBackfill)
 	}
 	return r, nil
@@ -191,7 +192,7 @@ func runReconcileResource(ctx context.Context, out io.Writer, cfg config.Config,
 		}
 	}
 	if o.format == "json" {
-		return render(out, o.format, rep, nil, nil)
+		return cli.Render(out, o.format, rep, nil, nil)
 	}
 	fmt.Fprintf(out, "signalled %s (reconcile: %s)\n", rep.WorkflowID, reason)
 	if !o.wait {
@@ -212,7 +213,7 @@ func runReconcileResource(ctx context.Context, out io.Writer, cfg config.Config,
 	for _, d := range rep.Divergence {
 		rows = append(rows, []string{d.Field, orDash(d.LocalValue), orDash(d.ProviderValue), fmt.Sprint(d.Corrected)})
 	}
-	return render(out, o.format, nil, []string{"FIELD", "LOCAL", "PROVIDER", "CORRECTED"}, rows)
+	return cli.Render(out, o.format, nil, []string{"FIELD", "LOCAL", "PROVIDER", "CORRECTED"}, rows)
 }
 
 // waitReconciled follows the resource workflow's history, from the run that
@@ -300,7 +301,7 @@ func runEndpointPass(ctx context.Context, out io.Writer, cfg config.Config, st *
 		return err
 	}
 	if len(scopes) == 0 {
-		return usagef("endpoint %s is not a Stripe endpoint with an API key and a linked account: nothing to reconcile", o.endpoint)
+		return cli.Usagef("endpoint %s is not a Stripe endpoint with an API key and a linked account: nothing to reconcile", o.endpoint)
 	}
 	in := workflows.ReconcileSubscriptionsInput{
 		PassSettings: workflows.PassSettings{
@@ -337,7 +338,7 @@ func runEndpointPass(ctx context.Context, out io.Writer, cfg config.Config, st *
 		rep.Totals = &t
 	}
 	if o.format == "json" {
-		return render(out, o.format, rep, nil, nil)
+		return cli.Render(out, o.format, rep, nil, nil)
 	}
 	fmt.Fprintf(out, "started workflow %s over %d account(s) of endpoint %s\n", id, len(scopes), o.endpoint)
 	if rep.Totals == nil {

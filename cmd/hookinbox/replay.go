@@ -14,7 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/app"
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -114,7 +115,7 @@ type replayOptions struct {
 	by        string
 	force     bool
 	dryRun    bool
-	format    outputFormat
+	format    cli.OutputFormat
 	selection string
 }
 
@@ -169,30 +170,30 @@ func (o *replayOptions) validate(cmd *cobra.Command, args []string) error {
 	bulk := len(o.statuses) > 0
 	switch {
 	case len(args) == 1 && bulk:
-		return usagef("give an EVENT_KEY or --status, not both")
+		return cli.Usagef("give an EVENT_KEY or --status, not both")
 	case len(args) == 0 && !bulk:
-		return usagef("give an EVENT_KEY or --status exhausted|failed")
+		return cli.Usagef("give an EVENT_KEY or --status exhausted|failed")
 	}
 	if len(args) == 1 {
 		for _, n := range []string{"since", "provider", "limit"} {
 			if cmd.Flags().Changed(n) {
-				return usagef("--%s selects events with --status; it cannot be used with an EVENT_KEY", n)
+				return cli.Usagef("--%s selects events with --status; it cannot be used with an EVENT_KEY", n)
 			}
 		}
 		k, err := keys.ParseEvent(args[0])
 		if err != nil {
-			return usagef("EVENT_KEY must be provider/account/environment/event_id: %v", err)
+			return cli.Usagef("EVENT_KEY must be provider/account/environment/event_id: %v", err)
 		}
 		o.key = &k
 		o.selection = "key"
 	} else {
 		for _, s := range o.statuses {
 			if !slices.Contains(replayableStatuses, s) {
-				return usagef("--status must be exhausted or failed (got %q); replay a done or ignored event by its key with --force", s)
+				return cli.Usagef("--status must be exhausted or failed (got %q); replay a done or ignored event by its key with --force", s)
 			}
 		}
 		if o.limit < 1 {
-			return usagef("--limit must be at least 1")
+			return cli.Usagef("--limit must be at least 1")
 		}
 		sel := []string{"--status " + strings.Join(o.statuses, ",")}
 		if o.since > 0 {
@@ -204,10 +205,10 @@ func (o *replayOptions) validate(cmd *cobra.Command, args []string) error {
 		o.selection = strings.Join(sel, " ")
 	}
 	if strings.TrimSpace(o.reason) == "" {
-		return usagef("--reason must say why (it is recorded in the audit)")
+		return cli.Usagef("--reason must say why (it is recorded in the audit)")
 	}
 	if strings.TrimSpace(o.by) == "" {
-		return usagef("--by must not be empty")
+		return cli.Usagef("--by must not be empty")
 	}
 	return nil
 }
@@ -337,7 +338,7 @@ func dryRunResult(status string, force bool) (string, string) {
 	return resultWouldReplay, ""
 }
 
-func printReplay(out io.Writer, format outputFormat, sum replaySummary) error {
+func printReplay(out io.Writer, format cli.OutputFormat, sum replaySummary) error {
 	rows := make([][]string, 0, len(sum.Events))
 	for _, v := range sum.Events {
 		result := v.Result
@@ -347,7 +348,7 @@ func printReplay(out io.Writer, format outputFormat, sum replaySummary) error {
 		rows = append(rows, []string{v.Key, v.Resource, v.PreviousStatus, strconv.Itoa(v.PreviousAttempts),
 			orDash(oneLine(v.PreviousLastError, 60)), result, oneLine(v.Detail, 0)})
 	}
-	if err := render(out, format, sum, []string{"EVENT KEY", "RESOURCE", "WAS", "ATTEMPTS", "LAST ERROR", "RESULT", "NOTE"}, rows); err != nil {
+	if err := cli.Render(out, format, sum, []string{"EVENT KEY", "RESOURCE", "WAS", "ATTEMPTS", "LAST ERROR", "RESULT", "NOTE"}, rows); err != nil {
 		return err
 	}
 	if format == "json" {

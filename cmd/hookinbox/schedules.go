@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/worker"
@@ -57,11 +58,11 @@ func scheduleName(arg, taskQueue string) (name, id string, err error) {
 			return n, starter.ScheduleID(n, taskQueue), nil
 		}
 	}
-	return "", "", usagef("unknown schedule %q: want one of %s (or its id)", arg, strings.Join(starter.ScheduleNames(), ", "))
+	return "", "", cli.Usagef("unknown schedule %q: want one of %s (or its id)", arg, strings.Join(starter.ScheduleNames(), ", "))
 }
 
 func newSchedulesListCmd() *cobra.Command {
-	format := outputFormat("table")
+	format := cli.OutputFormat("table")
 	cmd := &cobra.Command{
 		Use:   "list [NAME...]",
 		Short: "Show each schedule: id, interval, paused, last and next run, running workflows",
@@ -88,7 +89,7 @@ func newSchedulesListCmd() *cobra.Command {
 					all = append(all, st)
 					rows = append(rows, scheduleRow(st))
 				}
-				return render(cmd.OutOrStdout(), format, all,
+				return cli.Render(cmd.OutOrStdout(), format, all,
 					[]string{"NAME", "ID", "EVERY", "PAUSED", "LAST RUN", "NEXT RUN", "RUNNING", "NOTE"}, rows)
 			})
 		},
@@ -117,7 +118,7 @@ func schedTime(t *time.Time) string {
 }
 
 func newSchedulesApplyCmd() *cobra.Command {
-	format := outputFormat("table")
+	format := cli.OutputFormat("table")
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Create or update every schedule from the configuration (what the worker does at start-up)",
@@ -135,7 +136,7 @@ pause state kept), from the configuration in the environment; delete those whose
 					}
 					rows = append(rows, []string{ch.ID, ch.Action, every})
 				}
-				if rerr := render(cmd.OutOrStdout(), format, changes, []string{"ID", "ACTION", "EVERY"}, rows); err == nil {
+				if rerr := cli.Render(cmd.OutOrStdout(), format, changes, []string{"ID", "ACTION", "EVERY"}, rows); err == nil {
 					err = rerr
 				}
 				return err

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
@@ -36,7 +37,7 @@ type scheduleView struct {
 }
 
 func newStatusCmd() *cobra.Command {
-	format := outputFormat("table")
+	format := cli.OutputFormat("table")
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "One screen: pending, oldest pending age, exhausted, quarantined, outbox backlog, schedule health",
@@ -76,14 +77,14 @@ HOOKINBOX_SWEEP_INTERVAL, a paused or missing schedule, a service down).`,
 			}
 			v.Warnings = statusWarnings(cfg, v)
 			if format == "json" {
-				if err := render(cmd.OutOrStdout(), format, v, nil, nil); err != nil {
+				if err := cli.Render(cmd.OutOrStdout(), format, v, nil, nil); err != nil {
 					return err
 				}
 			} else {
 				printStatus(cmd, v)
 			}
 			if len(v.Warnings) > 0 {
-				return exitCode{3}
+				return cli.ExitCode{Code: 3}
 			}
 			return nil
 		},

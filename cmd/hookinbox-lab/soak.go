@@ -4,24 +4,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/internal/verify"
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
+	"github.com/hookinbox/hookinbox/lab/verify"
 	"github.com/hookinbox/hookinbox/soak"
 )
 
 func newSoakCmd() *cobra.Command {
 	var o soak.Options
-	var jsonOut string
+	var jsonOut, binary string
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Chaos soak: real intake and worker processes killed at random, then every invariant against the ground truth",
 		Long: `soak proves hookinbox under chaos. It starts its own PostgreSQL cluster and Temporal dev server
-(the stack 'make run' uses is left alone), runs this binary's 'webhook' and 'worker' as separate
-processes configured only by environment variables (several of each, behind a relay that loses some
-answers), and drives them with two provider simulators: Stripe subscription snapshots with versions
+(the stack 'make run' uses is left alone), runs the service binary's 'webhook' and 'worker' as
+separate processes configured only by environment variables (several of each, behind a relay that
+loses some answers; --binary, by default the hookinbox beside this hookinbox-lab, as 'make soak'
+builds them), and drives them with two provider simulators: Stripe subscription snapshots with versions
 on one endpoint and without on another, paid invoices (some announced twice), feedback items with a
 signed team destination, duplicates, reordering, delays, same id with another body, dropped
 deliveries, provider API errors and lost email API answers.
@@ -37,15 +40,15 @@ a table with a summary (events, deliveries, kills, restarts, connection drops, e
 throughput). The exit status is 1 on any violation or if the backlog did not drain.
 
 Run it from inside the repository: the Temporal CLI is built into .tools/ on first use.`,
-		Example: `  hookinbox soak                       # 20,000 events (make soak)
-  hookinbox soak --events 2000 --kill-every 5s --keep
-  hookinbox soak --seed 42 --json soak.json`,
+		Example: `  hookinbox-lab soak                     # 20,000 events (make soak)
+  hookinbox-lab soak --events 2000 --kill-every 5s --keep
+  hookinbox-lab soak --seed 42 --json soak.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			bin, err := os.Executable()
+			bin, err := serviceBinary(binary)
 			if err != nil {
-				return fmt.Errorf("find this binary: %w", err)
+				return err
 			}
 			o.Binary, o.Progress = bin, out
 			res, err := soak.Run(cmd.Context(), o)
@@ -70,7 +73,7 @@ Run it from inside the repository: the Temporal CLI is built into .tools/ on fir
 				fmt.Fprintln(out, "\nthe backlog did not drain within --converge-timeout (see the pending rows above)")
 			}
 			if !res.Report.OK || !res.Converged {
-				return exitCode{code: 1}
+				return cli.ExitCode{Code: 1}
 			}
 			return nil
 		},
@@ -95,7 +98,25 @@ Run it from inside the repository: the Temporal CLI is built into .tools/ on fir
 	f.BoolVar(&o.Keep, "keep", false, "keep the folder (it is kept anyway on a violation)")
 	f.BoolVar(&o.TemporalUI, "temporal-ui", false, "serve the soak's Temporal UI on a free port (printed at start)")
 	f.StringVar(&jsonOut, "json", "", "also write the invariants and the summary as JSON to this file")
+	f.StringVar(&binary, "binary", "", "the hookinbox service binary whose webhook and worker run (default: hookinbox beside this binary)")
 	return cmd
+}
+
+// serviceBinary is the hookinbox binary the soak runs as intake and worker
+// processes: the given path, or hookinbox in this binary's folder.
+func serviceBinary(given string) (string, error) {
+	if given == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("find this binary: %w", err)
+		}
+		given = filepath.Join(filepath.Dir(self), "hookinbox")
+	}
+	info, err := os.Stat(given)
+	if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", cli.Usagef("no hookinbox service binary at %s: build it (make build) or give --binary", given)
+	}
+	return filepath.Abs(given)
 }
 
 func writeSoakJSON(path string, res *soak.Result) error {

@@ -15,7 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/internal/verify"
+	"github.com/hookinbox/hookinbox/lab/verify"
 	"github.com/hookinbox/hookinbox/simulator"
 )
 

@@ -21,7 +21,7 @@ func ReadTruth(r io.Reader) (simulator.Truth, error) {
 }
 
 // FetchTruth gets the ground truth of the simulator serving at baseURL
-// (e.g. http://127.0.0.1:12111, what `hookinbox simulate` prints).
+// (e.g. http://127.0.0.1:12111, what `hookinbox-lab simulate` prints).
 func FetchTruth(ctx context.Context, client *http.Client, baseURL string) (simulator.Truth, error) {
 	if client == nil {
 		client = http.DefaultClient

@@ -20,9 +20,10 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/verify"
+	"github.com/hookinbox/hookinbox/lab/verify"
 	"github.com/hookinbox/hookinbox/simulator"
 	"github.com/hookinbox/hookinbox/soak"
 	"github.com/hookinbox/hookinbox/starter"
@@ -67,7 +68,7 @@ at the end (their API goes away with it) unless --keep-endpoints; the data stays
 
 Exit status 1 if the local stack is not running or an invariant does not hold.`,
 		Example: `  make run    # in another terminal
-  make demo   # or: hookinbox demo --versions --customers 10`,
+  make demo   # or: hookinbox-lab demo --versions --customers 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd, f)
@@ -106,7 +107,7 @@ func newDemoRun() demoRun {
 		stripeSecret: "whsec_demo_" + id, feedbackSecret: simulator.StandardSecret("demo-feedback-" + id),
 		teamSecret: simulator.StandardSecret("demo-team-" + id),
 		// An API key of its own: another endpoint registered on the same
-		// address (hookinbox simulate's default) gets 401, never this run's
+		// address (hookinbox-lab simulate's default) gets 401, never this run's
 		// account's invoices and events under its own account.
 		apiKey: "sk_test_demo_" + id,
 	}
@@ -121,13 +122,13 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	}
 	st, tc, err := demoPreflight(ctx, cfg, f)
 	if err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), `hookinbox demo needs the local stack, and it is not running:
+		fmt.Fprintf(cmd.ErrOrStderr(), `hookinbox-lab demo needs the local stack, and it is not running:
   %v
 
 Start it in another terminal with 'make run' (intake on :8080, PostgreSQL, Temporal, Mailpit),
 wait for "hookinbox local stack is up", then run 'make demo' again.
 `, err)
-		return exitCode{code: 1}
+		return cli.ExitCode{Code: 1}
 	}
 	defer st.Close()
 	defer tc.Close()
@@ -141,7 +142,7 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.apiListen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("%s is in use (is 'hookinbox simulate' running?): pick another address with --api-listen", f.apiListen)
+			return fmt.Errorf("%s is in use (is 'hookinbox-lab simulate' running?): pick another address with --api-listen", f.apiListen)
 		}
 		return fmt.Errorf("listen %s: %w", f.apiListen, err)
 	}
@@ -159,7 +160,7 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	defer stopTeam()
 	target, err := url.Parse(f.target)
 	if err != nil || target.Host == "" {
-		return usagef("--target %q is not a URL like http://127.0.0.1:8080", f.target)
+		return cli.Usagef("--target %q is not a URL like http://127.0.0.1:8080", f.target)
 	}
 	relay := soak.NewRelay(1, f.loseRate, f.seed)
 	relay.SetBackend(0, target.Host)
@@ -250,7 +251,7 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	}
 	demoWhereToLook(out, f, cfg, run, truth, backfill)
 	if !report.OK {
-		return exitCode{code: 1}
+		return cli.ExitCode{Code: 1}
 	}
 	return nil
 }
@@ -401,19 +402,9 @@ func demoRegister(ctx context.Context, st *store.Store, run demoRun, apiURL, tea
 // demoSideBySide prints what the provider knows beside what the database holds.
 func demoSideBySide(ctx context.Context, out io.Writer, st *store.Store, run demoRun, truth simulator.Truth, rep simulator.Report,
 	relay *soak.Relay, team *soak.TeamReceiver, backfill soak.BackfillRun) error {
-	var grants, alerts, quarantined, recovered, rows, done int64
-	var balance int64
-	err := st.Pool.QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM credit_grants WHERE source_account = $1),
-		       (SELECT count(*) FROM feedback_alerts WHERE project = $2),
-		       (SELECT count(*) FROM inbox_quarantine WHERE source_account = ANY(ARRAY[$1, $2])),
-		       (SELECT count(*) FROM webhook_inbox WHERE source_account = $1 AND origin = 'backfill'),
-		       (SELECT count(*) FROM webhook_inbox WHERE source_account = ANY(ARRAY[$1, $2])),
-		       (SELECT count(*) FROM webhook_inbox WHERE source_account = ANY(ARRAY[$1, $2]) AND status = 'done'),
-		       (SELECT credits_balance FROM workspaces WHERE id = $3)`,
-		run.account, run.project, run.workspace).Scan(&grants, &alerts, &quarantined, &recovered, &rows, &done, &balance)
+	n, err := verify.TallyRun(ctx, st.Pool, run.account, run.project, run.workspace)
 	if err != nil {
-		return fmt.Errorf("read the receiver's state: %w", err)
+		return err
 	}
 	paid, second := len(truth.PaidInvoices), 0
 	for _, inv := range truth.PaidInvoices {
@@ -445,13 +436,13 @@ func demoSideBySide(ctx context.Context, out io.Writer, st *store.Store, run dem
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  \tPROVIDER (ground truth)\tHOOKINBOX (database)")
 	fmt.Fprintf(tw, "  events\t%d distinct, %d deliveries (%d duplicates, %d same id/other body, %d answers lost)\t%d inbox rows, %d done; %d quarantined\n",
-		len(verify.SentFrom(rep).Events), st2.Planned, st2.Duplicates, st2.Conflicts, relay.Stats().LostAnswers, rows, done, quarantined)
-	fmt.Fprintf(tw, "  paid invoices\t%d (%d announced twice)\t%d credit grants\n", paid, second, grants)
-	fmt.Fprintf(tw, "  credits of %s\t%d × 100 = %d\t%d\n", run.workspace, paid, paid*100, balance)
+		len(verify.SentFrom(rep).Events), st2.Planned, st2.Duplicates, st2.Conflicts, relay.Stats().LostAnswers, n.InboxRows, n.InboxDone, n.Quarantined)
+	fmt.Fprintf(tw, "  paid invoices\t%d (%d announced twice)\t%d credit grants\n", paid, second, n.Grants)
+	fmt.Fprintf(tw, "  credits of %s\t%d × 100 = %d\t%d\n", run.workspace, paid, paid*100, n.Balance)
 	fmt.Fprintf(tw, "  subscriptions\t%d, %d canceled, %d with access\t%d projections, %d canceled, %d with access\n",
 		len(truth.Subscriptions), canceled, access, len(projs), pCanceled, pAccess)
-	fmt.Fprintf(tw, "  feedback items\t%d\t%d alerts; team endpoint got %d (%d refused with 503 first)\n", len(truth.Feedback), alerts, team.Stats().Distinct, team.Stats().Refused)
-	fmt.Fprintf(tw, "  never delivered\t%d event(s)\t%d recovered by the backfill %s\n", len(truth.DroppedEvents), recovered, backfill.WorkflowID)
+	fmt.Fprintf(tw, "  feedback items\t%d\t%d alerts; team endpoint got %d (%d refused with 503 first)\n", len(truth.Feedback), n.Alerts, team.Stats().Distinct, team.Stats().Refused)
+	fmt.Fprintf(tw, "  never delivered\t%d event(s)\t%d recovered by the backfill %s\n", len(truth.DroppedEvents), n.Backfilled, backfill.WorkflowID)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

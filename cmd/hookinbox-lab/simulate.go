@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/simulator"
 )
 
@@ -63,9 +64,9 @@ the events list shows. Afterwards it keeps serving the API until interrupted
 (reconciliation needs it) unless --exit is given.
 
 Register the endpoints it prints before the first run (see docs/simulator.md).`,
-		Example: `  hookinbox simulate --seed 7 --duplicate-rate 0.2 --reorder-window 5 --drop-rate 0.05
-  hookinbox simulate --connect --versions --api-429-rate 0.1 --exit
-  hookinbox simulate --no-send   # only serve the API, email API and truth`,
+		Example: `  hookinbox-lab simulate --seed 7 --duplicate-rate 0.2 --reorder-window 5 --drop-rate 0.05
+  hookinbox-lab simulate --connect --versions --api-429-rate 0.1 --exit
+  hookinbox-lab simulate --no-send   # only serve the API, email API and truth`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd, f)
@@ -142,10 +143,10 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	out := cmd.OutOrStdout()
 
 	if !slices.Contains([]string{simulator.LoseClose, simulator.Lose5xx, simulator.LoseTimeout}, f.cfg.Email.LoseMode) {
-		return usageError{msg: fmt.Sprintf("--email-lose-mode must be close, 5xx or timeout, not %q", f.cfg.Email.LoseMode)}
+		return cli.UsageError{Msg: fmt.Sprintf("--email-lose-mode must be close, 5xx or timeout, not %q", f.cfg.Email.LoseMode)}
 	}
 	if !f.cfg.Connect && len(f.cfg.Accounts) > 1 {
-		return usageError{msg: "several --accounts need --connect (without Connect each account has its own endpoint)"}
+		return cli.UsageError{Msg: "several --accounts need --connect (without Connect each account has its own endpoint)"}
 	}
 	// A flag's 0 means none; the Config's 0 means its default.
 	sc := &f.cfg.Scenario

@@ -2,11 +2,11 @@
 // ground truth, simulator.Truth, plus what its sender saw acknowledged) with
 // what hookinbox's database converged to, and reports named invariants, each
 // with the expected and actual counts, OK or VIOLATION, and the first few
-// offenders. The chaos soak (package soak) and `hookinbox demo` print its
+// offenders. The chaos soak (package soak) and `hookinbox-lab demo` print its
 // table; its JSON is for machines.
 //
 // The truth comes from Simulator.Truth or, for a simulator in another
-// process (`hookinbox simulate`), from FetchTruth (GET /_sim/truth). With
+// process (`hookinbox-lab simulate`), from FetchTruth (GET /_sim/truth). With
 // the sender's reports (SentFrom) a few checks see more: every event sent,
 // the bodies, the conflicting copies.
 //

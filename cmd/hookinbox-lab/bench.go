@@ -15,10 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox/bench"
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 )
 
-// benchReport is everything one `hookinbox bench` run measured.
+// benchReport is everything one `hookinbox-lab bench` run measured.
 type benchReport struct {
 	Started     time.Time            `json:"started"`
 	Cores       int                  `json:"cores"`
@@ -40,7 +41,7 @@ func newBenchCmd() *cobra.Command {
 		maxConns                                   int32
 		dbURL, temporalAddr, save                  string
 		ephemeral, freshTemporal, widePool         bool
-		output                                     = outputFormat("table")
+		output                                     = cli.OutputFormat("table")
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -68,7 +69,7 @@ settings unless --ephemeral) and Temporal dev server (SQLite file with the WAL p
 'make run'; a fresh one per end-to-end run unless --fresh-temporal=false), and removes them
 at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitignored):
 
-  hookinbox bench --output json > bench-results/$(date +%Y%m%d-%H%M).json`,
+  hookinbox-lab bench --output json > bench-results/$(date +%Y%m%d-%H%M).json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -76,7 +77,7 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 			want := map[string]bool{}
 			for _, s := range benchSplit(suites) {
 				if s != "intake" && s != "e2e" && s != "scale" {
-					return usagef("--suite: unknown suite %q (intake, e2e, scale)", s)
+					return cli.Usagef("--suite: unknown suite %q (intake, e2e, scale)", s)
 				}
 				want[s] = true
 			}
@@ -92,12 +93,12 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 			bR, err1 := strconv.Atoi(br)
 			bE, err2 := strconv.Atoi(be)
 			if !ok || err1 != nil || err2 != nil || bR <= 0 || bE <= 0 {
-				return usagef("--burst: want RESOURCESxEVENTS, e.g. 50x40")
+				return cli.Usagef("--burst: want RESOURCESxEVENTS, e.g. 50x40")
 			}
 			ds := benchSplit(designs)
 			for _, d := range ds {
 				if d != bench.DesignHookinbox && d != bench.DesignNaive && d != bench.DesignActivity {
-					return usagef("--designs: unknown design %q (hookinbox, naive, hookinbox-activity)", d)
+					return cli.Usagef("--designs: unknown design %q (hookinbox, naive, hookinbox-activity)", d)
 				}
 			}
 
@@ -152,7 +153,7 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 				if err != nil {
 					return err
 				}
-				err = render(f, "json", rep, nil, nil)
+				err = cli.Render(f, "json", rep, nil, nil)
 				if cerr := f.Close(); err == nil {
 					err = cerr
 				}
@@ -161,7 +162,7 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 				}
 			}
 			if output == "json" {
-				return render(out, output, rep, nil, nil)
+				return cli.Render(out, output, rep, nil, nil)
 			}
 			return printBench(out, rep)
 		},
@@ -208,7 +209,7 @@ func benchInts(flag, s string) ([]int, error) {
 	for _, p := range benchSplit(s) {
 		n, err := strconv.Atoi(p)
 		if err != nil || n <= 0 {
-			return nil, usagef("%s: %q is not a positive number", flag, p)
+			return nil, cli.Usagef("%s: %q is not a positive number", flag, p)
 		}
 		out = append(out, n)
 	}
@@ -244,7 +245,7 @@ func printBench(w io.Writer, rep benchReport) error {
 			}
 			rows = append(rows, append(row, every, r.Load))
 		}
-		if err := render(w, "table", nil, header, rows); err != nil {
+		if err := cli.Render(w, "table", nil, header, rows); err != nil {
 			return err
 		}
 	}
@@ -381,7 +382,7 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 		fmt.Fprint(w, "; ev/s is the mean of a design's runs (every run in the last column), other columns its run closest to the mean")
 	}
 	fmt.Fprintln(w, ")")
-	return render(w, "table", nil, header, rows)
+	return cli.Render(w, "table", nil, header, rows)
 }
 
 // printBenchHistory breaks history events per event down by type, per run.
