@@ -10,7 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/webhook"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 func newWorkspacesCmd() *cobra.Command {
@@ -58,7 +58,7 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return usagef("--webhook must be an http(s) URL")
 				}
-				if err := webhook.ValidateSecret(keys.ProviderStandard, secret); err != nil {
+				if err := providers.ValidateSecret(keys.ProviderStandard, secret); err != nil {
 					return usagef("--secret: %v", err)
 				}
 				d.Kind, d.Target, d.Secret = "webhook", hook, secret
