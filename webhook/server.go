@@ -234,6 +234,7 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		d.detail = res.Reason + ": " + res.Detail
 		switch res.Reason {
 		case store.ReasonMalformed:
+			d.outcome = outMalformed
 			return http.StatusBadRequest, gin.H{"error": res.Detail, "status": "quarantined", "reason": res.Reason}
 		case store.ReasonConflictingDuplicate:
 			return http.StatusOK, quarantined(d, res)
