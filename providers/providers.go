@@ -95,6 +95,7 @@ type Normalized struct {
 // the sender only learns 401.
 type Unauthenticated struct{ Reason string }
 
+// Error says the check failed and why.
 func (e *Unauthenticated) Error() string { return "unauthenticated: " + e.Reason }
 
 // Unauthenticatedf is an *Unauthenticated.
@@ -106,6 +107,7 @@ func Unauthenticatedf(format string, args ...any) error {
 // it is quarantined with Reason as its detail.
 type MalformedError struct{ Reason string }
 
+// Error is the reason, as the quarantine records it.
 func (e *MalformedError) Error() string { return e.Reason }
 
 // Malformedf is a *MalformedError.
