@@ -64,10 +64,11 @@ bench: tools lab ## Benchmarks: intake vs raw INSERT, end to end vs the naive de
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can report a spurious
 # "context deadline exceeded" failure at the end of the window (golang/go#75804, fixed in 1.27).
 FUZZTIME ?= 30000x
+FUZZPKGS ?= ./webhook ./admission
 .PHONY: fuzz
-fuzz: ## Fuzz the intake: FUZZTIME executions per target (default 30000x); findings land in webhook/testdata/fuzz
-	@for t in $$($(GO) test ./webhook -list '^Fuzz' | grep '^Fuzz'); do \
-		echo "== $$t"; $(GO) test ./webhook -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; done
+fuzz: ## Fuzz the intake and admission: FUZZTIME executions per target (default 30000x); findings land in <pkg>/testdata/fuzz
+	@for p in $(FUZZPKGS); do for t in $$($(GO) test $$p -list '^Fuzz' | grep '^Fuzz'); do \
+		echo "== $$p $$t"; $(GO) test $$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; done; done
 
 .PHONY: fmt
 fmt: ## Format the code

@@ -15,8 +15,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/catalog"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
-	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // Handler applies the business effect of one inbox event. It runs outside
@@ -175,7 +175,7 @@ func (a *Activities) HandleEvent(ctx context.Context, in HandleInput) (HandleRes
 func (a *Activities) retry(ctx context.Context, in HandleInput, handler string, err error) error {
 	attempt := in.PriorAttempts + int(activity.GetInfo(ctx).Attempt)
 	delay := fullJitter(attempt, a.RetryInitial, a.RetryMax)
-	if d, ok := provider.RetryAfter(err); ok && d > delay {
+	if d, ok := providers.RetryAfter(err); ok && d > delay {
 		delay = d
 	}
 	a.record(ctx, in.Key, err, time.Now().Add(delay))
@@ -248,7 +248,7 @@ func (a *Activities) ReconcileResource(ctx context.Context, in ReconcileInput) (
 		}
 		attempt := int(activity.GetInfo(ctx).Attempt)
 		delay := fullJitter(attempt, a.RetryInitial, a.RetryMax)
-		if d, ok := provider.RetryAfter(err); ok && d > delay {
+		if d, ok := providers.RetryAfter(err); ok && d > delay {
 			delay = d
 		}
 		return out, temporal.NewApplicationErrorWithOptions(err.Error(), "ReconcileError",

@@ -9,10 +9,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/webhook"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // BackfillTypes are the Stripe event types the facts backfill lists: every
@@ -41,10 +41,10 @@ type BackfillPageInput struct {
 }
 
 // BackfillPage lists one page of a scope's provider events and feeds each
-// through the intake's own path (SPEC R19): the endpoint's current settings
-// and links derive the inbox event (webhook.Derive), marked as backfilled,
-// and the event key's UNIQUE constraint settles whether the inbox already
-// has it. An existing key (same body or not: the list API may serialize an
+// through the intake's own path (SPEC R19): admission derives the inbox
+// event with the endpoint's current settings and links, marked as
+// backfilled, and the event key's UNIQUE constraint settles whether the
+// inbox already has it. An existing key (same body or not: the list API may serialize an
 // event differently from its webhook) is simply "already have it", never
 // quarantined. Each newly inserted pending event rings its resource's
 // doorbell; the business handlers' keys make its effect happen once, so a
@@ -77,7 +77,7 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 			return PageResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidScope", err)
 		}
 	}
-	q := provider.EventQuery{Since: in.Since, Types: in.Types, Cursor: in.Cursor, Limit: in.Limit}
+	q := providers.EventQuery{Since: in.Since, Types: in.Types, Cursor: in.Cursor, Limit: in.Limit}
 	page, err := client.ListEvents(ctx, in.Scope.Account, q)
 	if cursorGone(err, in.Cursor) {
 		a.log(ctx).Warn("the pass's cursor no longer exists at the provider; listing again from the start",
@@ -91,10 +91,11 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 	res := PageResult{Listed: len(page.Items)}
 	var ring []keys.Resource
 	ringing := map[keys.Resource]keys.Event{}
+	adm, aep := admission.New(admission.Options{Store: a.Store}), admission.NewEndpoint(ep)
 	for i, e := range page.Items {
-		ev, err := webhook.Derive(ep, nil, e.Raw, e.Raw)
-		if err == nil && ev.Key.Account != in.Scope.Account {
-			err = fmt.Errorf("the event belongs to account %s, the pass lists %s", ev.Key.Account, in.Scope.Account)
+		ad, err := adm.Admit(ctx, aep, admission.Delivery{Body: e.Raw, Account: in.Scope.Account}, keys.OriginBackfill)
+		if errors.Is(err, admission.ErrNotStored) {
+			return res, err // retried: the inserts are idempotent
 		}
 		if err != nil {
 			res.Rejected++
@@ -102,15 +103,11 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 				"endpoint", ep.Slug, "reason", err.Error())
 			continue
 		}
-		ev.Origin = keys.OriginBackfill
-		ins, err := store.InsertInboxEvent(ctx, a.Store.Pool, ev)
-		if err != nil {
-			return res, err // retried: the inserts are idempotent
-		}
-		if ins.Outcome != store.Inserted {
+		if ad.Outcome == admission.Duplicate {
 			res.Duplicates++
 			continue
 		}
+		ev := ad.Event
 		res.Inserted++
 		a.log(ctx).Info("backfilled a missing event", "event_key", ev.Key.String(), "type", ev.EventType, "status", ev.Status)
 		if r := ev.Resource(); ev.Status == keys.StatusPending {

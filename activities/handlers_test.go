@@ -12,9 +12,9 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/simulator"
 )
 
@@ -139,10 +139,10 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 		_, err := h.Handle(b.ctx, ev)
 		require.Error(t, err, tt.name)
 		require.Equal(t, tt.permanent, activities.IsPermanent(err), tt.name)
-		require.Equal(t, tt.retryable, provider.IsRetryable(err), tt.name)
+		require.Equal(t, tt.retryable, providers.IsRetryable(err), tt.name)
 		require.EqualValues(t, 0, b.balance(t), tt.name)
 	}
-	d, ok := provider.RetryAfter(func() error {
+	d, ok := providers.RetryAfter(func() error {
 		b.sim.InjectAPIFault(simulator.Fault{Path: "/v1/invoices/", Status: 429, RetryAfter: 3 * time.Second, Times: 1})
 		_, err := h.Handle(b.ctx, ev)
 		return err

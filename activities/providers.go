@@ -7,15 +7,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
+	_ "github.com/hookinbox/hookinbox/providers/all" // the registry the clients come from
 )
 
 // Providers gives handlers the API client of the endpoint an event came
 // through (each endpoint has its own API base URL and key).
 type Providers interface {
-	For(ctx context.Context, endpointSlug string) (provider.Client, error)
+	For(ctx context.Context, endpointSlug string) (providers.Client, error)
 }
 
 // EndpointProviders builds clients from the endpoint registry, cached for a
@@ -29,13 +29,13 @@ type EndpointProviders struct {
 }
 
 type cachedClient struct {
-	client provider.Client
+	client providers.Client
 	at     time.Time
 }
 
 // For returns the endpoint's client. An endpoint without an API key cannot
 // be asked anything: that is a permanent error until an operator adds one.
-func (p *EndpointProviders) For(ctx context.Context, slug string) (provider.Client, error) {
+func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Client, error) {
 	ttl := p.TTL
 	if ttl <= 0 {
 		ttl = 30 * time.Second
@@ -56,13 +56,14 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (provider.Clie
 	if ep.APIKey == "" {
 		return nil, Permanent(fmt.Errorf("endpoint %s has no API key: register it with --api-key (and --api-base-url) to fetch from the provider", slug))
 	}
-	var c provider.Client
-	switch ep.Provider {
-	case keys.ProviderStripe:
-		own, _ := ep.OwnAccount()
-		c = provider.NewStripe(provider.StripeConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, PlatformAccount: own})
-	default:
-		return nil, Permanent(fmt.Errorf("no API client for provider %s", ep.Provider))
+	pr, ok := providers.Lookup(ep.Provider)
+	if !ok {
+		return nil, Permanent(fmt.Errorf("no API client for provider %s: %w", ep.Provider, providers.ErrUnknown))
+	}
+	own, _ := ep.OwnAccount()
+	c, err := providers.NewClient(pr, providers.ClientConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, OwnAccount: own})
+	if err != nil {
+		return nil, Permanent(err)
 	}
 	p.mu.Lock()
 	if p.cache == nil {
@@ -77,7 +78,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (provider.Clie
 // fail the event at once; not-found and retryable ones are retried (a 404
 // is never read as a state: it may be the provider catching up).
 func providerErr(err error) error {
-	if provider.IsPermanent(err) {
+	if providers.IsPermanent(err) {
 		return Permanent(err)
 	}
 	return err

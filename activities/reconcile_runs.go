@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // This file holds the activities of the long-running reconciliation passes
@@ -141,11 +141,11 @@ func (a *Activities) ReconcilePage(ctx context.Context, in ReconcilePageInput) (
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list subscriptions", err)
 	}
-	page, err := client.ListSubscriptions(ctx, in.Scope.Account, provider.ListQuery{Cursor: in.Cursor, Limit: in.Limit})
+	page, err := client.ListSubscriptions(ctx, in.Scope.Account, providers.ListQuery{Cursor: in.Cursor, Limit: in.Limit})
 	if cursorGone(err, in.Cursor) {
 		a.log(ctx).Warn("the pass's cursor no longer exists at the provider; listing again from the start",
 			"checkpoint", in.Checkpoint, "cursor", in.Cursor)
-		page, err = client.ListSubscriptions(ctx, in.Scope.Account, provider.ListQuery{Limit: in.Limit})
+		page, err = client.ListSubscriptions(ctx, in.Scope.Account, providers.ListQuery{Limit: in.Limit})
 	}
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list subscriptions", err)
@@ -227,7 +227,7 @@ func pace(ctx context.Context, rate float64, n int) error {
 // of the previous page) no longer exists: the pass cannot continue from
 // there, so it lists again from the start (items seen twice are harmless).
 func cursorGone(err error, cursor string) bool {
-	var perr *provider.Error
+	var perr *providers.Error
 	return cursor != "" && errors.As(err, &perr) && perr.StatusCode == http.StatusBadRequest && perr.Code == "resource_missing"
 }
 
@@ -245,11 +245,11 @@ func (a *Activities) providers() Providers {
 // are retried after a jittered backoff raised to the provider's
 // Retry-After, so a rate-limited pass waits as long as it is told to.
 func (a *Activities) providerFailure(ctx context.Context, op string, err error) error {
-	if provider.IsPermanent(err) || IsPermanent(err) {
+	if providers.IsPermanent(err) || IsPermanent(err) {
 		return temporal.NewNonRetryableApplicationError(op+": "+err.Error(), "ProviderPermanent", err)
 	}
 	delay := fullJitter(int(activity.GetInfo(ctx).Attempt), a.RetryInitial, a.RetryMax)
-	if d, ok := provider.RetryAfter(err); ok && d > delay {
+	if d, ok := providers.RetryAfter(err); ok && d > delay {
 		delay = d
 	}
 	a.log(ctx).Warn("provider call failed; retrying", "op", op, "next_retry_in", delay.String(), "error", err.Error())

@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
+	"github.com/hookinbox/hookinbox/providers/stripe"
 )
 
 // Subscription statuses that matter to the access rule.
@@ -42,7 +43,7 @@ type Subscriptions struct {
 // SubscriptionPlan is what an attempt read and fetched, before it writes.
 type SubscriptionPlan struct {
 	Versioned bool
-	Snapshot  provider.Subscription
+	Snapshot  providers.Subscription
 	Deleted   bool
 	// ReadSeq is the projection's write_seq when the attempt began (0: none).
 	ReadSeq int64
@@ -67,7 +68,7 @@ func (s *Subscriptions) Handle(ctx context.Context, ev *store.StoredEvent) (Outc
 func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (SubscriptionPlan, error) {
 	plan := SubscriptionPlan{Deleted: ev.EventType == "customer.subscription.deleted"}
 	if ev.ProviderVersion != nil {
-		snap, err := provider.SubscriptionFromEvent(ev.Key.Account, ev.Payload)
+		snap, err := stripe.SubscriptionFromEvent(ev.Key.Account, ev.Payload)
 		if err != nil {
 			return plan, Permanent(err)
 		}

@@ -18,7 +18,8 @@ package webhook_test
 // the body by the secret the input selects: registered, or not.
 //
 // Seeds live in testdata/fuzz/<FuzzName>/ and run as unit tests in
-// `go test ./webhook`; explore with, for example,
+// `go test ./webhook` (the pure derivation step's target, FuzzDerive, is in
+// package admission); explore with, for example,
 //
 //	go test ./webhook -run '^$' -fuzz '^FuzzStripeSignature$' -fuzztime 90s
 //
@@ -37,7 +38,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,7 +48,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v84/webhook"
 
@@ -715,67 +714,6 @@ func setIf(h http.Header, k, v string) {
 	if v != "" {
 		h.Set(k, v)
 	}
-}
-
-// FuzzDerive runs the pure derivation step (shared by the intake, the
-// quarantine's re-admission and the backfill) without a database: no
-// panic, and an event it accepts has every key part, fits the columns
-// (255 bytes) and can be stored in PostgreSQL text columns (valid UTF-8
-// without NUL), with status pending exactly when a handler takes its type.
-func FuzzDerive(f *testing.F) {
-	f.Add(uint8(0), stripeBody("evt_d_1", "invoice.paid", "in_1", "invoice", false, ""), "", "")
-	f.Add(uint8(1), stripeBody("evt_d_2", "customer.subscription.deleted", "sub_1", "subscription", true, `"account":"acct_c1",`), "", "")
-	f.Add(uint8(2), []byte(`{"action":"closed","installation":{"id":4242},"repository":{"full_name":"octo/hello"}}`), "d-1", "pull_request")
-	f.Add(uint8(4), []byte(`{"type":"feedback.created","data":{"id":"fb_1","project_id":"proj_1"}}`), "msg_1", "")
-	f.Add(uint8(5), []byte(`{"event":{"type":"thing.changed","object":{"id":"th_1","seq":3.5}}}`), "msg_2", "")
-	f.Add(uint8(6), []byte(`{"id":1,"email":"a@b.c"}`), "e-1", "customers/create")
-	eps := map[string]*store.Endpoint{}
-	for _, e := range fuzzEndpoints {
-		eps[e.slug] = &store.Endpoint{Slug: e.slug, Provider: e.provider, Environment: e.environment, Account: e.own,
-			Settings: e.settings, Links: e.links}
-	}
-	f.Fuzz(func(t *testing.T, route uint8, body []byte, idHeader, typeHeader string) {
-		d := signedDelivery(signedRoutes[int(route)%len(signedRoutes)], body, headerValue(idHeader), headerValue(typeHeader))
-		payload := d.body
-		if strings.HasPrefix(d.header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-			form, err := url.ParseQuery(string(d.body))
-			if err != nil {
-				return // the verifier refuses it before derivation
-			}
-			payload = []byte(form.Get("payload"))
-		}
-		ev, err := hwebhook.Derive(eps[d.slug], d.header, payload, d.body)
-		if ev == nil {
-			t.Fatal("Derive returned no event")
-		}
-		if err != nil {
-			var rej *hwebhook.Rejection
-			if !errors.As(err, &rej) {
-				t.Fatalf("Derive failed without a rejection: %v", err)
-			}
-			return
-		}
-		for name, v := range map[string]string{"account": ev.Key.Account, "event_id": ev.Key.EventID,
-			"environment": ev.Key.Environment, "workspace": ev.WorkspaceID, "event_type": ev.EventType,
-			"resource_kind": ev.ResourceKind, "resource_id": ev.ResourceID} {
-			if v == "" {
-				t.Fatalf("derived event has an empty %s", name)
-			}
-			if len(v) > 255 && name != "resource_kind" {
-				t.Fatalf("derived %s is %d bytes", name, len(v))
-			}
-			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-				t.Fatalf("derived %s %q cannot be stored in a PostgreSQL text column (invalid UTF-8 or NUL)", name, v)
-			}
-		}
-		if !ev.Resource().Valid() {
-			t.Fatalf("derived resource %+v is incomplete", ev.Resource())
-		}
-		_, handled := catalog.HandlerFor(ev.Key.Provider, ev.EventType)
-		if handled != (ev.Status == keys.StatusPending) {
-			t.Fatalf("status %s for type %q (handled: %v)", ev.Status, ev.EventType, handled)
-		}
-	})
 }
 
 // TestFuzzHarness checks the harness and its oracles on deliveries whose

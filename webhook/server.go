@@ -6,22 +6,21 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // Handoff rings a resource workflow's doorbell after an event is committed.
 // It must not block: the answer to the sender never waits on Temporal.
-type Handoff interface {
-	Notify(r keys.Resource, e keys.Event)
-}
+type Handoff = admission.Handoff
 
 // Options configure the intake.
 type Options struct {
@@ -44,9 +43,9 @@ type Options struct {
 
 // Server is the webhook intake.
 type Server struct {
-	o     Options
-	cache *endpointCache
-	log   *slog.Logger
+	o   Options
+	adm *admission.Admitter
+	log *slog.Logger
 }
 
 // New builds the intake.
@@ -60,7 +59,9 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New()
 	}
-	return &Server{o: o, cache: newEndpointCache(o.Store, o.CacheTTL), log: o.Logger}
+	adm := admission.New(admission.Options{Store: o.Store, Handoff: o.Handoff, Tolerance: o.Tolerance,
+		CacheTTL: o.CacheTTL, Now: o.Now})
+	return &Server{o: o, adm: adm, log: o.Logger}
 }
 
 // Handler returns the HTTP handler: POST /webhooks/:endpoint, /healthz,
@@ -181,10 +182,11 @@ func failure(d *delivery, outcome, msg string) gin.H {
 	return gin.H{"error": msg}
 }
 
-// handle runs the intake steps in order: endpoint, body, signature,
-// normalization, tenant mapping, commit, hand-off.
+// handle runs the intake's HTTP steps (endpoint, body limit) and hands the
+// delivery to admission (signature, normalization, tenant mapping, commit,
+// hand-off), then maps what it did to the answer.
 func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int, gin.H) {
-	ep, err := s.cache.get(ctx, d.slug, false)
+	ep, err := s.adm.Endpoint(ctx, d.slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return http.StatusNotFound, failure(d, outNotFound, "unknown endpoint")
 	}
@@ -206,107 +208,45 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		return http.StatusBadRequest, failure(d, outBadRequest, "could not read body")
 	}
 
-	v, err := verify(ep, r.Header, raw, s.o.Tolerance, s.o.Now())
-	if err != nil {
-		// The secret may have just been added: reload once and retry.
-		if fresh, ferr := s.cache.get(ctx, d.slug, true); ferr == nil && fresh != ep {
-			ep = fresh
-			v, err = verify(ep, r.Header, raw, s.o.Tolerance, s.o.Now())
-		}
-	}
-	if err != nil {
+	res, err := s.adm.Admit(ctx, ep, admission.Delivery{Header: r.Header, Body: raw}, keys.OriginWebhook)
+	d.key, d.resource = res.Key, res.Resource
+	var unauth *providers.Unauthenticated
+	switch {
+	case errors.As(err, &unauth):
 		d.outcome, d.detail = outUnauthorized, err.Error()
 		return http.StatusUnauthorized, gin.H{"error": "invalid or missing signature"}
-	}
-
-	ev, err := Derive(ep.Endpoint, r.Header, v.payload, raw)
-	var rej *Rejection
-	if errors.As(err, &rej) && rej.Reason == store.ReasonUnknownAccount {
-		// The link may have just been added: reload once and derive again.
-		if fresh, ferr := s.cache.get(ctx, d.slug, true); ferr == nil && fresh != ep {
-			ep = fresh
-			ev, err = Derive(ep.Endpoint, r.Header, v.payload, raw)
-		}
-	}
-	d.key = ev.Key
-	if err != nil {
-		if !errors.As(err, &rej) {
-			d.detail = err.Error()
-			return http.StatusInternalServerError, failure(d, outUnavailable, "internal error")
-		}
-		q := quarantineEntry(ev, r.Header, rej)
-		if rej.Reason == store.ReasonMalformed {
-			return s.quarantine(ctx, d, q, http.StatusBadRequest, outMalformed)
-		}
-		return s.quarantine(ctx, d, q, http.StatusAccepted, outQuarantined)
-	}
-	ev.SecretID, ev.Origin = v.secretID, keys.OriginWebhook
-	d.resource = ev.Resource()
-	handled := ev.Status == keys.StatusPending
-
-	res, err := store.InsertInboxEvent(ctx, s.o.Store.Pool, ev)
-	if err != nil {
+	case errors.Is(err, admission.ErrNotStored):
 		// Commit failed or its outcome is unknown: the sender must retry.
-		d.detail = err.Error()
 		return http.StatusServiceUnavailable, failure(d, outUnavailable, "could not store the event, retry later")
+	case err != nil:
+		return http.StatusInternalServerError, failure(d, outUnavailable, "internal error")
 	}
 	switch res.Outcome {
-	case store.Inserted:
-		if !handled {
-			d.detail = ev.LastError
-			return http.StatusOK, answer(d, outIgnored, ev.LastError)
-		}
-		s.o.Handoff.Notify(d.resource, d.key)
+	case admission.Accepted:
 		return http.StatusOK, answer(d, outAccepted, "")
-	case store.Duplicate:
-		// Leave the row alone; a pending one gets another doorbell in case
-		// the first hand-off was lost (it is coalesced if still queued).
-		if res.ExistingStatus == keys.StatusPending {
-			s.o.Handoff.Notify(d.resource, d.key)
-		}
-		return http.StatusOK, answer(d, outDuplicate, "already accepted ("+res.ExistingStatus+")")
-	default: // Conflict: same event key, different body.
-		q := quarantineEntry(ev, r.Header, &Rejection{Reason: store.ReasonConflictingDuplicate,
-			Detail: "event key already accepted with a different body; the original is kept"})
-		return s.quarantine(ctx, d, q, http.StatusOK, outQuarantined)
-	}
-}
-
-// quarantine stores the delivery for investigation and answers code, or 503
-// if it could not be stored (so the sender retries and nothing is lost).
-func (s *Server) quarantine(ctx context.Context, d *delivery, q *store.QuarantineEntry, code int, outcome string) (int, gin.H) {
-	if _, err := store.InsertQuarantine(ctx, s.o.Store.Pool, q); err != nil {
-		d.detail = err.Error()
-		return http.StatusServiceUnavailable, failure(d, outUnavailable, "could not store the event, retry later")
-	}
-	d.detail = q.Reason + ": " + q.Detail
-	if code >= 400 {
-		return code, gin.H{"error": q.Detail, "status": "quarantined", "reason": q.Reason}
-	}
-	h := answer(d, outcome, q.Detail)
-	h["reason"] = q.Reason
-	return code, h
-}
-
-// quarantineEntry is the quarantine row of a delivery derived as ev.
-func quarantineEntry(ev *store.InboxEvent, h http.Header, rej *Rejection) *store.QuarantineEntry {
-	return &store.QuarantineEntry{EndpointSlug: ev.EndpointSlug, Provider: ev.Key.Provider, Account: ev.Key.Account,
-		Environment: ev.Key.Environment, EventID: ev.Key.EventID, Reason: rej.Reason, Detail: rej.Detail,
-		Payload: ev.Payload, BodySHA256: ev.BodySHA256, Headers: keptHeaders(h)}
-}
-
-// keptHeaders are the delivery headers a quarantined event needs to be
-// re-admitted later (never signatures or secrets).
-func keptHeaders(h http.Header) map[string]string {
-	out := map[string]string{}
-	for name, vals := range h {
-		lower := strings.ToLower(name)
-		keep := lower == "content-type" || lower == "user-agent" || lower == "webhook-id" || lower == "webhook-timestamp" ||
-			(strings.HasPrefix(lower, "x-github-") && lower != "x-github-hook-installation-target-id") ||
-			(strings.HasPrefix(lower, "x-shopify-") && lower != "x-shopify-hmac-sha256")
-		if keep && len(vals) > 0 {
-			out[name] = vals[0]
+	case admission.Ignored:
+		d.detail = res.Detail
+		return http.StatusOK, answer(d, outIgnored, res.Detail)
+	case admission.Duplicate:
+		// The row is left alone (a pending one got another doorbell).
+		return http.StatusOK, answer(d, outDuplicate, "already accepted ("+res.Status+")")
+	default: // Quarantined.
+		d.detail = res.Reason + ": " + res.Detail
+		switch res.Reason {
+		case store.ReasonMalformed:
+			d.outcome = outMalformed
+			return http.StatusBadRequest, gin.H{"error": res.Detail, "status": "quarantined", "reason": res.Reason}
+		case store.ReasonConflictingDuplicate:
+			return http.StatusOK, quarantined(d, res)
+		default:
+			return http.StatusAccepted, quarantined(d, res)
 		}
 	}
-	return out
+}
+
+// quarantined is the 2xx answer to a delivery kept in the quarantine.
+func quarantined(d *delivery, res admission.Result) gin.H {
+	h := answer(d, outQuarantined, res.Detail)
+	h["reason"] = res.Reason
+	return h
 }

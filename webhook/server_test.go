@@ -332,6 +332,11 @@ func TestQuarantineAndBadInput(t *testing.T) {
 	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusBadRequest, r.code, r.body)
 	require.Contains(t, r.body, "not valid JSON")
+	resp, err := http.Get(b.url + "/metrics")
+	require.NoError(t, err)
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Contains(t, string(m), `hookinbox_intake_requests_total{endpoint="stripe",outcome="malformed",provider="stripe"} 1`)
 
 	// A handled type without the identifiers it needs.
 	body = []byte(`{"id":"evt_noobj","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{}}`)
@@ -347,7 +352,7 @@ func TestQuarantineAndBadInput(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, r.code)
 	r = b.post(t, "nope", []byte(`{}`), nil)
 	require.Equal(t, http.StatusNotFound, r.code)
-	resp, err := http.Get(b.url + "/webhooks/stripe")
+	resp, err = http.Get(b.url + "/webhooks/stripe")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)

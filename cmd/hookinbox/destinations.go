@@ -11,7 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/webhook"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 func newWorkspacesCmd() *cobra.Command {
@@ -59,7 +59,7 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return cli.Usagef("--webhook must be an http(s) URL")
 				}
-				if err := webhook.ValidateSecret(keys.ProviderStandard, secret); err != nil {
+				if err := providers.ValidateSecret(keys.ProviderStandard, secret); err != nil {
 					return cli.Usagef("--secret: %v", err)
 				}
 				d.Kind, d.Target, d.Secret = "webhook", hook, secret

@@ -14,7 +14,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/webhook"
+	"github.com/hookinbox/hookinbox/providers"
+	_ "github.com/hookinbox/hookinbox/providers/all" // the providers an endpoint may name
 )
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -59,7 +60,7 @@ func quietLogger(cmd *cobra.Command) *slog.Logger {
 func newEndpointsAddCmd() *cobra.Command {
 	var e store.NewEndpoint
 	cmd := &cobra.Command{
-		Use:   "add --slug S --provider stripe|github|standard|shopify --environment live|test --secret SECRET [--secret SECRET2]",
+		Use:   "add --slug S --provider " + strings.Join(providers.Names(), "|") + " --environment live|test --secret SECRET [--secret SECRET2]",
 		Short: "Register an endpoint",
 		Long: `Register an endpoint. Give --secret once per active signing secret (two while rotating).
 
@@ -77,10 +78,8 @@ when the provider sends one (e.g. "data.object.version").`,
 			if !slugPattern.MatchString(e.Slug) {
 				return cli.Usagef("--slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
 			}
-			switch e.Provider {
-			case keys.ProviderStripe, keys.ProviderGitHub, keys.ProviderStandard, keys.ProviderShopify:
-			default:
-				return cli.Usagef("--provider must be stripe, github, standard or shopify (got %q)", e.Provider)
+			if _, ok := providers.Lookup(e.Provider); !ok {
+				return cli.Usagef("--provider must be %s (got %q)", providers.OneOf(), e.Provider)
 			}
 			if e.Environment != keys.EnvLive && e.Environment != keys.EnvTest {
 				return cli.Usagef("--environment must be live or test (got %q)", e.Environment)
@@ -89,7 +88,7 @@ when the provider sends one (e.g. "data.object.version").`,
 				return cli.Usagef("--secret is required (repeat it to register several)")
 			}
 			for _, s := range e.Secrets {
-				if err := webhook.ValidateSecret(e.Provider, s); err != nil {
+				if err := providers.ValidateSecret(e.Provider, s); err != nil {
 					return cli.Usagef("--secret: %v", err)
 				}
 			}
@@ -105,7 +104,7 @@ when the provider sends one (e.g. "data.object.version").`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&e.Slug, "slug", "", "endpoint slug, the last part of its URL (required)")
-	f.StringVar(&e.Provider, "provider", "", "stripe, github, standard or shopify (required)")
+	f.StringVar(&e.Provider, "provider", "", providers.OneOf()+" (required)")
 	f.StringVar(&e.Environment, "environment", "", "live or test (required)")
 	f.StringArrayVar(&e.Secrets, "secret", nil, "signing secret; repeat for several (required)")
 	f.StringVar(&e.Account, "account", "", "the endpoint's own source account (default: its single linked account)")
@@ -271,7 +270,7 @@ func newEndpointsSecretsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := webhook.ValidateSecret(ep.Provider, secret); err != nil {
+				if err := providers.ValidateSecret(ep.Provider, secret); err != nil {
 					return cli.Usagef("--secret: %v", err)
 				}
 				id, err := store.InsertSecret(cmd.Context(), st.Pool, slug, secret)

@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/webhook"
 )
 
 // The operator's quarantine commands: authenticated deliveries the intake
@@ -399,12 +399,12 @@ func runQuarantineResolve(ctx context.Context, env opsEnv, o quarantineResolveOp
 		return nil
 	}
 
-	res, err := webhook.Readmit(ctx, env.st, o.id, o.by, o.reason)
+	res, err := admission.Readmit(ctx, env.st, o.id, o.by, o.reason)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("quarantine entry %d does not exist", o.id)
 	}
 	if err != nil {
-		if errors.Is(err, webhook.ErrCannotReadmit) {
+		if errors.Is(err, admission.ErrCannotReadmit) {
 			return fmt.Errorf("%w\nthe entry stays open", err)
 		}
 		return err

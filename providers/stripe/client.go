@@ -1,4 +1,4 @@
-package provider
+package stripe
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 
 	"github.com/stripe/stripe-go/v84"
 	"github.com/stripe/stripe-go/v84/form"
+
+	"github.com/hookinbox/hookinbox/providers"
 )
 
-// StripeConfig points a Stripe client at an API.
-type StripeConfig struct {
+// ClientConfig points a Stripe client at an API.
+type ClientConfig struct {
 	// APIKey is the secret key (sk_…), sent as a Bearer token.
 	APIKey string
 	// BaseURL of the API; default https://api.stripe.com. The simulator's
@@ -28,19 +30,19 @@ type StripeConfig struct {
 	HTTPClient *http.Client
 }
 
-// Stripe is the Client for Stripe, with stripe-go underneath and its own
+// Client is the providers.Client for Stripe, with stripe-go underneath and its own
 // network retries off, so that a 429's Retry-After reaches the caller.
-type Stripe struct {
+type Client struct {
 	sc       *stripe.Client
 	api      stripe.Backend
 	key      string
 	platform string
 }
 
-var _ Client = (*Stripe)(nil)
+var _ providers.Client = (*Client)(nil)
 
-// NewStripe builds a Stripe client.
-func NewStripe(cfg StripeConfig) *Stripe {
+// NewClient builds a Stripe client.
+func NewClient(cfg ClientConfig) *Client {
 	hc := &http.Client{Timeout: 30 * time.Second}
 	if cfg.HTTPClient != nil {
 		c := *cfg.HTTPClient
@@ -61,7 +63,7 @@ func NewStripe(cfg StripeConfig) *Stripe {
 		bc.URL = stripe.String(cfg.BaseURL)
 	}
 	backends := stripe.NewBackendsWithConfig(bc)
-	return &Stripe{
+	return &Client{
 		sc:       stripe.NewClient(cfg.APIKey, stripe.WithBackends(backends)),
 		api:      backends.API,
 		key:      cfg.APIKey,
@@ -69,7 +71,7 @@ func NewStripe(cfg StripeConfig) *Stripe {
 	}
 }
 
-func (c *Stripe) stripeAccount(account string) *string {
+func (c *Client) stripeAccount(account string) *string {
 	if account == "" || account == c.platform {
 		return nil
 	}
@@ -77,7 +79,7 @@ func (c *Stripe) stripeAccount(account string) *string {
 }
 
 // OwnAccount retrieves the key's own account (GET /v1/account).
-func (c *Stripe) OwnAccount(ctx context.Context) (string, error) {
+func (c *Client) OwnAccount(ctx context.Context) (string, error) {
 	op := "retrieve own account"
 	var acct *stripe.Account
 	err := c.call(ctx, op, func(ctx context.Context) error {
@@ -95,10 +97,10 @@ func (c *Stripe) OwnAccount(ctx context.Context) (string, error) {
 }
 
 // FetchInvoice retrieves an invoice.
-func (c *Stripe) FetchInvoice(ctx context.Context, account, id string) (Invoice, error) {
+func (c *Client) FetchInvoice(ctx context.Context, account, id string) (providers.Invoice, error) {
 	op := "fetch invoice " + id
 	if id == "" {
-		return Invoice{}, &Error{Op: op, Message: "empty id", kind: ErrPermanent}
+		return providers.Invoice{}, &providers.Error{Op: op, Message: "empty id", Kind: providers.ErrPermanent}
 	}
 	var inv *stripe.Invoice
 	err := c.call(ctx, op, func(ctx context.Context) error {
@@ -109,19 +111,19 @@ func (c *Stripe) FetchInvoice(ctx context.Context, account, id string) (Invoice,
 		return err
 	})
 	if err != nil {
-		return Invoice{}, err
+		return providers.Invoice{}, err
 	}
 	if inv.ID != id || inv.Object != "invoice" {
-		return Invoice{}, malformed(op, fmt.Sprintf("answer is %s %q", inv.Object, inv.ID))
+		return providers.Invoice{}, malformed(op, fmt.Sprintf("answer is %s %q", inv.Object, inv.ID))
 	}
 	return toInvoice(account, inv, inv.LastResponse.RawJSON), nil
 }
 
 // FetchSubscription retrieves a subscription.
-func (c *Stripe) FetchSubscription(ctx context.Context, account, id string) (Subscription, error) {
+func (c *Client) FetchSubscription(ctx context.Context, account, id string) (providers.Subscription, error) {
 	op := "fetch subscription " + id
 	if id == "" {
-		return Subscription{}, &Error{Op: op, Message: "empty id", kind: ErrPermanent}
+		return providers.Subscription{}, &providers.Error{Op: op, Message: "empty id", Kind: providers.ErrPermanent}
 	}
 	var sub *stripe.Subscription
 	err := c.call(ctx, op, func(ctx context.Context) error {
@@ -132,16 +134,16 @@ func (c *Stripe) FetchSubscription(ctx context.Context, account, id string) (Sub
 		return err
 	})
 	if err != nil {
-		return Subscription{}, err
+		return providers.Subscription{}, err
 	}
 	if sub.ID != id || sub.Object != "subscription" {
-		return Subscription{}, malformed(op, fmt.Sprintf("answer is %s %q", sub.Object, sub.ID))
+		return providers.Subscription{}, malformed(op, fmt.Sprintf("answer is %s %q", sub.Object, sub.ID))
 	}
 	return toSubscription(account, sub, sub.LastResponse.RawJSON)
 }
 
 // ListSubscriptions lists subscriptions of every status, newest first.
-func (c *Stripe) ListSubscriptions(ctx context.Context, account string, q ListQuery) (Page[Subscription], error) {
+func (c *Client) ListSubscriptions(ctx context.Context, account string, q providers.ListQuery) (providers.Page[providers.Subscription], error) {
 	op := "list subscriptions"
 	var list stripe.SubscriptionList
 	err := c.call(ctx, op, func(ctx context.Context) error {
@@ -150,20 +152,20 @@ func (c *Stripe) ListSubscriptions(ctx context.Context, account string, q ListQu
 		return c.list(ctx, "/v1/subscriptions", p, &p.ListParams, &list)
 	})
 	if err != nil {
-		return Page[Subscription]{}, err
+		return providers.Page[providers.Subscription]{}, err
 	}
 	raws, err := rawItems(op, &list.APIResource, len(list.Data))
 	if err != nil {
-		return Page[Subscription]{}, err
+		return providers.Page[providers.Subscription]{}, err
 	}
-	out := Page[Subscription]{HasMore: list.HasMore, Items: make([]Subscription, 0, len(list.Data))}
+	out := providers.Page[providers.Subscription]{HasMore: list.HasMore, Items: make([]providers.Subscription, 0, len(list.Data))}
 	for i, s := range list.Data {
 		if s == nil || s.ID == "" {
-			return Page[Subscription]{}, malformed(op, "item without id")
+			return providers.Page[providers.Subscription]{}, malformed(op, "item without id")
 		}
 		sub, err := toSubscription(account, s, raws[i])
 		if err != nil {
-			return Page[Subscription]{}, err
+			return providers.Page[providers.Subscription]{}, err
 		}
 		out.Items = append(out.Items, sub)
 	}
@@ -174,7 +176,7 @@ func (c *Stripe) ListSubscriptions(ctx context.Context, account string, q ListQu
 }
 
 // ListEvents lists events newest first.
-func (c *Stripe) ListEvents(ctx context.Context, account string, q EventQuery) (Page[Event], error) {
+func (c *Client) ListEvents(ctx context.Context, account string, q providers.EventQuery) (providers.Page[providers.Event], error) {
 	op := "list events"
 	var list stripe.EventList
 	err := c.call(ctx, op, func(ctx context.Context) error {
@@ -193,22 +195,22 @@ func (c *Stripe) ListEvents(ctx context.Context, account string, q EventQuery) (
 		return c.list(ctx, "/v1/events", p, &p.ListParams, &list)
 	})
 	if err != nil {
-		return Page[Event]{}, err
+		return providers.Page[providers.Event]{}, err
 	}
 	raws, err := rawItems(op, &list.APIResource, len(list.Data))
 	if err != nil {
-		return Page[Event]{}, err
+		return providers.Page[providers.Event]{}, err
 	}
-	out := Page[Event]{HasMore: list.HasMore, Items: make([]Event, 0, len(list.Data))}
+	out := providers.Page[providers.Event]{HasMore: list.HasMore, Items: make([]providers.Event, 0, len(list.Data))}
 	for i, e := range list.Data {
 		if e == nil || e.ID == "" {
-			return Page[Event]{}, malformed(op, "item without id")
+			return providers.Page[providers.Event]{}, malformed(op, "item without id")
 		}
 		acct := e.Account
 		if acct == "" {
 			acct = account
 		}
-		out.Items = append(out.Items, Event{
+		out.Items = append(out.Items, providers.Event{
 			ID: e.ID, Type: string(e.Type), Account: acct, Created: time.Unix(e.Created, 0).UTC(), Raw: raws[i],
 		})
 	}
@@ -218,7 +220,7 @@ func (c *Stripe) ListEvents(ctx context.Context, account string, q EventQuery) (
 	return out, nil
 }
 
-func (c *Stripe) listParams(ctx context.Context, p *stripe.ListParams, account, cursor string, limit int) {
+func (c *Client) listParams(ctx context.Context, p *stripe.ListParams, account, cursor string, limit int) {
 	p.Context = ctx
 	p.StripeAccount = c.stripeAccount(account)
 	if limit <= 0 || limit > 100 {
@@ -233,7 +235,7 @@ func (c *Stripe) listParams(ctx context.Context, p *stripe.ListParams, account, 
 
 // list fetches one page the way stripe-go's own list services do (form
 // values through CallRaw), keeping the page's has_more and raw body.
-func (c *Stripe) list(ctx context.Context, path string, params any, lp *stripe.ListParams, dst stripe.LastResponseSetter) error {
+func (c *Client) list(ctx context.Context, path string, params any, lp *stripe.ListParams, dst stripe.LastResponseSetter) error {
 	values := &form.Values{}
 	form.AppendTo(values, params)
 	p := lp.GetParams()
@@ -255,8 +257,8 @@ func rawItems(op string, res *stripe.APIResource, n int) ([]json.RawMessage, err
 	return page.Data, nil
 }
 
-func toInvoice(account string, inv *stripe.Invoice, raw []byte) Invoice {
-	out := Invoice{
+func toInvoice(account string, inv *stripe.Invoice, raw []byte) providers.Invoice {
+	out := providers.Invoice{
 		ID: inv.ID, Account: account, Status: string(inv.Status), Paid: inv.Status == stripe.InvoiceStatusPaid,
 		AmountPaid: inv.AmountPaid, Currency: string(inv.Currency), Livemode: inv.Livemode, Raw: raw,
 	}
@@ -278,8 +280,8 @@ func toInvoice(account string, inv *stripe.Invoice, raw []byte) Invoice {
 	return out
 }
 
-func toSubscription(account string, s *stripe.Subscription, raw []byte) (Subscription, error) {
-	out := Subscription{
+func toSubscription(account string, s *stripe.Subscription, raw []byte) (providers.Subscription, error) {
+	out := providers.Subscription{
 		ID: s.ID, Account: account, Status: string(s.Status), CancelAtPeriodEnd: s.CancelAtPeriodEnd,
 		CanceledAt: unixTime(s.CanceledAt), EndedAt: unixTime(s.EndedAt), Livemode: s.Livemode, Raw: raw,
 	}
@@ -300,7 +302,7 @@ func toSubscription(account string, s *stripe.Subscription, raw []byte) (Subscri
 		Version *int64 `json:"version"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return Subscription{}, malformed("subscription "+s.ID, err.Error())
+		return providers.Subscription{}, malformed("subscription "+s.ID, err.Error())
 	}
 	if v.Version != nil {
 		out.Version, out.HasVersion = *v.Version, true
@@ -315,12 +317,10 @@ func unixTime(u int64) time.Time {
 	return time.Unix(u, 0).UTC()
 }
 
-func malformed(op, msg string) error {
-	return &Error{Op: op, Message: "malformed answer: " + msg, kind: ErrPermanent}
-}
+func malformed(op, msg string) error { return providers.Malformed(op, msg) }
 
 // call runs one stripe-go request and maps its failure.
-func (c *Stripe) call(ctx context.Context, op string, f func(context.Context) error) error {
+func (c *Client) call(ctx context.Context, op string, f func(context.Context) error) error {
 	o := &observed{}
 	err := f(context.WithValue(ctx, observedKey{}, o))
 	if err == nil {
@@ -330,7 +330,7 @@ func (c *Stripe) call(ctx context.Context, op string, f func(context.Context) er
 }
 
 func mapError(ctx context.Context, op string, err error, o *observed) error {
-	e := &Error{Op: op, err: err}
+	e := &providers.Error{Op: op, Err: err}
 	var se *stripe.Error
 	switch {
 	case errors.As(err, &se) && se.HTTPStatusCode != 0:
@@ -342,16 +342,16 @@ func mapError(ctx context.Context, op string, err error, o *observed) error {
 	}
 	switch {
 	case e.StatusCode >= 400:
-		e.kind = kindForStatus(e.StatusCode)
+		e.Kind = providers.KindForStatus(e.StatusCode)
 	case e.StatusCode != 0:
-		e.kind = ErrPermanent // a success answer that could not be parsed
+		e.Kind = providers.ErrPermanent // a success answer that could not be parsed
 	case o.roundTrips > 0 || ctx.Err() != nil:
-		e.kind = ErrRetryable // no answer: connection error or timeout
+		e.Kind = providers.ErrRetryable // no answer: connection error or timeout
 	default:
-		e.kind = ErrPermanent // the request could not even be built
+		e.Kind = providers.ErrPermanent // the request could not even be built
 	}
 	if o.header != nil {
-		e.RetryAfter, e.HasRetryAfter = parseRetryAfter(o.header.Get("Retry-After"), time.Now())
+		e.RetryAfter, e.HasRetryAfter = providers.ParseRetryAfter(o.header.Get("Retry-After"), time.Now())
 	}
 	return e
 }
@@ -383,21 +383,21 @@ func (t observingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 // carries in data.object (customer.subscription.* events), parsed as a
 // fetched one would be. Use it only when the snapshot is authoritative for
 // its version; otherwise fetch the current state.
-func SubscriptionFromEvent(account string, event []byte) (Subscription, error) {
+func SubscriptionFromEvent(account string, event []byte) (providers.Subscription, error) {
 	var ev struct {
 		Data struct {
 			Object json.RawMessage `json:"object"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(event, &ev); err != nil || len(ev.Data.Object) == 0 {
-		return Subscription{}, malformed("subscription snapshot", "event has no data.object")
+		return providers.Subscription{}, malformed("subscription snapshot", "event has no data.object")
 	}
 	var s stripe.Subscription
 	if err := json.Unmarshal(ev.Data.Object, &s); err != nil {
-		return Subscription{}, malformed("subscription snapshot", err.Error())
+		return providers.Subscription{}, malformed("subscription snapshot", err.Error())
 	}
 	if s.ID == "" || s.Object != "subscription" {
-		return Subscription{}, malformed("subscription snapshot", "data.object is not a subscription")
+		return providers.Subscription{}, malformed("subscription snapshot", "data.object is not a subscription")
 	}
 	return toSubscription(account, &s, ev.Data.Object)
 }

@@ -1,21 +1,42 @@
-// Package provider holds the clients the activities use to ask a provider
-// for the current state of a resource (fetch an invoice or a subscription)
-// and to page through its lists for reconciliation. Stripe is implemented
-// with stripe-go underneath, pointed at a configurable base URL.
-//
-// Errors are never states (SPEC R15): a failed call returns an error that
-// says whether it is NotFound, Permanent or Retryable (with the server's
-// Retry-After when it gave one), and no field of a result is ever filled from
-// an error. A 403 is Permanent, not "cancelled"; a 404 is NotFound, not
-// "deleted". The package does no retries of its own: the caller's retry
-// policy (Temporal's) owns them.
-package provider
+package providers
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 )
+
+// ClientConfig points a provider's API client at one endpoint's account.
+type ClientConfig struct {
+	// APIKey is the endpoint's API key.
+	APIKey string
+	// BaseURL of the API; "" means the provider's own.
+	BaseURL string
+	// OwnAccount is the endpoint's own source account ("" when it has none).
+	OwnAccount string
+}
+
+// ErrNoClient: the provider has no API client, so hookinbox cannot ask it
+// anything (fetch, list, reconcile).
+var ErrNoClient = errors.New("no API client")
+
+// Clients ask a provider's API on an endpoint's behalf (SPEC R14, R15, R19).
+// A Provider that has one implements it; NewClient is how callers ask.
+type Clients interface {
+	NewClient(cfg ClientConfig) (Client, error)
+}
+
+// NewClient returns p's API client for cfg, or an error wrapping
+// ErrNoClient when p has none.
+func NewClient(p Provider, cfg ClientConfig) (Client, error) {
+	c, ok := p.(Clients)
+	if !ok {
+		return nil, fmt.Errorf("%w for provider %s", ErrNoClient, p.Name())
+	}
+	return c.NewClient(cfg)
+}
 
 // Invoice is what the credit handler needs to know about an invoice.
 type Invoice struct {

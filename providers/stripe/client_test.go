@@ -1,4 +1,4 @@
-package provider_test
+package stripe_test
 
 import (
 	"context"
@@ -13,14 +13,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/provider"
+	"github.com/hookinbox/hookinbox/providers"
+	"github.com/hookinbox/hookinbox/providers/stripe"
 	"github.com/hookinbox/hookinbox/simulator"
 )
 
 type bundle struct {
 	sim    *simulator.Simulator
 	srv    *httptest.Server
-	client *provider.Stripe
+	client *stripe.Client
 }
 
 func setup(t *testing.T, cfg simulator.Config) bundle {
@@ -28,7 +29,7 @@ func setup(t *testing.T, cfg simulator.Config) bundle {
 	sim := simulator.New(cfg)
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	return bundle{sim: sim, srv: srv, client: provider.NewStripe(provider.StripeConfig{
+	return bundle{sim: sim, srv: srv, client: stripe.NewClient(stripe.ClientConfig{
 		APIKey: simulator.DefaultAPIKey, BaseURL: srv.URL,
 		HTTPClient: &http.Client{Timeout: 2 * time.Second},
 	})}
@@ -113,7 +114,7 @@ func TestFetchSubscription(t *testing.T) {
 
 			// Without Stripe-Account the platform sees nothing: not found, not a state.
 			_, err = b.client.FetchSubscription(context.Background(), "", sub.ID)
-			require.True(t, provider.IsNotFound(err), err)
+			require.True(t, providers.IsNotFound(err), err)
 		})
 	}
 }
@@ -163,7 +164,7 @@ func TestErrorMapping(t *testing.T) {
 				if tt.key != "" {
 					key = tt.key
 				}
-				client = provider.NewStripe(provider.StripeConfig{
+				client = stripe.NewClient(stripe.ClientConfig{
 					APIKey: key, BaseURL: b.srv.URL, HTTPClient: &http.Client{Timeout: 200 * time.Millisecond},
 				})
 			}
@@ -171,14 +172,14 @@ func TestErrorMapping(t *testing.T) {
 
 			got, err := client.FetchInvoice(context.Background(), tt.account, id)
 			require.Error(t, err)
-			require.Equal(t, provider.Invoice{}, got, "an error is never a state")
-			require.Equal(t, tt.notFound, provider.IsNotFound(err), err)
-			require.Equal(t, tt.retryable, provider.IsRetryable(err), err)
-			require.Equal(t, tt.permanent, provider.IsPermanent(err), err)
-			ra, ok := provider.RetryAfter(err)
+			require.Equal(t, providers.Invoice{}, got, "an error is never a state")
+			require.Equal(t, tt.notFound, providers.IsNotFound(err), err)
+			require.Equal(t, tt.retryable, providers.IsRetryable(err), err)
+			require.Equal(t, tt.permanent, providers.IsPermanent(err), err)
+			ra, ok := providers.RetryAfter(err)
 			require.Equal(t, tt.retryAfter != 0, ok)
 			require.Equal(t, tt.retryAfter, ra)
-			var pe *provider.Error
+			var pe *providers.Error
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, tt.status, pe.StatusCode)
 			require.Equal(t, before+1, b.sim.Stats().API.Requests, "stripe-go must not retry on its own")
@@ -211,13 +212,13 @@ func TestErrorMappingWithoutAStripeBody(t *testing.T) {
 				_, _ = w.Write([]byte(tt.body))
 			}))
 			t.Cleanup(srv.Close)
-			c := provider.NewStripe(provider.StripeConfig{APIKey: "sk", BaseURL: srv.URL})
+			c := stripe.NewClient(stripe.ClientConfig{APIKey: "sk", BaseURL: srv.URL})
 			_, err := c.FetchSubscription(context.Background(), "", "sub_1")
 			require.Error(t, err)
-			require.Equal(t, tt.retryable, provider.IsRetryable(err), err)
-			require.Equal(t, tt.permanent, provider.IsPermanent(err), err)
-			require.False(t, provider.IsNotFound(err))
-			ra, ok := provider.RetryAfter(err)
+			require.Equal(t, tt.retryable, providers.IsRetryable(err), err)
+			require.Equal(t, tt.permanent, providers.IsPermanent(err), err)
+			require.False(t, providers.IsNotFound(err))
+			ra, ok := providers.RetryAfter(err)
 			require.True(t, ok)
 			require.InDelta(t, 90, ra.Seconds(), 3)
 			require.EqualValues(t, 1, calls.Load(), "stripe-go must not retry on its own")
@@ -232,10 +233,10 @@ func TestConnectionRefusedIsRetryable(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	c := provider.NewStripe(provider.StripeConfig{APIKey: "sk", BaseURL: "http://" + addr})
-	_, err = c.ListEvents(context.Background(), "", provider.EventQuery{})
-	require.True(t, provider.IsRetryable(err), err)
-	_, ok := provider.RetryAfter(err)
+	c := stripe.NewClient(stripe.ClientConfig{APIKey: "sk", BaseURL: "http://" + addr})
+	_, err = c.ListEvents(context.Background(), "", providers.EventQuery{})
+	require.True(t, providers.IsRetryable(err), err)
+	_, ok := providers.RetryAfter(err)
 	require.False(t, ok)
 }
 
@@ -256,10 +257,10 @@ func TestListSubscriptionsPagesWithCursors(t *testing.T) {
 	require.NoError(t, err)
 
 	var pages []int
-	got := map[string]provider.Subscription{}
+	got := map[string]providers.Subscription{}
 	cursor := ""
 	for {
-		page, err := b.client.ListSubscriptions(context.Background(), "", provider.ListQuery{Cursor: cursor, Limit: 3})
+		page, err := b.client.ListSubscriptions(context.Background(), "", providers.ListQuery{Cursor: cursor, Limit: 3})
 		require.NoError(t, err)
 		pages = append(pages, len(page.Items))
 		for _, s := range page.Items {
@@ -295,10 +296,10 @@ func TestListEventsSinceTypesAndAccount(t *testing.T) {
 	_, _, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: accts[1]})
 	require.NoError(t, err)
 
-	var got []provider.Event
+	var got []providers.Event
 	cursor := ""
 	for {
-		page, err := b.client.ListEvents(context.Background(), accts[0], provider.EventQuery{
+		page, err := b.client.ListEvents(context.Background(), accts[0], providers.EventQuery{
 			Since: time.Now().Add(-time.Hour), Types: []string{"invoice.paid"}, Cursor: cursor, Limit: 2,
 		})
 		require.NoError(t, err)
@@ -327,13 +328,13 @@ func TestListEventsSinceTypesAndAccount(t *testing.T) {
 		require.Equal(t, "invoice", raw.Data.Object.Object)
 	}
 
-	page, err := b.client.ListEvents(context.Background(), accts[0], provider.EventQuery{
+	page, err := b.client.ListEvents(context.Background(), accts[0], providers.EventQuery{
 		Types: []string{"invoice.paid", "customer.subscription.created"}, Limit: 100,
 	})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 6, "several types")
 
-	page, err = b.client.ListEvents(context.Background(), accts[0], provider.EventQuery{Since: time.Now().Add(time.Hour)})
+	page, err = b.client.ListEvents(context.Background(), accts[0], providers.EventQuery{Since: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 }
@@ -367,7 +368,7 @@ func TestDroppedEventsAreOnlyInTheEventsList(t *testing.T) {
 	listed := map[string]bool{}
 	cursor := ""
 	for {
-		page, err := b.client.ListEvents(context.Background(), "", provider.EventQuery{Cursor: cursor, Limit: 100})
+		page, err := b.client.ListEvents(context.Background(), "", providers.EventQuery{Cursor: cursor, Limit: 100})
 		require.NoError(t, err)
 		for _, e := range page.Items {
 			listed[e.ID] = true

@@ -1,18 +1,17 @@
-package webhook
+package admission
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/google/go-github/v72/github"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // ErrCannotReadmit marks a quarantined delivery that still cannot enter the
@@ -36,7 +35,7 @@ type ReadmitResult struct {
 }
 
 // Readmit re-admits quarantined delivery id into the inbox through the
-// intake's own derivation (Derive) and insert: the endpoint's current settings and
+// admission's own derivation and insert: the endpoint's current settings and
 // links decide the account, workspace, resource and status, and the event
 // key's UNIQUE constraint settles duplicates. The delivery was authenticated
 // when it arrived, so its signature is not checked again. The entry is
@@ -61,13 +60,14 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 			"(quarantine resolve %d --action discard) or, if the original needs another pass, replay it "+
 			"(replay %s)", id, ErrCannotReadmit, k, id, k)
 	}
-	ep, err := st.GetEndpoint(ctx, q.EndpointSlug)
+	sep, err := st.GetEndpoint(ctx, q.EndpointSlug)
 	if errors.Is(err, store.ErrNotFound) {
 		return ReadmitResult{}, fmt.Errorf("quarantine %d: %w: endpoint %s no longer exists", id, ErrCannotReadmit, q.EndpointSlug)
 	}
 	if err != nil {
 		return ReadmitResult{}, err
 	}
+	ep := NewEndpoint(sep)
 
 	var res ReadmitResult
 	err = st.Tx(ctx, func(tx pgx.Tx) error {
@@ -78,20 +78,18 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 		if err := q.CheckOpen(); err != nil {
 			return err
 		}
-		ev, err := admission(ep, q)
+		ev, err := readmission(ep, q)
 		if err != nil {
 			return fmt.Errorf("quarantine %d: %w: %w", id, ErrCannotReadmit, err)
 		}
-		ins, err := store.InsertInboxEvent(ctx, tx, ev)
+		r, ins, err := insert(ctx, tx, ev)
 		if err != nil {
 			return err
 		}
-		res = ReadmitResult{Key: ev.Key, Resource: ev.Resource(), Outcome: ins.Outcome, InboxID: ins.ID,
-			Workspace: ev.WorkspaceID, Status: ev.Status}
+		res = ReadmitResult{Key: ev.Key, Resource: r.Resource, Outcome: ins.Outcome, InboxID: r.InboxID,
+			Workspace: ev.WorkspaceID, Status: r.Status}
 		switch ins.Outcome {
-		case store.Inserted:
-		case store.Duplicate:
-			res.Status = ins.ExistingStatus
+		case store.Inserted, store.Duplicate:
 		default:
 			return fmt.Errorf("quarantine %d: %w: event key %s is already in the inbox with a different body; "+
 				"discard this entry or replay the original (replay %s)", id, ErrCannotReadmit, ev.Key, ev.Key)
@@ -116,10 +114,10 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 	return res, nil
 }
 
-// admission derives the inbox row of an already-authenticated delivery
-// with Derive, the intake's own step, and the endpoint's current settings
-// and links. Its errors say what is still wrong and how to fix it.
-func admission(ep *store.Endpoint, q *store.QuarantineItem) (*store.InboxEvent, error) {
+// readmission derives the inbox row of an already-authenticated delivery
+// with the intake's own step and the endpoint's current settings and links.
+// Its errors say what is still wrong and how to fix it.
+func readmission(ep *Endpoint, q *store.QuarantineItem) (*store.InboxEvent, error) {
 	raw := q.Payload
 	if raw == nil {
 		return nil, errors.New("the delivery's body is no longer stored")
@@ -129,17 +127,16 @@ func admission(ep *store.Endpoint, q *store.QuarantineItem) (*store.InboxEvent, 
 		h.Set(name, v)
 	}
 	payload := raw
-	if ep.Provider == keys.ProviderGitHub {
-		// The JSON is the body, or its "payload" field for form-encoded
-		// deliveries (what the intake's verifier returns). With neither a
-		// signature nor a secret, go-github checks nothing.
-		p, err := github.ValidatePayloadFromBody(h.Get("Content-Type"), bytes.NewReader(raw), "", nil)
+	if ep.provider != nil {
+		// The JSON the intake's verifier returned: the body, or what the
+		// provider wraps in it (GitHub's form-encoded deliveries).
+		p, err := providers.Payload(ep.provider, h, raw)
 		if err != nil {
 			return nil, fmt.Errorf("still malformed: %w", err)
 		}
 		payload = p
 	}
-	ev, err := Derive(ep, h, payload, raw)
+	ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw)
 	var rej *Rejection
 	if errors.As(err, &rej) {
 		switch rej.Reason {

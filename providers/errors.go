@@ -1,4 +1,4 @@
-package provider
+package providers
 
 import (
 	"errors"
@@ -29,17 +29,20 @@ type Error struct {
 	// RetryAfter is the server's Retry-After, when it gave one.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
-	kind          error
-	err           error
+	// Kind is ErrNotFound, ErrPermanent or ErrRetryable (KindForStatus
+	// classifies an HTTP status).
+	Kind error
+	// Err is the underlying error, if any.
+	Err error
 }
 
 // Error says what failed, how it is classified and why.
 func (e *Error) Error() string {
 	msg := e.Message
-	if msg == "" && e.err != nil {
-		msg = e.err.Error()
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
 	}
-	s := fmt.Sprintf("%s: %s", e.Op, e.kind.Error())
+	s := fmt.Sprintf("%s: %s", e.Op, e.Kind.Error())
 	if e.StatusCode != 0 {
 		s += fmt.Sprintf(" (HTTP %d", e.StatusCode)
 		if e.Code != "" {
@@ -58,10 +61,10 @@ func (e *Error) Error() string {
 
 // Unwrap exposes the kind sentinel and the underlying error.
 func (e *Error) Unwrap() []error {
-	if e.err == nil {
-		return []error{e.kind}
+	if e.Err == nil {
+		return []error{e.Kind}
 	}
-	return []error{e.kind, e.err}
+	return []error{e.Kind, e.Err}
 }
 
 // IsNotFound reports a 404.
@@ -82,8 +85,9 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// kindForStatus classifies an HTTP status.
-func kindForStatus(status int) error {
+// KindForStatus classifies an HTTP status: 404 NotFound; 408, 429 and 5xx
+// Retryable; every other status Permanent.
+func KindForStatus(status int) error {
 	switch {
 	case status == http.StatusNotFound:
 		return ErrNotFound
@@ -94,8 +98,8 @@ func kindForStatus(status int) error {
 	}
 }
 
-// parseRetryAfter reads delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+// ParseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
@@ -106,4 +110,9 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// Malformed is the Permanent error of an answer that cannot be read.
+func Malformed(op, msg string) error {
+	return &Error{Op: op, Message: "malformed answer: " + msg, Kind: ErrPermanent}
 }

@@ -1,4 +1,4 @@
-package webhook
+package admission
 
 import (
 	"context"
@@ -6,19 +6,42 @@ import (
 	"sync"
 	"time"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
-// cachedEndpoint is an endpoint with its prepared verifiers.
-type cachedEndpoint struct {
+// Endpoint is a registered endpoint with its provider and prepared
+// verifier.
+type Endpoint struct {
 	*store.Endpoint
-	// standard holds one Standard Webhooks verifier per secret (nil when a
-	// secret does not decode).
-	standard []*standardwebhooks.Webhook
+	// provider is nil for a provider nobody registered: its deliveries are
+	// refused (401) and cannot be derived.
+	provider providers.Provider
+	verifier providers.Verifier
 	loaded   time.Time
+}
+
+// NewEndpoint prepares ep for admission (the intake's cache does it for
+// each endpoint it loads).
+func NewEndpoint(ep *store.Endpoint) *Endpoint {
+	e := &Endpoint{Endpoint: ep, loaded: time.Now()}
+	if p, ok := providers.Lookup(ep.Provider); ok {
+		e.provider, e.verifier = p, p.Verifier(ep.Secrets)
+	}
+	return e
+}
+
+// verify authenticates a delivery with the endpoint's provider.
+func (e *Endpoint) verify(d Delivery, tolerance time.Duration, now time.Time) (providers.Verified, error) {
+	if len(e.Secrets) == 0 {
+		return providers.Verified{}, providers.Unauthenticatedf("endpoint has no secret")
+	}
+	if e.verifier == nil {
+		return providers.Verified{}, providers.Unauthenticatedf("provider %q has no verifier", e.Provider)
+	}
+	return e.verifier.Verify(d.Header, d.Body, tolerance, now)
 }
 
 // endpointCache keeps endpoints, secrets and links in memory for a short
@@ -32,11 +55,11 @@ type endpointCache struct {
 	group singleflight.Group
 
 	mu sync.RWMutex
-	m  map[string]*cachedEndpoint
+	m  map[string]*Endpoint
 }
 
 func newEndpointCache(s *store.Store, ttl time.Duration) *endpointCache {
-	return &endpointCache{store: s, ttl: ttl, m: map[string]*cachedEndpoint{}}
+	return &endpointCache{store: s, ttl: ttl, m: map[string]*Endpoint{}}
 }
 
 // minReload bounds reloads caused by bad signatures or unknown accounts.
@@ -44,7 +67,7 @@ const minReload = time.Second
 
 // get returns the endpoint, or store.ErrNotFound. fresh asks for a reload
 // unless the entry is younger than minReload.
-func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*cachedEndpoint, error) {
+func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endpoint, error) {
 	c.mu.RLock()
 	e, ok := c.m[slug]
 	c.mu.RUnlock()
@@ -64,14 +87,7 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*cach
 			}
 			return nil, err
 		}
-		ce := &cachedEndpoint{Endpoint: ep, loaded: time.Now()}
-		for _, s := range ep.Secrets {
-			wh, err := standardwebhooks.NewWebhook(s.Value)
-			if err != nil {
-				wh = nil
-			}
-			ce.standard = append(ce.standard, wh)
-		}
+		ce := NewEndpoint(ep)
 		c.mu.Lock()
 		c.m[slug] = ce
 		c.mu.Unlock()
@@ -80,5 +96,5 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*cach
 	if err != nil {
 		return nil, err
 	}
-	return v.(*cachedEndpoint), nil
+	return v.(*Endpoint), nil
 }

@@ -1,17 +1,16 @@
-package webhook_test
+package admission_test
 
 import (
 	"crypto/sha256"
-	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	hwebhook "github.com/hookinbox/hookinbox/webhook"
 )
 
 // quarantineID is the id of the quarantine entry holding eventID.
@@ -33,16 +32,17 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// A Connect event from an account nobody linked yet arrives through the
-	// real intake and is quarantined.
+	// intake's admission and is quarantined.
 	body := []byte(`{"id":"evt_q1","object":"event","type":"invoice.paid","livemode":true,"account":"acct_new","created":1760000000,"data":{"object":{"id":"in_9","object":"invoice"}}}`)
-	r := b.post(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
-	require.Equal(t, http.StatusAccepted, r.code, r.body)
+	r, err := b.admit(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Quarantined, r.Outcome, r.Reason)
 	id := b.quarantineID(t, "evt_q1")
 	key := keys.Event{Provider: "stripe", Account: "acct_new", Environment: "live", EventID: "evt_q1"}
 
 	// Still unlinked: refused with the fix, entry open, nothing inserted.
-	_, err := hwebhook.Readmit(b.ctx, b.store, id, "alice", "customer onboarded")
-	require.ErrorIs(t, err, hwebhook.ErrCannotReadmit)
+	_, err = admission.Readmit(b.ctx, b.store, id, "alice", "customer onboarded")
+	require.ErrorIs(t, err, admission.ErrCannotReadmit)
 	require.Contains(t, err.Error(), "acct_new is still not linked")
 	require.Contains(t, err.Error(), "endpoints link --slug stripe-connect --account acct_new")
 	require.Nil(t, b.entry(t, id).ResolvedAt)
@@ -53,7 +53,7 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 
 	// The operator links the account, then re-admits.
 	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe-connect", "acct_new", "ws_new"))
-	res, err := hwebhook.Readmit(b.ctx, b.store, id, "alice", "customer onboarded")
+	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "customer onboarded")
 	require.NoError(t, err)
 	require.Equal(t, store.Inserted, res.Outcome)
 	require.Equal(t, key, res.Key)
@@ -88,7 +88,7 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 	require.Equal(t, "inserted", acts[0].Details["outcome"])
 
 	// Resolved once: a second re-admission is refused and adds nothing.
-	_, err = hwebhook.Readmit(b.ctx, b.store, id, "bob", "again")
+	_, err = admission.Readmit(b.ctx, b.store, id, "bob", "again")
 	var resolved *store.AlreadyResolvedError
 	require.ErrorAs(t, err, &resolved)
 	require.Equal(t, 1, b.inboxCount(t))
@@ -98,22 +98,23 @@ func TestReadmitWhenTheSenderAlreadyRedelivered(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	body := []byte(`{"id":"evt_q2","object":"event","type":"invoice.paid","livemode":true,"account":"acct_late","created":1760000000,"data":{"object":{"id":"in_7","object":"invoice"}}}`)
-	r := b.post(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
-	require.Equal(t, http.StatusAccepted, r.code, r.body)
+	r, err := b.admit(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Quarantined, r.Outcome, r.Reason)
 	id := b.quarantineID(t, "evt_q2")
 
 	// Linked, and the sender's retry is accepted before the operator acts.
 	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe-connect", "acct_late", "ws_late"))
 	time.Sleep(1100 * time.Millisecond) // the intake's reload-on-unknown-account floor
-	r = b.post(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
-	require.Equal(t, http.StatusOK, r.code, r.body)
-	require.Contains(t, r.body, "accepted")
+	r, err = b.admit(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, r.Outcome)
 	key := keys.Event{Provider: "stripe", Account: "acct_late", Environment: "live", EventID: "evt_q2"}
-	_, err := store.CompleteInboxEvent(b.ctx, b.store.Pool, key, keys.StatusDone, "granted")
+	_, err = store.CompleteInboxEvent(b.ctx, b.store.Pool, key, keys.StatusDone, "granted")
 	require.NoError(t, err)
 
 	// The event key settles it: the entry closes, the row is left alone.
-	res, err := hwebhook.Readmit(b.ctx, b.store, id, "alice", "linked")
+	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "linked")
 	require.NoError(t, err)
 	require.Equal(t, store.Duplicate, res.Outcome)
 	require.Equal(t, keys.StatusDone, res.Status, "no doorbell needed for a done row")
@@ -131,12 +132,13 @@ func TestReadmitGitHubFormDeliveryUsesTheKeptHeaders(t *testing.T) {
 	form := []byte("payload=" + url.QueryEscape(doc))
 	h := githubHeaders(form, githubSecret, "d-q1", "issues")
 	h["Content-Type"] = "application/x-www-form-urlencoded"
-	r := b.post(t, "gh", form, h)
-	require.Equal(t, http.StatusAccepted, r.code, r.body)
+	r, err := b.admit(t, "gh", form, h)
+	require.NoError(t, err)
+	require.Equal(t, admission.Quarantined, r.Outcome, r.Reason)
 	id := b.quarantineID(t, "d-q1")
 
 	require.NoError(t, b.store.LinkAccount(b.ctx, "gh", "999", "ws_gh2"))
-	res, err := hwebhook.Readmit(b.ctx, b.store, id, "alice", "installation approved")
+	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "installation approved")
 	require.NoError(t, err)
 	key := keys.Event{Provider: "github", Account: "999", Environment: "live", EventID: "d-q1"}
 	require.Equal(t, key, res.Key)
@@ -156,24 +158,27 @@ func TestReadmitRefusals(t *testing.T) {
 
 	// Same key, different body: the original stays, the newcomer is quarantined.
 	orig := stripeEvent("evt_c", "invoice.paid", "in_1", "invoice", "")
-	r := b.post(t, "stripe", orig, stripeSig(orig, stripeSecret, time.Now()))
-	require.Equal(t, http.StatusOK, r.code, r.body)
+	r, err := b.admit(t, "stripe", orig, stripeSig(orig, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, r.Outcome)
 	other := stripeEvent("evt_c", "invoice.paid", "in_OTHER", "invoice", "")
-	r = b.post(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
-	require.Equal(t, http.StatusOK, r.code, r.body)
+	r, err = b.admit(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, store.ReasonConflictingDuplicate, r.Reason)
 	conflict := b.quarantineID(t, "evt_c")
 
 	// A test-mode event on the live endpoint.
 	env := []byte(`{"id":"evt_env","object":"event","type":"invoice.paid","livemode":false,"account":"acct_c1","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`)
-	r = b.post(t, "stripe-connect", env, stripeSig(env, stripeSecret, time.Now()))
-	require.Equal(t, http.StatusAccepted, r.code, r.body)
+	r, err = b.admit(t, "stripe-connect", env, stripeSig(env, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Quarantined, r.Outcome, r.Reason)
 	mismatch := b.quarantineID(t, "evt_env")
 
 	// A handled type without the identifiers it needs (inserted as the
 	// intake stores it: the body is a real Stripe event).
 	bad := []byte(`{"id":"evt_noobj","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{}}`)
 	sum := sha256.Sum256(bad)
-	_, err := store.InsertQuarantine(b.ctx, b.store.Pool, &store.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
+	_, err = store.InsertQuarantine(b.ctx, b.store.Pool, &store.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
 		EventID: "evt_noobj", Reason: store.ReasonMalformed, Detail: "missing the resource id", Payload: bad, BodySHA256: sum[:],
 		Headers: map[string]string{"Content-Type": "application/json"}})
 	require.NoError(t, err)
@@ -189,8 +194,8 @@ func TestReadmitRefusals(t *testing.T) {
 		{"still malformed", malformed, []string{"still malformed", "missing the resource id of a invoice.paid event"}},
 	}
 	for _, tt := range tests {
-		_, err := hwebhook.Readmit(b.ctx, b.store, tt.id, "alice", "try")
-		require.ErrorIs(t, err, hwebhook.ErrCannotReadmit, tt.name)
+		_, err := admission.Readmit(b.ctx, b.store, tt.id, "alice", "try")
+		require.ErrorIs(t, err, admission.ErrCannotReadmit, tt.name)
 		for _, w := range tt.want {
 			require.Contains(t, err.Error(), w, tt.name)
 		}
@@ -201,9 +206,9 @@ func TestReadmitRefusals(t *testing.T) {
 	require.Equal(t, orig, got.Payload, "the original is untouched")
 
 	// Who and why are required; an unknown id is not found.
-	_, err = hwebhook.Readmit(b.ctx, b.store, malformed, "alice", " ")
+	_, err = admission.Readmit(b.ctx, b.store, malformed, "alice", " ")
 	require.Error(t, err)
-	_, err = hwebhook.Readmit(b.ctx, b.store, 999999, "alice", "x")
+	_, err = admission.Readmit(b.ctx, b.store, 999999, "alice", "x")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// A conflicting duplicate is resolved by discarding it; the audit shows

@@ -1,13 +1,13 @@
-package webhook
+package admission
 
 import (
 	"crypto/sha256"
-	"errors"
 	"net/http"
 
 	"github.com/hookinbox/hookinbox/internal/catalog"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // Rejection is why an authenticated delivery cannot become an inbox event
@@ -19,35 +19,33 @@ type Rejection struct {
 
 func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 
-// Derive turns an authenticated delivery into the inbox event the intake
-// stores, with the endpoint's current settings and links: event key,
-// environment, source account, workspace, type, resource, version, and
-// status (pending, or ignored for a type no handler takes). raw is the body
-// as received (kept and hashed); payload the JSON inside it (they differ only
-// for GitHub's form-encoded deliveries). It does no I/O, so the intake, the
-// quarantine's re-admission and the facts backfill share it.
+// derive turns an authenticated delivery into the inbox event to store,
+// with the endpoint's current settings and links: event key, environment,
+// source account, workspace, type, resource, version, and status (pending,
+// or ignored for a type no handler takes). raw is the body as received
+// (kept and hashed); payload the JSON inside it (they differ only for
+// GitHub's form-encoded deliveries). It does no I/O.
 //
 // On rejection the returned event still carries the key parts that could be
 // derived (for the quarantine row); err is a *Rejection, or another error for
 // a provider without a normalizer.
-func Derive(ep *store.Endpoint, h http.Header, payload, raw []byte) (*store.InboxEvent, error) {
+func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, raw []byte) (*store.InboxEvent, error) {
 	sum := sha256.Sum256(raw)
 	ev := &store.InboxEvent{EndpointSlug: ep.Slug, Payload: raw, BodySHA256: sum[:], Key: keys.Event{Provider: ep.Provider}}
-	n, err := normalize(ep, h, payload)
+	n, err := normalize(ep, p, h, payload)
 	if err != nil {
-		var bad errMalformed
-		if errors.As(err, &bad) {
-			return ev, &Rejection{Reason: store.ReasonMalformed, Detail: bad.reason}
+		if bad, ok := isMalformed(err); ok {
+			return ev, &Rejection{Reason: store.ReasonMalformed, Detail: bad.Reason}
 		}
 		return ev, err
 	}
-	ev.Key.EventID = n.eventID
-	if n.environment != "" && n.environment != ep.Environment {
-		ev.Key.Environment = n.environment
-		return ev, &Rejection{Reason: store.ReasonEnvironmentMismatch, Detail: "a " + n.environment + " event on a " + ep.Environment + " endpoint"}
+	ev.Key.EventID = n.EventID
+	if n.Environment != "" && n.Environment != ep.Environment {
+		ev.Key.Environment = n.Environment
+		return ev, &Rejection{Reason: store.ReasonEnvironmentMismatch, Detail: "a " + n.Environment + " event on a " + ep.Environment + " endpoint"}
 	}
 	ev.Key.Environment = ep.Environment
-	account := n.account
+	account := n.Account
 	if account == "" {
 		account, _ = ep.OwnAccount()
 	}
@@ -57,17 +55,17 @@ func Derive(ep *store.Endpoint, h http.Header, payload, raw []byte) (*store.Inbo
 		return ev, &Rejection{Reason: store.ReasonUnknownAccount,
 			Detail: "source account " + orDefault(account, "(none: the endpoint has no own account)") + " is not linked to a workspace"}
 	}
-	_, handled := catalog.HandlerFor(ep.Provider, n.eventType)
+	_, handled := catalog.HandlerFor(ep.Provider, n.EventType)
 	kind, id, err := n.resourceOrFallback(handled)
 	if err != nil {
 		return ev, &Rejection{Reason: store.ReasonMalformed, Detail: err.Error()}
 	}
-	ev.WorkspaceID, ev.EventType, ev.ResourceKind, ev.ResourceID = workspace, n.eventType, kind, id
-	ev.ProviderVersion, ev.OccurredAt = n.version, n.occurredAt
+	ev.WorkspaceID, ev.EventType, ev.ResourceKind, ev.ResourceID = workspace, n.EventType, kind, id
+	ev.ProviderVersion, ev.OccurredAt = n.version, n.OccurredAt
 	ev.Status = keys.StatusPending
 	if !handled {
 		ev.Status = keys.StatusIgnored
-		ev.LastError = "no handler for " + ep.Provider + " event type " + n.eventType
+		ev.LastError = "no handler for " + ep.Provider + " event type " + n.EventType
 	}
 	return ev, nil
 }

@@ -1,0 +1,235 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
+	_ "github.com/hookinbox/hookinbox/providers/all" // admission admits deliveries of every built-in provider
+)
+
+// Handoff rings a resource workflow's doorbell after an event is committed.
+// It must not block: the answer to the sender never waits on Temporal (the
+// intake's hand-off queues and coalesces; a lost ring is rung again by the
+// sweeper).
+type Handoff interface {
+	Notify(r keys.Resource, e keys.Event)
+}
+
+// Options configure an Admitter.
+type Options struct {
+	Store *store.Store
+	// Handoff is notified of each pending event a webhook delivery commits
+	// (and of a duplicate of a still-pending one). Nil: nobody is notified.
+	Handoff Handoff
+	// Tolerance for timestamped signature schemes.
+	Tolerance time.Duration
+	// CacheTTL of endpoints, secrets and links.
+	CacheTTL time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Admitter admits deliveries.
+type Admitter struct {
+	o     Options
+	cache *endpointCache
+}
+
+// New builds an Admitter.
+func New(o Options) *Admitter {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL)}
+}
+
+// Endpoint returns the endpoint slug from the cache (loading it on a miss),
+// or store.ErrNotFound.
+func (a *Admitter) Endpoint(ctx context.Context, slug string) (*Endpoint, error) {
+	return a.cache.get(ctx, slug, false)
+}
+
+// Delivery is what arrived.
+type Delivery struct {
+	// Header of the request (nil for a backfilled event).
+	Header http.Header
+	// Body is the exact raw bytes: verified, kept and hashed.
+	Body []byte
+	// Account, when set, is the source account the delivery must belong to
+	// (the backfill lists one account's events).
+	Account string
+}
+
+// Outcome is what admitting a delivery did.
+type Outcome int
+
+// Outcomes.
+const (
+	// Accepted: a new pending inbox row.
+	Accepted Outcome = iota + 1
+	// Ignored: a new inbox row of a type no handler takes (status ignored).
+	Ignored
+	// Duplicate: the event key was already in the inbox (with the same body;
+	// from the backfill, with any body) and the row was left alone.
+	Duplicate
+	// Quarantined: stored in the quarantine with Reason and Detail.
+	Quarantined
+)
+
+// Result is what Admit did.
+type Result struct {
+	Outcome Outcome
+	// Key is the event key, as far as it could be derived.
+	Key keys.Event
+	// Resource is set once the delivery is derived.
+	Resource keys.Resource
+	// Event is the derived inbox row (Accepted, Ignored, Duplicate).
+	Event *store.InboxEvent
+	// InboxID of the new or existing row.
+	InboxID int64
+	// Status of the row: the new row's, or the existing one's for a
+	// Duplicate.
+	Status string
+	// Reason and Detail of a quarantine; Detail also says why an event is
+	// Ignored.
+	Reason, Detail string
+}
+
+// ErrNotStored marks a failed or uncertain commit (inbox or quarantine):
+// nothing may be acknowledged, the sender (or the activity's retry) must
+// try again.
+var ErrNotStored = errors.New("not stored")
+
+// storeError keeps the store's message and matches ErrNotStored.
+type storeError struct{ err error }
+
+func (e storeError) Error() string        { return e.err.Error() }
+func (e storeError) Unwrap() error        { return e.err }
+func (e storeError) Is(target error) bool { return target == ErrNotStored }
+
+// Admit admits one delivery to ep; origin is keys.OriginWebhook or
+// keys.OriginBackfill (a quarantined delivery goes back in with Readmit,
+// which runs the same steps in the transaction that closes its entry).
+//
+// Its errors: a *providers.Unauthenticated (webhook: a failed signature,
+// nothing stored), an error matching ErrNotStored (the commit failed or its
+// outcome is unknown), a *Rejection or other derivation error (backfill:
+// the event is not admitted and nothing is stored), or an internal error.
+func (a *Admitter) Admit(ctx context.Context, ep *Endpoint, d Delivery, origin string) (Result, error) {
+	switch origin {
+	case keys.OriginWebhook:
+		return a.webhook(ctx, ep, d)
+	case keys.OriginBackfill:
+		return a.backfill(ctx, ep, d)
+	case keys.OriginQuarantine:
+		return Result{}, errors.New("admission: a quarantined delivery is re-admitted with Readmit")
+	}
+	return Result{}, fmt.Errorf("admission: unknown origin %q", origin)
+}
+
+// webhook: verify (a failure reloads the endpoint once: a secret may have
+// just been added), derive (an unknown account reloads once: the link may
+// have just been added), then commit or quarantine, then notify.
+func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Result, error) {
+	v, err := ep.verify(d, a.o.Tolerance, a.o.Now())
+	if err != nil {
+		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
+			ep = fresh
+			v, err = ep.verify(d, a.o.Tolerance, a.o.Now())
+		}
+	}
+	if err != nil {
+		return Result{}, err
+	}
+
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body)
+	var rej *Rejection
+	if errors.As(err, &rej) && rej.Reason == store.ReasonUnknownAccount {
+		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
+			ep = fresh
+			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body)
+		}
+	}
+	res := Result{Key: ev.Key}
+	if err != nil {
+		if !errors.As(err, &rej) {
+			return res, err
+		}
+		return a.quarantine(ctx, ep, d, ev, rej, res)
+	}
+	ev.SecretID, ev.Origin = v.SecretID, keys.OriginWebhook
+	res, ins, err := insert(ctx, a.o.Store.Pool, ev)
+	if err != nil {
+		return res, err
+	}
+	switch ins.Outcome {
+	case store.Inserted, store.Duplicate:
+		if res.Status == keys.StatusPending && a.o.Handoff != nil {
+			// For a duplicate, another doorbell in case the first hand-off
+			// was lost (it is coalesced if still queued).
+			a.o.Handoff.Notify(res.Resource, res.Key)
+		}
+		return res, nil
+	default: // Conflict: same event key, different body.
+		return a.quarantine(ctx, ep, d, ev, &Rejection{Reason: store.ReasonConflictingDuplicate,
+			Detail: "event key already accepted with a different body; the original is kept"}, res)
+	}
+}
+
+// quarantine stores the delivery for investigation.
+func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev *store.InboxEvent, rej *Rejection, res Result) (Result, error) {
+	q := &store.QuarantineEntry{EndpointSlug: ev.EndpointSlug, Provider: ev.Key.Provider, Account: ev.Key.Account,
+		Environment: ev.Key.Environment, EventID: ev.Key.EventID, Reason: rej.Reason, Detail: rej.Detail,
+		Payload: ev.Payload, BodySHA256: ev.BodySHA256, Headers: providers.KeptHeaders(ep.provider, d.Header)}
+	if _, err := store.InsertQuarantine(ctx, a.o.Store.Pool, q); err != nil {
+		return res, storeError{err}
+	}
+	res.Outcome, res.Reason, res.Detail = Quarantined, rej.Reason, rej.Detail
+	return res, nil
+}
+
+// backfill: the bytes come from the provider's authenticated API, so
+// nothing is verified; a refusal stores nothing, and an existing key (same
+// body or not: the list API may serialize an event differently from its
+// webhook) is simply "already have it".
+func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Result, error) {
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body)
+	if err == nil && d.Account != "" && ev.Key.Account != d.Account {
+		err = fmt.Errorf("the event belongs to account %s, the pass lists %s", ev.Key.Account, d.Account)
+	}
+	if err != nil {
+		return Result{Key: ev.Key}, err
+	}
+	ev.Origin = keys.OriginBackfill
+	res, ins, err := insert(ctx, a.o.Store.Pool, ev)
+	if err == nil && ins.Outcome == store.Conflict {
+		res.Outcome = Duplicate
+	}
+	return res, err
+}
+
+// insert commits ev: the one call of store.InsertInboxEvent.
+func insert(ctx context.Context, db store.DB, ev *store.InboxEvent) (Result, store.InsertResult, error) {
+	res := Result{Key: ev.Key, Resource: ev.Resource(), Event: ev}
+	ins, err := store.InsertInboxEvent(ctx, db, ev)
+	if err != nil {
+		return res, ins, storeError{err}
+	}
+	res.InboxID, res.Status = ins.ID, ev.Status
+	switch ins.Outcome {
+	case store.Inserted:
+		res.Outcome = Accepted
+		if ev.Status != keys.StatusPending {
+			res.Outcome, res.Detail = Ignored, ev.LastError
+		}
+	case store.Duplicate:
+		res.Outcome, res.Status = Duplicate, ins.ExistingStatus
+	}
+	return res, ins, nil
+}

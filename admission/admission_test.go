@@ -1,0 +1,217 @@
+package admission_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v84/webhook"
+
+	"github.com/hookinbox/hookinbox/admission"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/providers"
+)
+
+// recordingHandoff stands in for the intake's hand-off.
+type recordingHandoff struct {
+	mu    sync.Mutex
+	calls []keys.Event
+}
+
+func (h *recordingHandoff) Notify(_ keys.Resource, e keys.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls = append(h.calls, e)
+}
+
+func (h *recordingHandoff) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.calls)
+}
+
+type bundle struct {
+	store   *store.Store
+	adm     *admission.Admitter
+	handoff *recordingHandoff
+	ctx     context.Context
+}
+
+const (
+	stripeSecret = "whsec_stripe_test_secret"
+	githubSecret = "gh-secret"
+)
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	eps := []store.NewEndpoint{
+		{Slug: "stripe", Provider: "stripe", Environment: "test", Secrets: []string{stripeSecret}},
+		{Slug: "stripe-connect", Provider: "stripe", Environment: "live", Account: "acct_platform", Secrets: []string{stripeSecret}},
+		{Slug: "gh", Provider: "github", Environment: "live", Secrets: []string{githubSecret}},
+	}
+	for _, e := range eps {
+		require.NoError(t, s.InsertEndpoint(ctx, e))
+	}
+	require.NoError(t, s.LinkAccount(ctx, "stripe", "acct_own", "ws_1"))
+	require.NoError(t, s.LinkAccount(ctx, "stripe-connect", "acct_c1", "ws_c1"))
+	require.NoError(t, s.LinkAccount(ctx, "gh", "4242", "ws_gh"))
+	h := &recordingHandoff{}
+	adm := admission.New(admission.Options{Store: s, Handoff: h, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
+	return &bundle{store: s, adm: adm, handoff: h, ctx: ctx}
+}
+
+// admit admits a webhook delivery to slug, as the intake does.
+func (b *bundle) admit(t *testing.T, slug string, body []byte, headers map[string]string) (admission.Result, error) {
+	t.Helper()
+	ep, err := b.adm.Endpoint(b.ctx, slug)
+	require.NoError(t, err)
+	h := http.Header{"Content-Type": {"application/json"}}
+	for k, v := range headers {
+		h.Set(k, v)
+	}
+	return b.adm.Admit(b.ctx, ep, admission.Delivery{Header: h, Body: body}, keys.OriginWebhook)
+}
+
+// backfill admits body as the backfill does, for the pass of account.
+func (b *bundle) backfill(t *testing.T, slug, account string, body []byte) (admission.Result, error) {
+	t.Helper()
+	ep, err := b.store.GetEndpoint(b.ctx, slug)
+	require.NoError(t, err)
+	return admission.New(admission.Options{Store: b.store}).Admit(b.ctx, admission.NewEndpoint(ep),
+		admission.Delivery{Body: body, Account: account}, keys.OriginBackfill)
+}
+
+func stripeEvent(id, typ, objID, objKind string, extra string) []byte {
+	return []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"livemode":false,"created":1760000000,%s"data":{"object":{"id":%q,"object":%q}}}`,
+		id, typ, extra, objID, objKind))
+}
+
+func stripeSig(body []byte, secret string, at time.Time) map[string]string {
+	p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: at})
+	return map[string]string{"Stripe-Signature": p.Header}
+}
+
+func githubHeaders(body []byte, secret, delivery, event string) map[string]string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return map[string]string{
+		"X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac.Sum(nil)),
+		"X-GitHub-Delivery":   delivery,
+		"X-GitHub-Event":      event,
+	}
+}
+
+func (b *bundle) inboxCount(t *testing.T) int {
+	var n int
+	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT count(*) FROM webhook_inbox`).Scan(&n))
+	return n
+}
+
+func (b *bundle) quarantineCount(t *testing.T) int {
+	var n int
+	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT count(*) FROM inbox_quarantine`).Scan(&n))
+	return n
+}
+
+func (b *bundle) row(t *testing.T, k keys.Event) *store.StoredEvent {
+	e, err := store.GetInboxEvent(b.ctx, b.store.Pool, k)
+	require.NoError(t, err)
+	return e
+}
+
+func TestWebhookOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := stripeEvent("evt_1", "invoice.paid", "in_1", "invoice", "")
+	key := keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_1"}
+
+	res, err := b.admit(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, res.Outcome)
+	require.Equal(t, key, res.Key)
+	require.Equal(t, keys.StatusPending, res.Status)
+	require.Equal(t, keys.Resource{Provider: "stripe", Account: "acct_own", Environment: "test", Kind: "invoice", ID: "in_1"}, res.Resource)
+	require.Equal(t, keys.OriginWebhook, b.row(t, key).Origin)
+	require.Equal(t, 1, b.handoff.count())
+
+	// A duplicate of a pending row rings again; a conflicting body is quarantined.
+	res, err = b.admit(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Duplicate, res.Outcome)
+	require.Equal(t, 2, b.handoff.count())
+	other := stripeEvent("evt_1", "invoice.paid", "in_OTHER", "invoice", "")
+	res, err = b.admit(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Quarantined, res.Outcome)
+	require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
+
+	// An unhandled type is ignored, not handed off.
+	ch := stripeEvent("evt_ch", "charge.succeeded", "ch_1", "charge", "")
+	res, err = b.admit(t, "stripe", ch, stripeSig(ch, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Ignored, res.Outcome)
+	require.Contains(t, res.Detail, "charge.succeeded")
+	require.Equal(t, 2, b.handoff.count())
+
+	// A bad signature stores nothing.
+	_, err = b.admit(t, "stripe", body, stripeSig(body, "whsec_wrong", time.Now()))
+	var unauth *providers.Unauthenticated
+	require.ErrorAs(t, err, &unauth)
+	require.Equal(t, 2, b.inboxCount(t))
+	require.Equal(t, 1, b.quarantineCount(t))
+}
+
+func TestBackfillOrigin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := stripeEvent("evt_b", "invoice.paid", "in_b", "invoice", "")
+	key := keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_b"}
+
+	// No signature: the bytes come from the authenticated API.
+	res, err := b.backfill(t, "stripe", "acct_own", body)
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, res.Outcome)
+	require.Equal(t, key, res.Event.Key)
+	require.Equal(t, keys.OriginBackfill, b.row(t, key).Origin)
+
+	// An existing key with another serialization is "already have it", not a quarantine.
+	res, err = b.backfill(t, "stripe", "acct_own", stripeEvent("evt_b", "invoice.paid", "in_b", "invoice", `"extra":1,`))
+	require.NoError(t, err)
+	require.Equal(t, admission.Duplicate, res.Outcome)
+
+	// An event of another account than the pass lists, or of an unlinked
+	// one, is refused and stores nothing.
+	_, err = b.backfill(t, "stripe", "acct_else", stripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", ""))
+	require.ErrorContains(t, err, "the event belongs to account acct_own, the pass lists acct_else")
+	require.False(t, errors.Is(err, admission.ErrNotStored))
+	_, err = b.backfill(t, "stripe-connect", "acct_x", []byte(`{"id":"evt_b3","object":"event","type":"invoice.paid","livemode":true,"account":"acct_x","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`))
+	var rej *admission.Rejection
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, store.ReasonUnknownAccount, rej.Reason)
+
+	require.Equal(t, 1, b.inboxCount(t))
+	require.Zero(t, b.quarantineCount(t))
+	require.Zero(t, b.handoff.count(), "the backfill rings its doorbells itself")
+}
+
+func TestQuarantineOriginGoesThroughReadmit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ep, err := b.adm.Endpoint(b.ctx, "stripe")
+	require.NoError(t, err)
+	_, err = b.adm.Admit(b.ctx, ep, admission.Delivery{Body: []byte(`{}`)}, keys.OriginQuarantine)
+	require.ErrorContains(t, err, "Readmit")
+	require.Zero(t, b.inboxCount(t))
+}

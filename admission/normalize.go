@@ -1,0 +1,101 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
+)
+
+// normalized is what the provider reads from a verified delivery, with the
+// endpoint's version.
+type normalized struct {
+	providers.Normalized
+	version *int64
+}
+
+// normalize derives the event key parts, type, resource and version: the
+// provider reads its own fields, then what holds for every provider is
+// checked here. Its *providers.MalformedError is a delivery that cannot be
+// used as it is.
+func normalize(ep *store.Endpoint, p providers.Provider, h http.Header, payload []byte) (normalized, error) {
+	if !gjson.ValidBytes(payload) {
+		return normalized{}, providers.Malformedf("body is not valid JSON")
+	}
+	doc := gjson.ParseBytes(payload)
+	if !doc.IsObject() {
+		return normalized{}, providers.Malformedf("body is not a JSON object")
+	}
+	if p == nil {
+		return normalized{}, fmt.Errorf("provider %q has no normalizer", ep.Provider)
+	}
+	pn, err := p.Normalize(ep.Settings, h, doc)
+	if err != nil {
+		return normalized{}, err
+	}
+	n := normalized{Normalized: pn}
+	if path := ep.Settings.VersionPath; path != "" {
+		if v := doc.Get(path); v.Exists() {
+			if v.Type != gjson.Number || v.Num != float64(int64(v.Num)) {
+				return normalized{}, providers.Malformedf("version at %s is not an integer", path)
+			}
+			iv := v.Int()
+			n.version = &iv
+		}
+	}
+	if len(n.EventID) > 255 || len(n.ResourceID) > 255 || len(n.Account) > 255 || len(n.EventType) > 255 {
+		return normalized{}, providers.Malformedf("an identifier is longer than 255 bytes")
+	}
+	// PostgreSQL text holds neither NUL nor invalid UTF-8, and its timestamps
+	// end in year 294276: a signed delivery carrying such values is the
+	// sender's bug, so it is quarantined as malformed (400) rather than
+	// failing the insert with a 503 the provider would retry forever.
+	for _, f := range []struct{ name, v string }{{"event id", n.EventID}, {"event type", n.EventType},
+		{"source account", n.Account}, {"environment", n.Environment}, {"resource kind", n.ResourceKind},
+		{"resource id", n.ResourceID}} {
+		if !storableText(f.v) {
+			return normalized{}, providers.Malformedf("the %s is not valid UTF-8 text without NUL", f.name)
+		}
+	}
+	if t := n.OccurredAt; t != nil && (t.Year() < 1 || t.Year() > 9999) {
+		return normalized{}, providers.Malformedf("the event time %d is out of range", t.Unix())
+	}
+	return n, nil
+}
+
+// storableText reports whether s can be stored in a PostgreSQL text column.
+func storableText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// resourceOrFallback returns the resource of a handled event (required) or,
+// for an ignored one, the event itself when it names none.
+func (n normalized) resourceOrFallback(handled bool) (kind, id string, err error) {
+	if n.ResourceKind != "" && n.ResourceID != "" {
+		return n.ResourceKind, n.ResourceID, nil
+	}
+	if handled {
+		return "", "", fmt.Errorf("missing the resource id of a %s event", n.EventType)
+	}
+	return "event", n.EventID, nil
+}
+
+// isMalformed reports a provider's *MalformedError.
+func isMalformed(err error) (*providers.MalformedError, bool) {
+	var bad *providers.MalformedError
+	ok := errors.As(err, &bad)
+	return bad, ok
+}

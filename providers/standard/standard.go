@@ -1,0 +1,126 @@
+// Package standard is the Standard Webhooks provider (standardwebhooks.com):
+// webhook-id, webhook-timestamp and webhook-signature checked with the
+// standard-webhooks Go library; the event type, resource and source account
+// are read at the endpoint's configured JSON paths. It has no API client.
+package standard
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/tidwall/gjson"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
+)
+
+// Provider is Standard Webhooks.
+type Provider struct{}
+
+var _ providers.Provider = Provider{}
+
+// Name is keys.ProviderStandard.
+func (Provider) Name() string { return keys.ProviderStandard }
+
+// Verifier prepares one library verifier per secret (nil for a secret that
+// does not decode: it matches nothing).
+func (Provider) Verifier(secrets []store.Secret) providers.Verifier {
+	v := verifier{secrets: secrets}
+	for _, s := range secrets {
+		wh, err := standardwebhooks.NewWebhook(s.Value)
+		if err != nil {
+			wh = nil
+		}
+		v.hooks = append(v.hooks, wh)
+	}
+	return v
+}
+
+type verifier struct {
+	secrets []store.Secret
+	hooks   []*standardwebhooks.Webhook
+}
+
+// Verify uses the standard-webhooks library. Its own tolerance is fixed at
+// 5 minutes, so the timestamp is checked here against ours and the
+// signature by the library. Every space-separated v1 signature is tried
+// (senders sign with old and new secret while rotating).
+func (v verifier) Verify(h http.Header, body []byte, tolerance time.Duration, now time.Time) (providers.Verified, error) {
+	ts := h.Get(standardwebhooks.HeaderWebhookTimestamp)
+	if h.Get(standardwebhooks.HeaderWebhookID) == "" || ts == "" || h.Get(standardwebhooks.HeaderWebhookSignature) == "" {
+		return providers.Verified{}, providers.Unauthenticatedf("missing webhook-id, webhook-timestamp or webhook-signature")
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return providers.Verified{}, providers.Unauthenticatedf("webhook-timestamp is not a unix time")
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return providers.Verified{}, providers.Unauthenticatedf("webhook-timestamp outside tolerance (%s)", d.Round(time.Second))
+	}
+	last := errors.New("no usable secret")
+	for i, s := range v.secrets {
+		wh := v.hooks[i]
+		if wh == nil {
+			continue
+		}
+		if err := wh.VerifyIgnoringTimestamp(body, h); err == nil {
+			return providers.Verified{SecretID: s.ID, Payload: body}, nil
+		} else {
+			last = err
+		}
+	}
+	return providers.Verified{}, providers.Unauthenticatedf("standard webhooks: %s", last.Error())
+}
+
+// Normalize: webhook-id is the event id; type, resource and account come
+// from the endpoint's configured JSON paths.
+func (Provider) Normalize(s store.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+	var n providers.Normalized
+	var err error
+	n.EventID = h.Get("webhook-id")
+	if n.EventType, err = providers.RequireString(doc, orDefault(s.TypePath, "type")); err != nil {
+		return n, err
+	}
+	if s.AccountPath != "" {
+		if n.Account, err = providers.RequireString(doc, s.AccountPath); err != nil {
+			return n, err
+		}
+	}
+	n.ResourceID = doc.Get(orDefault(s.ResourcePath, "data.id")).String()
+	n.ResourceKind = s.ResourceKind
+	if n.ResourceKind == "" {
+		n.ResourceKind, _, _ = strings.Cut(n.EventType, ".")
+	}
+	if v := doc.Get("timestamp"); v.Type == gjson.String {
+		if t, err := time.Parse(time.RFC3339Nano, v.Str); err == nil {
+			n.OccurredAt = &t
+		}
+	}
+	return n, nil
+}
+
+// KeepHeader keeps webhook-id and webhook-timestamp (never the signature).
+func (Provider) KeepHeader(name string) bool {
+	return name == "webhook-id" || name == "webhook-timestamp"
+}
+
+// CheckSecret requires whsec_ + base64, the library's format.
+func (Provider) CheckSecret(secret string) error {
+	if _, err := standardwebhooks.NewWebhook(secret); err != nil {
+		return fmt.Errorf("standard webhooks secret must be whsec_<base64>: %w", err)
+	}
+	return nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
