@@ -31,3 +31,19 @@ const (
 	OriginBackfill   = "backfill"
 	OriginQuarantine = "quarantine"
 )
+
+// Outbox statuses (the outbox table's CHECK constraint).
+const (
+	OutboxPending   = "pending"
+	OutboxSent      = "sent"
+	OutboxFailed    = "failed"
+	OutboxUncertain = "uncertain"
+	OutboxHeld      = "held_for_review"
+)
+
+// Outbox operation classes: what a business handler's outbound effect is;
+// each selects its uncertain-outcome policy.
+const (
+	ClassCreditsConfirmation = "credits_confirmation"
+	ClassFeedbackAlert       = "feedback_alert"
+)
