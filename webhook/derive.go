@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -57,7 +57,7 @@ func Derive(ep *store.Endpoint, h http.Header, payload, raw []byte) (*store.Inbo
 		return ev, &Rejection{Reason: store.ReasonUnknownAccount,
 			Detail: "source account " + orDefault(account, "(none: the endpoint has no own account)") + " is not linked to a workspace"}
 	}
-	_, handled := catalog.HandlerFor(ep.Provider, n.eventType)
+	_, handled := handlers.For(ep.Provider, n.eventType)
 	kind, id, err := n.resourceOrFallback(handled)
 	if err != nil {
 		return ev, &Rejection{Reason: store.ReasonMalformed, Detail: err.Error()}

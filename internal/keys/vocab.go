@@ -1,5 +1,7 @@
 package keys
 
+import "time"
+
 // Providers hookinbox verifies (the registry in package providers holds
 // what each one means).
 const (
@@ -47,3 +49,8 @@ const (
 	ClassCreditsConfirmation = "credits_confirmation"
 	ClassFeedbackAlert       = "feedback_alert"
 )
+
+// MinDedupRetention is the shortest time an inbox row (its event key, what
+// deduplicates a sender's retries) is ever kept: the longest retry window of
+// the supported senders (Stripe retries for up to three days).
+const MinDedupRetention = 72 * time.Hour

@@ -1,4 +1,4 @@
-package activities
+package handlers
 
 import (
 	"context"
@@ -7,19 +7,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/provider"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
 
-// Providers gives handlers the API client of the endpoint an event came
-// through (each endpoint has its own API base URL and key).
-type Providers interface {
-	For(ctx context.Context, endpointSlug string) (provider.Client, error)
-}
-
-// EndpointProviders builds clients from the endpoint registry, cached for a
-// short while so a rotated API key is picked up.
+// EndpointProviders implements ports.Providers: it builds clients from the
+// endpoint registry, cached for a short while so a rotated API key is
+// picked up.
 type EndpointProviders struct {
 	Store *store.Store
 	TTL   time.Duration
@@ -48,13 +44,13 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (provider.Clie
 	p.mu.Unlock()
 	ep, err := p.Store.GetEndpoint(ctx, slug)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
+		return nil, ports.Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
 	}
 	if err != nil {
 		return nil, err
 	}
 	if ep.APIKey == "" {
-		return nil, Permanent(fmt.Errorf("endpoint %s has no API key: register it with --api-key (and --api-base-url) to fetch from the provider", slug))
+		return nil, ports.Permanent(fmt.Errorf("endpoint %s has no API key: register it with --api-key (and --api-base-url) to fetch from the provider", slug))
 	}
 	var c provider.Client
 	switch ep.Provider {
@@ -62,7 +58,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (provider.Clie
 		own, _ := ep.OwnAccount()
 		c = provider.NewStripe(provider.StripeConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, PlatformAccount: own})
 	default:
-		return nil, Permanent(fmt.Errorf("no API client for provider %s", ep.Provider))
+		return nil, ports.Permanent(fmt.Errorf("no API client for provider %s", ep.Provider))
 	}
 	p.mu.Lock()
 	if p.cache == nil {
@@ -78,7 +74,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (provider.Clie
 // is never read as a state: it may be the provider catching up).
 func providerErr(err error) error {
 	if provider.IsPermanent(err) {
-		return Permanent(err)
+		return ports.Permanent(err)
 	}
 	return err
 }
