@@ -17,8 +17,9 @@ import (
 )
 
 // This file holds the activities of the long-running reconciliation passes
-// (SPEC R19): listing the scopes, taking a pass's checkpoint, and one page of
-// the subscriptions reconciliation. Each page is listed, compared, signalled
+// (SPEC R19): listing the scopes and taking a pass's checkpoint (control
+// queue), and one page of the subscriptions reconciliation (provider
+// queue). Each page is listed, compared, signalled
 // and checkpointed in one activity, so a run killed mid-way resumes at the
 // page after the last one recorded.
 
