@@ -9,14 +9,13 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/hookinbox/hookinbox/admission"
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
 // BackfillTypes are the Stripe event types the facts backfill lists: every
-// type with a business handler (internal/catalog), named one by one because
+// type with a business handler (handlers.For), named one by one because
 // Stripe's `types` filter takes no wildcard.
 func BackfillTypes() []string {
 	return []string{
@@ -41,24 +40,23 @@ type BackfillPageInput struct {
 }
 
 // BackfillPage lists one page of a scope's provider events and feeds each
-// through the intake's own path (SPEC R19): admission derives the inbox
-// event with the endpoint's current settings and links, marked as
+// through the intake's own path (SPEC R19, ports.Facts.Admit): the
+// endpoint's current settings and links derive the inbox event, marked as
 // backfilled, and the event key's UNIQUE constraint settles whether the
-// inbox already has it. An existing key (same body or not: the list API may serialize an
-// event differently from its webhook) is simply "already have it", never
+// inbox already has it. An existing key is simply "already have it", never
 // quarantined. Each newly inserted pending event rings its resource's
 // doorbell; the business handlers' keys make its effect happen once, so a
 // paid invoice whose webhook never came grants its credits exactly once.
 // A failed doorbell is only logged: the row is pending and the sweeper rings
 // again. Events the derivation refuses (an unlinked account, a livemode
 // mismatch) are counted and logged.
-func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (PageResult, error) {
-	client, err := a.providers().For(ctx, in.Scope.Endpoint)
+func (a *ProviderActivities) BackfillPage(ctx context.Context, in BackfillPageInput) (PageResult, error) {
+	client, err := a.Providers.For(ctx, in.Scope.Endpoint)
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list events", err)
 	}
-	ep, err := a.Store.GetEndpoint(ctx, in.Scope.Endpoint)
-	if errors.Is(err, store.ErrNotFound) {
+	own, err := a.Facts.OwnAccount(ctx, in.Scope.Endpoint)
+	if errors.Is(err, ports.ErrNotFound) {
 		return PageResult{}, temporal.NewNonRetryableApplicationError("endpoint "+in.Scope.Endpoint+" no longer exists", "InvalidScope", err)
 	}
 	if err != nil {
@@ -67,20 +65,20 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 	// Events of the endpoint's own account carry no account field: they are
 	// attributed to that account, so the key must be that account's. A key
 	// (or base URL) of another account would bring its events and grants in.
-	if own, _ := ep.OwnAccount(); in.Scope.Account == own {
+	if in.Scope.Account == own {
 		keyAccount, err := client.OwnAccount(ctx)
 		if err != nil {
 			return PageResult{}, a.providerFailure(ctx, "retrieve own account", err)
 		}
 		if keyAccount != own {
-			err := fmt.Errorf("the API key of endpoint %s belongs to account %s, not to the endpoint's account %s: nothing is backfilled", ep.Slug, keyAccount, own)
+			err := fmt.Errorf("the API key of endpoint %s belongs to account %s, not to the endpoint's account %s: nothing is backfilled", in.Scope.Endpoint, keyAccount, own)
 			return PageResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidScope", err)
 		}
 	}
 	q := providers.EventQuery{Since: in.Since, Types: in.Types, Cursor: in.Cursor, Limit: in.Limit}
 	page, err := client.ListEvents(ctx, in.Scope.Account, q)
 	if cursorGone(err, in.Cursor) {
-		a.log(ctx).Warn("the pass's cursor no longer exists at the provider; listing again from the start",
+		logger(ctx, a.Logger).Warn("the pass's cursor no longer exists at the provider; listing again from the start",
 			"checkpoint", in.Checkpoint, "cursor", in.Cursor)
 		q.Cursor = ""
 		page, err = client.ListEvents(ctx, in.Scope.Account, q)
@@ -89,32 +87,30 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 		return PageResult{}, a.providerFailure(ctx, "list events", err)
 	}
 	res := PageResult{Listed: len(page.Items)}
+	admitted, err := a.Facts.Admit(ctx, in.Scope.Endpoint, in.Scope.Account, page.Items)
+	if err != nil {
+		return res, err // retried: the inserts are idempotent
+	}
 	var ring []keys.Resource
 	ringing := map[keys.Resource]keys.Event{}
-	adm, aep := admission.New(admission.Options{Store: a.Store}), admission.NewEndpoint(ep)
-	for i, e := range page.Items {
-		ad, err := adm.Admit(ctx, aep, admission.Delivery{Body: e.Raw, Account: in.Scope.Account}, keys.OriginBackfill)
-		if errors.Is(err, admission.ErrNotStored) {
-			return res, err // retried: the inserts are idempotent
-		}
-		if err != nil {
+	for i, ad := range admitted {
+		switch ad.Outcome {
+		case ports.Rejected:
 			res.Rejected++
-			a.log(ctx).Warn("backfill skipped an event the intake would not admit", "event_id", e.ID, "type", e.Type,
-				"endpoint", ep.Slug, "reason", err.Error())
+			logger(ctx, a.Logger).Warn("backfill skipped an event the intake would not admit", "event_id", ad.EventID, "type", ad.Type,
+				"endpoint", in.Scope.Endpoint, "reason", ad.Reason.Error())
 			continue
-		}
-		if ad.Outcome == admission.Duplicate {
+		case ports.Duplicate:
 			res.Duplicates++
 			continue
 		}
-		ev := ad.Event
 		res.Inserted++
-		a.log(ctx).Info("backfilled a missing event", "event_key", ev.Key.String(), "type", ev.EventType, "status", ev.Status)
-		if r := ev.Resource(); ev.Status == keys.StatusPending {
+		logger(ctx, a.Logger).Info("backfilled a missing event", "event_key", ad.Key.String(), "type", ad.Type, "status", ad.Status)
+		if r := ad.Resource; ad.Status == keys.StatusPending {
 			if _, ok := ringing[r]; !ok {
 				ring = append(ring, r)
 			}
-			ringing[r] = ev.Key
+			ringing[r] = ad.Key
 		}
 		activity.RecordHeartbeat(ctx, i+1)
 	}
@@ -124,7 +120,7 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 		}
 		if err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, ringing[r].String()); err != nil {
 			res.SignalFailed++
-			a.log(ctx).Warn("backfill could not signal; the sweeper will", "resource", r.String(), "error", err.Error())
+			logger(ctx, a.Logger).Warn("backfill could not signal; the sweeper will", "resource", r.String(), "error", err.Error())
 			continue
 		}
 		res.Signalled++

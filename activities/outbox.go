@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,9 +10,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
-	"github.com/hookinbox/hookinbox/internal/store"
 )
 
 // Uncertain-outcome policies (SPEC R18): what a send does when a previous
@@ -34,8 +33,8 @@ const (
 // DefaultPolicies are the policies of the built-in operation classes when
 // the destination does not dedupe. Unknown classes are held for review.
 var DefaultPolicies = map[string]string{
-	ClassCreditsConfirmation: PolicyAcceptDuplicate,
-	ClassFeedbackAlert:       PolicyAcceptDuplicate,
+	keys.ClassCreditsConfirmation: PolicyAcceptDuplicate,
+	keys.ClassFeedbackAlert:       PolicyAcceptDuplicate,
 }
 
 // ParsePolicies reads "class=policy,class=policy" over the defaults.
@@ -64,70 +63,6 @@ func ParsePolicies(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// Destinations resolves an outbox row's sender.
-type Destinations interface {
-	Sender(ctx context.Context, row *store.OutboxRow) (outbound.Sender, outbound.Message, error)
-}
-
-// Outbound holds the configured mailer and builds team webhook senders.
-type Outbound struct {
-	Store  *store.Store
-	Mailer outbound.Sender
-	// Guard bounds where team webhook destinations may point (SSRF).
-	Guard outbound.Guard
-}
-
-// Sender returns the sender and message of a row: the configured mailer for
-// email (a workspace's confirmation or a team's email destination), or a
-// Standard Webhooks sender for a team's webhook destination.
-func (o *Outbound) Sender(ctx context.Context, row *store.OutboxRow) (outbound.Sender, outbound.Message, error) {
-	var p struct {
-		To      string `json:"to"`
-		Subject string `json:"subject"`
-		Text    string `json:"text"`
-		Project string `json:"project"`
-		Message string `json:"message"`
-	}
-	if err := json.Unmarshal(row.Payload, &p); err != nil {
-		return nil, outbound.Message{}, Permanent(fmt.Errorf("outbox %d payload: %w", row.ID, err))
-	}
-	msg := outbound.Message{Key: row.OperationKey, To: p.To, Subject: p.Subject, Text: p.Text, Body: row.Payload}
-	if row.Class == ClassCreditsConfirmation {
-		return o.mailer(row, msg)
-	}
-	dests, err := store.ListDestinations(ctx, o.Store.Pool, row.WorkspaceID, false)
-	if err != nil {
-		return nil, msg, err
-	}
-	for _, d := range dests {
-		if d.Name != row.Destination {
-			continue
-		}
-		switch d.Kind {
-		case "webhook":
-			return &outbound.WebhookSender{URL: d.Target, Secret: d.Secret, Guard: o.Guard}, msg, nil
-		case "email":
-			msg.To = d.Target
-			if msg.Subject == "" {
-				msg.Subject = "New feedback in " + p.Project
-				msg.Text = p.Message
-			}
-			return o.mailer(row, msg)
-		}
-	}
-	return nil, msg, Permanent(fmt.Errorf("destination %q of workspace %s no longer exists", row.Destination, row.WorkspaceID))
-}
-
-func (o *Outbound) mailer(row *store.OutboxRow, msg outbound.Message) (outbound.Sender, outbound.Message, error) {
-	if o.Mailer == nil {
-		return nil, msg, Permanent(fmt.Errorf("outbox %d: no mailer configured", row.ID))
-	}
-	if msg.To == "" {
-		return nil, msg, Permanent(fmt.Errorf("outbox %d: no recipient", row.ID))
-	}
-	return o.Mailer, msg, nil
-}
-
 // SendInput names the outbox row to send.
 type SendInput struct {
 	ID int64 `json:"id"`
@@ -148,39 +83,39 @@ type SendResult struct {
 // classes, or hold for review. A definite failure puts the row back to
 // pending; an unknown outcome leaves it uncertain; both are retried with
 // full-jitter backoff by the activity's retry policy.
-func (a *Activities) SendOutbox(ctx context.Context, in SendInput) (SendResult, error) {
-	row, err := store.GetOutbox(ctx, a.Store.Pool, in.ID)
-	if errors.Is(err, store.ErrNotFound) {
+func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (SendResult, error) {
+	row, err := a.Outbox.Get(ctx, in.ID)
+	if errors.Is(err, ports.ErrNotFound) {
 		return SendResult{}, temporal.NewNonRetryableApplicationError("outbox row not found", "InvalidOutbox", err)
 	}
 	if err != nil {
 		return SendResult{}, a.sendRetry(ctx, row, err)
 	}
 	switch row.Status {
-	case store.OutboxSent, store.OutboxFailed, store.OutboxHeld:
+	case keys.OutboxSent, keys.OutboxFailed, keys.OutboxHeld:
 		return SendResult{Status: row.Status, Policy: row.Policy}, nil
 	}
-	sender, msg, err := a.Outbound.Sender(ctx, row)
+	sender, msg, err := a.Outbox.Sender(ctx, row)
 	if err != nil {
-		if IsPermanent(err) {
+		if ports.IsPermanent(err) {
 			return SendResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidOutbox", err)
 		}
 		return SendResult{}, a.sendRetry(ctx, row, err)
 	}
 	policy := a.policyFor(row.Class, sender.Idempotent())
-	log := a.log(ctx).With("operation_key", row.OperationKey, "outbox_id", row.ID, "class", row.Class, "policy", policy)
+	log := logger(ctx, a.Logger).With("operation_key", row.OperationKey, "outbox_id", row.ID, "class", row.Class, "policy", policy)
 
-	if row.Status == store.OutboxUncertain {
+	if row.Status == keys.OutboxUncertain {
 		// A previous attempt may have been delivered.
 		if f, ok := sender.(outbound.Finder); ok {
 			found, ferr := f.Find(ctx, row.OperationKey)
 			if ferr == nil && found {
-				if err := store.MarkOutboxSent(ctx, a.Store.Pool, row.ID, "", "found at the destination after an uncertain attempt"); err != nil {
+				if err := a.Outbox.MarkSent(ctx, row.ID, "", "found at the destination after an uncertain attempt"); err != nil {
 					return SendResult{}, a.sendRetry(ctx, row, err)
 				}
 				a.countSend(row.Class, "found")
 				log.Info("outbox row found at the destination; not sent again")
-				return SendResult{Status: store.OutboxSent, Policy: policy, Note: "found at destination"}, nil
+				return SendResult{Status: keys.OutboxSent, Policy: policy, Note: "found at destination"}, nil
 			}
 			if ferr != nil {
 				log.Warn("could not query the destination", "error", ferr.Error())
@@ -188,12 +123,12 @@ func (a *Activities) SendOutbox(ctx context.Context, in SendInput) (SendResult, 
 		}
 		if policy == PolicyHoldForReview {
 			note := "held for review: a previous attempt's outcome is unknown (" + row.LastError + ")"
-			if _, err := store.StopOutbox(ctx, a.Store.Pool, row.ID, store.OutboxHeld, note); err != nil {
+			if _, err := a.Outbox.Stop(ctx, row.ID, keys.OutboxHeld, note); err != nil {
 				return SendResult{}, a.sendRetry(ctx, row, err)
 			}
 			a.countSend(row.Class, "held")
 			log.Warn("outbox row held for review")
-			return SendResult{Status: store.OutboxHeld, Policy: policy, Note: note}, nil
+			return SendResult{Status: keys.OutboxHeld, Policy: policy, Note: note}, nil
 		}
 		log.Info("repeating an uncertain send under its policy")
 	}
@@ -202,7 +137,7 @@ func (a *Activities) SendOutbox(ctx context.Context, in SendInput) (SendResult, 
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	ok, err := store.BeginOutboxAttempt(ctx, a.Store.Pool, row.ID, policy, time.Now().Add(timeout))
+	ok, err := a.Outbox.BeginAttempt(ctx, row.ID, policy, time.Now().Add(timeout))
 	if err != nil {
 		return SendResult{}, a.sendRetry(ctx, row, err)
 	}
@@ -211,51 +146,51 @@ func (a *Activities) SendOutbox(ctx context.Context, in SendInput) (SendResult, 
 	}
 	remoteID, err := sender.Send(ctx, msg)
 	if err == nil {
-		if err := store.MarkOutboxSent(ctx, a.Store.Pool, row.ID, remoteID, ""); err != nil {
+		if err := a.Outbox.MarkSent(ctx, row.ID, remoteID, ""); err != nil {
 			// Sent, not recorded: the row stays uncertain and the policy
 			// decides on the retry.
 			return SendResult{}, a.sendRetry(ctx, row, err)
 		}
 		a.countSend(row.Class, "sent")
 		log.Info("outbox row sent", "remote_id", remoteID)
-		return SendResult{Status: store.OutboxSent, Policy: policy}, nil
+		return SendResult{Status: keys.OutboxSent, Policy: policy}, nil
 	}
 	if outbound.IsPermanent(err) {
 		a.countSend(row.Class, "rejected")
 		log.Warn("outbox send rejected", "error", err.Error())
-		_ = store.OutboxAttemptFailed(ctx, a.Store.Pool, row.ID, store.OutboxPending, err.Error(), time.Now())
+		_ = a.Outbox.AttemptFailed(ctx, row.ID, keys.OutboxPending, err.Error(), time.Now())
 		return SendResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "OutboundRejected", err)
 	}
-	status := store.OutboxUncertain
+	status := keys.OutboxUncertain
 	if outbound.IsDefinite(err) {
-		status = store.OutboxPending
+		status = keys.OutboxPending
 	}
 	a.countSend(row.Class, status)
 	log.Warn("outbox send failed", "outcome", status, "error", err.Error())
 	return SendResult{}, a.sendRetryAs(ctx, row, status, err)
 }
 
-func (a *Activities) sendRetry(ctx context.Context, row *store.OutboxRow, err error) error {
-	status := store.OutboxPending
-	if row != nil && row.Status == store.OutboxUncertain {
-		status = store.OutboxUncertain
+func (a *ResourceActivities) sendRetry(ctx context.Context, row *ports.OutboxRow, err error) error {
+	status := keys.OutboxPending
+	if row != nil && row.Status == keys.OutboxUncertain {
+		status = keys.OutboxUncertain
 	}
 	return a.sendRetryAs(ctx, row, status, err)
 }
 
-func (a *Activities) sendRetryAs(ctx context.Context, row *store.OutboxRow, status string, err error) error {
+func (a *ResourceActivities) sendRetryAs(ctx context.Context, row *ports.OutboxRow, status string, err error) error {
 	attempt := int(activity.GetInfo(ctx).Attempt)
 	delay := fullJitter(attempt, a.RetryInitial, a.RetryMax)
 	if row != nil {
-		if rerr := store.OutboxAttemptFailed(ctx, a.Store.Pool, row.ID, status, err.Error(), time.Now().Add(delay)); rerr != nil {
-			a.log(ctx).Error("could not record an outbox failure", "outbox_id", row.ID, "error", rerr.Error())
+		if rerr := a.Outbox.AttemptFailed(ctx, row.ID, status, err.Error(), time.Now().Add(delay)); rerr != nil {
+			logger(ctx, a.Logger).Error("could not record an outbox failure", "outbox_id", row.ID, "error", rerr.Error())
 		}
 	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), "OutboundError",
 		temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err})
 }
 
-func (a *Activities) policyFor(class string, idempotent bool) string {
+func (a *ResourceActivities) policyFor(class string, idempotent bool) string {
 	if idempotent {
 		return PolicyRetrySameKey
 	}
@@ -268,7 +203,7 @@ func (a *Activities) policyFor(class string, idempotent bool) string {
 	return PolicyHoldForReview
 }
 
-func (a *Activities) countSend(class, result string) {
+func (a *ResourceActivities) countSend(class, result string) {
 	if a.Metrics != nil {
 		a.Metrics.OutboxSends.WithLabelValues(class, result).Inc()
 	}
@@ -282,42 +217,10 @@ type FailOutboxInput struct {
 
 // FailOutbox records an outbox row as failed (budget spent or rejected),
 // leaving sent or held rows alone.
-func (a *Activities) FailOutbox(ctx context.Context, in FailOutboxInput) error {
-	changed, err := store.StopOutbox(ctx, a.Store.Pool, in.ID, store.OutboxFailed, in.LastError)
+func (a *ResourceActivities) FailOutbox(ctx context.Context, in FailOutboxInput) error {
+	changed, err := a.Outbox.Stop(ctx, in.ID, keys.OutboxFailed, in.LastError)
 	if err == nil && changed {
-		a.log(ctx).Warn("outbox row failed", "outbox_id", in.ID, "last_error", in.LastError)
+		logger(ctx, a.Logger).Warn("outbox row failed", "outbox_id", in.ID, "last_error", in.LastError)
 	}
 	return err
-}
-
-// SweepOutbox rings the workflows of resources whose outbox rows have been
-// unsent for longer than OlderThan (a terminated or reset workflow left
-// them): their next pass sends them through SendOutbox.
-func (a *Activities) SweepOutbox(ctx context.Context, in SweepInput) (SweepResult, error) {
-	limit := in.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	stale, err := store.StaleOutboxResources(ctx, a.Store.Pool, in.OlderThan, limit)
-	if err != nil {
-		return SweepResult{}, err
-	}
-	res := SweepResult{Stale: len(stale)}
-	for i, rk := range stale {
-		r, err := keys.ParseResource(rk)
-		if err == nil {
-			err = a.Doorbell.Ring(ctx, r, keys.SignalEvent, "outbox sweeper")
-		}
-		if err != nil {
-			res.Failed++
-			a.log(ctx).Warn("outbox sweeper could not signal", "resource", rk, "error", err.Error())
-			continue
-		}
-		res.Signalled++
-		if a.Metrics != nil {
-			a.Metrics.SweepResignals.Inc()
-		}
-		activity.RecordHeartbeat(ctx, i+1)
-	}
-	return res, nil
 }

@@ -13,8 +13,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/simulator"
 )
@@ -22,7 +24,7 @@ import (
 type outboxBundle struct {
 	ctx   context.Context
 	store *store.Store
-	acts  *activities.Activities
+	acts  *activities.ResourceActivities
 	env   *testsuite.TestActivityEnvironment
 }
 
@@ -31,7 +33,7 @@ func newOutbox(t *testing.T, mailer outbound.Sender, policies map[string]string)
 	st := testenv.Store(t)
 	ctx := context.Background()
 	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
-	a := &activities.Activities{Store: st, Outbound: &activities.Outbound{Store: st, Mailer: mailer}, Policies: policies,
+	a := &activities.ResourceActivities{Outbox: &storeports.Outbox{Store: st, Mailer: mailer}, Policies: policies,
 		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -45,7 +47,7 @@ func (b *outboxBundle) confirmation(t *testing.T, key string) int64 {
 	var id int64
 	require.NoError(t, b.store.Tx(b.ctx, func(tx pgx.Tx) error {
 		var err error
-		id, err = store.InsertOutbox(b.ctx, tx, store.OutboxIntent{OperationKey: key, Class: activities.ClassCreditsConfirmation,
+		id, err = store.InsertOutbox(b.ctx, tx, store.OutboxIntent{OperationKey: key, Class: keys.ClassCreditsConfirmation,
 			Kind: "email", Destination: "billing@ws.example", WorkspaceID: "ws", ResourceKey: "stripe/a/test/invoice/in_1",
 			Payload: map[string]string{"to": "billing@ws.example", "subject": "100 credits", "text": "thanks"}})
 		return err
@@ -116,7 +118,7 @@ func TestF5LostAnswerWithoutIdempotencyFollowsTheClassPolicy(t *testing.T) {
 		emails   int
 	}{
 		{"low-risk confirmation accepts a duplicate", nil, store.OutboxSent, 2},
-		{"high-impact class is held for review", map[string]string{activities.ClassCreditsConfirmation: activities.PolicyHoldForReview}, store.OutboxHeld, 1},
+		{"high-impact class is held for review", map[string]string{keys.ClassCreditsConfirmation: activities.PolicyHoldForReview}, store.OutboxHeld, 1},
 	}
 	t.Parallel()
 	for _, tt := range tests {
@@ -156,7 +158,7 @@ func TestF5WorkerDiesAfterTheDestinationAcceptedBeforeTheRowWasMarkedSent(t *tes
 	t.Parallel()
 	mp := testenv.Mailpit(t)
 	mailer := &outbound.SMTPMailer{Addr: mp.SMTPAddr, From: "h@test.local", LookupURL: mp.HTTPURL, Timeout: 5 * time.Second}
-	b := newOutbox(t, mailer, map[string]string{activities.ClassCreditsConfirmation: activities.PolicyHoldForReview})
+	b := newOutbox(t, mailer, map[string]string{keys.ClassCreditsConfirmation: activities.PolicyHoldForReview})
 	id := b.confirmation(t, "op-crash")
 
 	// The dead attempt: it recorded itself and handed the message to SMTP,

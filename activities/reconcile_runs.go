@@ -4,22 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
 // This file holds the activities of the long-running reconciliation passes
-// (SPEC R19): listing the scopes, taking a pass's checkpoint, and one page of
-// the subscriptions reconciliation. Each page is listed, compared, signalled
+// (SPEC R19): listing the scopes and taking a pass's checkpoint (control
+// queue), and one page of the subscriptions reconciliation (provider
+// queue). Each page is listed, compared, signalled
 // and checkpointed in one activity, so a run killed mid-way resumes at the
 // page after the last one recorded.
+
+// ProviderActivities are the activities of the provider task queue, which
+// Temporal rate-limits as a whole: ReconcilePage and BackfillPage, the
+// scheduled pages that list a provider's API. Register them with
+// worker.RegisterActivity on that queue only.
+type ProviderActivities struct {
+	Providers   ports.Providers
+	Passes      ports.Passes
+	Projections ports.Projections
+	Facts       ports.Facts
+	Doorbell    keys.Doorbell
+	Logger      *slog.Logger
+	// RetryInitial and RetryMax bound the jittered backoff between attempts.
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+}
 
 // Checkpoint kinds: the first part of a checkpoint's name.
 const (
@@ -46,8 +64,8 @@ type ListScopesInput struct {
 
 // ListScopes lists the accounts a pass covers: every account linked to a
 // Stripe endpoint with an API key, once (store.ListScopes).
-func (a *Activities) ListScopes(ctx context.Context, in ListScopesInput) ([]keys.Scope, error) {
-	scopes, err := store.ListScopes(ctx, a.Store.Pool, keys.ProviderStripe, in.Endpoint)
+func (a *ControlActivities) ListScopes(ctx context.Context, in ListScopesInput) ([]keys.Scope, error) {
+	scopes, err := a.Passes.ListScopes(ctx, keys.ProviderStripe, in.Endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -73,14 +91,14 @@ type BeginPassResult struct {
 	Resumed bool `json:"resumed"`
 }
 
-// BeginPass takes (or resumes) a pass (store.Store.BeginPass).
-func (a *Activities) BeginPass(ctx context.Context, in BeginPassInput) (BeginPassResult, error) {
-	cp, resumed, err := a.Store.BeginPass(ctx, in.Checkpoint, in.Owner, in.Restart)
+// BeginPass takes (or resumes) a pass.
+func (a *ControlActivities) BeginPass(ctx context.Context, in BeginPassInput) (BeginPassResult, error) {
+	cp, resumed, err := a.Passes.BeginPass(ctx, in.Checkpoint, in.Owner, in.Restart)
 	if err != nil {
 		return BeginPassResult{}, err
 	}
 	if resumed {
-		a.log(ctx).Info("pass resumed from its checkpoint", "checkpoint", cp.Name, "pages", cp.Pages, "cursor", cp.Cursor)
+		logger(ctx, a.Logger).Info("pass resumed from its checkpoint", "checkpoint", cp.Name, "pages", cp.Pages, "cursor", cp.Cursor)
 	}
 	return BeginPassResult{Checkpoint: cp, Resumed: resumed}, nil
 }
@@ -136,25 +154,21 @@ type PageResult struct {
 // ResourceWorkflow, so reconciliation never races the resource's webhooks.
 // The checkpoint advances only after every signal went out: a page whose
 // signals failed is retried whole (a second doorbell is harmless).
-func (a *Activities) ReconcilePage(ctx context.Context, in ReconcilePageInput) (PageResult, error) {
-	client, err := a.providers().For(ctx, in.Scope.Endpoint)
+func (a *ProviderActivities) ReconcilePage(ctx context.Context, in ReconcilePageInput) (PageResult, error) {
+	client, err := a.Providers.For(ctx, in.Scope.Endpoint)
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list subscriptions", err)
 	}
 	page, err := client.ListSubscriptions(ctx, in.Scope.Account, providers.ListQuery{Cursor: in.Cursor, Limit: in.Limit})
 	if cursorGone(err, in.Cursor) {
-		a.log(ctx).Warn("the pass's cursor no longer exists at the provider; listing again from the start",
+		logger(ctx, a.Logger).Warn("the pass's cursor no longer exists at the provider; listing again from the start",
 			"checkpoint", in.Checkpoint, "cursor", in.Cursor)
 		page, err = client.ListSubscriptions(ctx, in.Scope.Account, providers.ListQuery{Limit: in.Limit})
 	}
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list subscriptions", err)
 	}
-	ids := make([]string, len(page.Items))
-	for i, s := range page.Items {
-		ids[i] = s.ID
-	}
-	local, err := store.GetProjections(ctx, a.Store.Pool, in.Scope.Provider, in.Scope.Account, in.Scope.Environment, ids)
+	differing, err := a.Projections.DifferingSubscriptions(ctx, in.Scope, page.Items)
 	if err != nil {
 		return PageResult{}, err
 	}
@@ -162,8 +176,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, in ReconcilePageInput) (
 	for i, sub := range page.Items {
 		r := keys.Resource{Provider: in.Scope.Provider, Account: in.Scope.Account, Environment: in.Scope.Environment,
 			Kind: "subscription", ID: sub.ID}
-		listed := projectionFor(r, in.Scope.WorkspaceID, "", SubscriptionPlan{Snapshot: sub})
-		differs := len(diffProjection(local[sub.ID], listed)) > 0
+		differs := differing[sub.ID]
 		if differs {
 			res.Differing++
 		}
@@ -173,7 +186,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, in ReconcilePageInput) (
 			}
 			if err := a.Doorbell.Ring(ctx, r, keys.SignalReconcile, in.Reason); err != nil {
 				res.SignalFailed++
-				a.log(ctx).Warn("reconciliation could not signal", "resource", r.String(), "error", err.Error())
+				logger(ctx, a.Logger).Warn("reconciliation could not signal", "resource", r.String(), "error", err.Error())
 			} else {
 				res.Signalled++
 			}
@@ -188,21 +201,20 @@ func (a *Activities) ReconcilePage(ctx context.Context, in ReconcilePageInput) (
 }
 
 // advance records a page in the checkpoint and fills res with it.
-func (a *Activities) advance(ctx context.Context, in PageInput, next string, done bool, res PageResult, divergences int64) (PageResult, error) {
+func (a *ProviderActivities) advance(ctx context.Context, in PageInput, next string, done bool, res PageResult, divergences int64) (PageResult, error) {
 	if !done && next == "" {
 		return res, temporal.NewNonRetryableApplicationError("the provider said there is more but gave no cursor", "InvalidPage", nil)
 	}
-	cp, repeated, err := store.AdvancePass(ctx, a.Store.Pool, in.Checkpoint, store.PageProgress{
+	cp, repeated, err := a.Passes.AdvancePass(ctx, in.Checkpoint, ports.PageProgress{
 		Owner: in.Owner, Pages: in.Pages, Next: next, Done: done, Seen: int64(res.Listed), Divergences: divergences,
 	})
-	var moved *store.CheckpointMovedError
-	if errors.As(err, &moved) {
-		return res, temporal.NewNonRetryableApplicationError(moved.Error(), "CheckpointMoved", err)
+	if ports.IsCheckpointMoved(err) {
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), "CheckpointMoved", err)
 	}
 	if err != nil {
 		return res, err
 	}
-	res.Next, res.Done, res.Repeated, res.Checkpoint = next, done, repeated, *cp
+	res.Next, res.Done, res.Repeated, res.Checkpoint = next, done, repeated, cp
 	return res, nil
 }
 
@@ -231,28 +243,16 @@ func cursorGone(err error, cursor string) bool {
 	return cursor != "" && errors.As(err, &perr) && perr.StatusCode == http.StatusBadRequest && perr.Code == "resource_missing"
 }
 
-// providers returns the endpoints' API clients: the subscription
-// reconciler's (one client cache per worker) when it is registered.
-func (a *Activities) providers() Providers {
-	if a.Providers != nil {
-		return a.Providers
-	}
-	return &EndpointProviders{Store: a.Store}
-}
-
 // providerFailure turns a failed provider call into the activity's error:
 // permanent ones (bad key, 403, a malformed answer) fail at once; others
 // are retried after a jittered backoff raised to the provider's
 // Retry-After, so a rate-limited pass waits as long as it is told to.
-func (a *Activities) providerFailure(ctx context.Context, op string, err error) error {
-	if providers.IsPermanent(err) || IsPermanent(err) {
+func (a *ProviderActivities) providerFailure(ctx context.Context, op string, err error) error {
+	if providers.IsPermanent(err) || ports.IsPermanent(err) {
 		return temporal.NewNonRetryableApplicationError(op+": "+err.Error(), "ProviderPermanent", err)
 	}
-	delay := fullJitter(int(activity.GetInfo(ctx).Attempt), a.RetryInitial, a.RetryMax)
-	if d, ok := providers.RetryAfter(err); ok && d > delay {
-		delay = d
-	}
-	a.log(ctx).Warn("provider call failed; retrying", "op", op, "next_retry_in", delay.String(), "error", err.Error())
+	delay := nextDelay(int(activity.GetInfo(ctx).Attempt), a.RetryInitial, a.RetryMax, err)
+	logger(ctx, a.Logger).Warn("provider call failed; retrying", "op", op, "next_retry_in", delay.String(), "error", err.Error())
 	return temporal.NewApplicationErrorWithOptions(op+": "+err.Error(), "ProviderError",
 		temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err})
 }

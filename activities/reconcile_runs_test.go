@@ -12,9 +12,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/simulator"
 )
 
@@ -45,7 +46,8 @@ func (s *signals) list() []string {
 // environment.
 type passActivities struct {
 	*bundle
-	acts  *activities.Activities
+	ctl   *activities.ControlActivities
+	acts  *activities.ProviderActivities
 	sig   *signals
 	env   *testsuite.TestActivityEnvironment
 	scope keys.Scope
@@ -53,14 +55,18 @@ type passActivities struct {
 
 func newPass(t *testing.T, cfg simulator.Config) *passActivities {
 	t.Helper()
-	b := setup(t, cfg, "")
+	b := setup(t, cfg)
 	sig := &signals{}
-	acts := &activities.Activities{Store: b.store, Doorbell: sig,
-		Reconcilers: map[string]activities.Reconciler{"subscription": &activities.Subscriptions{Store: b.store, Providers: b.provs}}}
+	passes := storeports.Passes{Store: b.store}
+	ctl := &activities.ControlActivities{Sweeps: storeports.Sweeps{Store: b.store}, Passes: passes,
+		Retention: storeports.Retention{Store: b.store}, Doorbell: sig}
+	acts := &activities.ProviderActivities{Providers: b.provs, Passes: passes,
+		Projections: &handlers.Subscriptions{Store: b.store, Providers: b.provs}, Facts: storeports.Facts{Store: b.store}, Doorbell: sig}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(ctl)
 	env.RegisterActivity(acts)
-	return &passActivities{bundle: b, acts: acts, sig: sig, env: env,
+	return &passActivities{bundle: b, ctl: ctl, acts: acts, sig: sig, env: env,
 		scope: keys.Scope{Provider: "stripe", Endpoint: "sim", Account: account, Environment: "test", WorkspaceID: "ws"}}
 }
 
@@ -94,7 +100,7 @@ func (p *passActivities) backfillPage(t *testing.T, in activities.BackfillPageIn
 func TestReconcilePageSignalsOnlyWhatDiffersAndCheckpointsEveryPage(t *testing.T) {
 	t.Parallel()
 	p := newPass(t, simulator.Config{})
-	subs := &activities.Subscriptions{Store: p.store, Providers: p.provs}
+	subs := &handlers.Subscriptions{Store: p.store, Providers: p.provs}
 	inSync, _ := p.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	stale, _ := p.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	missing, _ := p.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
@@ -216,7 +222,7 @@ func TestBackfillPageInsertsOnlyMissingEventsThroughTheIntakePath(t *testing.T) 
 func TestRetentionStepRefusesToDeleteInsideTheDedupWindow(t *testing.T) {
 	t.Parallel()
 	p := newPass(t, simulator.Config{})
-	_, err := p.env.ExecuteActivity(p.acts.RetentionStep, activities.RetentionStepInput{
+	_, err := p.env.ExecuteActivity(p.ctl.RetentionStep, activities.RetentionStepInput{
 		Step: activities.RetentionDeleteInbox, OlderThan: 24 * time.Hour, BatchSize: 10, MaxBatches: 1})
 	require.ErrorContains(t, err, "refusing to delete")
 }
@@ -224,7 +230,7 @@ func TestRetentionStepRefusesToDeleteInsideTheDedupWindow(t *testing.T) {
 func TestBackfillListsEveryTypeAHandlerTakes(t *testing.T) {
 	t.Parallel()
 	for _, typ := range activities.BackfillTypes() {
-		_, ok := catalog.HandlerFor("stripe", typ)
+		_, ok := handlers.For("stripe", typ)
 		require.True(t, ok, typ)
 		require.NotContains(t, typ, "*", "Stripe's types filter takes no wildcard")
 	}

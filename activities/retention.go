@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/activities/ports"
 )
 
 // Retention steps, in the order the retention workflow runs them.
@@ -43,20 +43,16 @@ type RetentionStepResult struct {
 // (SPEC R21), each touching at most BatchSize rows in its own short
 // transaction, heartbeating its progress. A retry simply runs the step
 // again: each statement selects what is still left.
-func (a *Activities) RetentionStep(ctx context.Context, in RetentionStepInput) (RetentionStepResult, error) {
-	var run func(context.Context, store.DB, time.Duration, int) (int64, error)
+func (a *ControlActivities) RetentionStep(ctx context.Context, in RetentionStepInput) (RetentionStepResult, error) {
+	var run func(context.Context, time.Duration, int) (int64, error)
 	switch in.Step {
 	case RetentionRedact:
-		run = store.RedactInboxPayloads
+		run = a.Retention.RedactPayloads
 	case RetentionDeleteInbox:
-		if in.OlderThan < store.MinDedupRetention {
-			return RetentionStepResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("refusing to delete inbox rows younger than %s (the dedup window is at least %s)", in.OlderThan, store.MinDedupRetention),
-				"InvalidRetention", nil)
-		}
-		run = store.DeleteExpiredInboxRows
+		// Refused (permanently) inside the dedup window.
+		run = a.Retention.DeleteInboxRows
 	case RetentionDeleteQuarantine:
-		run = store.DeleteResolvedQuarantine
+		run = a.Retention.DeleteResolvedQuarantine
 	default:
 		return RetentionStepResult{}, temporal.NewNonRetryableApplicationError("unknown retention step "+in.Step, "InvalidRetention", nil)
 	}
@@ -66,7 +62,10 @@ func (a *Activities) RetentionStep(ctx context.Context, in RetentionStepInput) (
 	}
 	var res RetentionStepResult
 	for res.Batches < max(in.MaxBatches, 1) {
-		n, err := run(ctx, a.Store.Pool, in.OlderThan, in.BatchSize)
+		n, err := run(ctx, in.OlderThan, in.BatchSize)
+		if ports.IsPermanent(err) {
+			return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidRetention", err)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -79,7 +78,7 @@ func (a *Activities) RetentionStep(ctx context.Context, in RetentionStepInput) (
 		}
 	}
 	if res.Affected > 0 {
-		a.log(ctx).Info("retention step", "step", in.Step, "older_than", in.OlderThan.String(), "rows", res.Affected, "batches", res.Batches)
+		logger(ctx, a.Logger).Info("retention step", "step", in.Step, "older_than", in.OlderThan.String(), "rows", res.Affected, "batches", res.Batches)
 	}
 	return res, nil
 }

@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"net/http"
 
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
@@ -55,7 +55,7 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 		return ev, &Rejection{Reason: store.ReasonUnknownAccount,
 			Detail: "source account " + orDefault(account, "(none: the endpoint has no own account)") + " is not linked to a workspace"}
 	}
-	_, handled := catalog.HandlerFor(ep.Provider, n.EventType)
+	_, handled := handlers.For(ep.Provider, n.EventType)
 	kind, id, err := n.resourceOrFallback(handled)
 	if err != nil {
 		return ev, &Rejection{Reason: store.ReasonMalformed, Detail: err.Error()}

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
@@ -149,7 +149,7 @@ func FuzzDerive(f *testing.F) {
 		if !ev.Resource().Valid() {
 			t.Fatalf("derived resource %+v is incomplete", ev.Resource())
 		}
-		_, handled := catalog.HandlerFor(ev.Key.Provider, ev.EventType)
+		_, handled := handlers.For(ev.Key.Provider, ev.EventType)
 		if handled != (ev.Status == keys.StatusPending) {
 			t.Fatalf("status %s for type %q (handled: %v)", ev.Status, ev.EventType, handled)
 		}

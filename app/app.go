@@ -19,12 +19,14 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
 	"github.com/hookinbox/hookinbox/worker"
@@ -106,31 +108,52 @@ func (i *Intake) Run(ctx context.Context, addr string, ln net.Listener, log *slo
 	return err
 }
 
+// Activities are the worker's activities, one struct per task queue, over
+// the store-backed ports, and the business handlers the resource
+// activities route events to.
+type Activities struct {
+	worker.Activities
+	Store *store.Store
+	// Handlers by route name (handlers.Route*); tests and benchmarks
+	// replace or remove some before the worker starts.
+	Handlers handlers.Set
+}
+
 // NewActivities builds the worker's activities with the built-in handlers
 // (credits, subscriptions, feedback alerts), the reconcilers and the
 // configured mailer.
-func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) (*activities.Activities, error) {
+func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) (*Activities, error) {
 	policies, err := activities.ParsePolicies(cfg.UncertainPolicy)
 	if err != nil {
 		return nil, fmt.Errorf("HOOKINBOX_UNCERTAIN_POLICY: %w", err)
 	}
-	providers := &activities.EndpointProviders{Store: st}
-	subs := &activities.Subscriptions{Store: st, Providers: providers, Logger: log}
-	return &activities.Activities{
-		Store: st,
-		Handlers: map[string]activities.Handler{
-			catalog.Credits:        &activities.Credits{Store: st, Providers: providers, PerInvoice: cfg.CreditsPerInvoice},
-			catalog.Subscriptions:  subs,
-			catalog.FeedbackAlerts: &activities.FeedbackAlerts{Store: st},
+	providers := &handlers.EndpointProviders{Store: st}
+	subs := &handlers.Subscriptions{Store: st, Providers: providers, Logger: log}
+	set := handlers.Set{
+		handlers.RouteCredits:        &handlers.Credits{Store: st, Providers: providers, PerInvoice: cfg.CreditsPerInvoice},
+		handlers.RouteSubscriptions:  subs,
+		handlers.RouteFeedbackAlerts: &handlers.FeedbackAlerts{Store: st},
+	}
+	passes := storeports.Passes{Store: st}
+	doorbell := Resources(cfg, c)
+	return &Activities{Store: st, Handlers: set, Activities: worker.Activities{
+		Resource: &activities.ResourceActivities{
+			Events:      &handlers.Events{Store: st, Handlers: set},
+			Reconcilers: map[string]ports.Reconciler{"subscription": subs},
+			Outbox: &storeports.Outbox{Store: st, Mailer: Mailer(cfg),
+				Guard: outbound.Guard{AllowPrivate: cfg.OutboundAllowPrivate}},
+			Policies: policies,
+			Metrics:  m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 		},
-		Reconcilers: map[string]activities.Reconciler{"subscription": subs},
-		Doorbell:    Resources(cfg, c),
-		Providers:   providers,
-		Outbound: &activities.Outbound{Store: st, Mailer: Mailer(cfg),
-			Guard: outbound.Guard{AllowPrivate: cfg.OutboundAllowPrivate}},
-		Policies: policies,
-		Metrics:  m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
-	}, nil
+		Control: &activities.ControlActivities{
+			Sweeps: storeports.Sweeps{Store: st}, Passes: passes, Retention: storeports.Retention{Store: st},
+			Doorbell: doorbell, Metrics: m, Logger: log,
+		},
+		Provider: &activities.ProviderActivities{
+			Providers: providers, Passes: passes, Projections: subs, Facts: storeports.Facts{Store: st},
+			Doorbell: doorbell, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
+		},
+	}}, nil
 }
 
 // Mailer is the configured email sender.
@@ -144,7 +167,7 @@ func Mailer(cfg config.Config) outbound.Sender {
 
 // RunWorker runs the Temporal worker and, when addr is set, its /metrics
 // and /healthz until ctx ends.
-func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *activities.Activities, m *metrics.Metrics, addr string, log *slog.Logger) error {
+func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *Activities, m *metrics.Metrics, addr string, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	if err := m.Registry.Register(&metrics.DBStats{Logger: log, Query: func(ctx context.Context) (store.Backlog, error) {
 		return store.ReadBacklog(ctx, a.Store.Pool)
@@ -160,7 +183,7 @@ func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *activ
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 		go func() { errc <- Serve(ctx, addr, nil, mux, log) }()
 	}
-	err := worker.Run(ctx, c, a, cfg, log)
+	err := worker.Run(ctx, c, a.Activities, cfg, log)
 	if addr != "" {
 		if serr := <-errc; err == nil {
 			err = serr

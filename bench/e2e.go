@@ -19,9 +19,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/app"
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
@@ -170,13 +169,13 @@ type system struct {
 
 // benchHandler is the cheap business handler every design runs: one short
 // transaction that locks the pending inbox row, inserts one effect row and
-// completes the inbox row (activities.InPendingTx), no network.
-func benchHandler(st *store.Store) activities.Handler {
-	return activities.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (activities.Outcome, error) {
-		return activities.InPendingTx(ctx, st, ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (activities.Outcome, error) {
+// completes the inbox row (handlers.InPendingTx), no network.
+func benchHandler(st *store.Store) handlers.Handler {
+	return handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
+		return handlers.InPendingTx(ctx, st, ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (handlers.Outcome, error) {
 			_, err := tx.Exec(ctx, `INSERT INTO bench_effects (event_key, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 				ev.Key.String(), ev.Resource().String())
-			return activities.Outcome{Status: keys.StatusDone}, err
+			return handlers.Outcome{Status: keys.StatusDone}, err
 		})
 	})
 }
@@ -216,8 +215,8 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	if err != nil {
 		return nil, err
 	}
-	acts.Handlers[catalog.Credits] = benchHandler(wst)
-	acts.Handlers[catalog.Subscriptions] = benchHandler(wst)
+	acts.Handlers[handlers.RouteCredits] = benchHandler(wst)
+	acts.Handlers[handlers.RouteSubscriptions] = benchHandler(wst)
 
 	ist, err := store.Open(ctx, cfg.DatabaseURL, 0)
 	if err != nil {
@@ -255,7 +254,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 			return testutil.ToFloat64(im.HandoffSignals.WithLabelValues("sent")) + testutil.ToFloat64(im.HandoffSignals.WithLabelValues("failed"))
 		}
 	case DesignNaive:
-		w := worker.New(wc, acts, cfg)
+		w := worker.New(wc, acts.Resource, cfg)
 		w.RegisterWorkflow(NaiveWorkflow)
 		if err := w.Start(); err != nil {
 			wcancel()

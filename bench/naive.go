@@ -22,7 +22,7 @@ type NaiveInput struct {
 }
 
 // a names the activities (method values on a nil receiver).
-var a *activities.Activities
+var a *activities.ResourceActivities
 
 // NaiveWorkflow is the design hookinbox is compared with: one workflow per
 // resource (so events of a resource are still serialized), one

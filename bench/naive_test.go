@@ -14,7 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
-var acts *activities.Activities
+var acts *activities.ResourceActivities
 
 // The naive design is only a fair baseline if it does what it claims: one
 // HandleEvent activity per signal, in signal order, then completes when idle.

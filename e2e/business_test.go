@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 
-	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
@@ -127,17 +126,17 @@ func f4CrashBeforeAndAfterTheBusinessCommit(t *testing.T) {
 	// error once after its effect committed). The retry finds the row done.
 	var lost atomic.Bool
 	var s *stack
-	var credits activities.Handler
-	s = newStack(t, stackOptions{handlers: map[string]activities.Handler{
-		catalog.Credits: activities.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (activities.Outcome, error) {
+	var credits handlers.Handler
+	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
+		handlers.RouteCredits: handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
 			out, err := credits.Handle(ctx, ev)
 			if err == nil && lost.CompareAndSwap(false, true) {
-				return activities.Outcome{}, fmt.Errorf("connection reset while reading the COMMIT answer")
+				return handlers.Outcome{}, fmt.Errorf("connection reset while reading the COMMIT answer")
 			}
 			return out, err
 		}),
 	}})
-	credits = &activities.Credits{Store: s.store, Providers: &activities.EndpointProviders{Store: s.store}, PerInvoice: 100}
+	credits = &handlers.Credits{Store: s.store, Providers: &handlers.EndpointProviders{Store: s.store}, PerInvoice: 100}
 	w := newSimWorld(t, s, simulator.Config{})
 
 	// Before the commit: the first balance update fails inside the business
@@ -220,19 +219,19 @@ func f6ReversedNoticesWithoutVersions(t *testing.T) {
 
 func f6TimedOutAttemptWritesLate(t *testing.T) {
 	var s *stack
-	var subs *activities.Subscriptions
+	var subs *handlers.Subscriptions
 	var stalled atomic.Bool
 	release := make(chan struct{})
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.ActivityTimeout = 2 * time.Second },
-		handlers: map[string]activities.Handler{
-			catalog.Subscriptions: activities.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (activities.Outcome, error) {
+		handlers: map[string]handlers.Handler{
+			handlers.RouteSubscriptions: handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
 				if activity.GetInfo(ctx).Attempt == 1 && stalled.CompareAndSwap(false, true) {
 					// Attempt 1 fetches, then stalls past its timeout and
 					// writes anyway, as a process that missed its deadline.
 					plan, err := subs.Prepare(ctx, ev)
 					if err != nil {
-						return activities.Outcome{}, err
+						return handlers.Outcome{}, err
 					}
 					<-release
 					return subs.Commit(context.WithoutCancel(ctx), ev, plan)
@@ -241,7 +240,7 @@ func f6TimedOutAttemptWritesLate(t *testing.T) {
 			}),
 		},
 	})
-	subs = &activities.Subscriptions{Store: s.store, Providers: &activities.EndpointProviders{Store: s.store}}
+	subs = &handlers.Subscriptions{Store: s.store, Providers: &handlers.EndpointProviders{Store: s.store}}
 	w := newSimWorld(t, s, simulator.Config{})
 	sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
 	w.send(t, created)

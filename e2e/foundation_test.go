@@ -14,8 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -24,7 +23,7 @@ import (
 
 func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, stackOptions{handlers: map[string]activities.Handler{catalog.Credits: nil}})
+	s := newStack(t, stackOptions{handlers: map[string]handlers.Handler{handlers.RouteCredits: nil}})
 	s.stripeEndpoint("ep", "acct_reach", "ws_reach")
 
 	// With no handler registered for invoice.paid, the workflow marks it
@@ -55,8 +54,8 @@ func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
 	var s *stack
-	s = newStack(t, stackOptions{handlers: map[string]activities.Handler{
-		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_h", "ws_h")
 	for i := range 5 {
@@ -101,8 +100,8 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 	srv := testenv.NewTemporal(t)
 	var calls atomic.Int64
 	var s *stack
-	s = newStack(t, stackOptions{temporalAddr: srv.Address, handlers: map[string]activities.Handler{
-		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+	s = newStack(t, stackOptions{temporalAddr: srv.Address, handlers: map[string]handlers.Handler{
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_down", "ws_down")
 
@@ -128,8 +127,8 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 func f3CrashAfterIntakeCommit(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
-	s = newStack(t, stackOptions{handlers: map[string]activities.Handler{
-		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_crash", "ws_crash")
 	// F3: the intake committed and died before ringing the doorbell.
@@ -150,8 +149,8 @@ func TestSignalsAcrossContinueAsNewAreNotLost(t *testing.T) {
 	var s *stack
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.MaxEventsPerRun = 3 },
-		handlers: map[string]activities.Handler{
-			catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+		handlers: map[string]handlers.Handler{
+			handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_can", "ws_can")
@@ -193,8 +192,8 @@ func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
 	var s *stack
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.IdleTimeout = time.Second },
-		handlers: map[string]activities.Handler{
-			catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+		handlers: map[string]handlers.Handler{
+			handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_idle", "ws_idle")

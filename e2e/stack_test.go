@@ -18,8 +18,8 @@ import (
 	"github.com/stripe/stripe-go/v84/webhook"
 	"go.temporal.io/sdk/client"
 
-	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/app"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
@@ -39,7 +39,7 @@ type stack struct {
 	client   client.Client
 	url      string
 	metrics  *metrics.Metrics
-	handlers map[string]activities.Handler
+	handlers map[string]handlers.Handler
 	ctx      context.Context
 
 	stopWorker func()
@@ -50,7 +50,7 @@ type stack struct {
 type stackOptions struct {
 	temporalAddr string
 	configure    func(*config.Config)
-	handlers     map[string]activities.Handler
+	handlers     map[string]handlers.Handler
 }
 
 func testLogger() *slog.Logger {
@@ -91,7 +91,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	t.Cleanup(st.Close)
 	s := &stack{t: t, cfg: cfg, store: st, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
 	if s.handlers == nil {
-		s.handlers = map[string]activities.Handler{}
+		s.handlers = map[string]handlers.Handler{}
 	}
 	s.client = testenv.TemporalClient(t, cfg.TemporalAddress)
 	s.startWorker()
@@ -201,12 +201,12 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 
 // countingHandler completes each event done and adds one credit per
 // handled event to the workspace, in the event's one transaction.
-func countingHandler(st func() *store.Store, calls *atomic.Int64) activities.Handler {
-	return activities.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (activities.Outcome, error) {
+func countingHandler(st func() *store.Store, calls *atomic.Int64) handlers.Handler {
+	return handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
 		calls.Add(1)
-		return activities.InPendingTx(ctx, st(), ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (activities.Outcome, error) {
+		return handlers.InPendingTx(ctx, st(), ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (handlers.Outcome, error) {
 			_, err := tx.Exec(ctx, `UPDATE workspaces SET credits_balance = credits_balance + 1 WHERE id = $1`, ev.WorkspaceID)
-			return activities.Outcome{Status: keys.StatusDone}, err
+			return handlers.Outcome{Status: keys.StatusDone}, err
 		})
 	})
 }

@@ -51,7 +51,7 @@ import (
 
 	"github.com/stripe/stripe-go/v84/webhook"
 
-	"github.com/hookinbox/hookinbox/internal/catalog"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -315,7 +315,7 @@ func (fi *fuzzIntake) checkStored(t testing.TB, d delivery, out outcome) {
 		if !fi.secretRegistered(d.slug, e.SecretID) {
 			t.Fatalf("row records secret id %d, not one of %s's", e.SecretID, d.slug)
 		}
-		_, handled := catalog.HandlerFor(e.Key.Provider, e.EventType)
+		_, handled := handlers.For(e.Key.Provider, e.EventType)
 		switch {
 		case handled && e.Status == keys.StatusPending:
 			want := e.Resource()

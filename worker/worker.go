@@ -1,6 +1,7 @@
-// Package worker builds and runs hookinbox's Temporal worker: it registers
-// the workflows and the activities, sets worker options, registers search
-// attributes and applies the schedules at start-up.
+// Package worker builds and runs hookinbox's Temporal workers, one per task
+// queue: it registers each queue's workflows and only that queue's
+// activities struct, sets worker options, registers search attributes and
+// applies the schedules at start-up.
 package worker
 
 import (
@@ -19,9 +20,17 @@ import (
 	"github.com/hookinbox/hookinbox/workflows"
 )
 
+// Activities are the worker's activities, one struct per task queue; each
+// is registered only on its own queue.
+type Activities struct {
+	Resource *activities.ResourceActivities
+	Control  *activities.ControlActivities
+	Provider *activities.ProviderActivities
+}
+
 // New builds the worker of cfg.TaskQueue: the resource workflows and the
-// activities they call.
-func New(c client.Client, a *activities.Activities, cfg config.Config) tworker.Worker {
+// activities they call (as regular or local activities).
+func New(c client.Client, a *activities.ResourceActivities, cfg config.Config) tworker.Worker {
 	w := tworker.New(c, cfg.TaskQueue, tworker.Options{
 		// Local activities (short database reads and writes) share the
 		// worker with regular ones; both are bounded.
@@ -37,7 +46,7 @@ func New(c client.Client, a *activities.Activities, cfg config.Config) tworker.W
 // (workflows.ControlTaskQueue): the scheduled workflows and their
 // activities, kept off the resource queue so that the sweeper is never
 // queued behind the backlog it exists to recover.
-func NewControl(c client.Client, a *activities.Activities, cfg config.Config) tworker.Worker {
+func NewControl(c client.Client, a *activities.ControlActivities, cfg config.Config) tworker.Worker {
 	w := tworker.New(c, workflows.ControlTaskQueue(cfg.TaskQueue), tworker.Options{MaxConcurrentActivityExecutionSize: 8})
 	w.RegisterWorkflow(workflows.SweepWorkflow)
 	w.RegisterWorkflow(workflows.ReconcileSubscriptionsWorkflow)
@@ -53,7 +62,7 @@ func NewControl(c client.Client, a *activities.Activities, cfg config.Config) tw
 // HOOKINBOX_PROVIDER_RPS activities per second, however many workers poll
 // it, so reconciliation and backfill stay inside the provider's quota
 // (429s are honoured besides: their Retry-After becomes the next retry delay).
-func NewProvider(c client.Client, a *activities.Activities, cfg config.Config) tworker.Worker {
+func NewProvider(c client.Client, a *activities.ProviderActivities, cfg config.Config) tworker.Worker {
 	w := tworker.New(c, workflows.ProviderTaskQueue(cfg.TaskQueue), tworker.Options{
 		TaskQueueActivitiesPerSecond:       float64(cfg.ProviderRPS),
 		MaxConcurrentActivityExecutionSize: 4,
@@ -202,20 +211,20 @@ func ApplySchedules(ctx context.Context, c client.Client, cfg config.Config) ([]
 }
 
 // Run prepares, then runs the worker until ctx ends.
-func Run(ctx context.Context, c client.Client, a *activities.Activities, cfg config.Config, log *slog.Logger) error {
+func Run(ctx context.Context, c client.Client, a Activities, cfg config.Config, log *slog.Logger) error {
 	if err := Prepare(ctx, c, cfg, log); err != nil {
 		return err
 	}
-	w := New(c, a, cfg)
+	w := New(c, a.Resource, cfg)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	pw := NewProvider(c, a, cfg)
+	pw := NewProvider(c, a.Provider, cfg)
 	if err := pw.Start(); err != nil {
 		w.Stop()
 		return fmt.Errorf("start provider worker: %w", err)
 	}
-	cw := NewControl(c, a, cfg)
+	cw := NewControl(c, a.Control, cfg)
 	if err := cw.Start(); err != nil {
 		pw.Stop()
 		w.Stop()

@@ -58,7 +58,7 @@ func BackfillFactsWorkflow(ctx workflow.Context, in BackfillFactsInput) (PassTot
 	p.page = func(ctx workflow.Context, pi activities.PageInput) (activities.PageResult, error) {
 		var res activities.PageResult
 		actx := p.pageActivity(ctx, fmt.Sprintf("events of %s page %d", pi.Scope.Account, pi.Pages+1))
-		err := workflow.ExecuteActivity(actx, a.BackfillPage,
+		err := workflow.ExecuteActivity(actx, onProvider.BackfillPage,
 			activities.BackfillPageInput{PageInput: pi, Since: p.carry.Since, Types: types}).Get(ctx, &res)
 		return res, err
 	}

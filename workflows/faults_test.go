@@ -26,10 +26,10 @@ func TestAReconcileRequestDrainedInsideAPassIsServed(t *testing.T) {
 	}
 	first := pending(ids...)
 	first.More = true
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(first, nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_last"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
-	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(first, nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_last"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
 			if in.Key.EventID == ids[pendingBatch/2] {
 				f.env.SignalWorkflow(keys.SignalReconcile, "mid-pass request")
@@ -37,7 +37,7 @@ func TestAReconcileRequestDrainedInsideAPassIsServed(t *testing.T) {
 			return activities.HandleResult{Status: keys.StatusDone}, nil
 		})
 	var reasons []string
-	f.env.OnActivity(a.ReconcileResource, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.ReconcileResource, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ReconcileInput) (activities.ReconcileOutcome, error) {
 			reasons = append(reasons, in.Reasons...)
 			return activities.ReconcileOutcome{Note: "in sync"}, nil
@@ -57,7 +57,7 @@ func TestAResourceWorkflowRidesOutADatabaseOutage(t *testing.T) {
 	f := setup(t)
 	outage := 40 // failed loads: minutes of backoff at the capped interval
 	loads := 0
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(
 		func(context.Context, activities.LoadPendingInput) (keys.PendingBatch, error) {
 			loads++
 			switch {

@@ -154,7 +154,7 @@ func (p *pager) run(ctx workflow.Context) (PassTotals, error) {
 	})
 	if !p.carry.Listed {
 		var scopes []keys.Scope
-		if err := workflow.ExecuteActivity(dbCtx, a.ListScopes, activities.ListScopesInput{Endpoint: p.s.Endpoint}).Get(ctx, &scopes); err != nil {
+		if err := workflow.ExecuteActivity(dbCtx, onControl.ListScopes, activities.ListScopesInput{Endpoint: p.s.Endpoint}).Get(ctx, &scopes); err != nil {
 			return p.carry.Totals, fmt.Errorf("list scopes: %w", err)
 		}
 		p.carry.Scopes, p.carry.Listed = scopes, true
@@ -165,7 +165,7 @@ func (p *pager) run(ctx workflow.Context) (PassTotals, error) {
 		name := activities.CheckpointName(p.kind, sc, p.s.Pass)
 		if !p.carry.InPass {
 			var begun activities.BeginPassResult
-			err := workflow.ExecuteActivity(dbCtx, a.BeginPass,
+			err := workflow.ExecuteActivity(dbCtx, onControl.BeginPass,
 				activities.BeginPassInput{Checkpoint: name, Owner: p.owner, Restart: p.s.Restart}).Get(ctx, &begun)
 			if err != nil {
 				return p.carry.Totals, fmt.Errorf("begin pass %s: %w", name, err)
@@ -330,7 +330,7 @@ func ReconcileSubscriptionsWorkflow(ctx workflow.Context, in ReconcileSubscripti
 	p.page = func(ctx workflow.Context, pi activities.PageInput) (activities.PageResult, error) {
 		var res activities.PageResult
 		actx := p.pageActivity(ctx, fmt.Sprintf("subscriptions of %s page %d", pi.Scope.Account, pi.Pages+1))
-		err := workflow.ExecuteActivity(actx, a.ReconcilePage,
+		err := workflow.ExecuteActivity(actx, onProvider.ReconcilePage,
 			activities.ReconcilePageInput{PageInput: pi, SignalAll: in.SignalAll, Reason: reason}).Get(ctx, &res)
 		return res, err
 	}

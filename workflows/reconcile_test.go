@@ -45,8 +45,8 @@ func newPassEnv(t *testing.T, f *passFake, scopes ...keys.Scope) *testsuite.Test
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(ReconcileSubscriptionsWorkflow)
 	env.RegisterWorkflow(BackfillFactsWorkflow)
-	env.OnActivity(a.ListScopes, mock.Anything, mock.Anything).Return(scopes, nil).Maybe()
-	env.OnActivity(a.BeginPass, mock.Anything, mock.Anything).Return(
+	env.OnActivity(onControl.ListScopes, mock.Anything, mock.Anything).Return(scopes, nil).Maybe()
+	env.OnActivity(onControl.BeginPass, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.BeginPassInput) (activities.BeginPassResult, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -80,14 +80,14 @@ func newPassEnv(t *testing.T, f *passFake, scopes ...keys.Scope) *testsuite.Test
 		res.Checkpoint = keys.Checkpoint{Name: in.Checkpoint, Owner: in.Owner, Pages: in.Pages + 1, Cursor: res.Next}
 		return res, nil
 	}
-	env.OnActivity(a.ReconcilePage, mock.Anything, mock.Anything).Return(
+	env.OnActivity(onProvider.ReconcilePage, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ReconcilePageInput) (activities.PageResult, error) {
 			f.mu.Lock()
 			f.reasons = append(f.reasons, in.Reason)
 			f.mu.Unlock()
 			return page(in.PageInput)
 		}).Maybe()
-	env.OnActivity(a.BackfillPage, mock.Anything, mock.Anything).Return(
+	env.OnActivity(onProvider.BackfillPage, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.BackfillPageInput) (activities.PageResult, error) {
 			f.mu.Lock()
 			f.since = append(f.since, in.Since)

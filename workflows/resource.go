@@ -62,8 +62,17 @@ type ResourceResult struct {
 // `ExhaustedEvents > 0` (registered with the other search attributes).
 var SAExhaustedEvents = temporal.NewSearchAttributeKeyInt64("ExhaustedEvents")
 
-// a is the nil receiver whose method values name the activities.
-var a *activities.Activities
+// The nil receivers whose method values name the activities, one per task
+// queue: each struct is registered only on its own queue, so a call must
+// run there (the workflow's own queue, or the TaskQueue of its options).
+var (
+	// onResource: the resource queue, where ResourceWorkflow runs.
+	onResource *activities.ResourceActivities
+	// onControl: the control queue, where the scheduled workflows run.
+	onControl *activities.ControlActivities
+	// onProvider: the rate-limited provider queue (PassSettings.ProviderTaskQueue).
+	onProvider *activities.ProviderActivities
+)
 
 // ResourceWorkflow serializes the work of one resource. Woken by a signal
 // (or started), it loads the resource's due pending inbox rows, oldest first,
@@ -239,7 +248,7 @@ func (r *resource) pass(ctx workflow.Context) error {
 	seen := map[string]bool{}
 	for {
 		var batch keys.PendingBatch
-		err := workflow.ExecuteLocalActivity(localOptions(ctx), a.LoadPending,
+		err := workflow.ExecuteLocalActivity(localOptions(ctx), onResource.LoadPending,
 			activities.LoadPendingInput{Resource: r.in.Resource, Limit: pendingBatch}).Get(ctx, &batch)
 		if err != nil {
 			return fmt.Errorf("load pending rows: %w", err)
@@ -297,7 +306,7 @@ func (r *resource) reconcile(ctx workflow.Context) error {
 		},
 	})
 	var out activities.ReconcileOutcome
-	err := workflow.ExecuteActivity(actx, a.ReconcileResource, activities.ReconcileInput{Resource: r.in.Resource, Reasons: reasons}).Get(ctx, &out)
+	err := workflow.ExecuteActivity(actx, onResource.ReconcileResource, activities.ReconcileInput{Resource: r.in.Resource, Reasons: reasons}).Get(ctx, &out)
 	if err != nil {
 		r.last = "reconcile failed: " + lastError(err)
 		workflow.GetLogger(ctx).Warn("reconcile failed", "resource", r.in.Resource.String(), "error", lastError(err))
@@ -333,7 +342,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	if !local {
 		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: r.s.ActivityTimeout, Summary: ev.Key.String(), RetryPolicy: retry,
-		}), a.HandleEvent, in)
+		}), onResource.HandleEvent, in)
 	} else {
 		// A local activity: one MarkerRecorded event, and consecutive rows
 		// of a pass in the same workflow task, instead of six events per
@@ -344,7 +353,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 			StartToCloseTimeout:    r.s.ActivityTimeout,
 			ScheduleToCloseTimeout: time.Duration(remaining) * (r.s.ActivityTimeout + r.s.RetryMax),
 			Summary:                ev.Key.String(), RetryPolicy: retry,
-		}), a.HandleEvent, in)
+		}), onResource.HandleEvent, in)
 	}
 	var res activities.HandleResult
 	err := fut.Get(ctx, &res)
@@ -367,7 +376,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	workflow.GetLogger(ctx).Warn("event not handled", "event_key", ev.Key.String(), "status", status, "error", final)
 	r.carry.Unhandled++
 	r.markUnhandled(ctx)
-	return workflow.ExecuteLocalActivity(localOptions(ctx), a.MarkUnhandled,
+	return workflow.ExecuteLocalActivity(localOptions(ctx), onResource.MarkUnhandled,
 		activities.MarkUnhandledInput{Key: ev.Key, Status: status, LastError: final}).Get(ctx, nil)
 }
 
@@ -397,13 +406,13 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 			},
 		})
 		var res activities.SendResult
-		err := workflow.ExecuteActivity(actx, a.SendOutbox, activities.SendInput{ID: id}).Get(gctx, &res)
+		err := workflow.ExecuteActivity(actx, onResource.SendOutbox, activities.SendInput{ID: id}).Get(gctx, &res)
 		if err == nil {
 			return
 		}
 		msg := lastError(err)
 		workflow.GetLogger(gctx).Warn("outbox row not sent", "outbox_id", id, "error", msg)
-		if ferr := workflow.ExecuteLocalActivity(localOptions(gctx), a.FailOutbox,
+		if ferr := workflow.ExecuteLocalActivity(localOptions(gctx), onResource.FailOutbox,
 			activities.FailOutboxInput{ID: id, LastError: msg}).Get(gctx, nil); ferr != nil {
 			workflow.GetLogger(gctx).Error("could not mark outbox row failed", "outbox_id", id, "error", ferr.Error())
 		}

@@ -40,7 +40,7 @@ func setup(t *testing.T) *fixture {
 	var s testsuite.WorkflowTestSuite
 	f := &fixture{env: s.NewTestWorkflowEnvironment()}
 	f.env.RegisterWorkflow(ResourceWorkflow)
-	f.env.OnActivity(a.MarkUnhandled, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.MarkUnhandled, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.MarkUnhandledInput) error {
 			f.marked = append(f.marked, in)
 			return nil
@@ -50,7 +50,7 @@ func setup(t *testing.T) *fixture {
 
 // handleOK makes HandleEvent succeed, recording the order of calls.
 func (f *fixture) handleOK() {
-	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
 			f.handled = append(f.handled, in.Key.EventID)
 			return activities.HandleResult{Status: keys.StatusDone}, nil
@@ -62,8 +62,8 @@ func input(s keys.Settings) keys.ResourceInput { return keys.ResourceInput{Resou
 func TestHandlesPendingRowsInOrderThenCompletesWhenIdle(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1", "evt_2", "evt_3"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1", "evt_2", "evt_3"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	f.handleOK()
 	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute}))
 	require.True(t, f.env.IsWorkflowCompleted())
@@ -82,8 +82,8 @@ func TestHandlingModeDecidesLocalOrRegularActivity(t *testing.T) {
 		t.Run("handling="+handling, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1", "evt_2"), nil).Once()
-			f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+			f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1", "evt_2"), nil).Once()
+			f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 			f.handleOK()
 			var local, regular int
 			f.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []interface{}) {
@@ -111,9 +111,9 @@ func TestHandlingModeDecidesLocalOrRegularActivity(t *testing.T) {
 func TestDoorbellDuringIdleTriggersAnotherPass(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_2"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_2"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	f.handleOK()
 	f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(keys.SignalEvent, "stripe/acct_1/test/evt_2") }, 30*time.Second)
 	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute}))
@@ -126,10 +126,10 @@ func TestRetryableFailuresExhaustTheBudgetThenMoveOn(t *testing.T) {
 	f := setup(t)
 	batch := pending("evt_bad", "evt_next")
 	batch.Events[0].Attempts = 1 // one attempt made by an earlier run
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(batch, nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(batch, nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	calls := 0
-	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
 			if in.Key.EventID == "evt_bad" {
 				calls++
@@ -151,10 +151,10 @@ func TestRetryableFailuresExhaustTheBudgetThenMoveOn(t *testing.T) {
 func TestValidationFailureIsRecordedFailedAtOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_invalid"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_invalid"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	calls := 0
-	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, _ activities.HandleInput) (activities.HandleResult, error) {
 			calls++
 			return activities.HandleResult{}, temporal.NewNonRetryableApplicationError("invoice belongs to another workspace", "InvalidEvent", errors.New("x"))
@@ -171,7 +171,7 @@ func TestContinuesAsNewAfterMaxEventsCarryingState(t *testing.T) {
 	f := setup(t)
 	batch := pending("e1", "e2", "e3", "e4", "e5")
 	batch.More = true
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(batch, nil)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(batch, nil)
 	f.handleOK()
 	f.env.ExecuteWorkflow(ResourceWorkflow, keys.ResourceInput{Resource: res, Settings: keys.Settings{MaxEventsPerRun: 2},
 		Carry: keys.Carry{Handled: 10, Runs: 4}})
@@ -194,13 +194,13 @@ func TestWaitsForTheNextDueRetryBeforeIdling(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	var due time.Time
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, _ activities.LoadPendingInput) (keys.PendingBatch, error) {
 			due = f.env.Now().Add(5 * time.Minute)
 			return keys.PendingBatch{NextDue: &due}, nil
 		}).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_later"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_later"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
 	f.handleOK()
 	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Hour}))
 	require.NoError(t, f.env.GetWorkflowError())
@@ -213,7 +213,7 @@ func TestRowsThatStayDueAreNotLoopedOn(t *testing.T) {
 	// The same row keeps coming back due (its bookkeeping failed): it is
 	// handled once per pass, and the next look waits, not a hot loop.
 	loads := 0
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, _ activities.LoadPendingInput) (keys.PendingBatch, error) {
 			loads++
 			if loads > 4 {
@@ -235,16 +235,16 @@ func TestReconcileRequestsCollapseIntoOneActivityBeforeEvents(t *testing.T) {
 	f := setup(t)
 	var order []string
 	var reasons []string
-	f.env.OnActivity(a.ReconcileResource, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.ReconcileResource, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ReconcileInput) (activities.ReconcileOutcome, error) {
 			order = append(order, "reconcile")
 			reasons = append(reasons, in.Reasons...)
 			return activities.ReconcileOutcome{Note: "in sync"}, nil
 		})
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
-	f.env.OnActivity(a.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
-	f.env.OnActivity(a.HandleEvent, mock.Anything, mock.Anything).Return(
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
 			order = append(order, in.Key.EventID)
 			return activities.HandleResult{Status: keys.StatusDone}, nil

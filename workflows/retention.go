@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // Defaults of the retention run.
@@ -28,7 +28,7 @@ type RetentionInput struct {
 	// PayloadRetention: payloads of finished rows older than this are redacted.
 	PayloadRetention time.Duration `json:"payload_retention,omitempty"`
 	// DedupRetention: inbox rows are kept at least this long (never less
-	// than store.MinDedupRetention); finished rows older than
+	// than keys.MinDedupRetention); finished rows older than
 	// max(DedupRetention, PayloadRetention) are deleted.
 	DedupRetention time.Duration `json:"dedup_retention,omitempty"`
 	// QuarantineRetention: entries resolved longer ago are deleted.
@@ -72,7 +72,7 @@ type retentionStep struct {
 // statement each), with progress in the current details.
 func RetentionWorkflow(ctx workflow.Context, in RetentionInput) (RetentionResult, error) {
 	payload := orDuration(in.PayloadRetention, DefaultPayloadRetention)
-	dedup := max(orDuration(in.DedupRetention, DefaultDedupRetention), store.MinDedupRetention)
+	dedup := max(orDuration(in.DedupRetention, DefaultDedupRetention), keys.MinDedupRetention)
 	quarantine := orDuration(in.QuarantineRetention, DefaultQuarantineRetention)
 	batch, perActivity := in.BatchSize, in.BatchesPerActivity
 	if batch <= 0 {
@@ -113,7 +113,7 @@ func RetentionWorkflow(ctx workflow.Context, in RetentionInput) (RetentionResult
 			return carry.Totals, workflow.NewContinueAsNewError(ctx, RetentionWorkflow, next)
 		}
 		var res activities.RetentionStepResult
-		err := workflow.ExecuteActivity(actx, a.RetentionStep, activities.RetentionStepInput{
+		err := workflow.ExecuteActivity(actx, onControl.RetentionStep, activities.RetentionStepInput{
 			Step: st.name, OlderThan: st.olderThan, BatchSize: batch, MaxBatches: perActivity,
 		}).Get(ctx, &res)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // retentionFake answers RetentionStep with left[step] rows to work off.
@@ -25,7 +25,7 @@ func newRetentionEnv(t *testing.T, f *retentionFake) *testsuite.TestWorkflowEnvi
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(RetentionWorkflow)
-	env.OnActivity(a.RetentionStep, mock.Anything, mock.Anything).Return(
+	env.OnActivity(onControl.RetentionStep, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RetentionStepInput) (activities.RetentionStepResult, error) {
 			f.calls = append(f.calls, in)
 			var res activities.RetentionStepResult
@@ -82,7 +82,7 @@ func TestRetentionNeverDeletesInsideTheDedupWindow(t *testing.T) {
 		wantDeleteWindow time.Duration
 	}{
 		{"payload window longer than dedup", 30 * 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour},
-		{"dedup below the floor is raised to it", time.Hour, time.Hour, store.MinDedupRetention},
+		{"dedup below the floor is raised to it", time.Hour, time.Hour, keys.MinDedupRetention},
 		{"defaults", 0, 0, DefaultPayloadRetention},
 	}
 	for _, tt := range tests {
@@ -95,7 +95,7 @@ func TestRetentionNeverDeletesInsideTheDedupWindow(t *testing.T) {
 			for _, c := range f.calls {
 				if c.Step == activities.RetentionDeleteInbox {
 					require.Equal(t, tt.wantDeleteWindow, c.OlderThan)
-					require.GreaterOrEqual(t, c.OlderThan, store.MinDedupRetention)
+					require.GreaterOrEqual(t, c.OlderThan, keys.MinDedupRetention)
 				}
 			}
 			require.Len(t, f.calls, 3)

@@ -31,8 +31,8 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	})
 	var res SweepResult
 	sin := activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit}
-	inboxErr := workflow.ExecuteActivity(ctx, a.SweepInbox, sin).Get(ctx, &res.Inbox)
-	outboxErr := workflow.ExecuteActivity(ctx, a.SweepOutbox, sin).Get(ctx, &res.Outbox)
+	inboxErr := workflow.ExecuteActivity(ctx, onControl.SweepInbox, sin).Get(ctx, &res.Inbox)
+	outboxErr := workflow.ExecuteActivity(ctx, onControl.SweepOutbox, sin).Get(ctx, &res.Outbox)
 	return res, errors.Join(inboxErr, outboxErr)
 }
 

@@ -1,5 +1,7 @@
 package keys
 
+import "time"
+
 // Providers hookinbox verifies (the registry in package providers holds
 // what each one means).
 const (
@@ -31,3 +33,24 @@ const (
 	OriginBackfill   = "backfill"
 	OriginQuarantine = "quarantine"
 )
+
+// Outbox statuses (the outbox table's CHECK constraint).
+const (
+	OutboxPending   = "pending"
+	OutboxSent      = "sent"
+	OutboxFailed    = "failed"
+	OutboxUncertain = "uncertain"
+	OutboxHeld      = "held_for_review"
+)
+
+// Outbox operation classes: what a business handler's outbound effect is;
+// each selects its uncertain-outcome policy.
+const (
+	ClassCreditsConfirmation = "credits_confirmation"
+	ClassFeedbackAlert       = "feedback_alert"
+)
+
+// MinDedupRetention is the shortest time an inbox row (its event key, what
+// deduplicates a sender's retries) is ever kept: the longest retry window of
+// the supported senders (Stripe retries for up to three days).
+const MinDedupRetention = 72 * time.Hour

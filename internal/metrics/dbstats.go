@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // DBStats reads the backlog gauges from PostgreSQL at scrape time (at most
@@ -16,13 +16,13 @@ import (
 // the age of the oldest, exhausted and failed events, open quarantine
 // entries, and outbox rows by status.
 type DBStats struct {
-	Query       func(ctx context.Context) (store.Backlog, error)
+	Query       func(ctx context.Context) (keys.Backlog, error)
 	MinInterval time.Duration
 	Logger      *slog.Logger
 
 	mu   sync.Mutex
 	at   time.Time
-	last store.Backlog
+	last keys.Backlog
 	err  error
 }
 
@@ -61,7 +61,7 @@ func (d *DBStats) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (d *DBStats) read() (store.Backlog, error) {
+func (d *DBStats) read() (keys.Backlog, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	min := d.MinInterval

@@ -4,18 +4,12 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
-// Backlog is the state of the work: what operators watch.
-type Backlog struct {
-	Pending          int64            `json:"pending"`
-	OldestPendingAge time.Duration    `json:"oldest_pending_age"`
-	Exhausted        int64            `json:"exhausted"`
-	Failed           int64            `json:"failed"`
-	QuarantineOpen   int64            `json:"quarantine_open"`
-	Outbox           map[string]int64 `json:"outbox"`
-	Divergences24h   int64            `json:"divergences_24h"`
-}
+// Backlog is the state of the work (keys.Backlog).
+type Backlog = keys.Backlog
 
 // ReadBacklog counts pending, exhausted and failed inbox rows, the age of the
 // oldest pending one, open quarantine entries, outbox rows by status and the

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // Workspace is a tenant.
@@ -344,14 +346,8 @@ func FindAPIEndpoint(ctx context.Context, db DB, provider, account, env string) 
 	return e, nil
 }
 
-// Divergence is a difference reconciliation found between the local
-// projection and the provider.
-type Divergence struct {
-	Field         string `json:"field"`
-	LocalValue    string `json:"local_value"`
-	ProviderValue string `json:"provider_value"`
-	Corrected     bool   `json:"corrected"`
-}
+// Divergence is a difference reconciliation found (keys.Divergence).
+type Divergence = keys.Divergence
 
 // InsertDivergences records divergences of one resource.
 func InsertDivergences(ctx context.Context, tx pgx.Tx, provider, account, env, kind, id, detectedBy string, ds []Divergence) error {

@@ -7,15 +7,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
-// Outbox statuses (the CHECK constraint's values).
+// Outbox statuses (the CHECK constraint's values; see keys).
 const (
-	OutboxPending   = "pending"
-	OutboxSent      = "sent"
-	OutboxFailed    = "failed"
-	OutboxUncertain = "uncertain"
-	OutboxHeld      = "held_for_review"
+	OutboxPending   = keys.OutboxPending
+	OutboxSent      = keys.OutboxSent
+	OutboxFailed    = keys.OutboxFailed
+	OutboxUncertain = keys.OutboxUncertain
+	OutboxHeld      = keys.OutboxHeld
 )
 
 // OutboxRow is one outbound effect.

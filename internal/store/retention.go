@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // This file holds the retention statements (SPEC R21). Each touches at most
@@ -12,10 +14,9 @@ import (
 // by a later batch. Business records (credit_grants, feedback_alerts,
 // subscription_projection, outbox) are never touched here.
 
-// MinDedupRetention is the shortest time an inbox row (its event key, what
-// deduplicates a sender's retries) is ever kept: the longest retry window of
-// the supported senders (Stripe retries for up to three days).
-const MinDedupRetention = 72 * time.Hour
+// MinDedupRetention is the shortest time an inbox row is ever kept
+// (keys.MinDedupRetention).
+const MinDedupRetention = keys.MinDedupRetention
 
 // RedactInboxPayloads sets the payload of at most limit finished (done or
 // ignored) inbox rows received and processed more than olderThan ago to NULL;

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
@@ -233,7 +233,7 @@ func (d *runData) grantPerInvoice(r *Result) {
 			r.offend(d.label(), "%s (%s): paid, no grant", inv.ID, inv.Account)
 		case len(gs) > 1:
 			r.offend(d.label(), "%s: %d grants", inv.ID, len(gs))
-		case gs[0].operation != activities.OperationInitialGrant:
+		case gs[0].operation != handlers.OperationInitialGrant:
 			r.offend(d.label(), "%s: grant operation %q", inv.ID, gs[0].operation)
 		case linked && gs[0].workspace != ws:
 			r.offend(d.label(), "%s: granted to %s, the account links %s", inv.ID, gs[0].workspace, ws)
@@ -485,7 +485,7 @@ func (d *runData) outboxIntents(r *Result) {
 			continue
 		}
 		r.Expected++
-		key := activities.CreditGrantKey(d.stripe, g.account, d.env, g.invoice) + ":confirmation"
+		key := handlers.CreditGrantKey(d.stripe, g.account, d.env, g.invoice) + ":confirmation"
 		if _, ok := d.outbox[key]; !ok {
 			r.offend(d.label(), "%s: granted to %s (email %s), no confirmation intent", g.invoice, g.workspace, d.wsEmail[g.workspace])
 			continue
@@ -495,7 +495,7 @@ func (d *runData) outboxIntents(r *Result) {
 	for _, k := range sortedAlertKeys(d.alerts) {
 		for _, dest := range d.dests[d.alertWS[k]] {
 			r.Expected++
-			key := activities.FeedbackAlertKey(d.feedback, k.project, d.env, k.feedback) + ":" + dest
+			key := handlers.FeedbackAlertKey(d.feedback, k.project, d.env, k.feedback) + ":" + dest
 			if _, ok := d.outbox[key]; !ok {
 				r.offend(d.label(), "%s: alert, no intent for destination %s", k.feedback, dest)
 				continue
@@ -548,7 +548,7 @@ func (d *runData) emailPerConfirmation(r *Result) {
 	}
 	for _, k := range d.outboxOrder {
 		o := d.outbox[k]
-		if o.class != activities.ClassCreditsConfirmation || o.status != store.OutboxSent {
+		if o.class != keys.ClassCreditsConfirmation || o.status != store.OutboxSent {
 			continue
 		}
 		r.Expected++

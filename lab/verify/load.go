@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
@@ -258,7 +258,7 @@ func (d *runData) loadAlerts(ctx context.Context, db store.DB) error {
 		SELECT project, feedback_id, min(workspace_id), count(*)
 		  FROM feedback_alerts
 		 WHERE provider = $1 AND environment = $2 AND project = ANY($3) AND operation = $4
-		 GROUP BY project, feedback_id`, d.feedback, d.env, d.projects, activities.OperationInitialAlert)
+		 GROUP BY project, feedback_id`, d.feedback, d.env, d.projects, handlers.OperationInitialAlert)
 	if err != nil {
 		return fmt.Errorf("feedback alerts: %w", err)
 	}

@@ -12,7 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/handlers"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/lab/verify"
@@ -133,10 +134,10 @@ func setup(t *testing.T) *bundle {
 	for _, inv := range []string{"in_1", "in_2"} {
 		b.exec(t, `INSERT INTO credit_grants (provider, source_account, environment, invoice_id, operation, workspace_id,
 			credits, amount_paid, currency, event_key) VALUES ('stripe', $1, 'test', $2, $3, $4, 100, 2000, 'usd', 'k')`,
-			acct, inv, activities.OperationInitialGrant, ws)
+			acct, inv, handlers.OperationInitialGrant, ws)
 		b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
 			VALUES ($1, $2, 'email', 'billing@ws-t.example', $3, 'r', '{}', 'sent', now())`,
-			activities.CreditGrantKey("stripe", acct, "test", inv)+":confirmation", activities.ClassCreditsConfirmation, ws)
+			handlers.CreditGrantKey("stripe", acct, "test", inv)+":confirmation", keys.ClassCreditsConfirmation, ws)
 	}
 	b.exec(t, `UPDATE workspaces SET credits_balance = 200 WHERE id = $1`, ws)
 	active, _ := json.Marshal(store.SubscriptionState{Status: "active", CurrentPeriodEnd: &periodEnd})
@@ -146,15 +147,15 @@ func setup(t *testing.T) *bundle {
 		VALUES ('stripe', $1, 'test', 'sub_a', $2, 2, $3, 'active', false, true, NULL, 'k'),
 		       ('stripe', $1, 'test', 'sub_c', $2, 2, $4, 'canceled', true, false, $5, 'k')`, acct, ws, active, canceled, now)
 	b.exec(t, `INSERT INTO feedback_alerts (provider, project, environment, feedback_id, operation, workspace_id, event_key)
-		VALUES ('standard', $1, 'test', 'fb_1', $2, $3, 'k')`, proj, activities.OperationInitialAlert, ws)
+		VALUES ('standard', $1, 'test', 'fb_1', $2, $3, 'k')`, proj, handlers.OperationInitialAlert, ws)
 	b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
 		VALUES ($1, $2, 'webhook', 'oncall', $3, 'r', '{}', 'sent', now())`,
-		activities.FeedbackAlertKey("standard", proj, "test", "fb_1")+":oncall", activities.ClassFeedbackAlert, ws)
+		handlers.FeedbackAlertKey("standard", proj, "test", "fb_1")+":oncall", keys.ClassFeedbackAlert, ws)
 
 	var emails []simulator.Email
 	for _, inv := range []string{"in_1", "in_2"} {
 		emails = append(emails, simulator.Email{ID: "em_" + inv, To: "billing@ws-t.example", Posts: 1,
-			IdempotencyKey: activities.CreditGrantKey("stripe", acct, "test", inv) + ":confirmation"})
+			IdempotencyKey: handlers.CreditGrantKey("stripe", acct, "test", inv) + ":confirmation"})
 	}
 	b.input = verify.Input{
 		Runs:        []verify.Run{{Label: "t", Truth: truth, Sent: verify.SentFrom(rep)}},
@@ -238,7 +239,7 @@ func TestEveryInvariantCanFail(t *testing.T) {
 		{verify.NoStrayGrant, func(t *testing.T, b *bundle) {
 			b.exec(t, `INSERT INTO credit_grants (provider, source_account, environment, invoice_id, operation, workspace_id,
 				credits, amount_paid, currency, event_key) VALUES ('stripe', $1, 'test', 'in_unpaid', $2, $3, 100, 2000, 'usd', 'k')`,
-				acct, activities.OperationInitialGrant, ws)
+				acct, handlers.OperationInitialGrant, ws)
 		}, "in_unpaid (acct_t): 100 credits to ws_t, but the invoice is not paid at the provider"},
 		{verify.BalanceMatches, func(t *testing.T, b *bundle) {
 			b.exec(t, `UPDATE workspaces SET credits_balance = 300 WHERE id = $1`, ws)

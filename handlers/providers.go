@@ -1,4 +1,4 @@
-package activities
+package handlers
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the registry the clients come from
@@ -48,22 +49,22 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 	p.mu.Unlock()
 	ep, err := p.Store.GetEndpoint(ctx, slug)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
+		return nil, ports.Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
 	}
 	if err != nil {
 		return nil, err
 	}
 	if ep.APIKey == "" {
-		return nil, Permanent(fmt.Errorf("endpoint %s has no API key: register it with --api-key (and --api-base-url) to fetch from the provider", slug))
+		return nil, ports.Permanent(fmt.Errorf("endpoint %s has no API key: register it with --api-key (and --api-base-url) to fetch from the provider", slug))
 	}
 	pr, ok := providers.Lookup(ep.Provider)
 	if !ok {
-		return nil, Permanent(fmt.Errorf("no API client for provider %s: %w", ep.Provider, providers.ErrUnknown))
+		return nil, ports.Permanent(fmt.Errorf("no API client for provider %s: %w", ep.Provider, providers.ErrUnknown))
 	}
 	own, _ := ep.OwnAccount()
 	c, err := providers.NewClient(pr, providers.ClientConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, OwnAccount: own})
 	if err != nil {
-		return nil, Permanent(err)
+		return nil, ports.Permanent(err)
 	}
 	p.mu.Lock()
 	if p.cache == nil {
@@ -79,7 +80,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 // is never read as a state: it may be the provider catching up).
 func providerErr(err error) error {
 	if providers.IsPermanent(err) {
-		return Permanent(err)
+		return ports.Permanent(err)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package activities
+package handlers
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -14,12 +15,6 @@ import (
 // of an invoice. Corrections and refunds would be operations of their own.
 const OperationInitialGrant = "initial-credit-grant"
 
-// Outbox operation classes (they select the uncertain-outcome policy).
-const (
-	ClassCreditsConfirmation = "credits_confirmation"
-	ClassFeedbackAlert       = "feedback_alert"
-)
-
 // Credits grants a workspace its credits once per paid invoice (SPEC
 // R12–R14). The webhook is a notice: the invoice is fetched from the
 // provider and checked (paid, same account and mode) before anything is
@@ -27,7 +22,7 @@ const (
 // completion commit in one transaction.
 type Credits struct {
 	Store      *store.Store
-	Providers  Providers
+	Providers  ports.Providers
 	PerInvoice int64
 }
 
@@ -47,10 +42,10 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 		return Outcome{}, providerErr(err)
 	}
 	if inv.ID != ev.ResourceID {
-		return Outcome{}, Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, ev.ResourceID))
+		return Outcome{}, ports.Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, ev.ResourceID))
 	}
 	if inv.Livemode != (ev.Key.Environment == keys.EnvLive) {
-		return Outcome{}, Permanent(fmt.Errorf("invoice %s livemode=%t does not match the %s environment", inv.ID, inv.Livemode, ev.Key.Environment))
+		return Outcome{}, ports.Permanent(fmt.Errorf("invoice %s livemode=%t does not match the %s environment", inv.ID, inv.Livemode, ev.Key.Environment))
 	}
 	if !inv.Paid {
 		// The event says paid; the source of truth does not (yet). Never
@@ -72,7 +67,7 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 			// Another event, a repair or an earlier attempt already did it:
 			// check it is the same operation, then just complete the row.
 			if existing.WorkspaceID != grant.WorkspaceID || existing.Credits != grant.Credits {
-				return Outcome{}, Permanent(fmt.Errorf("invoice %s was already granted %d credits to workspace %s; this event maps it to %s for %d",
+				return Outcome{}, ports.Permanent(fmt.Errorf("invoice %s was already granted %d credits to workspace %s; this event maps it to %s for %d",
 					inv.ID, existing.Credits, existing.WorkspaceID, grant.WorkspaceID, grant.Credits))
 			}
 			return Outcome{Status: keys.StatusDone, Note: "already granted by " + existing.EventKey}, nil
@@ -88,7 +83,7 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 		}
 		id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
 			OperationKey: bkey + ":confirmation",
-			Class:        ClassCreditsConfirmation, Kind: "email", Destination: ws.Email, WorkspaceID: ws.ID,
+			Class:        keys.ClassCreditsConfirmation, Kind: "email", Destination: ws.Email, WorkspaceID: ws.ID,
 			ResourceKey: row.Resource().String(),
 			Payload: map[string]any{
 				"to": ws.Email, "subject": fmt.Sprintf("%d credits added to %s", grant.Credits, ws.ID),

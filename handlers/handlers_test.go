@@ -1,4 +1,4 @@
-package activities_test
+package handlers_test
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
@@ -24,7 +25,7 @@ type bundle struct {
 	ctx   context.Context
 	store *store.Store
 	sim   *simulator.Simulator
-	provs *activities.EndpointProviders
+	provs *handlers.EndpointProviders
 }
 
 // setup registers a Stripe endpoint whose API is a simulator served over
@@ -41,7 +42,7 @@ func setup(t *testing.T, cfg simulator.Config, versionPath string) *bundle {
 		Settings: store.EndpointSettings{VersionPath: versionPath}}))
 	require.NoError(t, st.LinkAccount(ctx, "sim", account, "ws"))
 	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
-	return &bundle{ctx: ctx, store: st, sim: sim, provs: &activities.EndpointProviders{Store: st}}
+	return &bundle{ctx: ctx, store: st, sim: sim, provs: &handlers.EndpointProviders{Store: st}}
 }
 
 // accept puts a simulator event in the inbox as the intake would.
@@ -79,7 +80,7 @@ func (b *bundle) count(t *testing.T, sql string) int {
 func TestCreditsGrantOncePerInvoiceAcrossEventsAndLostAnswers(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 1}, "")
-	h := &activities.Credits{Store: b.store, Providers: b.provs, PerInvoice: 100}
+	h := &handlers.Credits{Store: b.store, Providers: b.provs, PerInvoice: 100}
 	inv, paid, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: account, Amount: 4200})
 	require.NoError(t, err)
 	again, err := b.sim.InvoicePaidAgain(inv.ID)
@@ -116,7 +117,7 @@ func TestCreditsGrantOncePerInvoiceAcrossEventsAndLostAnswers(t *testing.T) {
 func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 2}, "")
-	h := &activities.Credits{Store: b.store, Providers: b.provs, PerInvoice: 100}
+	h := &handlers.Credits{Store: b.store, Providers: b.provs, PerInvoice: 100}
 	_, paid, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: account})
 	require.NoError(t, err)
 	ev := b.accept(t, paid)
@@ -138,7 +139,7 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 		b.sim.InjectAPIFault(f)
 		_, err := h.Handle(b.ctx, ev)
 		require.Error(t, err, tt.name)
-		require.Equal(t, tt.permanent, activities.IsPermanent(err), tt.name)
+		require.Equal(t, tt.permanent, ports.IsPermanent(err), tt.name)
 		require.Equal(t, tt.retryable, providers.IsRetryable(err), tt.name)
 		require.EqualValues(t, 0, b.balance(t), tt.name)
 	}
@@ -163,9 +164,9 @@ func TestCreditsWithoutAPIKeyFailPermanently(t *testing.T) {
 	require.NoError(t, err)
 	_, paid, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: account})
 	require.NoError(t, err)
-	h := &activities.Credits{Store: b.store, Providers: &activities.EndpointProviders{Store: b.store}, PerInvoice: 100}
+	h := &handlers.Credits{Store: b.store, Providers: &handlers.EndpointProviders{Store: b.store}, PerInvoice: 100}
 	_, err = h.Handle(b.ctx, b.accept(t, paid))
-	require.True(t, activities.IsPermanent(err))
+	require.True(t, ports.IsPermanent(err))
 	require.ErrorContains(t, err, "no API key")
 }
 
@@ -178,7 +179,7 @@ func (b *bundle) projection(t *testing.T, id string) *store.Projection {
 func TestVersionedSnapshotsNeverGoBackwards(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 4, Versions: true}, "data.object.version")
-	h := &activities.Subscriptions{Store: b.store, Providers: b.provs}
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
 	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	updated, err := b.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.CancelAtPeriodEnd = true })
 	require.NoError(t, err)
@@ -203,7 +204,7 @@ func TestVersionedSnapshotsNeverGoBackwards(t *testing.T) {
 func TestNoticesFetchTheCurrentStateInAnyOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 5}, "")
-	h := &activities.Subscriptions{Store: b.store, Providers: b.provs}
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
 	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	atEnd, err := b.sim.CancelSubscription(sub.ID, true)
 	require.NoError(t, err)
@@ -239,7 +240,7 @@ func TestNoticesFetchTheCurrentStateInAnyOrder(t *testing.T) {
 func TestAStaleAttemptsWriteLosesTheCompareAndSet(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 6}, "")
-	h := &activities.Subscriptions{Store: b.store, Providers: b.provs}
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
 	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	e1 := b.accept(t, created)
 
@@ -259,7 +260,7 @@ func TestAStaleAttemptsWriteLosesTheCompareAndSet(t *testing.T) {
 	// A wakes up and writes late: the fencing token has moved, so it loses.
 	_, err = h.Commit(b.ctx, e1, stale)
 	require.Error(t, err)
-	require.False(t, activities.IsPermanent(err), "retried: the next attempt fetches again")
+	require.False(t, ports.IsPermanent(err), "retried: the next attempt fetches again")
 	p := b.projection(t, sub.ID)
 	require.Equal(t, "canceled", p.State.Status)
 	require.Equal(t, keys.StatusPending, func() string {
@@ -277,7 +278,7 @@ func TestAStaleAttemptsWriteLosesTheCompareAndSet(t *testing.T) {
 func TestProviderErrorsAreNeverReadAsCancelled(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 7}, "")
-	h := &activities.Subscriptions{Store: b.store, Providers: b.provs}
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
 	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	_, err := h.Handle(b.ctx, b.accept(t, created))
 	require.NoError(t, err)
@@ -308,7 +309,7 @@ func TestFeedbackAlertOncePerItemAndOneIntentPerDestination(t *testing.T) {
 	} {
 		require.NoError(t, store.UpsertDestination(ctx, st.Pool, d))
 	}
-	h := &activities.FeedbackAlerts{Store: st}
+	h := &handlers.FeedbackAlerts{Store: st}
 	insert := func(id string) *store.StoredEvent {
 		body := []byte(`{"type":"feedback.created","data":{"id":"fb_1","project_id":"proj_1","message":"search is slow"}}`)
 		sum := sha256.Sum256(body)
@@ -336,7 +337,7 @@ func TestFeedbackAlertOncePerItemAndOneIntentPerDestination(t *testing.T) {
 		opKeys = append(opKeys, k)
 	}
 	rows.Close()
-	base := activities.FeedbackAlertKey("standard", "proj_1", "live", "fb_1")
+	base := handlers.FeedbackAlertKey("standard", "proj_1", "live", "fb_1")
 	require.Equal(t, []string{base + ":oncall", base + ":team-mail"}, opKeys)
 	var alerts int
 	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM feedback_alerts`).Scan(&alerts))
@@ -364,7 +365,7 @@ func TestAccessRule(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			access, ends := activities.AccessRule(tt.st)
+			access, ends := handlers.AccessRule(tt.st)
 			require.Equal(t, tt.access, access)
 			require.Equal(t, tt.ends, ends)
 		})
@@ -374,7 +375,7 @@ func TestAccessRule(t *testing.T) {
 func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 8}, "")
-	h := &activities.Subscriptions{Store: b.store, Providers: b.provs}
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
 	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	_, err := h.Handle(b.ctx, b.accept(t, created))
 	require.NoError(t, err)
@@ -412,5 +413,5 @@ func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 
 	// An unlinked account cannot be reconciled: a permanent, explained error.
 	_, err = h.Reconcile(b.ctx, keys.Resource{Provider: "stripe", Account: "acct_nobody", Environment: "test", Kind: "subscription", ID: sub.ID}, "t")
-	require.True(t, activities.IsPermanent(err))
+	require.True(t, ports.IsPermanent(err))
 }

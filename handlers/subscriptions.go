@@ -1,4 +1,4 @@
-package activities
+package handlers
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
@@ -36,9 +37,14 @@ var errLostRace = errors.New("the projection changed after this attempt read it 
 // stale attempt's write is discarded. Access is derived by the product rule.
 type Subscriptions struct {
 	Store     *store.Store
-	Providers Providers
+	Providers ports.Providers
 	Logger    *slog.Logger
 }
+
+var (
+	_ ports.Reconciler  = (*Subscriptions)(nil)
+	_ ports.Projections = (*Subscriptions)(nil)
+)
 
 // SubscriptionPlan is what an attempt read and fetched, before it writes.
 type SubscriptionPlan struct {
@@ -70,10 +76,10 @@ func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (Sub
 	if ev.ProviderVersion != nil {
 		snap, err := stripe.SubscriptionFromEvent(ev.Key.Account, ev.Payload)
 		if err != nil {
-			return plan, Permanent(err)
+			return plan, ports.Permanent(err)
 		}
 		if snap.ID != ev.ResourceID {
-			return plan, Permanent(fmt.Errorf("event snapshot is subscription %q, resource is %q", snap.ID, ev.ResourceID))
+			return plan, ports.Permanent(fmt.Errorf("event snapshot is subscription %q, resource is %q", snap.ID, ev.ResourceID))
 		}
 		snap.Version, snap.HasVersion = *ev.ProviderVersion, true
 		plan.Versioned, plan.Snapshot = true, snap
@@ -96,7 +102,7 @@ func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (Sub
 		return plan, providerErr(err)
 	}
 	if snap.ID != ev.ResourceID {
-		return plan, Permanent(fmt.Errorf("provider answered subscription %q for %q", snap.ID, ev.ResourceID))
+		return plan, ports.Permanent(fmt.Errorf("provider answered subscription %q for %q", snap.ID, ev.ResourceID))
 	}
 	plan.Snapshot, plan.Fetched = snap, time.Now()
 	// A deletion notice is a tombstone only if the provider agrees.
@@ -151,47 +157,41 @@ func (s *Subscriptions) keep(by string, plan SubscriptionPlan, p store.Projectio
 	return "", false
 }
 
-// ReconcileOutcome is what reconciling one subscription found and did.
-type ReconcileOutcome struct {
-	Divergences []store.Divergence `json:"divergences,omitempty"`
-	Note        string             `json:"note"`
-}
-
 // Reconcile compares the projection with the provider's current state and
 // corrects it through the same compare-and-set as notices, recording every
 // divergence (SPEC R19). It runs inside the resource's workflow, so it never
 // races that resource's events.
-func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason string) (ReconcileOutcome, error) {
+func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason string) (ports.ReconcileOutcome, error) {
 	ep, err := store.FindAPIEndpoint(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment)
 	if errors.Is(err, store.ErrNotFound) {
-		return ReconcileOutcome{}, Permanent(fmt.Errorf("no %s endpoint with an API key links account %s (%s)", r.Provider, r.Account, r.Environment))
+		return ports.ReconcileOutcome{}, ports.Permanent(fmt.Errorf("no %s endpoint with an API key links account %s (%s)", r.Provider, r.Account, r.Environment))
 	}
 	if err != nil {
-		return ReconcileOutcome{}, err
+		return ports.ReconcileOutcome{}, err
 	}
 	var plan SubscriptionPlan
 	cur, err := store.GetProjection(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment, r.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return ReconcileOutcome{}, err
+		return ports.ReconcileOutcome{}, err
 	default:
 		plan.Current, plan.ReadSeq = cur, cur.WriteSeq
 	}
 	client, err := s.Providers.For(ctx, ep.Slug)
 	if err != nil {
-		return ReconcileOutcome{}, err
+		return ports.ReconcileOutcome{}, err
 	}
 	snap, err := client.FetchSubscription(ctx, r.Account, r.ID)
 	if err != nil {
-		return ReconcileOutcome{}, providerErr(err)
+		return ports.ReconcileOutcome{}, providerErr(err)
 	}
 	plan.Snapshot, plan.Fetched = snap, time.Now()
 	by := "reconcile: " + reason
 	p := projectionFor(r, ep.WorkspaceID, by, plan)
 	divs := diffProjection(cur, p)
 	if len(divs) == 0 {
-		return ReconcileOutcome{Note: "in sync"}, nil
+		return ports.ReconcileOutcome{Note: "in sync"}, nil
 	}
 	note, keep := s.keep(by, plan, p)
 	err = s.Store.Tx(ctx, func(tx pgx.Tx) error {
@@ -210,12 +210,33 @@ func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason s
 		return store.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, by, divs)
 	})
 	if err != nil {
-		return ReconcileOutcome{}, err
+		return ports.ReconcileOutcome{}, err
 	}
 	if keep {
-		return ReconcileOutcome{Divergences: divs, Note: note}, nil
+		return ports.ReconcileOutcome{Divergences: divs, Note: note}, nil
 	}
-	return ReconcileOutcome{Divergences: divs, Note: fmt.Sprintf("corrected %d field(s)", len(divs))}, nil
+	return ports.ReconcileOutcome{Divergences: divs, Note: fmt.Sprintf("corrected %d field(s)", len(divs))}, nil
+}
+
+// DifferingSubscriptions reports, by id, whether each listed subscription
+// of the scope differs from its projection or has none (ports.Projections):
+// what a reconciliation page signals.
+func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, sc keys.Scope, listed []providers.Subscription) (map[string]bool, error) {
+	ids := make([]string, len(listed))
+	for i, sub := range listed {
+		ids[i] = sub.ID
+	}
+	local, err := store.GetProjections(ctx, s.Store.Pool, sc.Provider, sc.Account, sc.Environment, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(listed))
+	for _, sub := range listed {
+		r := keys.Resource{Provider: sc.Provider, Account: sc.Account, Environment: sc.Environment, Kind: "subscription", ID: sub.ID}
+		listed := projectionFor(r, sc.WorkspaceID, "", SubscriptionPlan{Snapshot: sub})
+		out[sub.ID] = len(diffProjection(local[sub.ID], listed)) > 0
+	}
+	return out, nil
 }
 
 // diffProjection lists the fields where the stored projection and the

@@ -1,4 +1,4 @@
-package activities
+package handlers
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func (f *FeedbackAlerts) Handle(ctx context.Context, ev *store.StoredEvent) (Out
 		out := Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("initial alert created, %d destination(s)", len(dests))}
 		for _, d := range dests {
 			id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
-				OperationKey: base + ":" + d.Name, Class: ClassFeedbackAlert, Kind: d.Kind, Destination: d.Name,
+				OperationKey: base + ":" + d.Name, Class: keys.ClassFeedbackAlert, Kind: d.Kind, Destination: d.Name,
 				WorkspaceID: alert.WorkspaceID, ResourceKey: row.Resource().String(),
 				Payload: map[string]any{
 					"type": "feedback.alert", "project": alert.Project, "feedback_id": alert.FeedbackID,

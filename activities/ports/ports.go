@@ -1,0 +1,226 @@
+// Package ports declares what the activities need from the world besides
+// Temporal: the inbox and its business handlers, the outbox, sweeps,
+// reconciliation passes, retention, backfill admission and provider API
+// clients, as interfaces with their own input and result types. The
+// activities hold these and never the store; the store-backed
+// implementations live in handlers and internal/storeports and are wired in
+// the composition root. This package must not import the store, pgx or
+// Temporal.
+package ports
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/outbound"
+	"github.com/hookinbox/hookinbox/providers"
+)
+
+// ErrNotFound: the event, outbox row or endpoint a port was asked about does
+// not exist.
+var ErrNotFound = errors.New("not found")
+
+// permanentError marks an error no retry can fix.
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string { return p.err.Error() }
+func (p permanentError) Unwrap() error { return p.err }
+
+// Permanent wraps err so the activity fails at once instead of retrying.
+func Permanent(err error) error { return permanentError{err} }
+
+// IsPermanent reports whether err was wrapped by Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+// Events is the inbox as the resource workflow's activities see it.
+type Events interface {
+	// LoadPending returns the resource's due pending rows, oldest first,
+	// and its outbox rows due to be sent.
+	LoadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error)
+	// Handle runs the event's business handler (see Handled). An event not
+	// in the inbox is ErrNotFound; one that can never succeed is
+	// Permanent; any other error is retried. Handled.Route is set whenever
+	// the event was read, errors included.
+	Handle(ctx context.Context, k keys.Event) (Handled, error)
+	// RecordFailure notes a failed attempt and when the next one is due.
+	RecordFailure(ctx context.Context, k keys.Event, lastErr string, next time.Time) error
+	// Stop ends retrying a still-pending event with status (failed or
+	// exhausted); changed is false when the row was already final. route
+	// names the event's handler ("" if none).
+	Stop(ctx context.Context, k keys.Event, status, lastErr string) (changed bool, route string, err error)
+}
+
+// Handled is what handling one event did.
+type Handled struct {
+	// Route names the handler the event routes to ("" for none).
+	Route string
+	// Status the row is in: done or ignored, or the status it already had
+	// (Skipped) when another attempt completed it first.
+	Status string
+	Note   string
+	// Skipped: the row was no longer pending; nothing ran.
+	Skipped bool
+	// BusinessKey names the business operation, for the logs.
+	BusinessKey string
+	// Outbox rows the effect produced, to be sent after the commit.
+	Outbox []int64
+}
+
+// Reconciler compares one resource with the provider and corrects the
+// local state, recording divergences.
+type Reconciler interface {
+	Reconcile(ctx context.Context, r keys.Resource, reason string) (ReconcileOutcome, error)
+}
+
+// ReconcileOutcome is what reconciling one resource found and did (the
+// ReconcileResource activity's result).
+type ReconcileOutcome struct {
+	Divergences []keys.Divergence `json:"divergences,omitempty"`
+	Note        string            `json:"note"`
+}
+
+// OutboxRow is the part of an outbox row a send needs.
+type OutboxRow struct {
+	ID           int64
+	OperationKey string
+	Class        string
+	Kind         string
+	Destination  string
+	WorkspaceID  string
+	Payload      json.RawMessage
+	// Status is a keys.Outbox* status; Policy the one the last attempt ran under.
+	Status    string
+	Policy    string
+	LastError string
+}
+
+// Outbox is the outbox's bookkeeping and its destinations.
+type Outbox interface {
+	// Get reads a row (ErrNotFound when there is none).
+	Get(ctx context.Context, id int64) (*OutboxRow, error)
+	// Sender resolves the row's sender and message; a destination that
+	// cannot be resolved again is Permanent.
+	Sender(ctx context.Context, row *OutboxRow) (outbound.Sender, outbound.Message, error)
+	// BeginAttempt records an attempt (the row becomes uncertain until
+	// until); false when the row is no longer sendable.
+	BeginAttempt(ctx context.Context, id int64, policy string, until time.Time) (bool, error)
+	MarkSent(ctx context.Context, id int64, remoteID, note string) error
+	// AttemptFailed puts the row in status (pending or uncertain) until next.
+	AttemptFailed(ctx context.Context, id int64, status, lastErr string, next time.Time) error
+	// Stop ends sending (failed or held); false when it was already final.
+	Stop(ctx context.Context, id int64, status, note string) (bool, error)
+}
+
+// Sweeps find the work whose doorbell was lost.
+type Sweeps interface {
+	// StalePending lists resources with inbox rows due for longer than olderThan.
+	StalePending(ctx context.Context, olderThan time.Duration, limit int) ([]keys.Resource, error)
+	// StaleOutbox lists the resource keys of outbox rows unsent for longer than olderThan.
+	StaleOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]string, error)
+}
+
+// Passes are the scopes and checkpoints of the paged reconciliation and
+// backfill passes.
+type Passes interface {
+	// ListScopes lists the accounts linked to provider endpoints with an
+	// API key (one endpoint's when endpoint is not "").
+	ListScopes(ctx context.Context, provider, endpoint string) ([]keys.Scope, error)
+	// BeginPass takes (or resumes) the pass of a checkpoint.
+	BeginPass(ctx context.Context, name, owner string, restart bool) (cp keys.Checkpoint, resumed bool, err error)
+	// AdvancePass records one page; a page that lost its fence is
+	// CheckpointMoved; repeated when the same page was recorded before.
+	AdvancePass(ctx context.Context, name string, p PageProgress) (cp keys.Checkpoint, repeated bool, err error)
+}
+
+// PageProgress is what one page of a pass adds to its checkpoint.
+type PageProgress struct {
+	// Owner and Pages fence the update: it applies only if owner still
+	// holds the pass and Pages pages were done before this one.
+	Owner string
+	Pages int64
+	// Next is the cursor after this page; Done ends the pass.
+	Next        string
+	Done        bool
+	Seen        int64
+	Divergences int64
+}
+
+// movedError marks a checkpoint update that lost its fence.
+type movedError struct{ err error }
+
+func (m movedError) Error() string { return m.err.Error() }
+func (m movedError) Unwrap() error { return m.err }
+
+// CheckpointMoved wraps err to say another run took the pass over, or the
+// pass is not where the page began.
+func CheckpointMoved(err error) error { return movedError{err} }
+
+// IsCheckpointMoved reports whether err was wrapped by CheckpointMoved.
+func IsCheckpointMoved(err error) bool {
+	var m movedError
+	return errors.As(err, &m)
+}
+
+// Projections compare provider listings with the local projections.
+type Projections interface {
+	// DifferingSubscriptions reports, by subscription id, whether each
+	// listed subscription of the scope differs from its projection or has
+	// none.
+	DifferingSubscriptions(ctx context.Context, scope keys.Scope, listed []providers.Subscription) (map[string]bool, error)
+}
+
+// Retention deletes and redacts old rows in batches; each call is one
+// short statement touching at most limit rows older than olderThan.
+type Retention interface {
+	RedactPayloads(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	// DeleteInboxRows refuses (Permanent) a window inside the dedup window.
+	DeleteInboxRows(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	DeleteResolvedQuarantine(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+}
+
+// Providers gives the provider API client of an endpoint (each endpoint
+// has its own API base URL and key). An endpoint without one is Permanent.
+type Providers interface {
+	For(ctx context.Context, endpointSlug string) (providers.Client, error)
+}
+
+// Facts admits provider events listed by the facts backfill through the
+// intake's own path.
+type Facts interface {
+	// OwnAccount is the account of an endpoint's own events, which carry
+	// no account field ("" when it has none); ErrNotFound when the
+	// endpoint is gone.
+	OwnAccount(ctx context.Context, endpoint string) (string, error)
+	// Admit derives each listed event as the intake would, through the
+	// endpoint's current settings and links, marked as backfilled, and
+	// inserts it; the event key's UNIQUE constraint settles whether the
+	// inbox already had it. Events of another account than account are
+	// rejected. An error means none of the remaining events was tried.
+	Admit(ctx context.Context, endpoint, account string, events []providers.Event) ([]Admission, error)
+}
+
+// Admission outcomes.
+const (
+	Admitted  = "inserted"
+	Duplicate = "duplicate"
+	Rejected  = "rejected"
+)
+
+// Admission is what admitting one listed event did.
+type Admission struct {
+	EventID string
+	Type    string
+	// Outcome is Admitted, Duplicate or Rejected (with Reason).
+	Outcome string
+	Reason  error
+	// Key, Resource and Status of an admitted event.
+	Key      keys.Event
+	Resource keys.Resource
+	Status   string
+}

@@ -1,0 +1,80 @@
+package storeports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// Sweeps implements ports.Sweeps.
+type Sweeps struct{ Store *store.Store }
+
+var _ ports.Sweeps = Sweeps{}
+
+// StalePending lists resources with inbox rows due for longer than olderThan.
+func (s Sweeps) StalePending(ctx context.Context, olderThan time.Duration, limit int) ([]keys.Resource, error) {
+	return store.StalePendingResources(ctx, s.Store.Pool, olderThan, limit)
+}
+
+// StaleOutbox lists resources with outbox rows unsent for longer than olderThan.
+func (s Sweeps) StaleOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]string, error) {
+	return store.StaleOutboxResources(ctx, s.Store.Pool, olderThan, limit)
+}
+
+// Passes implements ports.Passes on reconcile_checkpoints.
+type Passes struct{ Store *store.Store }
+
+var _ ports.Passes = Passes{}
+
+// ListScopes lists the accounts a pass covers (store.ListScopes).
+func (p Passes) ListScopes(ctx context.Context, provider, endpoint string) ([]keys.Scope, error) {
+	return store.ListScopes(ctx, p.Store.Pool, provider, endpoint)
+}
+
+// BeginPass takes (or resumes) a pass (store.Store.BeginPass).
+func (p Passes) BeginPass(ctx context.Context, name, owner string, restart bool) (keys.Checkpoint, bool, error) {
+	return p.Store.BeginPass(ctx, name, owner, restart)
+}
+
+// AdvancePass records one page (store.AdvancePass); a lost fence is
+// ports.CheckpointMoved.
+func (p Passes) AdvancePass(ctx context.Context, name string, pp ports.PageProgress) (keys.Checkpoint, bool, error) {
+	cp, repeated, err := store.AdvancePass(ctx, p.Store.Pool, name, store.PageProgress(pp))
+	var moved *store.CheckpointMovedError
+	if errors.As(err, &moved) {
+		return keys.Checkpoint{}, false, ports.CheckpointMoved(err)
+	}
+	if err != nil {
+		return keys.Checkpoint{}, false, err
+	}
+	return *cp, repeated, nil
+}
+
+// Retention implements ports.Retention (SPEC R21).
+type Retention struct{ Store *store.Store }
+
+var _ ports.Retention = Retention{}
+
+// RedactPayloads redacts payloads of old finished inbox rows.
+func (r Retention) RedactPayloads(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	return store.RedactInboxPayloads(ctx, r.Store.Pool, olderThan, limit)
+}
+
+// DeleteInboxRows deletes finished inbox rows past the dedup window; it
+// refuses a window shorter than store.MinDedupRetention.
+func (r Retention) DeleteInboxRows(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	if olderThan < store.MinDedupRetention {
+		return 0, ports.Permanent(fmt.Errorf("refusing to delete inbox rows younger than %s (the dedup window is at least %s)", olderThan, store.MinDedupRetention))
+	}
+	return store.DeleteExpiredInboxRows(ctx, r.Store.Pool, olderThan, limit)
+}
+
+// DeleteResolvedQuarantine deletes quarantine entries resolved long ago.
+func (r Retention) DeleteResolvedQuarantine(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	return store.DeleteResolvedQuarantine(ctx, r.Store.Pool, olderThan, limit)
+}

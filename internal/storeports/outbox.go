@@ -1,0 +1,109 @@
+package storeports
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/outbound"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// Outbox implements ports.Outbox: the outbox rows, the configured mailer
+// and the team webhook senders.
+type Outbox struct {
+	Store  *store.Store
+	Mailer outbound.Sender
+	// Guard bounds where team webhook destinations may point (SSRF).
+	Guard outbound.Guard
+}
+
+var _ ports.Outbox = (*Outbox)(nil)
+
+// Get reads one outbox row.
+func (o *Outbox) Get(ctx context.Context, id int64) (*ports.OutboxRow, error) {
+	r, err := store.GetOutbox(ctx, o.Store.Pool, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ports.OutboxRow{ID: r.ID, OperationKey: r.OperationKey, Class: r.Class, Kind: r.Kind, Destination: r.Destination,
+		WorkspaceID: r.WorkspaceID, Payload: r.Payload, Status: r.Status, Policy: r.Policy, LastError: r.LastError}, nil
+}
+
+// Sender returns the sender and message of a row: the configured mailer for
+// email (a workspace's confirmation or a team's email destination), or a
+// Standard Webhooks sender for a team's webhook destination.
+func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sender, outbound.Message, error) {
+	var p struct {
+		To      string `json:"to"`
+		Subject string `json:"subject"`
+		Text    string `json:"text"`
+		Project string `json:"project"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(row.Payload, &p); err != nil {
+		return nil, outbound.Message{}, ports.Permanent(fmt.Errorf("outbox %d payload: %w", row.ID, err))
+	}
+	msg := outbound.Message{Key: row.OperationKey, To: p.To, Subject: p.Subject, Text: p.Text, Body: row.Payload}
+	if row.Class == keys.ClassCreditsConfirmation {
+		return o.mailer(row, msg)
+	}
+	dests, err := store.ListDestinations(ctx, o.Store.Pool, row.WorkspaceID, false)
+	if err != nil {
+		return nil, msg, err
+	}
+	for _, d := range dests {
+		if d.Name != row.Destination {
+			continue
+		}
+		switch d.Kind {
+		case "webhook":
+			return &outbound.WebhookSender{URL: d.Target, Secret: d.Secret, Guard: o.Guard}, msg, nil
+		case "email":
+			msg.To = d.Target
+			if msg.Subject == "" {
+				msg.Subject = "New feedback in " + p.Project
+				msg.Text = p.Message
+			}
+			return o.mailer(row, msg)
+		}
+	}
+	return nil, msg, ports.Permanent(fmt.Errorf("destination %q of workspace %s no longer exists", row.Destination, row.WorkspaceID))
+}
+
+func (o *Outbox) mailer(row *ports.OutboxRow, msg outbound.Message) (outbound.Sender, outbound.Message, error) {
+	if o.Mailer == nil {
+		return nil, msg, ports.Permanent(fmt.Errorf("outbox %d: no mailer configured", row.ID))
+	}
+	if msg.To == "" {
+		return nil, msg, ports.Permanent(fmt.Errorf("outbox %d: no recipient", row.ID))
+	}
+	return o.Mailer, msg, nil
+}
+
+// BeginAttempt records an attempt before anything leaves.
+func (o *Outbox) BeginAttempt(ctx context.Context, id int64, policy string, until time.Time) (bool, error) {
+	return store.BeginOutboxAttempt(ctx, o.Store.Pool, id, policy, until)
+}
+
+// MarkSent records a delivered row.
+func (o *Outbox) MarkSent(ctx context.Context, id int64, remoteID, note string) error {
+	return store.MarkOutboxSent(ctx, o.Store.Pool, id, remoteID, note)
+}
+
+// AttemptFailed records a failed attempt.
+func (o *Outbox) AttemptFailed(ctx context.Context, id int64, status, lastErr string, next time.Time) error {
+	return store.OutboxAttemptFailed(ctx, o.Store.Pool, id, status, lastErr, next)
+}
+
+// Stop ends sending of a row.
+func (o *Outbox) Stop(ctx context.Context, id int64, status, note string) (bool, error) {
+	return store.StopOutbox(ctx, o.Store.Pool, id, status, note)
+}
