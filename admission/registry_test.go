@@ -26,9 +26,9 @@ type acme struct{}
 
 func (acme) Name() string { return "acme" }
 
-func (acme) Verifier(secrets []store.Secret) providers.Verifier { return acmeVerifier(secrets) }
+func (acme) Verifier(secrets []keys.Secret) providers.Verifier { return acmeVerifier(secrets) }
 
-type acmeVerifier []store.Secret
+type acmeVerifier []keys.Secret
 
 func (v acmeVerifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Time) (providers.Verified, error) {
 	got, err := hex.DecodeString(h.Get("X-Acme-Signature"))
@@ -45,7 +45,7 @@ func (v acmeVerifier) Verify(h http.Header, body []byte, _ time.Duration, _ time
 	return providers.Verified{}, providers.Unauthenticatedf("acme: no secret matches")
 }
 
-func (acme) Normalize(_ store.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (acme) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	n := providers.Normalized{EventID: h.Get("X-Acme-Delivery"), ResourceKind: "widget", ResourceID: doc.Get("data.id").String()}
 	if n.EventID == "" {
 		return n, providers.Malformedf("missing X-Acme-Delivery")

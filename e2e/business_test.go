@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
 )
@@ -45,14 +46,14 @@ func newSimWorld(t *testing.T, s *stack, cfg simulator.Config) *simWorld {
 	api := httptest.NewServer(w.sim.Handler())
 	t.Cleanup(api.Close)
 	stripeSecret, fbSecret := "whsec_e2e_stripe", simulator.StandardSecret("e2e-feedback")
-	settings := store.EndpointSettings{}
+	settings := keys.EndpointSettings{}
 	if cfg.Versions {
 		settings.VersionPath = "data.object.version"
 	}
 	require.NoError(t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{Slug: "stripe-sim", Provider: "stripe", Environment: "test",
 		Secrets: []string{stripeSecret}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey, Settings: settings}))
 	require.NoError(t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{Slug: "feedback-sim", Provider: "standard", Environment: "test",
-		Secrets: []string{fbSecret}, Settings: store.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}}))
+		Secrets: []string{fbSecret}, Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}}))
 	require.NoError(t, s.store.LinkAccount(s.ctx, "stripe-sim", w.account, w.workspace))
 	require.NoError(t, s.store.LinkAccount(s.ctx, "feedback-sim", w.project, w.workspace))
 	require.NoError(t, store.SetWorkspaceEmail(s.ctx, s.store.Pool, w.workspace, "billing@"+w.workspace+".example"))

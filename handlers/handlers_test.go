@@ -39,7 +39,7 @@ func setup(t *testing.T, cfg simulator.Config, versionPath string) *bundle {
 	ctx := context.Background()
 	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "sim", Provider: "stripe", Environment: "test",
 		Secrets: []string{"whsec_x"}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey,
-		Settings: store.EndpointSettings{VersionPath: versionPath}}))
+		Settings: keys.EndpointSettings{VersionPath: versionPath}}))
 	require.NoError(t, st.LinkAccount(ctx, "sim", account, "ws"))
 	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
 	return &bundle{ctx: ctx, store: st, sim: sim, provs: &handlers.EndpointProviders{Store: st}}
@@ -300,7 +300,7 @@ func TestFeedbackAlertOncePerItemAndOneIntentPerDestination(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "fb", Provider: "standard", Environment: "live",
-		Secrets: []string{simulator.StandardSecret("k")}, Settings: store.EndpointSettings{AccountPath: "data.project_id"}}))
+		Secrets: []string{simulator.StandardSecret("k")}, Settings: keys.EndpointSettings{AccountPath: "data.project_id"}}))
 	require.NoError(t, st.LinkAccount(ctx, "fb", "proj_1", "ws"))
 	for _, d := range []store.Destination{
 		{WorkspaceID: "ws", Name: "oncall", Kind: "webhook", Target: "https://example.invalid/hook", Enabled: true},

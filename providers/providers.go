@@ -10,7 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // Provider is one provider's scheme: everything the intake needs to know
@@ -22,12 +22,12 @@ type Provider interface {
 	Name() string
 	// Verifier prepares the check of an endpoint's active secrets (several
 	// while one is rotated); the intake keeps it with the cached endpoint.
-	Verifier(secrets []store.Secret) Verifier
+	Verifier(secrets []keys.Secret) Verifier
 	// Normalize reads a verified delivery: h its headers, doc its JSON
 	// object (the payload Verify returned), s the endpoint's settings. A
 	// delivery that cannot be used as it is fails with a *MalformedError
 	// (Malformedf).
-	Normalize(s store.EndpointSettings, h http.Header, doc gjson.Result) (Normalized, error)
+	Normalize(s keys.EndpointSettings, h http.Header, doc gjson.Result) (Normalized, error)
 	// KeepHeader reports whether a delivery header (name in lower case) is
 	// kept with a quarantined delivery, so it can be re-admitted later. Never
 	// a signature or a secret. Content-Type and User-Agent are always kept.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/devenv"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/lab/verify"
 	"github.com/hookinbox/hookinbox/migrations"
@@ -609,11 +610,11 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 	st := h.st
 	for _, e := range []store.NewEndpoint{
 		{Slug: slugVersions, Provider: "stripe", Environment: "test", Account: accountVersions, Secrets: []string{secretVersions},
-			APIBaseURL: apiV, APIKey: simulator.DefaultAPIKey, Settings: store.EndpointSettings{VersionPath: "data.object.version"}},
+			APIBaseURL: apiV, APIKey: simulator.DefaultAPIKey, Settings: keys.EndpointSettings{VersionPath: "data.object.version"}},
 		{Slug: slugNotices, Provider: "stripe", Environment: "test", Account: accountNotices, Secrets: []string{secretNotices},
 			APIBaseURL: apiN, APIKey: simulator.DefaultAPIKey},
 		{Slug: slugFeedback, Provider: "standard", Environment: "test", Secrets: []string{secretFeedback},
-			Settings: store.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}},
+			Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}},
 	} {
 		if err := st.InsertEndpoint(ctx, e); err != nil {
 			return targetsV, targetsN, err

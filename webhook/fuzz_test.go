@@ -80,7 +80,7 @@ type fuzzEndpoint struct {
 	slug, provider, environment string
 	own                         string // the endpoint's own account, if any
 	links                       map[string]string
-	settings                    store.EndpointSettings
+	settings                    keys.EndpointSettings
 	secrets                     []string
 }
 
@@ -89,14 +89,14 @@ var fuzzEndpoints = []fuzzEndpoint{
 		links: map[string]string{"acct_own": "ws_own"}},
 	{slug: "fz-connect", provider: "stripe", environment: "live", own: "acct_platform", secrets: fzStripe,
 		links:    map[string]string{"acct_c1": "ws_c1", "acct_platform": "ws_platform"},
-		settings: store.EndpointSettings{VersionPath: "data.object.version"}},
+		settings: keys.EndpointSettings{VersionPath: "data.object.version"}},
 	{slug: "fz-gh", provider: "github", environment: "live", secrets: fzGitHub,
 		links: map[string]string{"4242": "ws_gh", "octo-org": "ws_org"}},
 	{slug: "fz-feedback", provider: "standard", environment: "live", secrets: fzStandard,
-		links: map[string]string{"proj_1": "ws_fb"}, settings: store.EndpointSettings{AccountPath: "data.project_id"}},
+		links: map[string]string{"proj_1": "ws_fb"}, settings: keys.EndpointSettings{AccountPath: "data.project_id"}},
 	{slug: "fz-std", provider: "standard", environment: "test", own: "acct_std", secrets: fzStandard,
 		links: map[string]string{"acct_std": "ws_std"},
-		settings: store.EndpointSettings{TypePath: "event.type", ResourcePath: "event.object.id", ResourceKind: "thing",
+		settings: keys.EndpointSettings{TypePath: "event.type", ResourcePath: "event.object.id", ResourceKind: "thing",
 			VersionPath: "event.object.seq"}},
 	{slug: "fz-shop", provider: "shopify", environment: "live", secrets: fzShopify,
 		links: map[string]string{"demo.myshopify.com": "ws_shop"}},

@@ -94,10 +94,10 @@ func setup(t *testing.T) *bundle {
 	eps := []store.NewEndpoint{
 		{Slug: "stripe", Provider: "stripe", Environment: "test", Secrets: []string{stripeSecret}},
 		{Slug: "stripe-connect", Provider: "stripe", Environment: "live", Account: "acct_platform", Secrets: []string{stripeSecret, stripeSecret2},
-			Settings: store.EndpointSettings{VersionPath: "data.object.version"}},
+			Settings: keys.EndpointSettings{VersionPath: "data.object.version"}},
 		{Slug: "gh", Provider: "github", Environment: "live", Secrets: []string{githubSecret}},
 		{Slug: "feedback", Provider: "standard", Environment: "live", Secrets: []string{standardSecret, standardSecret2},
-			Settings: store.EndpointSettings{AccountPath: "data.project_id"}},
+			Settings: keys.EndpointSettings{AccountPath: "data.project_id"}},
 		{Slug: "shop", Provider: "shopify", Environment: "live", Secrets: []string{shopifySecret}},
 	}
 	for _, e := range eps {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/lab/verify"
 	"github.com/hookinbox/hookinbox/simulator"
@@ -373,7 +374,7 @@ func demoSend(ctx context.Context, out io.Writer, sim *simulator.Simulator, t si
 }
 
 func demoRegister(ctx context.Context, st *store.Store, run demoRun, apiURL, teamURL string, versions bool) error {
-	settings := store.EndpointSettings{}
+	settings := keys.EndpointSettings{}
 	if versions {
 		settings.VersionPath = "data.object.version"
 	}
@@ -383,7 +384,7 @@ func demoRegister(ctx context.Context, st *store.Store, run demoRun, apiURL, tea
 	}
 	if err := st.InsertEndpoint(ctx, store.NewEndpoint{Slug: run.feedbackSlug, Provider: "standard", Environment: "test",
 		Secrets:  []string{run.feedbackSecret},
-		Settings: store.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}}); err != nil {
+		Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}}); err != nil {
 		return err
 	}
 	if err := st.LinkAccount(ctx, run.stripeSlug, run.account, run.workspace); err != nil {

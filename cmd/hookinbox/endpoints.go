@@ -176,15 +176,15 @@ func newEndpointsUnlinkCmd() *cobra.Command {
 
 // endpointView is an endpoint as listed: secrets as ids and fingerprints.
 type endpointView struct {
-	Slug        string                 `json:"slug"`
-	Provider    string                 `json:"provider"`
-	Environment string                 `json:"environment"`
-	Account     string                 `json:"account,omitempty"`
-	APIBaseURL  string                 `json:"api_base_url,omitempty"`
-	APIKeySet   bool                   `json:"api_key_set"`
-	Settings    store.EndpointSettings `json:"settings"`
-	Secrets     []secretView           `json:"secrets"`
-	Links       map[string]string      `json:"links"`
+	Slug        string                `json:"slug"`
+	Provider    string                `json:"provider"`
+	Environment string                `json:"environment"`
+	Account     string                `json:"account,omitempty"`
+	APIBaseURL  string                `json:"api_base_url,omitempty"`
+	APIKeySet   bool                  `json:"api_key_set"`
+	Settings    keys.EndpointSettings `json:"settings"`
+	Secrets     []secretView          `json:"secrets"`
+	Links       map[string]string     `json:"links"`
 }
 
 type secretView struct {
@@ -277,7 +277,7 @@ func newEndpointsSecretsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d (%s) added\n", slug, id, store.Secret{Value: secret}.Fingerprint())
+				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d (%s) added\n", slug, id, keys.Secret{Value: secret}.Fingerprint())
 				return nil
 			})
 		},

@@ -2,52 +2,14 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
-
-// Secret is a signing secret. Its String and LogValue never reveal it.
-type Secret struct {
-	ID        int64
-	Value     string
-	CreatedAt time.Time
-}
-
-// String redacts the secret.
-func (s Secret) String() string { return fmt.Sprintf("secret#%d(%s)", s.ID, s.Fingerprint()) }
-
-// LogValue redacts the secret in structured logs.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
-
-// Fingerprint is a short, non-reversible tag that lets an operator tell
-// secrets apart.
-func (s Secret) Fingerprint() string {
-	h := sha256.Sum256([]byte(s.Value))
-	return hex.EncodeToString(h[:4])
-}
-
-// EndpointSettings are per-provider extraction settings. JSON paths use
-// gjson syntax (dotted: data.object.id).
-type EndpointSettings struct {
-	// TypePath locates the event type (Standard Webhooks; default "type").
-	TypePath string `json:"type_path,omitempty"`
-	// ResourcePath locates the resource id (Standard Webhooks; default "data.id").
-	ResourcePath string `json:"resource_path,omitempty"`
-	// ResourceKind names the resource kind (default: the type's first dotted part).
-	ResourceKind string `json:"resource_kind,omitempty"`
-	// AccountPath locates the source account in the payload (Standard
-	// Webhooks); empty means the endpoint's own account.
-	AccountPath string `json:"account_path,omitempty"`
-	// VersionPath locates a monotonic per-resource version, when the
-	// provider supplies one.
-	VersionPath string `json:"version_path,omitempty"`
-}
 
 // Endpoint is a registered intake URL with what verifying and mapping need.
 type Endpoint struct {
@@ -58,8 +20,8 @@ type Endpoint struct {
 	Account    string
 	APIBaseURL string
 	APIKey     string
-	Settings   EndpointSettings
-	Secrets    []Secret
+	Settings   keys.EndpointSettings
+	Secrets    []keys.Secret
 	// Links maps a verified source account to its workspace.
 	Links     map[string]string
 	CreatedAt time.Time
@@ -87,7 +49,7 @@ type NewEndpoint struct {
 	Account     string
 	APIBaseURL  string
 	APIKey      string
-	Settings    EndpointSettings
+	Settings    keys.EndpointSettings
 	Secrets     []string
 }
 
@@ -226,7 +188,7 @@ func scanEndpoint(row pgx.Row) (*Endpoint, error) {
 		return nil, fmt.Errorf("endpoint %s secrets: %w", e.Slug, err)
 	}
 	for _, r := range rows {
-		e.Secrets = append(e.Secrets, Secret{ID: r.ID, Value: r.Secret, CreatedAt: r.CreatedAt})
+		e.Secrets = append(e.Secrets, keys.Secret{ID: r.ID, Value: r.Secret, CreatedAt: r.CreatedAt})
 	}
 	if err := json.Unmarshal(links, &e.Links); err != nil {
 		return nil, fmt.Errorf("endpoint %s links: %w", e.Slug, err)

@@ -107,9 +107,9 @@ func setup(t *testing.T) *bundle {
 
 	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe-t", Provider: "stripe", Environment: "test",
 		Account: acct, Secrets: []string{"whsec_t"}, APIBaseURL: "http://127.0.0.1:1", APIKey: "sk_t",
-		Settings: store.EndpointSettings{VersionPath: "data.object.version"}}))
+		Settings: keys.EndpointSettings{VersionPath: "data.object.version"}}))
 	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "fb-t", Provider: "standard", Environment: "test",
-		Secrets: []string{simulator.StandardSecret("t")}, Settings: store.EndpointSettings{AccountPath: "data.project_id"}}))
+		Secrets: []string{simulator.StandardSecret("t")}, Settings: keys.EndpointSettings{AccountPath: "data.project_id"}}))
 	require.NoError(t, st.LinkAccount(ctx, "stripe-t", acct, ws))
 	require.NoError(t, st.LinkAccount(ctx, "fb-t", proj, ws))
 	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@ws-t.example"))

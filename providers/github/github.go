@@ -17,7 +17,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -33,9 +32,9 @@ var (
 func (Provider) Name() string { return keys.ProviderGitHub }
 
 // Verifier checks X-Hub-Signature-256 against secrets.
-func (Provider) Verifier(secrets []store.Secret) providers.Verifier { return verifier(secrets) }
+func (Provider) Verifier(secrets []keys.Secret) providers.Verifier { return verifier(secrets) }
 
-type verifier []store.Secret
+type verifier []keys.Secret
 
 // Verify uses go-github's ValidatePayloadFromBody with the SHA-256
 // signature only (X-Hub-Signature-256); SHA-1 alone is refused. The payload
@@ -72,7 +71,7 @@ func (Provider) Unwrap(h http.Header, body []byte) ([]byte, error) {
 
 // Normalize: X-GitHub-Delivery is the id kept across redeliveries, the
 // installation is the account, the repository the resource.
-func (Provider) Normalize(_ store.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	var n providers.Normalized
 	n.EventID = h.Get("X-GitHub-Delivery")
 	if n.EventID == "" {

@@ -16,7 +16,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -29,9 +28,9 @@ var _ providers.Provider = Provider{}
 func (Provider) Name() string { return keys.ProviderShopify }
 
 // Verifier checks X-Shopify-Hmac-Sha256 against secrets.
-func (Provider) Verifier(secrets []store.Secret) providers.Verifier { return verifier(secrets) }
+func (Provider) Verifier(secrets []keys.Secret) providers.Verifier { return verifier(secrets) }
 
-type verifier []store.Secret
+type verifier []keys.Secret
 
 // Verify checks X-Shopify-Hmac-Sha256, the base64 HMAC-SHA256 of the body,
 // in constant time. Shopify signs no timestamp.
@@ -52,7 +51,7 @@ func (v verifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Tim
 
 // Normalize: X-Shopify-Event-Id is kept across retries; the shop domain is
 // the account; the topic's noun and the body's id the resource.
-func (Provider) Normalize(_ store.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	var n providers.Normalized
 	n.EventID = h.Get("X-Shopify-Event-Id")
 	if n.EventID == "" {

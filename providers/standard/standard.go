@@ -16,7 +16,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -30,7 +29,7 @@ func (Provider) Name() string { return keys.ProviderStandard }
 
 // Verifier prepares one library verifier per secret (nil for a secret that
 // does not decode: it matches nothing).
-func (Provider) Verifier(secrets []store.Secret) providers.Verifier {
+func (Provider) Verifier(secrets []keys.Secret) providers.Verifier {
 	v := verifier{secrets: secrets}
 	for _, s := range secrets {
 		wh, err := standardwebhooks.NewWebhook(s.Value)
@@ -43,7 +42,7 @@ func (Provider) Verifier(secrets []store.Secret) providers.Verifier {
 }
 
 type verifier struct {
-	secrets []store.Secret
+	secrets []keys.Secret
 	hooks   []*standardwebhooks.Webhook
 }
 
@@ -80,7 +79,7 @@ func (v verifier) Verify(h http.Header, body []byte, tolerance time.Duration, no
 
 // Normalize: webhook-id is the event id; type, resource and account come
 // from the endpoint's configured JSON paths.
-func (Provider) Normalize(s store.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (Provider) Normalize(s keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	var n providers.Normalized
 	var err error
 	n.EventID = h.Get("webhook-id")

@@ -15,7 +15,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -31,9 +30,9 @@ var (
 func (Provider) Name() string { return keys.ProviderStripe }
 
 // Verifier checks Stripe-Signature against secrets.
-func (Provider) Verifier(secrets []store.Secret) providers.Verifier { return verifier(secrets) }
+func (Provider) Verifier(secrets []keys.Secret) providers.Verifier { return verifier(secrets) }
 
-type verifier []store.Secret
+type verifier []keys.Secret
 
 // Verify uses stripe-go's webhook package: Stripe-Signature t=…,v1=…; the
 // timestamp is inside the signed material. stripe-go rejects timestamps too
@@ -67,7 +66,7 @@ func (v verifier) Verify(h http.Header, body []byte, tolerance time.Duration, no
 
 // Normalize reads a Stripe Event: evt_ id, type, livemode, the Connect
 // account, and the object the event is about.
-func (Provider) Normalize(_ store.EndpointSettings, _ http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (Provider) Normalize(_ keys.EndpointSettings, _ http.Header, doc gjson.Result) (providers.Normalized, error) {
 	var n providers.Normalized
 	var err error
 	if n.EventID, err = providers.RequireString(doc, "id"); err != nil {

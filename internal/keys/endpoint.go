@@ -1,0 +1,49 @@
+package keys
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// This file holds what an endpoint is configured with that the providers
+// need to verify and read a delivery, without the database.
+
+// Secret is a signing secret. Its String and LogValue never reveal it.
+type Secret struct {
+	ID        int64
+	Value     string
+	CreatedAt time.Time
+}
+
+// String redacts the secret.
+func (s Secret) String() string { return fmt.Sprintf("secret#%d(%s)", s.ID, s.Fingerprint()) }
+
+// LogValue redacts the secret in structured logs.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// Fingerprint is a short, non-reversible tag that lets an operator tell
+// secrets apart.
+func (s Secret) Fingerprint() string {
+	h := sha256.Sum256([]byte(s.Value))
+	return hex.EncodeToString(h[:4])
+}
+
+// EndpointSettings are per-provider extraction settings. JSON paths use
+// gjson syntax (dotted: data.object.id).
+type EndpointSettings struct {
+	// TypePath locates the event type (Standard Webhooks; default "type").
+	TypePath string `json:"type_path,omitempty"`
+	// ResourcePath locates the resource id (Standard Webhooks; default "data.id").
+	ResourcePath string `json:"resource_path,omitempty"`
+	// ResourceKind names the resource kind (default: the type's first dotted part).
+	ResourceKind string `json:"resource_kind,omitempty"`
+	// AccountPath locates the source account in the payload (Standard
+	// Webhooks); empty means the endpoint's own account.
+	AccountPath string `json:"account_path,omitempty"`
+	// VersionPath locates a monotonic per-resource version, when the
+	// provider supplies one.
+	VersionPath string `json:"version_path,omitempty"`
+}
