@@ -1,0 +1,110 @@
+package layers_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/internal/devenv"
+)
+
+const module = "github.com/hookinbox/hookinbox/"
+
+// deps lists the packages pkg depends on, directly or not (go list -deps).
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	root, err := devenv.FindRoot()
+	require.NoError(t, err)
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Standard", module+pkg)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %s", pkg)
+	var names []string
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Standard   bool
+		}
+		require.NoError(t, dec.Decode(&p))
+		if !p.Standard && p.ImportPath != module+pkg {
+			names = append(names, p.ImportPath)
+		}
+	}
+	return names
+}
+
+func TestImportRules(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	tests := []struct {
+		pkg    string
+		banned []string
+		why    string
+	}{
+		{"internal/keys", []string{""}, "the domain leaf imports only the standard library"},
+		{"workflows", []string{"github.com/jackc/pgx", module + "internal/store"}, "workflow code never reaches the database"},
+		{"activities", []string{"github.com/jackc/pgx", module + "internal/store"}, "activities hold ports, never the store"},
+		{"activities/ports", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "ports are plain interfaces"},
+		{"providers", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "the provider contract needs no database"},
+		{"handlers", []string{"go.temporal.io"}, "business handlers are Temporal-free"},
+		{"webhook", []string{"go.temporal.io/sdk/workflow"}, "the HTTP intake runs no workflow code"},
+		{"cmd/hookinbox", []string{module + "simulator", module + "soak", module + "bench", module + "lab/"}, "the service binary carries no harness"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pkg, func(t *testing.T) {
+			t.Parallel()
+			for _, d := range deps(t, tt.pkg) {
+				for _, b := range tt.banned {
+					require.False(t, strings.HasPrefix(d, b), "%s depends on %s: %s", tt.pkg, d, tt.why)
+				}
+			}
+		})
+	}
+}
+
+// One place inserts an inbox row: every other path goes through
+// admission.Admit, so verification, normalization and tenant mapping
+// cannot be skipped.
+func TestOnlyAdmissionInsertsInboxRows(t *testing.T) {
+	t.Parallel()
+	root, err := devenv.FindRoot()
+	require.NoError(t, err)
+	var callers []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "InsertInboxEvent" {
+				rel, _ := filepath.Rel(root, path)
+				callers = append(callers, filepath.ToSlash(filepath.Dir(rel)))
+			}
+			return true
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"admission"}, callers)
+}
