@@ -57,7 +57,7 @@ func (a *Activities) BackfillPage(ctx context.Context, in BackfillPageInput) (Pa
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list events", err)
 	}
-	ep, err := a.Store.GetEndpoint(ctx, in.Scope.Endpoint)
+	ep, err := a.Store.GetProviderEndpoint(ctx, in.Scope.Endpoint)
 	if errors.Is(err, store.ErrNotFound) {
 		return PageResult{}, temporal.NewNonRetryableApplicationError("endpoint "+in.Scope.Endpoint+" no longer exists", "InvalidScope", err)
 	}
