@@ -56,7 +56,7 @@ func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{handlers: map[string]activities.Handler{
-		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+		catalog.Credits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_h", "ws_h")
 	for i := range 5 {
@@ -102,7 +102,7 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{temporalAddr: srv.Address, handlers: map[string]activities.Handler{
-		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+		catalog.Credits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_down", "ws_down")
 
@@ -129,7 +129,7 @@ func f3CrashAfterIntakeCommit(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{handlers: map[string]activities.Handler{
-		catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+		catalog.Credits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_crash", "ws_crash")
 	// F3: the intake committed and died before ringing the doorbell.
@@ -151,7 +151,7 @@ func TestSignalsAcrossContinueAsNewAreNotLost(t *testing.T) {
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.MaxEventsPerRun = 3 },
 		handlers: map[string]activities.Handler{
-			catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+			catalog.Credits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_can", "ws_can")
@@ -194,7 +194,7 @@ func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.IdleTimeout = time.Second },
 		handlers: map[string]activities.Handler{
-			catalog.Credits: countingHandler(func() *store.Store { return s.store }, &calls),
+			catalog.Credits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_idle", "ws_idle")
