@@ -55,7 +55,7 @@ func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_h", "ws_h")
 	for i := range 5 {
@@ -101,7 +101,7 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{temporalAddr: srv.Address, handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_down", "ws_down")
 
@@ -128,7 +128,7 @@ func f3CrashAfterIntakeCommit(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_crash", "ws_crash")
 	// F3: the intake committed and died before ringing the doorbell.
@@ -150,7 +150,7 @@ func TestSignalsAcrossContinueAsNewAreNotLost(t *testing.T) {
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.MaxEventsPerRun = 3 },
 		handlers: map[string]handlers.Handler{
-			handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+			handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_can", "ws_can")
@@ -193,7 +193,7 @@ func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.IdleTimeout = time.Second },
 		handlers: map[string]handlers.Handler{
-			handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+			handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_idle", "ws_idle")

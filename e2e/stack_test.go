@@ -45,6 +45,11 @@ type stack struct {
 	stopWorker func()
 	stopIntake func()
 	sdkMetrics bool
+
+	// The intake's and the worker's stores, connected as their roles
+	// (store is the owner's: fixtures and checks).
+	intakeStore *store.Store
+	workerStore *store.Store
 }
 
 type stackOptions struct {
@@ -67,6 +72,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	cfg := config.Default()
 	cfg.DatabaseURL = testenv.DatabaseURL(t)
+	// Each process as its own role, so every e2e test also proves the
+	// grants (store.Grants) are enough; s.store (the owner) sets up and checks.
+	cfg.IntakeDatabaseURL = testenv.RoleURL(t, cfg.DatabaseURL, store.RoleIntake)
+	cfg.WorkerDatabaseURL = testenv.RoleURL(t, cfg.DatabaseURL, store.RoleWorker)
 	cfg.TemporalAddress = o.temporalAddr
 	cfg.TaskQueue = fmt.Sprintf("e2e-%d-%d", os.Getpid(), queueSeq.Add(1))
 	cfg.SweepInterval = 2 * time.Second
@@ -89,7 +98,13 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	st, err := store.Open(ctx, cfg.DatabaseURL, 20)
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
-	s := &stack{t: t, cfg: cfg, store: st, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
+	intakeSt, err := store.Open(ctx, cfg.IntakeDB(), 20)
+	require.NoError(t, err)
+	t.Cleanup(intakeSt.Close)
+	workerSt, err := store.Open(ctx, cfg.WorkerDB(), 20)
+	require.NoError(t, err)
+	t.Cleanup(workerSt.Close)
+	s := &stack{t: t, cfg: cfg, store: st, intakeStore: intakeSt, workerStore: workerSt, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
 	if s.handlers == nil {
 		s.handlers = map[string]handlers.Handler{}
 	}
@@ -115,7 +130,7 @@ func (s *stack) startWorker() {
 	}
 	wc, err := starter.Dial(context.Background(), s.cfg, log, opts...)
 	require.NoError(t, err)
-	acts, err := app.NewActivities(s.cfg, s.store, wc, s.metrics, log)
+	acts, err := app.NewActivities(s.cfg, s.workerStore, wc, s.metrics, log)
 	require.NoError(t, err)
 	for k, h := range s.handlers {
 		if h == nil {
@@ -144,7 +159,7 @@ func (s *stack) startIntake() {
 	s.url = "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.NewIntake(s.cfg, s.store, ic, s.metrics, log).Run(ctx, "", ln, log) }()
+	go func() { done <- app.NewIntake(s.cfg, s.intakeStore, ic, s.metrics, log).Run(ctx, "", ln, log) }()
 	s.stopIntake = func() {
 		cancel()
 		<-done

@@ -2,13 +2,17 @@
 # compose-check.sh: validate the Docker deployment files without a Docker engine.
 #
 #   1. docker-compose.yml is a valid compose file (`docker-compose config -q`,
-#      Debian's docker-compose package, installed here when missing and root).
+#      Debian's docker-compose package, installed here when missing and root),
+#      and refuses to run without its required variables (the database
+#      passwords: no defaults); a local .env is ignored here.
 #   2. It stays consistent with the binary: every HOOKINBOX_*, TEMPORAL_* and
 #      DATABASE_URL variable given to a hookinbox service (and every HOOKINBOX_*
 #      name anywhere in the file) is read by internal/config/config.go, and each
 #      service's command is a hookinbox command. Images are pinned, bind-mounted
 #      files exist, the start-up order holds (migrate after PostgreSQL is
-#      healthy; intake and worker after migrate completed).
+#      healthy; intake and worker after migrate completed). Only migrate gets
+#      the owner's DATABASE_URL; the intake, the worker and the operator CLI
+#      connect as their own roles, each password a required variable.
 #   3. deploy/: Prometheus config and alert rules, Grafana provisioning and the
 #      dashboard JSON, Temporal dynamic config parse and hang together.
 #   4. With promtool (on PATH, or taken from Debian's prometheus package into
@@ -71,9 +75,23 @@ if ! command -v docker-compose >/dev/null 2>&1; then
 		die "apt-get install docker-compose failed"
 fi
 
-# Interpolation must not pick up the caller's compose settings.
+# Interpolation must not pick up the caller's compose settings, nor a local
+# .env (its passwords): an empty env file stands in for it.
 unset COMPOSE_FILE COMPOSE_PROFILES COMPOSE_PROJECT_NAME
-if ! docker-compose -f "$COMPOSE_FILE_PATH" config -q 2>"$TMP/config.err"; then
+: >"$TMP/empty.env"
+compose() { docker-compose --env-file "$TMP/empty.env" -f "$COMPOSE_FILE_PATH" "$@"; }
+# The passwords have no defaults (${VAR:?…}): compose must refuse to run
+# without them; the checks below then run with placeholders.
+REQUIRED=$(grep -oE '\$\{[A-Z_][A-Z0-9_]*:\?' "$COMPOSE_FILE_PATH" | sed -E 's/^\$\{//; s/:\?$//' | sort -u)
+[ -n "$REQUIRED" ] || die "$COMPOSE_FILE_PATH: no required (\${VAR:?…}) variables: the database passwords must have no defaults"
+unset_args=()
+for v in $REQUIRED; do unset_args+=(-u "$v"); done
+if env "${unset_args[@]}" docker-compose --env-file "$TMP/empty.env" -f "$COMPOSE_FILE_PATH" config -q >/dev/null 2>&1; then
+	die "docker-compose config accepted $COMPOSE_FILE_PATH without $(echo $REQUIRED | tr ' ' ',') set"
+fi
+for v in $REQUIRED; do export "$v=compose-check-placeholder"; done
+say "required variables (no defaults): $(echo $REQUIRED)"
+if ! compose config -q 2>"$TMP/config.err"; then
 	cat "$TMP/config.err" >&2
 	die "docker-compose config rejected $COMPOSE_FILE_PATH"
 fi
@@ -149,6 +167,9 @@ def env_map(env):
     return out
 
 hookinbox_services = {n: s for n, s in services.items() if isinstance(s, dict) and "build" in s}
+process_db = {"webhook": ("HOOKINBOX_INTAKE_DATABASE_URL", "hookinbox_intake"),
+              "worker": ("HOOKINBOX_WORKER_DATABASE_URL", "hookinbox_worker"),
+              "operator": ("HOOKINBOX_OPERATOR_DATABASE_URL", "hookinbox_operator")}
 for want in ("migrate", "webhook", "worker"):
     if want not in hookinbox_services:
         fail(f"{compose_path}: service {want} must be built from the Dockerfile")
@@ -158,8 +179,18 @@ for name, svc in hookinbox_services.items():
     for var in sorted(env):
         if env_re.match(var) and not var_ok(var):
             fail(f"{compose_path}: service {name} sets {var}, which internal/config/config.go does not read")
-    if "DATABASE_URL" not in env:
-        fail(f"{compose_path}: service {name} has no DATABASE_URL")
+    # Each process connects as its own role (internal/store/roles.go), never
+    # with the schema owner's DATABASE_URL; the migration (and the owner's
+    # commands) use DATABASE_URL.
+    want, role = process_db.get(name, ("DATABASE_URL", None))
+    if want not in env:
+        fail(f"{compose_path}: service {name} has no {want}")
+    elif role and not re.match(rf"postgres(ql)?://{role}[:@]", str(env[want])):
+        fail(f"{compose_path}: service {name} must connect as {role} ({want})")
+    if want in env and not re.match(r"postgres(ql)?://[^:@/]+:\$\{[A-Z0-9_]+:\?", str(env[want])):
+        fail(f"{compose_path}: service {name}: the password in {want} must be a required variable (${{VAR:?…}}), never a default")
+    if role and "DATABASE_URL" in env:
+        fail(f"{compose_path}: service {name} must not get the owner's DATABASE_URL (it connects as {role})")
     cmd = svc.get("command")
     if isinstance(cmd, str):
         cmd = cmd.split()

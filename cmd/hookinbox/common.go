@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/migrations"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -38,7 +40,10 @@ func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, opts
 	}
 }
 
-// migrate applies pending migrations to url, printing each to out.
+// migrate applies pending migrations to url, printing each to out, then
+// re-applies the process roles' grants when those roles exist (a migration
+// may have added a column an "every column but" grant must cover, or a table
+// a role is granted), so no one has to remember `hookinbox db roles`.
 func migrate(ctx context.Context, url string, out io.Writer) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -52,5 +57,14 @@ func migrate(ctx context.Context, url string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "migrations: %d applied, database up to date\n", n)
+	roles, stmts, err := store.ReapplyGrants(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("re-apply role grants: %w", err)
+	}
+	if len(roles) == 0 {
+		fmt.Fprintln(out, "grants: no hookinbox roles yet ('hookinbox db roles' creates them)")
+		return nil
+	}
+	fmt.Fprintf(out, "grants: re-applied for %s (%d statements)\n", strings.Join(roles, ", "), stmts)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox/app"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/devenv"
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
 )
 
@@ -25,12 +26,14 @@ func newDevCmd() *cobra.Command {
 		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the Temporal CLI
 and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, progress shown) and
 creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root). It reuses
-services already listening on their ports, applies migrations, then runs the intake and the
-worker in this process. Ctrl-C stops everything it started.
+services already listening on their ports, applies migrations, creates the database roles
+('hookinbox db roles'), then runs the intake (as hookinbox_intake) and the worker (as
+hookinbox_worker) in this process. Ctrl-C stops everything it started.
 
 Ports: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit SMTP 1025 (UI 8025), intake
 HOOKINBOX_HTTP_ADDR (default :8080), worker metrics HOOKINBOX_WORKER_ADDR (default :9091).
-DATABASE_URL and TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
+DATABASE_URL, the HOOKINBOX_*_DATABASE_URL variables and TEMPORAL_ADDRESS are ignored here: the
+stack is local by definition.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if toolsOnly {
@@ -105,6 +108,7 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	}
 	def := config.Default()
 	cfg.DatabaseURL, cfg.TemporalAddress, cfg.TemporalNamespace = def.DatabaseURL, def.TemporalAddress, def.TemporalNamespace
+	cfg.IntakeDatabaseURL, cfg.WorkerDatabaseURL, cfg.OperatorDatabaseURL = "", "", "" // set once the roles exist
 	cfg.TemporalAPIKey, cfg.TemporalTLS, cfg.TemporalTLSCert, cfg.TemporalTLSKey, cfg.TemporalTLSCA = "", false, "", "", ""
 	cfg.Mailer, cfg.SMTPAddr = "smtp", fmt.Sprintf("127.0.0.1:%d", config.DefaultMailpitSMTP)
 	cfg.SMTPLookupURL = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultMailpitHTTP)
@@ -144,6 +148,15 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	if err := migrate(ctx, cfg.DatabaseURL, out); err != nil {
 		return err
 	}
+	// The processes' roles (trust authentication on loopback: no
+	// passwords), created as the cluster's superuser since the migrator has
+	// no CREATEROLE; the intake and the worker connect as theirs.
+	if err := applyRoles(ctx, s.pg.AdminURL("hookinbox"), store.RoleOptions{}, out); err != nil {
+		return err
+	}
+	cfg.IntakeDatabaseURL = s.pg.URL(store.RoleIntake, "hookinbox")
+	cfg.WorkerDatabaseURL = s.pg.URL(store.RoleWorker, "hookinbox")
+	cfg.OperatorDatabaseURL = s.pg.URL(store.RoleOperator, "hookinbox")
 
 	tLog, err := s.logFile(logDir, "temporal.log")
 	if err != nil {
@@ -178,14 +191,17 @@ hookinbox local stack is up
   metrics         %s/metrics (intake)   http://%s/metrics (worker)
   temporal        %s   UI %s
   mailpit         SMTP %s   UI %s
-  postgres        %s
+  postgres        %s   (owner; migrations)
+                  intake %s
+                  worker %s
+                  operator (read-only CLI: HOOKINBOX_OPERATOR_DATABASE_URL) %s
   logs            %s
 
 Register an endpoint:  .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret whsec_demo
                        .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
 Press Ctrl-C to stop everything started here.
 `, intakeURL, intakeURL, intakeURL, app.DisplayAddr(cfg.WorkerAddr), s.temporal.Address, s.temporal.UIURL,
-		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, logDir)
+		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, cfg.IntakeDB(), cfg.WorkerDB(), cfg.OperatorDB(), logDir)
 
 	if servicesOnly {
 		<-ctx.Done()
@@ -193,11 +209,17 @@ Press Ctrl-C to stop everything started here.
 		return nil
 	}
 
-	svc, err := openService(ctx, cfg, false)
+	// One process, two roles: the worker's store and the intake's.
+	svc, err := openService(ctx, cfg, workerDB(cfg), false)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+	intakeSt, err := openStore(ctx, intakeDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer intakeSt.Close()
 	st, c, m, log := svc.st, svc.c, svc.m, svc.log
 	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"))
 	if err != nil {
@@ -210,7 +232,7 @@ Press Ctrl-C to stop everything started here.
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		errc <- app.NewIntake(cfg, st, c, m, log.With("process", "intake")).Run(runCtx, cfg.HTTPAddr, nil, log)
+		errc <- app.NewIntake(cfg, intakeSt, c, m, log.With("process", "intake")).Run(runCtx, cfg.HTTPAddr, nil, log)
 	}()
 	go func() {
 		defer wg.Done()

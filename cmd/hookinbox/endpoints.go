@@ -32,18 +32,43 @@ Secrets are never printed: listings show an id and a short fingerprint.`,
 	return cmd
 }
 
-// withStore runs fn with a store opened from the environment's configuration.
+// withStore runs fn with a store opened on DATABASE_URL (the schema owner's:
+// the commands that write).
 func withStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
 	return withConfigStore(cmd, func(_ config.Config, st *store.Store) error { return fn(st) })
 }
 
-// withConfigStore runs fn with the configuration and a store opened on it.
+// withOperatorStore runs fn with a store opened on the read-only operator's
+// URL (HOOKINBOX_OPERATOR_DATABASE_URL, else DATABASE_URL). A permission
+// error says which role is missing.
+func withOperatorStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(cmd.Context(), operatorDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := fn(st); store.IsPermissionDenied(err) {
+		return fmt.Errorf("%w (the operator's database role lacks this privilege: it should be %s, and payloads need %s "+
+			"granted to it as well, e.g. GRANT %s TO alice; see 'hookinbox db roles --help')",
+			err, store.RoleOperator, store.RolePayloadReader, store.RolePayloadReader)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// withConfigStore runs fn with the configuration and a store opened on
+// DATABASE_URL.
 func withConfigStore(cmd *cobra.Command, fn func(cfg config.Config, st *store.Store) error) error {
 	cfg, err := config.FromEnv()
 	if err != nil {
 		return err
 	}
-	st, err := openStore(cmd.Context(), cfg)
+	st, err := openStore(cmd.Context(), ownerDB(cfg))
 	if err != nil {
 		return err
 	}

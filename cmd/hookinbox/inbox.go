@@ -67,7 +67,7 @@ received in the last two hours, --older-than 1h those received more than an hour
 				return cli.Usagef("--limit must be at least 1")
 			}
 			o.filter.OlderThan, o.filter.Since = time.Duration(olderThan), time.Duration(since)
-			return withStore(cmd, func(st *store.Store) error {
+			return withOperatorStore(cmd, func(st *store.Store) error {
 				return runInboxList(cmd.Context(), st, cmd.OutOrStdout(), o)
 			})
 		},
@@ -179,7 +179,7 @@ The payload is access-restricted and only printed with --payload.`,
 				return cli.Usagef("EVENT_KEY must be provider/account/environment/event_id: %v", err)
 			}
 			o.key = k
-			return withStore(cmd, func(st *store.Store) error {
+			return withOperatorStore(cmd, func(st *store.Store) error {
 				return runInboxShow(cmd.Context(), st, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			})
 		},

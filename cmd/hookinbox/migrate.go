@@ -10,14 +10,16 @@ func newMigrateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply the embedded database migrations to DATABASE_URL",
-		Long:  "Apply every embedded migration not yet applied (jackc/tern; concurrent runs are serialized by an advisory lock).",
-		Args:  cobra.NoArgs,
+		Long: `Apply every embedded migration not yet applied (jackc/tern; concurrent runs are serialized by an
+advisory lock). When the process roles exist ('hookinbox db roles'), their grants are then applied
+again, so columns and tables added by a migration are covered (or stay hidden) as the grant list says.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.FromEnv()
 			if err != nil {
 				return err
 			}
-			return migrate(cmd.Context(), cfg.DatabaseURL, cmd.OutOrStdout())
+			return migrate(cmd.Context(), ownerDB(cfg).url, cmd.OutOrStdout())
 		},
 	}
 }

@@ -35,7 +35,7 @@ func newOutboxListCmd() *cobra.Command {
 		Short: "List outbox rows, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
+			return withOperatorStore(cmd, func(st *store.Store) error {
 				rows, err := store.ListOutbox(cmd.Context(), st.Pool, status, limit)
 				if err != nil {
 					return err
@@ -66,7 +66,7 @@ func newOutboxShowCmd() *cobra.Command {
 			if err != nil {
 				return cli.Usagef("ID must be a number")
 			}
-			return withStore(cmd, func(st *store.Store) error {
+			return withOperatorStore(cmd, func(st *store.Store) error {
 				o, err := store.GetOutbox(cmd.Context(), st.Pool, id)
 				if err != nil {
 					return err

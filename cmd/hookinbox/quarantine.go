@@ -68,7 +68,7 @@ func newQuarantineListCmd() *cobra.Command {
 			if all {
 				o.filter.OpenOnly = false
 			}
-			return withStore(cmd, func(st *store.Store) error {
+			return withOperatorStore(cmd, func(st *store.Store) error {
 				return runQuarantineList(cmd.Context(), st, cmd.OutOrStdout(), o)
 			})
 		},
@@ -184,7 +184,7 @@ and only printed with --payload.`,
 				return err
 			}
 			o.id = id
-			return withStore(cmd, func(st *store.Store) error {
+			return withOperatorStore(cmd, func(st *store.Store) error {
 				return runQuarantineShow(cmd.Context(), st, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			})
 		},

@@ -53,7 +53,7 @@ HOOKINBOX_SWEEP_INTERVAL, a paused or missing schedule, a service down).`,
 			}
 			ctx := cmd.Context()
 			v := statusView{Database: "ok", Temporal: "ok"}
-			if st, err := openStore(ctx, cfg); err != nil {
+			if st, err := openStore(ctx, operatorDB(cfg)); err != nil {
 				v.Database = "unavailable: " + err.Error()
 			} else {
 				defer st.Close()

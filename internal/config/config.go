@@ -22,8 +22,29 @@ const (
 
 // Config is every setting of the binary. Each field documents its variable.
 type Config struct {
-	// DATABASE_URL: PostgreSQL connection string.
+	// DATABASE_URL: PostgreSQL connection string of the schema's owner (the
+	// migrator): what `migrate`, `db roles` and the operator's write commands
+	// (endpoints, replay, quarantine resolve, outbox release, …) use, and
+	// what each process URL below falls back to.
 	DatabaseURL string
+	// HOOKINBOX_INTAKE_DATABASE_URL: the intake's (`webhook`) connection
+	// string, as role hookinbox_intake (see `hookinbox db roles`); empty:
+	// DATABASE_URL.
+	IntakeDatabaseURL string
+	// HOOKINBOX_WORKER_DATABASE_URL: the worker's, as hookinbox_worker;
+	// empty: DATABASE_URL.
+	WorkerDatabaseURL string
+	// HOOKINBOX_OPERATOR_DATABASE_URL: the read-only operator commands'
+	// (inbox list/show, quarantine list/show, outbox list/show, status), as
+	// hookinbox_operator (payloads only when also granted
+	// hookinbox_payload_reader); empty: DATABASE_URL.
+	OperatorDatabaseURL string
+	// HOOKINBOX_INTAKE_DB_PASSWORD, HOOKINBOX_WORKER_DB_PASSWORD,
+	// HOOKINBOX_OPERATOR_DB_PASSWORD: passwords `hookinbox db roles` sets on
+	// the roles (empty: leaves the role's password as it is). Never printed.
+	IntakeDBPassword   string
+	WorkerDBPassword   string
+	OperatorDBPassword string
 	// TEMPORAL_ADDRESS: host:port of the Temporal frontend.
 	TemporalAddress string
 	// TEMPORAL_NAMESPACE: namespace for workflows and schedules.
@@ -231,6 +252,12 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c := Default()
 	p := parser{lookup: lookup}
 	p.str("DATABASE_URL", &c.DatabaseURL)
+	p.str("HOOKINBOX_INTAKE_DATABASE_URL", &c.IntakeDatabaseURL)
+	p.str("HOOKINBOX_WORKER_DATABASE_URL", &c.WorkerDatabaseURL)
+	p.str("HOOKINBOX_OPERATOR_DATABASE_URL", &c.OperatorDatabaseURL)
+	p.str("HOOKINBOX_INTAKE_DB_PASSWORD", &c.IntakeDBPassword)
+	p.str("HOOKINBOX_WORKER_DB_PASSWORD", &c.WorkerDBPassword)
+	p.str("HOOKINBOX_OPERATOR_DB_PASSWORD", &c.OperatorDBPassword)
 	p.str("TEMPORAL_ADDRESS", &c.TemporalAddress)
 	p.str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
 	p.str("TEMPORAL_API_KEY", &c.TemporalAPIKey)
@@ -290,6 +317,26 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		return Config{}, p.err
 	}
 	return c, c.Validate()
+}
+
+// IntakeDB is the intake's database URL: HOOKINBOX_INTAKE_DATABASE_URL, else
+// DATABASE_URL. The fallback is resolved here, when used, so a caller that
+// sets DatabaseURL after loading (the local stack, the tests) moves both.
+func (c Config) IntakeDB() string { return orElse(c.IntakeDatabaseURL, c.DatabaseURL) }
+
+// WorkerDB is the worker's database URL: HOOKINBOX_WORKER_DATABASE_URL, else
+// DATABASE_URL.
+func (c Config) WorkerDB() string { return orElse(c.WorkerDatabaseURL, c.DatabaseURL) }
+
+// OperatorDB is the read-only operator commands' database URL:
+// HOOKINBOX_OPERATOR_DATABASE_URL, else DATABASE_URL.
+func (c Config) OperatorDB() string { return orElse(c.OperatorDatabaseURL, c.DatabaseURL) }
+
+func orElse(v, fallback string) string {
+	if v != "" {
+		return v
+	}
+	return fallback
 }
 
 // Validate rejects settings that cannot work.

@@ -30,6 +30,19 @@ func TestFromLookup(t *testing.T) {
 			require.Equal(t, 30*time.Second, c.SignatureTolerance)
 			require.Equal(t, "prod", c.TemporalNamespace)
 		}},
+		{name: "process database URLs fall back to DATABASE_URL", env: map[string]string{"DATABASE_URL": "postgres://owner@db/h"}, check: func(t *testing.T, c Config) {
+			require.Equal(t, "postgres://owner@db/h", c.IntakeDB())
+			require.Equal(t, "postgres://owner@db/h", c.WorkerDB())
+			require.Equal(t, "postgres://owner@db/h", c.OperatorDB())
+		}},
+		{name: "each process its own database URL", env: map[string]string{"DATABASE_URL": "postgres://owner@db/h",
+			"HOOKINBOX_INTAKE_DATABASE_URL": "postgres://hookinbox_intake@db/h", "HOOKINBOX_WORKER_DATABASE_URL": "postgres://hookinbox_worker@db/h",
+			"HOOKINBOX_OPERATOR_DATABASE_URL": "postgres://hookinbox_operator@db/h"}, check: func(t *testing.T, c Config) {
+			require.Equal(t, "postgres://hookinbox_intake@db/h", c.IntakeDB())
+			require.Equal(t, "postgres://hookinbox_worker@db/h", c.WorkerDB())
+			require.Equal(t, "postgres://hookinbox_operator@db/h", c.OperatorDB())
+			require.Equal(t, "postgres://owner@db/h", c.DatabaseURL)
+		}},
 		{name: "bad duration names the variable", env: map[string]string{"HOOKINBOX_SWEEP_AFTER": "soon"}, wantErr: "HOOKINBOX_SWEEP_AFTER"},
 		{name: "bad log format", env: map[string]string{"HOOKINBOX_LOG_FORMAT": "xml"}, wantErr: "HOOKINBOX_LOG_FORMAT"},
 		{name: "cert without key", env: map[string]string{"TEMPORAL_TLS_CERT": "/c.pem"}, wantErr: "TEMPORAL_TLS_KEY"},

@@ -161,11 +161,23 @@ func (s *Store) DeleteEndpoint(ctx context.Context, slug string) error {
 	return nil
 }
 
-const endpointColumns = `e.slug, e.provider, e.environment, coalesce(e.account, ''), coalesce(e.api_base_url, ''),
-	coalesce(e.api_key, ''), e.settings, e.created_at,
-	coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'created_at', s.created_at) ORDER BY s.id)
-	          FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]'),
+// endpointColumns is what scanEndpoint reads. The intake's role may not
+// read endpoints.api_key (nor api_base_url) and the worker's may not read
+// endpoint_secrets, so each asks for its part only; the rest scans empty.
+func endpointColumns(withAPI, withSecrets bool) string {
+	api := `'', ''`
+	if withAPI {
+		api = `coalesce(e.api_base_url, ''), coalesce(e.api_key, '')`
+	}
+	secrets := `'[]'::json`
+	if withSecrets {
+		secrets = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'created_at', s.created_at) ORDER BY s.id)
+	          FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
+	}
+	return `e.slug, e.provider, e.environment, coalesce(e.account, ''), ` + api + `, e.settings, e.created_at,
+	` + secrets + `,
 	coalesce((SELECT json_object_agg(l.account, l.workspace_id) FROM account_links l WHERE l.endpoint_slug = e.slug), '{}')`
+}
 
 type secretRow struct {
 	ID        int64     `json:"id"`
@@ -196,9 +208,28 @@ func scanEndpoint(row pgx.Row) (*Endpoint, error) {
 	return &e, nil
 }
 
-// GetEndpoint loads one endpoint with its secrets and links in one query.
+// GetEndpoint loads one endpoint with its secrets, links and API
+// credentials in one query (the owner's CLI).
 func (s *Store) GetEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
-	e, err := scanEndpoint(s.Pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE e.slug = $1`, slug))
+	return s.getEndpoint(ctx, slug, true, true)
+}
+
+// GetIntakeEndpoint loads what verifying and mapping a delivery needs: the
+// endpoint with its signing secrets and links, without its API credentials
+// (the intake's role cannot read endpoints.api_key).
+func (s *Store) GetIntakeEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
+	return s.getEndpoint(ctx, slug, false, true)
+}
+
+// GetProviderEndpoint loads what calling the provider API needs: the
+// endpoint with its API credentials and links, without its signing secrets
+// (the worker's role cannot read endpoint_secrets).
+func (s *Store) GetProviderEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
+	return s.getEndpoint(ctx, slug, true, false)
+}
+
+func (s *Store) getEndpoint(ctx context.Context, slug string, withAPI, withSecrets bool) (*Endpoint, error) {
+	e, err := scanEndpoint(s.Pool.QueryRow(ctx, `SELECT `+endpointColumns(withAPI, withSecrets)+` FROM endpoints e WHERE e.slug = $1`, slug))
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %q: %w", slug, err)
 	}
@@ -207,7 +238,7 @@ func (s *Store) GetEndpoint(ctx context.Context, slug string) (*Endpoint, error)
 
 // ListEndpoints loads every endpoint, by slug.
 func (s *Store) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints e ORDER BY e.slug`)
+	rows, err := s.Pool.Query(ctx, `SELECT `+endpointColumns(true, true)+` FROM endpoints e ORDER BY e.slug`)
 	if err != nil {
 		return nil, err
 	}

@@ -234,12 +234,19 @@ type InboxDetail struct {
 func InspectInboxEvent(ctx context.Context, db DB, k keys.Event, withPayload bool) (*InboxDetail, error) {
 	var d InboxDetail
 	var size *int
+	// The size comes from a view, and the payload column is named only when
+	// asked for: the operator's role may read it only as a member of
+	// RolePayloadReader.
+	payload := "NULL::bytea"
+	if withPayload {
+		payload = "payload"
+	}
 	err := db.QueryRow(ctx, `
 		SELECT `+inboxSummaryColumns+`, provider_version, occurred_at, body_sha256, coalesce(secret_id, 0),
-		       octet_length(payload), CASE WHEN $5 THEN payload END
+		       (SELECT s.payload_bytes FROM webhook_inbox_payload_size s WHERE s.id = webhook_inbox.id), `+payload+`
 		  FROM webhook_inbox
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4`,
-		k.Provider, k.Account, k.Environment, k.EventID, withPayload).Scan(
+		k.Provider, k.Account, k.Environment, k.EventID).Scan(
 		&d.ID, &d.Key.Provider, &d.Key.Account, &d.Key.Environment, &d.Key.EventID,
 		&d.EndpointSlug, &d.WorkspaceID, &d.EventType, &d.ResourceKind, &d.ResourceID, &d.Origin,
 		&d.Status, &d.Attempts, &d.LastError, &d.Note, &d.NextAttemptAt, &d.ReceivedAt, &d.ProcessedAt,
@@ -425,7 +432,8 @@ type QuarantineItem struct {
 
 const quarantineColumns = `id, endpoint_slug, provider, coalesce(source_account, ''), coalesce(environment, ''),
 	coalesce(event_id, ''), reason, detail, body_sha256, headers, received_at, resolved_at,
-	coalesce(resolved_by, ''), coalesce(resolution, ''), coalesce(octet_length(payload), 0)`
+	coalesce(resolved_by, ''), coalesce(resolution, ''),
+	coalesce((SELECT s.payload_bytes FROM inbox_quarantine_payload_size s WHERE s.id = inbox_quarantine.id), 0)`
 
 func scanQuarantine(row pgx.Row, withPayload bool) (*QuarantineItem, error) {
 	var q QuarantineItem

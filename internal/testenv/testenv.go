@@ -11,6 +11,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -138,6 +139,14 @@ func makeTemplate(t testing.TB) {
 		tmplErr = fmt.Errorf("migrate template: %w", err)
 		return
 	}
+	// The process roles and their grants, as `hookinbox db roles` applies
+	// them: every copy of the template inherits the grants (the roles are
+	// the server's, shared by every test database).
+	if _, _, err := store.ApplyRoles(ctx, conn, store.RoleOptions{Passwords: rolePasswords()}); err != nil {
+		conn.Close(ctx)
+		tmplErr = fmt.Errorf("roles on template: %w", err)
+		return
+	}
 	conn.Close(ctx)
 	tmplName = name
 	adminURL := AdminURL(t, "postgres")
@@ -185,6 +194,42 @@ func DatabaseURL(t testing.TB) string {
 	adminURL := AdminURL(t, "postgres")
 	t.Cleanup(func() { dropDatabase(adminURL, name) })
 	return AdminURL(t, name)
+}
+
+// rolePasswords gives the process roles the admin URL's password, if it has
+// one (a server that asks for passwords, via HOOKINBOX_TEST_DATABASE_URL);
+// the throw-away cluster trusts loopback and needs none.
+func rolePasswords() map[string]string {
+	pw := adminPassword()
+	if pw == "" {
+		return nil
+	}
+	return map[string]string{store.RoleIntake: pw, store.RoleWorker: pw, store.RoleOperator: pw}
+}
+
+func adminPassword() string {
+	cfg, err := pgx.ParseConfig(fmt.Sprintf(pgAdmin, "postgres"))
+	if err != nil {
+		return ""
+	}
+	return cfg.Password
+}
+
+// RoleURL is dbURL (a DatabaseURL) connecting as role instead, with the
+// password the test roles were given. Role is one of store.Roles, or a login
+// role a test created (then with the same password, if any).
+func RoleURL(t testing.TB, dbURL, role string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("role URL: %v", err)
+	}
+	if pw := adminPassword(); pw != "" {
+		u.User = url.UserPassword(role, pw)
+	} else {
+		u.User = url.User(role)
+	}
+	return u.String()
 }
 
 // Store opens a pool on a fresh database (closed at cleanup).
