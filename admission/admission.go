@@ -31,6 +31,10 @@ type Options struct {
 	Tolerance time.Duration
 	// CacheTTL of endpoints, secrets and links.
 	CacheTTL time.Duration
+	// NegativeTTL is how long a slug no endpoint has is remembered as
+	// unknown (0: DefaultNegativeTTL, or CacheTTL when shorter; negative:
+	// never).
+	NegativeTTL time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -46,7 +50,7 @@ func New(o Options) *Admitter {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL)}
+	return &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL, o.NegativeTTL)}
 }
 
 // Endpoint returns the endpoint slug from the cache (loading it on a miss),

@@ -94,6 +94,14 @@ func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
 		}
 	}
 	require.Positive(t, sdk, "Temporal SDK metrics are exported")
+
+	// Scraped as Prometheus does: on the intake's internal listener, never
+	// on its public port.
+	text := scrape(t, s.internalURL+"/metrics", http.StatusOK)
+	require.Contains(t, text, `hookinbox_intake_requests_total{endpoint="ep",outcome="accepted",provider="stripe"} 5`)
+	require.Contains(t, scrape(t, s.internalURL+"/readyz", http.StatusOK), `"database":"ok"`)
+	scrape(t, s.url+"/metrics", http.StatusNotFound)
+	scrape(t, s.url+"/readyz", http.StatusNotFound)
 }
 
 func f3TemporalDownDuringIntake(t *testing.T) {

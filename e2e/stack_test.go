@@ -33,14 +33,16 @@ var queueSeq atomic.Int64
 // stack is the whole product for one test: intake, worker, database,
 // Temporal (shared or dedicated dev server).
 type stack struct {
-	t        *testing.T
-	cfg      config.Config
-	store    *store.Store
-	client   client.Client
-	url      string
-	metrics  *metrics.Metrics
-	handlers map[string]handlers.Handler
-	ctx      context.Context
+	t      *testing.T
+	cfg    config.Config
+	store  *store.Store
+	client client.Client
+	url    string
+	// internalURL is the intake's internal listener (/metrics, /readyz).
+	internalURL string
+	metrics     *metrics.Metrics
+	handlers    map[string]handlers.Handler
+	ctx         context.Context
 
 	stopWorker func()
 	stopIntake func()
@@ -157,9 +159,14 @@ func (s *stack) startIntake() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s.url = "http://" + ln.Addr().String()
+	iln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.internalURL = "http://" + iln.Addr().String()
+	in := app.NewIntake(s.cfg, s.intakeStore, ic, s.metrics, log)
+	in.InternalListener = iln
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.NewIntake(s.cfg, s.intakeStore, ic, s.metrics, log).Run(ctx, "", ln, log) }()
+	go func() { done <- in.Run(ctx, "", ln, log) }()
 	s.stopIntake = func() {
 		cancel()
 		<-done

@@ -12,7 +12,9 @@
 #      files exist, the start-up order holds (migrate after PostgreSQL is
 #      healthy; intake and worker after migrate completed). Only migrate gets
 #      the owner's DATABASE_URL; the intake, the worker and the operator CLI
-#      connect as their own roles, each password a required variable.
+#      connect as their own roles, each password a required variable; and the
+#      intake's internal listener (/metrics, /readyz) is scraped but never
+#      published.
 #   3. deploy/: Prometheus config and alert rules, Grafana provisioning and the
 #      dashboard JSON, Temporal dynamic config parse and hang together.
 #   4. With promtool (on PATH, or taken from Debian's prometheus package into
@@ -208,6 +210,22 @@ for need in ("webhook", "worker"):
     if need == "worker" and env.get("HOOKINBOX_SMTP_ADDR") != "mailpit:1025":
         fail(f"{compose_path}: worker must send mail to mailpit:1025 (HOOKINBOX_SMTP_ADDR)")
 
+# The intake's internal listener (/metrics, /readyz) is reachable on the
+# compose network and published nowhere; the public port is the only one.
+we_svc = hookinbox_services.get("webhook") or {}
+we_env = env_map(we_svc.get("environment"))
+internal = str(we_env.get("HOOKINBOX_INTERNAL_ADDR", ""))
+if not internal.startswith("0.0.0.0:"):
+    fail(f"{compose_path}: webhook must set HOOKINBOX_INTERNAL_ADDR to 0.0.0.0:PORT (the default is the container's loopback, which Prometheus cannot reach)")
+internal_port = internal.rpartition(":")[2]
+for p in we_svc.get("ports") or []:
+    spec = p if isinstance(p, str) else f"{p.get('published', '')}:{p.get('target', '')}"
+    if spec.rpartition(":")[2].split("/")[0] == internal_port:
+        fail(f"{compose_path}: webhook publishes its internal port {internal_port} ({spec}); /metrics and /readyz must stay off the host")
+hc = " ".join(str(x) for x in ((we_svc.get("healthcheck") or {}).get("test") or []))
+if "/readyz" in hc and f":{internal_port}/readyz" not in hc:
+    fail(f"{compose_path}: webhook health check must call /readyz on the internal port {internal_port}")
+
 # Workflow settings travel in workflow input: intake and worker must agree.
 shared = ("HOOKINBOX_TASK_QUEUE", "TEMPORAL_NAMESPACE", "HOOKINBOX_IDLE_TIMEOUT", "HOOKINBOX_MAX_EVENTS_PER_RUN",
           "HOOKINBOX_RETRY_BUDGET", "HOOKINBOX_RETRY_INITIAL", "HOOKINBOX_RETRY_MAX", "HOOKINBOX_ACTIVITY_TIMEOUT",
@@ -262,9 +280,11 @@ else:
 # --- Prometheus ---
 prom = load_yaml("deploy/prometheus/prometheus.yml") or {}
 targets = {t for sc in prom.get("scrape_configs") or [] for s in sc.get("static_configs") or [] for t in s.get("targets") or []}
-for t in ("webhook:8080", "worker:9091"):
+for t in ("webhook:9090", "worker:9091"):
     if t not in targets:
         fail(f"deploy/prometheus/prometheus.yml: does not scrape {t}")
+if "webhook:8080" in targets:
+    fail("deploy/prometheus/prometheus.yml: scrapes the intake's public port; /metrics is on its internal listener (webhook:9090)")
 for rf in prom.get("rule_files") or []:
     if not os.path.exists(os.path.join("deploy/prometheus", rf)):
         fail(f"deploy/prometheus/prometheus.yml: rule file {rf} does not exist")

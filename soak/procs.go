@@ -141,6 +141,9 @@ func (f *fleet) start(ctx context.Context, s *slot) error {
 		"DATABASE_URL="+f.dbURL("hookinbox-soak-app-"+s.name),
 		"HOOKINBOX_HTTP_ADDR="+addr,
 		"HOOKINBOX_WORKER_ADDR=127.0.0.1:"+strconv.Itoa(mport),
+		// An intake's internal listener (/metrics, /readyz) on the same
+		// spare port: each process runs one of the two.
+		"HOOKINBOX_INTERNAL_ADDR=127.0.0.1:"+strconv.Itoa(mport),
 	)
 	if s.kind == KindWorker {
 		addr = "127.0.0.1:" + strconv.Itoa(mport)

@@ -30,10 +30,11 @@ services already listening on their ports, applies migrations, creates the datab
 ('hookinbox db roles'), then runs the intake (as hookinbox_intake) and the worker (as
 hookinbox_worker) in this process. Ctrl-C stops everything it started.
 
-Ports: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit SMTP 1025 (UI 8025), intake
-HOOKINBOX_HTTP_ADDR (default :8080), worker metrics HOOKINBOX_WORKER_ADDR (default :9091).
-DATABASE_URL, the HOOKINBOX_*_DATABASE_URL variables and TEMPORAL_ADDRESS are ignored here: the
-stack is local by definition.`,
+Everything listens on 127.0.0.1 only: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit
+SMTP 1025 (UI 8025), the intake's public port HOOKINBOX_HTTP_ADDR (here 127.0.0.1:8080), its
+internal listener HOOKINBOX_INTERNAL_ADDR (/metrics, /readyz; 127.0.0.1:9090) and the worker's
+HOOKINBOX_WORKER_ADDR (/metrics; 127.0.0.1:9091). DATABASE_URL, the HOOKINBOX_*_DATABASE_URL variables and
+TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if toolsOnly {
@@ -97,26 +98,45 @@ func buildTools(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
-	root, err := devenv.FindRoot()
+// localStackHTTPAddr is the intake's public port under `make run`: the
+// usual 8080, on loopback only (the local stack is not a server).
+var localStackHTTPAddr = fmt.Sprintf("127.0.0.1:%d", config.DefaultIntakePort)
+
+// localConfig is the configuration of the local stack: the environment,
+// with the services pinned to the ones runDev starts and every listener of
+// hookinbox on loopback unless the environment names another address.
+func localConfig(lookup func(string) (string, bool)) (config.Config, error) {
+	cfg, err := config.FromLookup(lookup)
 	if err != nil {
-		return err
+		return cfg, err
 	}
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
+	set := func(name string) bool { v, ok := lookup(name); return ok && v != "" }
 	def := config.Default()
 	cfg.DatabaseURL, cfg.TemporalAddress, cfg.TemporalNamespace = def.DatabaseURL, def.TemporalAddress, def.TemporalNamespace
 	cfg.IntakeDatabaseURL, cfg.WorkerDatabaseURL, cfg.OperatorDatabaseURL = "", "", "" // set once the roles exist
 	cfg.TemporalAPIKey, cfg.TemporalTLS, cfg.TemporalTLSCert, cfg.TemporalTLSKey, cfg.TemporalTLSCA = "", false, "", "", ""
 	cfg.Mailer, cfg.SMTPAddr = "smtp", fmt.Sprintf("127.0.0.1:%d", config.DefaultMailpitSMTP)
 	cfg.SMTPLookupURL = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultMailpitHTTP)
-	if os.Getenv("HOOKINBOX_LOG_FORMAT") == "" {
+	if !set("HOOKINBOX_HTTP_ADDR") {
+		cfg.HTTPAddr = localStackHTTPAddr
+	}
+	if !set("HOOKINBOX_LOG_FORMAT") {
 		cfg.LogFormat = "text"
 	}
-	if os.Getenv("HOOKINBOX_OUTBOUND_ALLOW_PRIVATE") == "" {
+	if !set("HOOKINBOX_OUTBOUND_ALLOW_PRIVATE") {
 		cfg.OutboundAllowPrivate = true // every destination of the local stack is on loopback
+	}
+	return cfg, cfg.Validate()
+}
+
+func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
+	root, err := devenv.FindRoot()
+	if err != nil {
+		return err
+	}
+	cfg, err := localConfig(os.LookupEnv)
+	if err != nil {
+		return err
 	}
 	data := devenv.DataDir(root)
 	logDir := filepath.Join(data, "logs")
@@ -185,10 +205,12 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	}
 
 	intakeURL := "http://" + app.DisplayAddr(cfg.HTTPAddr)
+	internalURL := "http://" + app.DisplayAddr(cfg.InternalAddr)
 	fmt.Fprintf(out, `
 hookinbox local stack is up
-  intake          %s/webhooks/<endpoint>   (health %s/readyz)
-  metrics         %s/metrics (intake)   http://%s/metrics (worker)
+  intake          %s/webhooks/<endpoint>   (health %s/healthz)
+  internal        %s/metrics   %s/readyz   (intake; not on the public port)
+  worker metrics  http://%s/metrics
   temporal        %s   UI %s
   mailpit         SMTP %s   UI %s
   postgres        %s   (owner; migrations)
@@ -200,7 +222,7 @@ hookinbox local stack is up
 Register an endpoint:  .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret whsec_demo
                        .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
 Press Ctrl-C to stop everything started here.
-`, intakeURL, intakeURL, intakeURL, app.DisplayAddr(cfg.WorkerAddr), s.temporal.Address, s.temporal.UIURL,
+`, intakeURL, intakeURL, internalURL, internalURL, app.DisplayAddr(cfg.WorkerAddr), s.temporal.Address, s.temporal.UIURL,
 		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, cfg.IntakeDB(), cfg.WorkerDB(), cfg.OperatorDB(), logDir)
 
 	if servicesOnly {

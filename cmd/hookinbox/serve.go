@@ -19,9 +19,12 @@ import (
 func newWebhookCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "webhook",
-		Short: "Run the webhook intake (POST /webhooks/:endpoint, /healthz, /readyz, /metrics)",
-		Long: `Run the webhook intake on HOOKINBOX_HTTP_ADDR. It needs PostgreSQL (HOOKINBOX_INTAKE_DATABASE_URL,
-role hookinbox_intake; else DATABASE_URL) to accept anything; Temporal (TEMPORAL_ADDRESS) may be down:
+		Short: "Run the webhook intake (public: POST /webhooks/:endpoint, /healthz; internal: /metrics, /readyz)",
+		Long: `Run the webhook intake. Its public port, HOOKINBOX_HTTP_ADDR, serves only POST /webhooks/:endpoint
+and a bare /healthz; /metrics and the detailed /readyz are on the internal listener,
+HOOKINBOX_INTERNAL_ADDR (default 127.0.0.1:9090), which must not be reachable from outside.
+It needs PostgreSQL (HOOKINBOX_INTAKE_DATABASE_URL, role hookinbox_intake; else DATABASE_URL) to
+accept anything; Temporal (TEMPORAL_ADDRESS) may be down:
 events are still accepted and handed off later.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -13,6 +13,7 @@ import (
 
 // Local stack defaults. `make run` and the tests start the services there.
 const (
+	DefaultIntakePort   = 8080
 	DefaultPostgresPort = 55432
 	DefaultTemporalPort = 7233
 	DefaultTemporalUI   = 8233
@@ -63,10 +64,19 @@ type Config struct {
 	// HOOKINBOX_TASK_QUEUE: task queue of the resource workflows and activities.
 	TaskQueue string
 
-	// HOOKINBOX_HTTP_ADDR: listen address of the webhook intake.
+	// HOOKINBOX_HTTP_ADDR: listen address of the webhook intake's public
+	// port (POST /webhooks/:endpoint and /healthz only).
 	HTTPAddr string
-	// HOOKINBOX_WORKER_ADDR: listen address of the worker's /metrics and health.
+	// HOOKINBOX_INTERNAL_ADDR: listen address of the intake's internal
+	// listener (/metrics, the detailed /readyz). Loopback by default: it
+	// names endpoints and the database, so it is never the public port.
+	InternalAddr string
+	// HOOKINBOX_WORKER_ADDR: listen address of the worker's /metrics and
+	// health (loopback by default, like the intake's internal listener).
 	WorkerAddr string
+	// HOOKINBOX_REQUEST_TIMEOUT: deadline of one webhook delivery (body
+	// read and database calls); past it the answer is 503.
+	RequestTimeout time.Duration
 	// HOOKINBOX_MAX_BODY_BYTES: largest webhook body accepted (413 above).
 	MaxBodyBytes int64
 	// HOOKINBOX_SIGNATURE_TOLERANCE: accepted clock skew for timestamped schemes.
@@ -200,8 +210,10 @@ func Default() Config {
 		TemporalAddress:    fmt.Sprintf("127.0.0.1:%d", DefaultTemporalPort),
 		TemporalNamespace:  "default",
 		TaskQueue:          "hookinbox",
-		HTTPAddr:           ":8080",
-		WorkerAddr:         ":9091",
+		HTTPAddr:           fmt.Sprintf(":%d", DefaultIntakePort),
+		InternalAddr:       "127.0.0.1:9090",
+		WorkerAddr:         "127.0.0.1:9091",
+		RequestTimeout:     5 * time.Second,
 		MaxBodyBytes:       1 << 20,
 		SignatureTolerance: 5 * time.Minute,
 		EndpointCacheTTL:   10 * time.Second,
@@ -268,7 +280,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("TEMPORAL_TLS_SERVER_NAME", &c.TemporalTLSServerName)
 	p.str("HOOKINBOX_TASK_QUEUE", &c.TaskQueue)
 	p.str("HOOKINBOX_HTTP_ADDR", &c.HTTPAddr)
+	p.str("HOOKINBOX_INTERNAL_ADDR", &c.InternalAddr)
 	p.str("HOOKINBOX_WORKER_ADDR", &c.WorkerAddr)
+	p.duration("HOOKINBOX_REQUEST_TIMEOUT", &c.RequestTimeout)
 	p.int64("HOOKINBOX_MAX_BODY_BYTES", &c.MaxBodyBytes)
 	p.duration("HOOKINBOX_SIGNATURE_TOLERANCE", &c.SignatureTolerance)
 	p.duration("HOOKINBOX_ENDPOINT_CACHE_TTL", &c.EndpointCacheTTL)
@@ -347,6 +361,12 @@ func (c Config) Validate() error {
 	}
 	if c.TemporalAddress == "" {
 		errs = append(errs, "TEMPORAL_ADDRESS is empty")
+	}
+	if c.InternalAddr == c.HTTPAddr {
+		errs = append(errs, "HOOKINBOX_INTERNAL_ADDR must differ from HOOKINBOX_HTTP_ADDR (/metrics and /readyz never go on the public port)")
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, "HOOKINBOX_REQUEST_TIMEOUT must be positive")
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, "HOOKINBOX_MAX_BODY_BYTES must be positive")

@@ -25,6 +25,16 @@ func TestFromLookup(t *testing.T) {
 			require.Equal(t, ":8080", c.HTTPAddr)
 			require.Equal(t, 5*time.Minute, c.SignatureTolerance)
 		}},
+		{name: "internal listeners default to loopback", env: nil, check: func(t *testing.T, c Config) {
+			require.Equal(t, "127.0.0.1:9090", c.InternalAddr)
+			require.Equal(t, "127.0.0.1:9091", c.WorkerAddr)
+			require.Equal(t, 5*time.Second, c.RequestTimeout)
+		}},
+		{name: "internal listener overridden", env: map[string]string{"HOOKINBOX_INTERNAL_ADDR": "0.0.0.0:9090", "HOOKINBOX_REQUEST_TIMEOUT": "2s"}, check: func(t *testing.T, c Config) {
+			require.Equal(t, "0.0.0.0:9090", c.InternalAddr)
+			require.Equal(t, 2*time.Second, c.RequestTimeout)
+		}},
+		{name: "internal listener on the public port", env: map[string]string{"HOOKINBOX_INTERNAL_ADDR": ":8080"}, wantErr: "HOOKINBOX_INTERNAL_ADDR"},
 		{name: "overrides", env: map[string]string{"HOOKINBOX_HTTP_ADDR": ":9999", "HOOKINBOX_SIGNATURE_TOLERANCE": "30s", "TEMPORAL_NAMESPACE": "prod"}, check: func(t *testing.T, c Config) {
 			require.Equal(t, ":9999", c.HTTPAddr)
 			require.Equal(t, 30*time.Second, c.SignatureTolerance)
