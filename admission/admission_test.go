@@ -215,3 +215,70 @@ func TestQuarantineOriginGoesThroughReadmit(t *testing.T) {
 	require.ErrorContains(t, err, "Readmit")
 	require.Zero(t, b.inboxCount(t))
 }
+
+// TestABackfilledEventAndItsLateWebhookAreOneEvent: the backfill stores the
+// API list item's bytes; the webhook delayed by the very outage the backfill
+// exists for carries the same event in another layout (whitespace, key
+// order, an API version field). It is a duplicate, not a conflict. What still
+// conflicts: another event under the same id, whichever origin came first,
+// and two webhooks whose bytes differ.
+func TestABackfilledEventAndItsLateWebhookAreOneEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	listed := []byte(`{"id":"evt_late","object":"event","type":"invoice.paid","livemode":false,"created":1760000000,"data":{"object":{"id":"in_late","object":"invoice"}}}`)
+	delivered := []byte("{\n  \"api_version\": \"2024-06-20\",\n  \"created\": 1760000000,\n  \"data\": {\n    \"object\": {\n      \"object\": \"invoice\",\n      \"id\": \"in_late\"\n    }\n  },\n  \"type\": \"invoice.paid\",\n  \"livemode\": false,\n  \"object\": \"event\",\n  \"id\": \"evt_late\"\n}\n")
+	key := keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_late"}
+
+	res, err := b.backfill(t, "stripe", "acct_own", listed)
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, res.Outcome)
+
+	res, err = b.admit(t, "stripe", delivered, stripeSig(delivered, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Duplicate, res.Outcome, "%s: %s", res.Reason, res.Detail)
+	require.Equal(t, keys.StatusPending, res.Status)
+	require.Equal(t, 1, b.handoff.count(), "a duplicate of a pending row rings again")
+	require.Zero(t, b.quarantineCount(t))
+	got := b.row(t, key)
+	require.Equal(t, listed, got.Payload, "the first row is left alone")
+	require.Equal(t, keys.OriginBackfill, got.Origin)
+
+	// The other way round: webhook first, then the list item.
+	web := stripeEvent("evt_early", "invoice.paid", "in_early", "invoice", "")
+	res, err = b.admit(t, "stripe", web, stripeSig(web, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, res.Outcome)
+	res, err = b.backfill(t, "stripe", "acct_own", stripeEvent("evt_early", "invoice.paid", "in_early", "invoice", `"api_version":"2025-01-01",`))
+	require.NoError(t, err)
+	require.Equal(t, admission.Duplicate, res.Outcome)
+
+	// Another event under a backfilled id (another object, another type, or
+	// another time) is still a conflict: quarantined from the intake,
+	// refused by the backfill.
+	for i, other := range [][]byte{
+		stripeEvent("evt_late", "invoice.paid", "in_OTHER", "invoice", ""),
+		stripeEvent("evt_late", "customer.subscription.updated", "in_late", "subscription", ""),
+		[]byte(`{"id":"evt_late","object":"event","type":"invoice.paid","livemode":false,"created":1760009999,"data":{"object":{"id":"in_late","object":"invoice"}}}`),
+	} {
+		res, err = b.admit(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+		require.NoError(t, err)
+		require.Equal(t, admission.Quarantined, res.Outcome, "variant %d", i)
+		require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
+	}
+	_, err = b.backfill(t, "stripe", "acct_own", stripeEvent("evt_early", "invoice.paid", "in_OTHER", "invoice", ""))
+	var rej *admission.Rejection
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, store.ReasonConflictingDuplicate, rej.Reason)
+	require.False(t, errors.Is(err, admission.ErrNotStored))
+
+	// Two webhooks: their bytes are the sender's, so any difference is a
+	// conflict, even one of layout only.
+	relaid := []byte(" " + string(web))
+	res, err = b.admit(t, "stripe", relaid, stripeSig(relaid, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Quarantined, res.Outcome)
+	require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
+
+	require.Equal(t, 2, b.inboxCount(t))
+	require.Equal(t, 4, b.quarantineCount(t))
+}
