@@ -89,29 +89,16 @@ type existingRow struct {
 // with different bytes are one event: only when one of the two came from
 // the backfill (the provider's list API serializes an event in its own
 // layout and API version, unlike the webhook the sender signed), and the
-// provider's identity of the event agrees: type, created time, object kind
-// and id, and version. Two deliveries of the sender (a webhook, a
+// provider's identity of the event agrees: type, object kind and id, and
+// the created time and version where both rows know them. Two deliveries of the sender (a webhook, a
 // re-admitted one) are its own bytes, so any difference is a conflict.
 func (r existingRow) sameEvent(e *InboxEvent, origin string) bool {
 	if r.origin != keys.OriginBackfill && origin != keys.OriginBackfill {
 		return false
 	}
 	return r.eventType == e.EventType && r.resourceKind == e.ResourceKind && r.resID == e.ResourceID &&
-		equalPtr(r.version, e.ProviderVersion) && equalTime(r.occurredAt, e.OccurredAt)
-}
-
-func equalPtr[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func equalTime(a, b *time.Time) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Equal(*b)
+		(r.version == nil || e.ProviderVersion == nil || *r.version == *e.ProviderVersion) &&
+		(r.occurredAt == nil || e.OccurredAt == nil || r.occurredAt.Equal(*e.OccurredAt))
 }
 
 // InsertInboxEvent commits one inbox row, settling races with the UNIQUE
