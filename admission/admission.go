@@ -61,8 +61,10 @@ type Delivery struct {
 	Header http.Header
 	// Body is the exact raw bytes: verified, kept and hashed.
 	Body []byte
-	// Account, when set, is the source account the delivery must belong to
-	// (the backfill lists one account's events).
+	// Account, when set, is the source account the delivery was listed
+	// under (the backfill lists one account's events, a Connect account's
+	// with Stripe-Account): an event naming no account is that account's,
+	// and one naming another is refused.
 	Account string
 }
 
@@ -149,12 +151,12 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		return Result{}, err
 	}
 
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body)
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, "")
 	var rej *Rejection
 	if errors.As(err, &rej) && rej.Reason == store.ReasonUnknownAccount {
 		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
 			ep = fresh
-			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body)
+			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, "")
 		}
 	}
 	res := Result{Key: ev.Key}
@@ -202,9 +204,11 @@ func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev 
 // object) is simply "already have it". Another event under that key is
 // refused as a conflicting duplicate, and nothing is stored.
 func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Result, error) {
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body)
+	// The account is the scope's the pass listed under (Stripe-Account),
+	// whether or not the listed JSON names one; naming another is refused.
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body, d.Account)
 	if err == nil && d.Account != "" && ev.Key.Account != d.Account {
-		err = fmt.Errorf("the event belongs to account %s, the pass lists %s", ev.Key.Account, d.Account)
+		err = fmt.Errorf("the event names account %s, the pass lists %s", ev.Key.Account, d.Account)
 	}
 	if err != nil {
 		return Result{Key: ev.Key}, err

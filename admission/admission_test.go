@@ -191,13 +191,16 @@ func TestBackfillOrigin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, admission.Duplicate, res.Outcome)
 
-	// An event of another account than the pass lists, or of an unlinked
-	// one, is refused and stores nothing.
-	_, err = b.backfill(t, "stripe", "acct_else", stripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", ""))
-	require.ErrorContains(t, err, "the event belongs to account acct_own, the pass lists acct_else")
+	// An event naming another account than the pass lists, or listed under
+	// an unlinked one, is refused and stores nothing.
+	_, err = b.backfill(t, "stripe", "acct_else", stripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", `"account":"acct_own",`))
+	require.ErrorContains(t, err, "the event names account acct_own, the pass lists acct_else")
 	require.False(t, errors.Is(err, admission.ErrNotStored))
-	_, err = b.backfill(t, "stripe-connect", "acct_x", []byte(`{"id":"evt_b3","object":"event","type":"invoice.paid","livemode":true,"account":"acct_x","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`))
+	_, err = b.backfill(t, "stripe", "acct_else", stripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", ""))
 	var rej *admission.Rejection
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, store.ReasonUnknownAccount, rej.Reason, "the pass's account, not the endpoint's own")
+	_, err = b.backfill(t, "stripe-connect", "acct_x", []byte(`{"id":"evt_b3","object":"event","type":"invoice.paid","livemode":true,"account":"acct_x","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`))
 	require.ErrorAs(t, err, &rej)
 	require.Equal(t, store.ReasonUnknownAccount, rej.Reason)
 
@@ -281,4 +284,36 @@ func TestABackfilledEventAndItsLateWebhookAreOneEvent(t *testing.T) {
 
 	require.Equal(t, 2, b.inboxCount(t))
 	require.Equal(t, 4, b.quarantineCount(t))
+}
+
+// TestConnectBackfillTakesTheAccountFromTheScope: the backfill lists a
+// Connect account's events under Stripe-Account; the account is that
+// scope's, not the JSON's. An event listed without the field belongs to the
+// scope (it must not fall back to the platform's own account and be
+// rejected); one naming another account than the scope is refused.
+func TestConnectBackfillTakesTheAccountFromTheScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	noField := []byte(`{"id":"evt_cb1","object":"event","type":"invoice.paid","livemode":true,"created":1760000000,"data":{"object":{"id":"in_cb1","object":"invoice"}}}`)
+	res, err := b.backfill(t, "stripe-connect", "acct_c1", noField)
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, res.Outcome)
+	key := keys.Event{Provider: "stripe", Account: "acct_c1", Environment: "live", EventID: "evt_cb1"}
+	require.Equal(t, key, res.Event.Key)
+	got := b.row(t, key)
+	require.Equal(t, "ws_c1", got.WorkspaceID)
+
+	named := []byte(`{"id":"evt_cb2","object":"event","type":"invoice.paid","livemode":true,"account":"acct_c1","created":1760000000,"data":{"object":{"id":"in_cb2","object":"invoice"}}}`)
+	res, err = b.backfill(t, "stripe-connect", "acct_c1", named)
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, res.Outcome)
+	require.Equal(t, "acct_c1", res.Event.Key.Account)
+
+	// Listed under acct_c1 but naming another account: refused, nothing stored.
+	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe-connect", "acct_c2", "ws_c2"))
+	other := []byte(`{"id":"evt_cb3","object":"event","type":"invoice.paid","livemode":true,"account":"acct_c2","created":1760000000,"data":{"object":{"id":"in_cb3","object":"invoice"}}}`)
+	_, err = b.backfill(t, "stripe-connect", "acct_c1", other)
+	require.ErrorContains(t, err, "the event names account acct_c2, the pass lists acct_c1")
+	require.Equal(t, 2, b.inboxCount(t))
+	require.Zero(t, b.quarantineCount(t))
 }
