@@ -55,7 +55,7 @@ func New() *Metrics {
 		}),
 		EventsHandled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_events_handled_total",
-			Help: "Inbox events finished by the worker, by handler and final status.",
+			Help: "Inbox events finished by the worker, by handler and final status; status no_handler counts each look at an event left pending because this worker has no handler for its routed type.",
 		}, []string{"handler", "status"}),
 		EventRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_event_retries_total",

@@ -356,6 +356,23 @@ func RecordInboxFailure(ctx context.Context, db DB, k keys.Event, lastErr string
 	return nil
 }
 
+// DeferInboxEvent leaves a pending row pending with lastErr as its reason,
+// due again at next, without counting an attempt: nothing was tried (no
+// handler for its type in this worker). A row completed elsewhere is left
+// alone. It reports whether the row changed.
+func DeferInboxEvent(ctx context.Context, db DB, k keys.Event, lastErr string, next time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `
+		UPDATE webhook_inbox
+		   SET last_error = $5, next_attempt_at = $6
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+		   AND status = 'pending'`,
+		k.Provider, k.Account, k.Environment, k.EventID, lastErr, next)
+	if err != nil {
+		return false, fmt.Errorf("defer %s: %w", k, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // StopInboxEvent ends retrying a pending row: failed (a validation error)
 // or exhausted (the budget is spent). Attempts and the last error stay for
 // the operator, who can replay it.
