@@ -415,3 +415,34 @@ func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 	_, err = h.Reconcile(b.ctx, keys.Resource{Provider: "stripe", Account: "acct_nobody", Environment: "test", Kind: "subscription", ID: sub.ID}, "t")
 	require.True(t, ports.IsPermanent(err))
 }
+
+// TestReconcileKeepsTheProjectionsWorkspace: an account linked on two
+// endpoints with API keys, to two workspaces (links made before such links
+// were refused). Reconciliation asks the provider through the first endpoint
+// by slug; it must not move the projection to that endpoint's workspace.
+func TestReconcileKeepsTheProjectionsWorkspace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, simulator.Config{Seed: 9}, "")
+	sim, err := b.store.GetEndpoint(b.ctx, "sim")
+	require.NoError(t, err)
+	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "aaa-second", Provider: "stripe", Environment: "test",
+		Secrets: []string{"whsec_y"}, APIBaseURL: sim.APIBaseURL, APIKey: simulator.DefaultAPIKey}))
+	_, err = b.store.Pool.Exec(b.ctx, `INSERT INTO workspaces (id) VALUES ('ws_other');
+		INSERT INTO account_links (endpoint_slug, account, workspace_id) VALUES ('aaa-second', '`+account+`', 'ws_other')`)
+	require.NoError(t, err)
+
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
+	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
+	_, err = h.Handle(b.ctx, b.accept(t, created))
+	require.NoError(t, err)
+	require.Equal(t, "ws", b.projection(t, sub.ID).WorkspaceID)
+
+	_, err = b.sim.CancelSubscription(sub.ID, false)
+	require.NoError(t, err)
+	out, err := h.Reconcile(b.ctx, keys.Resource{Provider: "stripe", Account: account, Environment: "test", Kind: "subscription", ID: sub.ID}, "t")
+	require.NoError(t, err)
+	require.NotEmpty(t, out.Divergences)
+	p := b.projection(t, sub.ID)
+	require.Equal(t, "canceled", p.State.Status, "corrected")
+	require.Equal(t, "ws", p.WorkspaceID, "the workspace did not flip")
+}

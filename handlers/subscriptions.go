@@ -188,7 +188,15 @@ func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason s
 	}
 	plan.Snapshot, plan.Fetched = snap, time.Now()
 	by := "reconcile: " + reason
-	p := projectionFor(r, ep.WorkspaceID, by, plan)
+	// The projection keeps its workspace: the endpoint asked is only the
+	// one whose API key serves the account, and an account linked on
+	// several endpoints (before such links had to agree) may map to another
+	// workspace there. Only a new projection takes the endpoint's.
+	workspace := ep.WorkspaceID
+	if cur != nil {
+		workspace = cur.WorkspaceID
+	}
+	p := projectionFor(r, workspace, by, plan)
 	divs := diffProjection(cur, p)
 	if len(divs) == 0 {
 		return ports.ReconcileOutcome{Note: "in sync"}, nil

@@ -332,7 +332,10 @@ type APIEndpoint struct {
 }
 
 // FindAPIEndpoint finds an endpoint of provider and environment that links
-// account and has an API key (reconciliation asks the provider through it).
+// account and has an API key (reconciliation asks the provider through it),
+// the first by slug. Its WorkspaceID is the account's workspace on that
+// endpoint: links on several endpoints agree (Link refuses otherwise), but
+// older ones may not, so a caller with a projection keeps the projection's.
 func FindAPIEndpoint(ctx context.Context, db DB, provider, account, env string) (APIEndpoint, error) {
 	var e APIEndpoint
 	err := db.QueryRow(ctx, `
