@@ -317,3 +317,27 @@ func TestConnectBackfillTakesTheAccountFromTheScope(t *testing.T) {
 	require.Equal(t, 2, b.inboxCount(t))
 	require.Zero(t, b.quarantineCount(t))
 }
+
+// TestOwnAccountEventsStayRoutedAfterASecondLink: the "stripe" endpoint
+// names no own account, so its events without an account field belong to
+// its single link. Linking a Connect account beside it must not turn them
+// into unknown_account (quarantined, answered 202: the provider stops
+// retrying).
+func TestOwnAccountEventsStayRoutedAfterASecondLink(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe", "acct_conn", "ws_conn"))
+
+	own := stripeEvent("evt_own", "invoice.paid", "in_own", "invoice", "")
+	res, err := b.admit(t, "stripe", own, stripeSig(own, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, res.Outcome, "%s: %s", res.Reason, res.Detail)
+	require.Equal(t, "acct_own", res.Key.Account)
+	require.Equal(t, "ws_1", b.row(t, res.Key).WorkspaceID)
+
+	conn := stripeEvent("evt_conn", "invoice.paid", "in_conn", "invoice", `"account":"acct_conn",`)
+	res, err = b.admit(t, "stripe", conn, stripeSig(conn, stripeSecret, time.Now()))
+	require.NoError(t, err)
+	require.Equal(t, admission.Accepted, res.Outcome)
+	require.Equal(t, "ws_conn", b.row(t, res.Key).WorkspaceID)
+}
