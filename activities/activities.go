@@ -108,6 +108,11 @@ func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (H
 		return a.noHandler(ctx, in.Key, out)
 	}
 	a.count(out.Route, out.Status)
+	if a.Metrics != nil {
+		for _, d := range out.Divergences {
+			a.Metrics.SameVersionDivergences.WithLabelValues(in.Key.Provider, d.Field).Inc()
+		}
+	}
 	logger(ctx, a.Logger).Info("event handled", "event_key", in.Key.String(), "business_key", out.BusinessKey, "handler", out.Route,
 		"outcome", out.Status, "note", out.Note)
 	return HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox}, nil

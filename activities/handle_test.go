@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
@@ -59,4 +60,27 @@ func TestAWorkerWithoutTheHandlerLeavesTheRowPending(t *testing.T) {
 	require.WithinDuration(t, row.NextAttemptAt, *res.RetryAt, time.Millisecond, "the workflow wakes when the row is due")
 	require.EqualValues(t, 1, testutil.ToFloat64(m.EventsHandled.WithLabelValues(handlers.RouteCredits, activities.StatusNoHandler)))
 	require.EqualValues(t, 0, testutil.ToFloat64(m.EventsHandled.WithLabelValues(handlers.RouteCredits, keys.StatusIgnored)))
+}
+
+// handledEvents answers every Handle with h (the other methods are not called).
+type handledEvents struct {
+	ports.Events
+	h ports.Handled
+}
+
+func (e handledEvents) Handle(context.Context, keys.Event) (ports.Handled, error) { return e.h, nil }
+
+// TestSameVersionDivergencesAreCounted: the handler's same-version
+// divergences reach hookinbox_same_version_divergences_total.
+func TestSameVersionDivergencesAreCounted(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	a := &activities.ResourceActivities{Metrics: m, Events: handledEvents{h: ports.Handled{Route: handlers.RouteSubscriptions,
+		Status: keys.StatusDone, Note: "differs", Divergences: []keys.Divergence{{Field: "status", SameVersion: true}}}}}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	_, err := env.ExecuteActivity(a.HandleEvent, activities.HandleInput{Key: keys.Event{Provider: "stripe", Account: "a", Environment: "test", EventID: "e"}})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, testutil.ToFloat64(m.SameVersionDivergences.WithLabelValues("stripe", "status")))
 }

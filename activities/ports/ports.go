@@ -78,6 +78,9 @@ type Handled struct {
 	BusinessKey string
 	// Outbox rows the effect produced, to be sent after the commit.
 	Outbox []int64
+	// Divergences the handler recorded (same provider version, other
+	// content), for the metrics.
+	Divergences []keys.Divergence
 }
 
 // Reconciler compares one resource with the provider and corrects the

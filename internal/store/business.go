@@ -357,9 +357,9 @@ func InsertDivergences(ctx context.Context, tx pgx.Tx, provider, account, env, k
 	for _, d := range ds {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO reconcile_divergences (provider, source_account, environment, resource_kind, resource_id,
-				field, local_value, provider_value, corrected, detected_by)
-			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10)`,
-			provider, account, env, kind, id, d.Field, d.LocalValue, d.ProviderValue, d.Corrected, detectedBy); err != nil {
+				field, local_value, provider_value, corrected, detected_by, same_version)
+			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, $11)`,
+			provider, account, env, kind, id, d.Field, d.LocalValue, d.ProviderValue, d.Corrected, detectedBy, d.SameVersion); err != nil {
 			return fmt.Errorf("insert divergence of %s: %w", id, err)
 		}
 	}
