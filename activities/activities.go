@@ -66,12 +66,28 @@ type HandleResult struct {
 	Skipped bool `json:"skipped,omitempty"`
 	// Outbox rows produced by the effect, sent next by the workflow.
 	Outbox []int64 `json:"outbox,omitempty"`
+	// RetryAt is set when the row was left pending (no handler in this
+	// worker): it is due again then, and the workflow wakes for it.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
 }
 
+// StatusNoHandler is the hookinbox_events_handled_total status of an event
+// left pending because this worker has no handler for its routed type.
+const StatusNoHandler = "no_handler"
+
+// noHandlerRecheck bounds how long a row without a handler waits before it
+// is looked at again: short enough that a worker with the handler picks it
+// up soon after it is deployed, and that the no_handler count keeps rising
+// (the alert) while the condition lasts.
+const noHandlerRecheck = 5 * time.Minute
+
 // HandleEvent runs the event's business handler. A row that is no longer
-// pending is skipped; a type without a registered handler is marked ignored
-// with the reason. A failed attempt is recorded on the row (attempts, last
-// error, next attempt) and returned with a jittered next retry delay.
+// pending is skipped. A routed type without a registered handler here is
+// never ignored: the row stays pending with the reason as its last error,
+// due again after a jittered delay (RetryAt; no attempt counted), logged as
+// an error and counted under status no_handler. A failed attempt is
+// recorded on the row (attempts, last error, next attempt) and returned
+// with a jittered next retry delay.
 func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (HandleResult, error) {
 	out, err := a.Events.Handle(ctx, in.Key)
 	if errors.Is(err, ports.ErrNotFound) {
@@ -88,10 +104,34 @@ func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (H
 	if out.Skipped {
 		return HandleResult{Status: out.Status, Skipped: true}, nil
 	}
+	if out.NoHandler {
+		return a.noHandler(ctx, in.Key, out)
+	}
 	a.count(out.Route, out.Status)
+	if a.Metrics != nil {
+		for _, d := range out.Divergences {
+			a.Metrics.SameVersionDivergences.WithLabelValues(in.Key.Provider, d.Field).Inc()
+		}
+	}
 	logger(ctx, a.Logger).Info("event handled", "event_key", in.Key.String(), "business_key", out.BusinessKey, "handler", out.Route,
 		"outcome", out.Status, "note", out.Note)
 	return HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox}, nil
+}
+
+// noHandler leaves the row pending and due again after a delay between
+// half and all of min(RetryMax, noHandlerRecheck), so rows of many
+// resources do not come due together and the workflow does not loop on it.
+func (a *ResourceActivities) noHandler(ctx context.Context, k keys.Event, out ports.Handled) (HandleResult, error) {
+	ceiling := max(min(a.RetryMax, noHandlerRecheck), a.RetryInitial, time.Second)
+	delay := ceiling/2 + fullJitter(1, ceiling/2, ceiling/2)
+	next := time.Now().Add(delay)
+	if err := a.Events.Defer(ctx, k, out.Note, next); err != nil {
+		return HandleResult{}, err
+	}
+	a.count(out.Route, StatusNoHandler)
+	logger(ctx, a.Logger).Error("no handler registered for a routed event type: left pending", "event_key", k.String(),
+		"handler", out.Route, "next_look_in", delay.Round(time.Second).String(), "note", out.Note)
+	return HandleResult{Status: keys.StatusPending, Note: out.Note, RetryAt: &next}, nil
 }
 
 // retry records the failed attempt and returns the error with the next

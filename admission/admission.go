@@ -65,8 +65,10 @@ type Delivery struct {
 	Header http.Header
 	// Body is the exact raw bytes: verified, kept and hashed.
 	Body []byte
-	// Account, when set, is the source account the delivery must belong to
-	// (the backfill lists one account's events).
+	// Account, when set, is the source account the delivery was listed
+	// under (the backfill lists one account's events, a Connect account's
+	// with Stripe-Account): an event naming no account is that account's,
+	// and one naming another is refused.
 	Account string
 }
 
@@ -79,8 +81,9 @@ const (
 	Accepted Outcome = iota + 1
 	// Ignored: a new inbox row of a type no handler takes (status ignored).
 	Ignored
-	// Duplicate: the event key was already in the inbox (with the same body;
-	// from the backfill, with any body) and the row was left alone.
+	// Duplicate: the event key was already in the inbox with the same body,
+	// or with the same event in another serialization (a backfilled row and
+	// its webhook; Detail says so), and the row was left alone.
 	Duplicate
 	// Quarantined: stored in the quarantine with Reason and Detail.
 	Quarantined
@@ -152,12 +155,12 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		return Result{}, err
 	}
 
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body)
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, "")
 	var rej *Rejection
 	if errors.As(err, &rej) && rej.Reason == store.ReasonUnknownAccount {
 		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
 			ep = fresh
-			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body)
+			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, "")
 		}
 	}
 	res := Result{Key: ev.Key}
@@ -199,13 +202,17 @@ func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev 
 }
 
 // backfill: the bytes come from the provider's authenticated API, so
-// nothing is verified; a refusal stores nothing, and an existing key (same
-// body or not: the list API may serialize an event differently from its
-// webhook) is simply "already have it".
+// nothing is verified; a refusal stores nothing, and an existing key with
+// the same event (the same bytes, or the list API's own serialization of
+// the event its webhook delivered: the store compares type, created time and
+// object) is simply "already have it". Another event under that key is
+// refused as a conflicting duplicate, and nothing is stored.
 func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Result, error) {
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body)
+	// The account is the scope's the pass listed under (Stripe-Account),
+	// whether or not the listed JSON names one; naming another is refused.
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body, d.Account)
 	if err == nil && d.Account != "" && ev.Key.Account != d.Account {
-		err = fmt.Errorf("the event belongs to account %s, the pass lists %s", ev.Key.Account, d.Account)
+		err = fmt.Errorf("the event names account %s, the pass lists %s", ev.Key.Account, d.Account)
 	}
 	if err != nil {
 		return Result{Key: ev.Key}, err
@@ -213,7 +220,8 @@ func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Resu
 	ev.Origin = keys.OriginBackfill
 	res, ins, err := insert(ctx, a.o.Store.Pool, ev)
 	if err == nil && ins.Outcome == store.Conflict {
-		res.Outcome = Duplicate
+		return res, &Rejection{Reason: store.ReasonConflictingDuplicate,
+			Detail: "the inbox holds another event under this key (type, created time or object differ); the original is kept"}
 	}
 	return res, err
 }
@@ -234,6 +242,9 @@ func insert(ctx context.Context, db store.DB, ev *store.InboxEvent) (Result, sto
 		}
 	case store.Duplicate:
 		res.Outcome, res.Status = Duplicate, ins.ExistingStatus
+		if ins.Equivalent {
+			res.Detail = "the same event as the " + ins.ExistingOrigin + " row, serialized differently"
+		}
 	}
 	return res, ins, nil
 }

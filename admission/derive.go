@@ -24,12 +24,14 @@ func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 // source account, workspace, type, resource, version, and status (pending,
 // or ignored for a type no handler takes). raw is the body as received
 // (kept and hashed); payload the JSON inside it (they differ only for
-// GitHub's form-encoded deliveries). It does no I/O.
+// GitHub's form-encoded deliveries). scope, when set, is the account the
+// delivery was listed under (the backfill): an event naming no account is
+// that account's, never the endpoint's own. It does no I/O.
 //
 // On rejection the returned event still carries the key parts that could be
 // derived (for the quarantine row); err is a *Rejection, or another error for
 // a provider without a normalizer.
-func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, raw []byte) (*store.InboxEvent, error) {
+func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, scope string) (*store.InboxEvent, error) {
 	sum := sha256.Sum256(raw)
 	ev := &store.InboxEvent{EndpointSlug: ep.Slug, Payload: raw, BodySHA256: sum[:], Key: keys.Event{Provider: ep.Provider}}
 	n, err := normalize(ep, p, h, payload)
@@ -46,6 +48,9 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 	}
 	ev.Key.Environment = ep.Environment
 	account := n.Account
+	if account == "" && scope != "" {
+		account = scope
+	}
 	if account == "" {
 		account, _ = ep.OwnAccount()
 	}

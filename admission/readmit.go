@@ -136,7 +136,7 @@ func readmission(ep *Endpoint, q *store.QuarantineItem) (*store.InboxEvent, erro
 		}
 		payload = p
 	}
-	ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw)
+	ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, "")
 	var rej *Rejection
 	if errors.As(err, &rej) {
 		switch rej.Reason {

@@ -26,14 +26,20 @@ func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
 	s := newStack(t, stackOptions{handlers: map[string]handlers.Handler{handlers.RouteCredits: nil}})
 	s.stripeEndpoint("ep", "acct_reach", "ws_reach")
 
-	// With no handler registered for invoice.paid, the workflow marks it
-	// ignored with the reason.
+	// With no handler registered for invoice.paid in this worker, its
+	// workflow looks at the event and leaves it pending with the reason
+	// (never ignored: a worker with the handler must get it).
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_r1", "invoice.paid", "invoice", "in_r1"))
 	k := keys.Event{Provider: "stripe", Account: "acct_reach", Environment: "test", EventID: "evt_r1"}
-	eventually(t, 30*time.Second, "the event to be ignored by its workflow", func() bool { return s.statusOf(k) == keys.StatusIgnored })
+	eventually(t, 30*time.Second, "the workflow to leave the event pending with the reason", func() bool {
+		ev, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
+		return err == nil && strings.Contains(ev.LastError, "no handler registered")
+	})
 	ev, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
 	require.NoError(t, err)
-	require.Contains(t, ev.LastError, "no handler registered")
+	require.Equal(t, keys.StatusPending, ev.Status)
+	require.Zero(t, ev.Attempts)
+	require.True(t, ev.NextAttemptAt.After(time.Now()), "due again later, not looped on")
 
 	// The workflow is findable by its ID and its search attributes.
 	r := keys.Resource{Provider: "stripe", Account: "acct_reach", Environment: "test", Kind: "invoice", ID: "in_r1"}

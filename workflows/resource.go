@@ -362,6 +362,11 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	r.remember(ev.Key.String())
 	if err == nil {
 		r.last = fmt.Sprintf("%s → %s", ev.Key, res.Status)
+		if res.RetryAt != nil && (r.nextDue == nil || res.RetryAt.Before(*r.nextDue)) {
+			// Left pending (no handler in this worker): look again when due.
+			due := *res.RetryAt
+			r.nextDue = &due
+		}
 		for _, id := range res.Outbox {
 			r.send(ctx, id) // right after the commit that created them
 		}

@@ -50,6 +50,9 @@ type Events interface {
 	Handle(ctx context.Context, k keys.Event) (Handled, error)
 	// RecordFailure notes a failed attempt and when the next one is due.
 	RecordFailure(ctx context.Context, k keys.Event, lastErr string, next time.Time) error
+	// Defer leaves a pending event pending with reason as its last error,
+	// due again at next, without counting an attempt (Handled.NoHandler).
+	Defer(ctx context.Context, k keys.Event, reason string, next time.Time) error
 	// Stop ends retrying a still-pending event with status (failed or
 	// exhausted); changed is false when the row was already final. route
 	// names the event's handler ("" if none).
@@ -66,10 +69,18 @@ type Handled struct {
 	Note   string
 	// Skipped: the row was no longer pending; nothing ran.
 	Skipped bool
+	// NoHandler: the event's type has a route (the intake decided it is
+	// handled) but no handler is registered here (a rolled-back worker, an
+	// intake deployed ahead of the workers). Nothing ran and the row is
+	// still pending (Status); it must never be ignored.
+	NoHandler bool
 	// BusinessKey names the business operation, for the logs.
 	BusinessKey string
 	// Outbox rows the effect produced, to be sent after the commit.
 	Outbox []int64
+	// Divergences the handler recorded (same provider version, other
+	// content), for the metrics.
+	Divergences []keys.Divergence
 }
 
 // Reconciler compares one resource with the provider and corrects the

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
 	"sort"
@@ -27,7 +29,7 @@ func newEndpointsCmd() *cobra.Command {
 		Long: `An endpoint is one intake URL, POST /webhooks/SLUG, for one provider and environment.
 Secrets are never printed: listings show an id and a short fingerprint.`,
 	}
-	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(),
+	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(), newEndpointsSetAccountCmd(),
 		newEndpointsListCmd(), newEndpointsRemoveCmd(), newEndpointsSecretsCmd())
 	return cmd
 }
@@ -152,18 +154,22 @@ func newEndpointsLinkCmd() *cobra.Command {
 		Use:   "link --slug S --account ACCOUNT --workspace WORKSPACE",
 		Short: "Map a verified source account of an endpoint to a workspace",
 		Long: `Map a source account to the workspace its events belong to (created if new). The tenant of an
-event always comes from this mapping, never from an id in the payload. Linking again moves the account.`,
+event always comes from this mapping, never from an id in the payload. Linking again moves the account.
+
+One account has one workspace: linking an account to another workspace than it has on another
+endpoint of the same provider and environment is refused (the message says how to move it).
+
+Events that name no account (Stripe events of the endpoint's own account) belong to the endpoint's
+own account (--account of 'endpoints add', or 'endpoints set-account'); without one, to its single
+linked account. A second link on such an endpoint records that first account as its own, so its
+events keep their routing instead of becoming unknown_account. The output says where they go.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(account) == "" || strings.TrimSpace(workspace) == "" {
 				return cli.Usagef("--account and --workspace must not be empty")
 			}
 			return withStore(cmd, func(st *store.Store) error {
-				if err := st.LinkAccount(cmd.Context(), slug, account, workspace); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: account %s → workspace %s\n", slug, account, workspace)
-				return nil
+				return linkAccount(cmd.Context(), st, cmd.OutOrStdout(), slug, account, workspace)
 			})
 		},
 	}
@@ -174,6 +180,87 @@ event always comes from this mapping, never from an id in the payload. Linking a
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
+}
+
+// linkAccount links account and says where the endpoint's events that name
+// no account go now.
+func linkAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string) error {
+	res, err := st.Link(ctx, slug, account, workspace)
+	if err != nil {
+		return err
+	}
+	moved := ""
+	if res.PreviousWorkspace != "" {
+		moved = " (moved from workspace " + res.PreviousWorkspace + ")"
+	}
+	fmt.Fprintf(out, "endpoint %s: account %s → workspace %s%s\n", slug, account, workspace, moved)
+	ownWorkspace := "not linked: they are quarantined as unknown_account until it is"
+	if ep, err := st.GetEndpoint(ctx, slug); err == nil {
+		if w, ok := ep.Links[res.OwnAccount]; ok {
+			ownWorkspace = "workspace " + w
+		}
+	}
+	setOwn := "hookinbox endpoints set-account --slug " + slug + " --account ACCOUNT"
+	switch {
+	case res.PinnedOwnAccount:
+		fmt.Fprintf(out, "events that name no account keep going to %s (%s): it is now recorded as the endpoint's own account, "+
+			"so this second link does not make them unknown. If they belong to another account: %s\n", res.OwnAccount, ownWorkspace, setOwn)
+	case res.OwnAccountImplicit:
+		fmt.Fprintf(out, "events that name no account go to %s (%s), the endpoint's only link; a second link records it as the endpoint's own account\n",
+			res.OwnAccount, ownWorkspace)
+	case res.OwnAccount != "":
+		fmt.Fprintf(out, "events that name no account go to the endpoint's own account %s (%s)\n", res.OwnAccount, ownWorkspace)
+	default:
+		fmt.Fprintf(out, "events that name no account have none: they are quarantined as unknown_account (name the endpoint's own account: %s)\n", setOwn)
+	}
+	return nil
+}
+
+func newEndpointsSetAccountCmd() *cobra.Command {
+	var slug, account string
+	cmd := &cobra.Command{
+		Use:   "set-account --slug S --account ACCOUNT",
+		Short: "Name the endpoint's own account: the source account of its events that name none",
+		Long: `Name the endpoint's own account, the source account of its events that carry none (for Stripe
+without Connect, the account itself; with Connect, the platform's account). --account "" removes it:
+such events then go to the endpoint's single linked account, or are quarantined as unknown_account.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(st *store.Store) error {
+				return setOwnAccount(cmd.Context(), st, cmd.OutOrStdout(), slug, account)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the endpoint's own source account (required; \"\" removes it)")
+	_ = cmd.MarkFlagRequired("slug")
+	_ = cmd.MarkFlagRequired("account")
+	return cmd
+}
+
+// setOwnAccount names the endpoint's own account and says where its events
+// that name no account go now.
+func setOwnAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account string) error {
+	account = strings.TrimSpace(account)
+	if err := st.SetOwnAccount(ctx, slug, account); err != nil {
+		return err
+	}
+	ep, err := st.GetEndpoint(ctx, slug)
+	if err != nil {
+		return err
+	}
+	own, ok := ep.OwnAccount()
+	w, linked := ep.Links[own]
+	switch {
+	case !ok:
+		fmt.Fprintf(out, "endpoint %s: no own account; events that name no account are quarantined as unknown_account\n", slug)
+	case !linked:
+		fmt.Fprintf(out, "endpoint %s: own account %s, not linked: its events are quarantined as unknown_account until "+
+			"'hookinbox endpoints link --slug %s --account %s --workspace W'\n", slug, own, slug, own)
+	default:
+		fmt.Fprintf(out, "endpoint %s: events that name no account go to %s (workspace %s)\n", slug, own, w)
+	}
+	return nil
 }
 
 func newEndpointsUnlinkCmd() *cobra.Command {

@@ -156,6 +156,11 @@ func statusWarnings(cfg config.Config, v statusView) []string {
 		if n := b.Outbox["failed"]; n > 0 {
 			w = append(w, fmt.Sprintf("%d outbox row(s) failed: hookinbox outbox list --status failed", n))
 		}
+		if n := b.SameVersionDivergences24h; n > 0 {
+			w = append(w, fmt.Sprintf("%d same-version divergence(s) in 24h: the provider sent other content under a version "+
+				"the projection already has; it was not overwritten. Find them in reconcile_divergences WHERE same_version "+
+				"(detected_by is the event key: hookinbox inbox show KEY), then ask the provider", n))
+		}
 		if limit := cfg.SweepAfter + cfg.SweepInterval; b.Pending > 0 && b.OldestPendingAge > limit {
 			w = append(w, fmt.Sprintf("oldest pending event is %s old (> %s): is the worker running?", b.OldestPendingAge.Round(time.Second), limit))
 		}
@@ -192,7 +197,11 @@ func printStatus(cmd *cobra.Command, v statusView) {
 		fmt.Fprintf(tw, "quarantine open\t%d\n", b.QuarantineOpen)
 		fmt.Fprintf(tw, "outbox\tpending %d, uncertain %d, held %d, failed %d, sent %d\n", b.Outbox["pending"], b.Outbox["uncertain"],
 			b.Outbox["held_for_review"], b.Outbox["failed"], b.Outbox["sent"])
-		fmt.Fprintf(tw, "divergences (24h)\t%d\n", b.Divergences24h)
+		same := ""
+		if b.SameVersionDivergences24h > 0 {
+			same = fmt.Sprintf(" (%d at the same provider version: investigate)", b.SameVersionDivergences24h)
+		}
+		fmt.Fprintf(tw, "divergences (24h)\t%d%s\n", b.Divergences24h, same)
 	}
 	for _, s := range v.Schedules {
 		state := "active"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -118,22 +119,124 @@ func (s *Store) DeleteSecret(ctx context.Context, slug string, id int64) error {
 	})
 }
 
-// LinkAccount maps a source account of an endpoint to a workspace, creating
-// the workspace if it is new. Relinking moves the account.
+// LinkResult says what a link did to the endpoint's routing.
+type LinkResult struct {
+	// OwnAccount is the account of the endpoint's events that name none
+	// ("" when they have none and are quarantined as unknown_account).
+	OwnAccount string
+	// OwnAccountImplicit: the endpoint names no own account, so OwnAccount
+	// is its single linked account (a second link pins it, see
+	// PinnedOwnAccount).
+	OwnAccountImplicit bool
+	// PinnedOwnAccount: this was the endpoint's second link and the
+	// endpoint named no own account, so the first link, which received the
+	// events that name no account, is now recorded as its own account: they
+	// keep going there instead of becoming unknown_account.
+	PinnedOwnAccount bool
+	// PreviousWorkspace is the workspace the account was linked to on this
+	// endpoint before ("" for a new link).
+	PreviousWorkspace string
+}
+
+// LinkAccount is Link without its result.
 func (s *Store) LinkAccount(ctx context.Context, slug, account, workspace string) error {
-	return s.Tx(ctx, func(tx pgx.Tx) error {
+	_, err := s.Link(ctx, slug, account, workspace)
+	return err
+}
+
+// Link maps a source account of an endpoint to a workspace, creating the
+// workspace if it is new. Relinking moves the account. One account of a
+// provider and environment has one workspace: a link that would give it
+// another one than it has on a sibling endpoint is refused with what to do
+// (projections and grants are keyed by account, so the tenant would depend
+// on the endpoint asked). A second link on an endpoint that names no own
+// account pins the first as its own account (LinkResult.PinnedOwnAccount).
+func (s *Store) Link(ctx context.Context, slug, account, workspace string) (LinkResult, error) {
+	var res LinkResult
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		var provider, env, own string
+		err := tx.QueryRow(ctx, `SELECT provider, environment, coalesce(account, '') FROM endpoints WHERE slug = $1 FOR UPDATE`,
+			slug).Scan(&provider, &env, &own)
+		if err != nil {
+			return fmt.Errorf("endpoint %q: %w", slug, interpret(err))
+		}
+		// Serialize links of this account across endpoints, so two
+		// concurrent links cannot each miss the other's workspace.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+			"account_links/"+provider+"/"+env+"/"+account); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT l.endpoint_slug, l.workspace_id FROM account_links l JOIN endpoints e ON e.slug = l.endpoint_slug
+			 WHERE e.provider = $1 AND e.environment = $2 AND l.account = $3 AND l.endpoint_slug <> $4 AND l.workspace_id <> $5
+			 ORDER BY l.endpoint_slug`, provider, env, account, slug, workspace)
+		if err != nil {
+			return err
+		}
+		others, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Slug, Workspace string }])
+		if err != nil {
+			return err
+		}
+		if len(others) > 0 {
+			o := others[0]
+			unlink := make([]string, len(others))
+			for i, x := range others {
+				unlink[i] = "hookinbox endpoints unlink --slug " + x.Slug + " --account " + account
+			}
+			return fmt.Errorf("account %s is already linked to workspace %s on endpoint %s (%s, %s): one account has one workspace, "+
+				"or its projections and grants would change tenant with the endpoint that reports them. Link it to the same "+
+				"workspace (hookinbox endpoints link --slug %s --account %s --workspace %s), or move it everywhere: %s, "+
+				"then link it here and there again", account, o.Workspace, o.Slug, provider, env, slug, account, o.Workspace,
+				strings.Join(unlink, "; "))
+		}
+		var links []string
+		var previous *string
+		if err := tx.QueryRow(ctx, `
+			SELECT coalesce(array_agg(account ORDER BY account), '{}'),
+			       (SELECT workspace_id FROM account_links WHERE endpoint_slug = $1 AND account = $2)
+			  FROM account_links WHERE endpoint_slug = $1`, slug, account).Scan(&links, &previous); err != nil {
+			return err
+		}
+		if previous != nil && *previous != workspace {
+			res.PreviousWorkspace = *previous
+		}
+		if own == "" && len(links) == 1 && links[0] != account {
+			// The single link received the events that name no account:
+			// keep them there rather than make them unknown.
+			if _, err := tx.Exec(ctx, `UPDATE endpoints SET account = $2 WHERE slug = $1`, slug, links[0]); err != nil {
+				return fmt.Errorf("pin own account: %w", err)
+			}
+			own, res.PinnedOwnAccount = links[0], true
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO workspaces (id) VALUES ($1) ON CONFLICT DO NOTHING`, workspace); err != nil {
 			return fmt.Errorf("create workspace: %w", err)
 		}
-		_, err := tx.Exec(ctx, `
+		if _, err := tx.Exec(ctx, `
 			INSERT INTO account_links (endpoint_slug, account, workspace_id) VALUES ($1, $2, $3)
 			ON CONFLICT (endpoint_slug, account) DO UPDATE SET workspace_id = EXCLUDED.workspace_id`,
-			slug, account, workspace)
-		if IsForeignKeyViolation(err) {
-			return fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
+			slug, account, workspace); err != nil {
+			return fmt.Errorf("link account: %w", err)
 		}
-		return err
+		res.OwnAccount = own
+		if own == "" && (len(links) == 0 || (len(links) == 1 && links[0] == account)) {
+			res.OwnAccount, res.OwnAccountImplicit = account, true
+		}
+		return nil
 	})
+	return res, err
+}
+
+// SetOwnAccount names the endpoint's own account: the source account of
+// its events that name none.
+func (s *Store) SetOwnAccount(ctx context.Context, slug, account string) error {
+	tag, err := s.Pool.Exec(ctx, `UPDATE endpoints SET account = NULLIF($2, '') WHERE slug = $1`, slug, account)
+	if err != nil {
+		return fmt.Errorf("set own account of %q: %w", slug, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
+	}
+	return nil
 }
 
 // UnlinkAccount removes an account mapping.
