@@ -80,8 +80,11 @@ var Grants = []Grant{
 	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
 		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at")},
+	// The duplicate check reads the existing row's body hash, and the facts
+	// that tell a backfilled event from a conflicting one (never the payload).
 	{Role: RoleIntake, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("id", "provider", "source_account",
-		"environment", "event_id", "body_sha256", "status")},
+		"environment", "event_id", "body_sha256", "status", "origin", "event_type", "resource_kind", "resource_id",
+		"provider_version", "occurred_at")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "inbox_quarantine", Columns: cols("endpoint_slug", "provider",
 		"source_account", "environment", "event_id", "reason", "detail", "payload", "body_sha256", "headers")},
 	// ON CONFLICT (endpoint_slug, event_id, body_sha256) reads its arbiter columns.
