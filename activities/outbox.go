@@ -144,12 +144,16 @@ func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (Send
 	if !ok {
 		return SendResult{Status: "skipped", Note: "no longer sendable"}, nil
 	}
+	// The row is uncertain in the database from here on: a failure
+	// recorded below must not write back the pending status read above.
+	row.Status = keys.OutboxUncertain
 	remoteID, err := sender.Send(ctx, msg)
 	if err == nil {
 		if err := a.Outbox.MarkSent(ctx, row.ID, remoteID, ""); err != nil {
-			// Sent, not recorded: the row stays uncertain and the policy
-			// decides on the retry.
-			return SendResult{}, a.sendRetry(ctx, row, err)
+			// Sent, not recorded: the row stays uncertain, so the next
+			// attempt takes the policy's uncertain path (ask, hold, or
+			// repeat) instead of sending blindly.
+			return SendResult{}, a.sendRetryAs(ctx, row, keys.OutboxUncertain, err)
 		}
 		a.countSend(row.Class, "sent")
 		log.Info("outbox row sent", "remote_id", remoteID)
