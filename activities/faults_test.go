@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/activities/ports"
@@ -22,11 +24,15 @@ import (
 type lostMarkSent struct {
 	ports.Outbox
 	fails int
+	err   error // default: an injected failure that is not an outage
 }
 
 func (o *lostMarkSent) MarkSent(ctx context.Context, id int64, remoteID, note string) error {
 	if o.fails > 0 {
 		o.fails--
+		if o.err != nil {
+			return o.err
+		}
 		return errors.New("injected: mark sent did not commit")
 	}
 	return o.Outbox.MarkSent(ctx, id, remoteID, note)
@@ -83,4 +89,54 @@ func TestAFailedMarkSentAfterASuccessfulSendKeepsTheRowUncertain(t *testing.T) {
 			tt.run(t)
 		})
 	}
+}
+
+// awayEvents is an inbox whose database is away.
+type awayEvents struct {
+	ports.Events
+	recorded int
+}
+
+func (e *awayEvents) Handle(context.Context, keys.Event) (ports.Handled, error) {
+	return ports.Handled{}, ports.Unavailable(errors.New("dial tcp 127.0.0.1:5432: connect: connection refused"))
+}
+
+func (e *awayEvents) RecordFailure(context.Context, keys.Event, string, time.Time) error {
+	e.recorded++
+	return nil
+}
+
+// An attempt that finds the database away is reported as a wait
+// (ErrDatabaseUnavailable, which the workflow does not count against the
+// budget), and nothing is recorded as a failed attempt on the row.
+func TestAnAttemptThatFindsTheDatabaseAwayIsAWait(t *testing.T) {
+	t.Parallel()
+	t.Run("handling an event", func(t *testing.T) {
+		t.Parallel()
+		ev := &awayEvents{}
+		a := &activities.ResourceActivities{Events: ev, RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(a)
+		_, err := env.ExecuteActivity(a.HandleEvent, activities.HandleInput{Key: keys.Event{Provider: "stripe", Account: "a", Environment: "test", EventID: "evt_1"}})
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		require.Equal(t, activities.ErrDatabaseUnavailable, appErr.Type())
+		require.Zero(t, ev.recorded, "no attempt recorded against the row")
+	})
+	t.Run("marking a sent row", func(t *testing.T) {
+		t.Parallel()
+		sim, url := emailAPI(t, simulator.EmailKnobs{NoIdempotency: true})
+		b := newOutbox(t, &outbound.HTTPMailer{BaseURL: url, From: "h@x"}, nil)
+		b.acts.Outbox = &lostMarkSent{Outbox: b.acts.Outbox, fails: 1, err: ports.Unavailable(errors.New("unexpected EOF"))}
+		id := b.confirmation(t, "op-away")
+		_, err := b.send(t, id)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		require.Equal(t, activities.ErrDatabaseUnavailable, appErr.Type())
+		row := b.row(t, id)
+		require.Equal(t, store.OutboxUncertain, row.Status, "the send went out: uncertain until the database answers")
+		require.Equal(t, 1, row.Attempts)
+		require.Len(t, sim.Emails(), 1)
+	})
 }

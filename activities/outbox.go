@@ -88,6 +88,9 @@ func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (Send
 	if errors.Is(err, ports.ErrNotFound) {
 		return SendResult{}, temporal.NewNonRetryableApplicationError("outbox row not found", "InvalidOutbox", err)
 	}
+	if ports.IsUnavailable(err) {
+		return SendResult{}, a.databaseAway(ctx, err, "outbox_id", in.ID)
+	}
 	if err != nil {
 		return SendResult{}, a.sendRetry(ctx, row, err)
 	}
@@ -183,6 +186,15 @@ func (a *ResourceActivities) sendRetry(ctx context.Context, row *ports.OutboxRow
 }
 
 func (a *ResourceActivities) sendRetryAs(ctx context.Context, row *ports.OutboxRow, status string, err error) error {
+	if ports.IsUnavailable(err) {
+		// The row keeps the status the database has (pending, or uncertain
+		// once an attempt began); the workflow waits for the database.
+		var id int64
+		if row != nil {
+			id = row.ID
+		}
+		return a.databaseAway(ctx, err, "outbox_id", id)
+	}
 	attempt := int(activity.GetInfo(ctx).Attempt)
 	delay := fullJitter(attempt, a.RetryInitial, a.RetryMax)
 	if row != nil {
