@@ -49,8 +49,11 @@ type stack struct {
 
 type stackOptions struct {
 	temporalAddr string
-	configure    func(*config.Config)
-	handlers     map[string]handlers.Handler
+	// databaseURL: a database of the test's own (default a fresh one on
+	// the package's server).
+	databaseURL string
+	configure   func(*config.Config)
+	handlers    map[string]handlers.Handler
 }
 
 func testLogger() *slog.Logger {
@@ -66,7 +69,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		o.temporalAddr = testenv.TemporalAddress(t)
 	}
 	cfg := config.Default()
-	cfg.DatabaseURL = testenv.DatabaseURL(t)
+	cfg.DatabaseURL = o.databaseURL
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = testenv.DatabaseURL(t)
+	}
 	cfg.TemporalAddress = o.temporalAddr
 	cfg.TaskQueue = fmt.Sprintf("e2e-%d-%d", os.Getpid(), queueSeq.Add(1))
 	cfg.SweepInterval = 2 * time.Second
