@@ -71,7 +71,8 @@ type HandleResult struct {
 // HandleEvent runs the event's business handler. A row that is no longer
 // pending is skipped; a type without a registered handler is marked ignored
 // with the reason. A failed attempt is recorded on the row (attempts, last
-// error, next attempt) and returned with a jittered next retry delay.
+// error, next attempt) and returned with a jittered next retry delay; one
+// that found the database away is not (ErrDatabaseUnavailable: a wait).
 func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (HandleResult, error) {
 	out, err := a.Events.Handle(ctx, in.Key)
 	if errors.Is(err, ports.ErrNotFound) {

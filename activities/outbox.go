@@ -82,7 +82,9 @@ type SendResult struct {
 // with the same key where it dedupes, accept a duplicate for low-risk
 // classes, or hold for review. A definite failure puts the row back to
 // pending; an unknown outcome leaves it uncertain; both are retried with
-// full-jitter backoff by the activity's retry policy.
+// full-jitter backoff by the activity's retry policy. An attempt that finds
+// the database away records nothing and returns ErrDatabaseUnavailable:
+// the workflow waits for the database without spending the row's budget.
 func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (SendResult, error) {
 	row, err := a.Outbox.Get(ctx, in.ID)
 	if errors.Is(err, ports.ErrNotFound) {
