@@ -87,11 +87,17 @@ const noHandlerRecheck = 5 * time.Minute
 // due again after a jittered delay (RetryAt; no attempt counted), logged as
 // an error and counted under status no_handler. A failed attempt is
 // recorded on the row (attempts, last error, next attempt) and returned
-// with a jittered next retry delay.
+// with a jittered next retry delay; one that found the database away is
+// not recorded (ErrDatabaseUnavailable: a wait).
 func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (HandleResult, error) {
 	out, err := a.Events.Handle(ctx, in.Key)
 	if errors.Is(err, ports.ErrNotFound) {
 		return HandleResult{}, temporal.NewNonRetryableApplicationError("event is not in the inbox", "InvalidEvent", err)
+	}
+	if ports.IsUnavailable(err) {
+		// Nothing to record (the database is what is away) and nothing
+		// spent: the workflow waits and the row stays pending.
+		return HandleResult{}, a.databaseAway(ctx, err, "event_key", in.Key.String())
 	}
 	if err != nil {
 		if ports.IsPermanent(err) {
@@ -148,6 +154,17 @@ func (a *ResourceActivities) retry(ctx context.Context, in HandleInput, handler 
 		"attempt", attempt, "next_retry_in", delay.String(), "error", err.Error())
 	return temporal.NewApplicationErrorWithOptions(err.Error(), "HandlerError",
 		temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err})
+}
+
+// databaseAway is the error of an attempt that found the database away:
+// type ErrDatabaseUnavailable, the attempt number as its details, and a
+// capped backoff in case the caller's retry policy predates the type.
+func (a *ResourceActivities) databaseAway(ctx context.Context, err error, keyvals ...any) error {
+	attempt := activity.GetInfo(ctx).Attempt
+	logger(ctx, a.Logger).With(keyvals...).Warn("database unavailable; the workflow waits for it", "attempt", attempt, "error", err.Error())
+	delay := fullJitter(int(attempt), a.RetryInitial, min(a.RetryMax, 30*time.Second))
+	return temporal.NewApplicationErrorWithOptions(err.Error(), ErrDatabaseUnavailable,
+		temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err, Details: []any{attempt}})
 }
 
 // record notes a failed attempt on the row; its own failure is only logged
@@ -253,3 +270,11 @@ func orUnknown(s string) string {
 	}
 	return s
 }
+
+// ErrDatabaseUnavailable is the error type of an attempt that found the
+// database away (ports.IsUnavailable). It is not a failure of the work:
+// the workflow lists it as non-retryable in the retry policy, waits for the
+// database with capped backoff and tries again, without counting the
+// attempt against the event's or the outbox row's budget. Its details hold
+// the attempt number that found the database away.
+const ErrDatabaseUnavailable = "DatabaseUnavailable"

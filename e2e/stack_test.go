@@ -56,8 +56,11 @@ type stack struct {
 
 type stackOptions struct {
 	temporalAddr string
-	configure    func(*config.Config)
-	handlers     map[string]handlers.Handler
+	// databaseURL: a database of the test's own (default a fresh one on
+	// the package's server).
+	databaseURL string
+	configure   func(*config.Config)
+	handlers    map[string]handlers.Handler
 }
 
 func testLogger() *slog.Logger {
@@ -73,7 +76,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		o.temporalAddr = testenv.TemporalAddress(t)
 	}
 	cfg := config.Default()
-	cfg.DatabaseURL = testenv.DatabaseURL(t)
+	cfg.DatabaseURL = o.databaseURL
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = testenv.DatabaseURL(t)
+	}
 	// Each process as its own role, so every e2e test also proves the
 	// grants (store.Grants) are enough; s.store (the owner) sets up and checks.
 	cfg.IntakeDatabaseURL = testenv.RoleURL(t, cfg.DatabaseURL, store.RoleIntake)

@@ -23,6 +23,11 @@ var _ ports.Events = (*Events)(nil)
 // LoadPending returns the resource's due pending inbox rows, oldest first,
 // and its outbox rows due to be sent (two short queries).
 func (e *Events) LoadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error) {
+	b, err := e.loadPending(ctx, r, limit)
+	return b, portErr(err)
+}
+
+func (e *Events) loadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error) {
 	b, err := store.LoadPending(ctx, e.Store.Pool, r, limit)
 	if err != nil {
 		return b, err
@@ -36,6 +41,11 @@ func (e *Events) LoadPending(ctx context.Context, r keys.Resource, limit int) (k
 // NoHandler: the intake routed it (or the type had a route when it arrived),
 // so a worker that has the handler must get it; ignoring it would lose it.
 func (e *Events) Handle(ctx context.Context, k keys.Event) (ports.Handled, error) {
+	out, err := e.handle(ctx, k)
+	return out, portErr(err)
+}
+
+func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error) {
 	ev, err := store.GetInboxEvent(ctx, e.Store.Pool, k)
 	if errors.Is(err, store.ErrNotFound) {
 		return ports.Handled{}, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
@@ -60,7 +70,7 @@ func (e *Events) Handle(ctx context.Context, k keys.Event) (ports.Handled, error
 
 // RecordFailure notes a failed attempt on the row.
 func (e *Events) RecordFailure(ctx context.Context, k keys.Event, lastErr string, next time.Time) error {
-	return store.RecordInboxFailure(ctx, e.Store.Pool, k, lastErr, next)
+	return portErr(store.RecordInboxFailure(ctx, e.Store.Pool, k, lastErr, next))
 }
 
 // Defer leaves a pending row pending with reason, due again at next,
@@ -75,7 +85,7 @@ func (e *Events) Defer(ctx context.Context, k keys.Event, reason string, next ti
 func (e *Events) Stop(ctx context.Context, k keys.Event, status, lastErr string) (bool, string, error) {
 	changed, err := store.StopInboxEvent(ctx, e.Store.Pool, k, status, lastErr)
 	if err != nil || !changed {
-		return changed, "", err
+		return changed, "", portErr(err)
 	}
 	route := ""
 	if ev, err := store.GetInboxEvent(ctx, e.Store.Pool, k); err == nil {
@@ -83,4 +93,13 @@ func (e *Events) Stop(ctx context.Context, k keys.Event, status, lastErr string)
 		route = r.Name
 	}
 	return true, route, nil
+}
+
+// portErr says so when err means the database is away (ports.Unavailable),
+// so the activities wait for it instead of spending an event's budget.
+func portErr(err error) error {
+	if store.IsUnavailable(err) {
+		return ports.Unavailable(err)
+	}
+	return err
 }

@@ -38,6 +38,28 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// unavailableError marks an error that says the database is away.
+type unavailableError struct{ err error }
+
+func (u unavailableError) Error() string { return u.err.Error() }
+func (u unavailableError) Unwrap() error { return u.err }
+
+// Unavailable wraps err to say the database could not be reached (the
+// store-backed ports classify their errors with store.IsUnavailable): the
+// work waits for it, without spending its retry budget.
+func Unavailable(err error) error {
+	if err == nil || IsUnavailable(err) {
+		return err
+	}
+	return unavailableError{err}
+}
+
+// IsUnavailable reports whether err was wrapped by Unavailable.
+func IsUnavailable(err error) bool {
+	var u unavailableError
+	return errors.As(err, &u)
+}
+
 // Events is the inbox as the resource workflow's activities see it.
 type Events interface {
 	// LoadPending returns the resource's due pending rows, oldest first,
@@ -45,7 +67,8 @@ type Events interface {
 	LoadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error)
 	// Handle runs the event's business handler (see Handled). An event not
 	// in the inbox is ErrNotFound; one that can never succeed is
-	// Permanent; any other error is retried. Handled.Route is set whenever
+	// Permanent; the database being away is Unavailable (as for every
+	// method of Events and Outbox); any other error is retried. Handled.Route is set whenever
 	// the event was read, errors included.
 	Handle(ctx context.Context, k keys.Event) (Handled, error)
 	// RecordFailure notes a failed attempt and when the next one is due.

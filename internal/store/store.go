@@ -61,6 +61,9 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	// Network errors on these connections are marked, so IsUnavailable can
+	// tell a lost database from any other service's network error.
+	cfg.ConnConfig.DialFunc = markingDialer(cfg.ConnConfig.DialFunc)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)

@@ -244,3 +244,42 @@ func Store(t testing.TB) *store.Store {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// NewPostgres starts a PostgreSQL server for t alone (so a test can Stop
+// and Restart it: outage tests) and returns it with the URL of a migrated
+// database on it. Stopped at cleanup.
+func NewPostgres(t testing.TB) (*devenv.Postgres, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL: run without -short")
+	}
+	dir, err := os.MkdirTemp("", "hookinbox-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	port, err := devenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := devenv.StartPostgres(ctx, devenv.PostgresOptions{Dir: dir, Port: port, Ephemeral: true})
+	if err != nil {
+		t.Fatalf("dedicated PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	if err := pg.EnsureDatabase(ctx, "hookinbox", "hookinbox"); err != nil {
+		t.Fatal(err)
+	}
+	u := pg.URL("hookinbox", "hookinbox")
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := migrations.Up(ctx, conn, nil); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return pg, u
+}
