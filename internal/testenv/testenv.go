@@ -281,5 +281,15 @@ func NewPostgres(t testing.TB) (*devenv.Postgres, string) {
 	if _, err := migrations.Up(ctx, conn, nil); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
+	// The process roles, as on every test database (RoleURL works here
+	// too); creating roles needs the superuser.
+	su, err := pgx.Connect(ctx, pg.URL("postgres", "hookinbox"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer su.Close(ctx)
+	if _, _, err := store.ApplyRoles(ctx, su, store.RoleOptions{}); err != nil {
+		t.Fatalf("roles: %v", err)
+	}
 	return pg, u
 }
