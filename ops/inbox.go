@@ -215,3 +215,44 @@ func (s *Service) ShowEvent(ctx context.Context, k keys.Event, withPayload bool)
 	v.Actions = AuditEntries(acts)
 	return v, nil
 }
+
+// CountInbox counts the rows f matches, up to max (to stay cheap).
+func (s *Service) CountInbox(ctx context.Context, f store.InboxFilter, max int) (int, error) {
+	f.Limit = 1
+	if err := ValidateInboxFilter(f); err != nil {
+		return 0, err
+	}
+	return store.CountInbox(ctx, s.Store.Pool, f, max)
+}
+
+// ParseAge parses a Go duration or a whole number of days ("7d").
+func ParseAge(s string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil {
+			return 0, Invalidf("%q is not a duration (e.g. 30m, 2h, 7d)", s)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, Invalidf("%q is not a duration (e.g. 30m, 2h, 7d)", s)
+		}
+	}
+	if d <= 0 {
+		return 0, Invalidf("%q must be positive", s)
+	}
+	return d, nil
+}
+
+// ParseTime accepts RFC 3339 (2026-05-01T10:00:00Z) or a date (2026-05-01, UTC).
+func ParseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, Invalidf("%q is not a time (RFC 3339, e.g. 2026-05-01T10:00:00Z, or a date 2026-05-01)", s)
+}

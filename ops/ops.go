@@ -24,8 +24,11 @@ type Service struct {
 	Doorbell keys.Doorbell
 	// Temporal is for schedules and status; nil reports them unavailable.
 	Temporal client.Client
-	Config   config.Config
-	Logger   *slog.Logger
+	// StoreErr and TemporalErr say why Store or Temporal is nil (Status
+	// reports them).
+	StoreErr, TemporalErr error
+	Config                config.Config
+	Logger                *slog.Logger
 	// SignalTimeout bounds one SignalWithStart (default 10s).
 	SignalTimeout time.Duration
 }

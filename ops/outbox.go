@@ -16,11 +16,19 @@ import (
 // OutboxStatuses are the statuses of an outbox row.
 var OutboxStatuses = []string{store.OutboxPending, store.OutboxSent, store.OutboxUncertain, store.OutboxHeld, store.OutboxFailed}
 
+// ValidateOutboxStatus accepts "" (any) or one of OutboxStatuses.
+func ValidateOutboxStatus(status string) error {
+	if status != "" && !slices.Contains(OutboxStatuses, status) {
+		return Invalidf("status must be one of %s (got %q)", strings.Join(OutboxStatuses, ", "), status)
+	}
+	return nil
+}
+
 // ListOutbox lists outbox rows, newest first, optionally of one status.
 // It returns an empty list, never nil.
 func (s *Service) ListOutbox(ctx context.Context, status string, limit int) ([]*store.OutboxRow, error) {
-	if status != "" && !slices.Contains(OutboxStatuses, status) {
-		return nil, Invalidf("status must be one of %s (got %q)", strings.Join(OutboxStatuses, ", "), status)
+	if err := ValidateOutboxStatus(status); err != nil {
+		return nil, err
 	}
 	if limit < 1 || limit > MaxListLimit {
 		return nil, Invalidf("limit must be between 1 and %d (got %d)", MaxListLimit, limit)

@@ -450,3 +450,14 @@ func (s *Service) endEarly(ctx context.Context, finish func(string, string) (*st
 	}
 	return finish(store.JobFailed, err.Error())
 }
+
+// Validate checks req as Replay and StartReplayJob would, without touching
+// anything (the CLI checks its command line with it before connecting).
+func (req ReplayRequest) Validate() error {
+	if req.Filter != nil {
+		f := *req.Filter
+		f.Statuses = slices.Clone(f.Statuses)
+		req.Filter = &f
+	}
+	return req.normalize()
+}

@@ -41,6 +41,9 @@ func (s *Service) Status(ctx context.Context) StatusView {
 	v := StatusView{Database: "ok", Temporal: "ok"}
 	if s.Store == nil {
 		v.Database = "unavailable"
+		if s.StoreErr != nil {
+			v.Database += ": " + s.StoreErr.Error()
+		}
 	} else if b, err := store.ReadBacklog(ctx, s.Store.Pool); err != nil {
 		v.Database = "error: " + err.Error()
 	} else {
@@ -48,6 +51,9 @@ func (s *Service) Status(ctx context.Context) StatusView {
 	}
 	if s.Temporal == nil {
 		v.Temporal = "unavailable: " + ErrNoTemporal.Error()
+		if s.TemporalErr != nil {
+			v.Temporal = "unavailable: " + s.TemporalErr.Error()
+		}
 	} else {
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()

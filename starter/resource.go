@@ -105,8 +105,8 @@ func (s *Resources) StartOptions(r keys.Resource) client.StartWorkflowOptions {
 	}
 	return client.StartWorkflowOptions{
 		StaticDetails: details,
-		ID:        keys.ResourceWorkflowID(r),
-		TaskQueue: s.TaskQueue,
+		ID:            keys.ResourceWorkflowID(r),
+		TaskQueue:     s.TaskQueue,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAProvider.ValueSet(r.Provider), SASourceAccount.ValueSet(r.Account),
 			SAEnvironment.ValueSet(r.Environment), SAResourceKind.ValueSet(r.Kind), SAResourceID.ValueSet(r.ID)),

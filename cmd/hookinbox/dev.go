@@ -21,7 +21,7 @@ func newDevCmd() *cobra.Command {
 	var servicesOnly, toolsOnly bool
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker",
+		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker, console",
 		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the Temporal CLI
 and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, progress shown) and
 creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root). It reuses
@@ -29,7 +29,8 @@ services already listening on their ports, applies migrations, then runs the int
 worker in this process. Ctrl-C stops everything it started.
 
 Ports: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit SMTP 1025 (UI 8025), intake
-HOOKINBOX_HTTP_ADDR (default :8080), worker metrics HOOKINBOX_WORKER_ADDR (default :9091).
+HOOKINBOX_HTTP_ADDR (default :8080), worker metrics HOOKINBOX_WORKER_ADDR (default :9091),
+operator console and API HOOKINBOX_INTERNAL_ADDR (default 127.0.0.1:9090).
 DATABASE_URL and TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -176,6 +177,7 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 hookinbox local stack is up
   intake          %s/webhooks/<endpoint>   (health %s/readyz)
   metrics         %s/metrics (intake)   http://%s/metrics (worker)
+  console         %s   (API %s/api/openapi.json)
   temporal        %s   UI %s
   mailpit         SMTP %s   UI %s
   postgres        %s
@@ -184,7 +186,8 @@ hookinbox local stack is up
 Register an endpoint:  .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret whsec_demo
                        .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
 Press Ctrl-C to stop everything started here.
-`, intakeURL, intakeURL, intakeURL, app.DisplayAddr(cfg.WorkerAddr), s.temporal.Address, s.temporal.UIURL,
+Operator console: .tools/bin/hookinbox tokens create --role admin --name YOU   (then sign in with it)
+`, intakeURL, intakeURL, intakeURL, app.DisplayAddr(cfg.WorkerAddr), cfg.ConsoleBaseURL(), cfg.ConsoleBaseURL(), s.temporal.Address, s.temporal.UIURL,
 		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, logDir)
 
 	if servicesOnly {
@@ -203,11 +206,19 @@ Press Ctrl-C to stop everything started here.
 	if err != nil {
 		return err
 	}
+	con, err := app.NewConsole(cfg, st, c, log.With("process", "console"))
+	if err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		errc <- app.RunConsole(runCtx, con, cfg.InternalAddr, nil, log)
+	}()
 	go func() {
 		defer wg.Done()
 		errc <- app.NewIntake(cfg, st, c, m, log.With("process", "intake")).Run(runCtx, cfg.HTTPAddr, nil, log)
