@@ -277,6 +277,10 @@ func (s *Service) StartReplayJob(ctx context.Context, who Actor, req ReplayReque
 	if err != nil {
 		return nil, err
 	}
+	if _, err := s.audit(ctx, s.Store.Pool, who, "replay_job_start", fmt.Sprintf("replay_job:%d", out.ID), req.Reason,
+		map[string]any{"selection": out.Description, "total": out.Total, "force": out.Force}); err != nil {
+		return nil, err
+	}
 	s.log().Info("replay job queued", "job", out.ID, "actor", who.Name, "selection", out.Description, "total", out.Total)
 	return out, nil
 }
