@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -440,4 +441,69 @@ func TestParseAge(t *testing.T) {
 		_, err := parseAge(in)
 		require.Error(t, err, in)
 	}
+}
+
+// The commands run end to end on a database: outbox list prints [] when
+// empty, replay reads keys from stdin as one recorded job, quarantine
+// resolve takes several ids, tokens create prints the token once.
+func TestCommandsOnADatabase(t *testing.T) {
+	b := setupOps(t)
+	var url string
+	require.NoError(t, b.st.Pool.QueryRow(b.ctx, `SELECT current_database()`).Scan(&url))
+	t.Setenv("DATABASE_URL", strings.Replace(testenv.AdminURL(t, "postgres"), "/postgres?", "/"+url+"?", 1))
+	t.Setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
+	run := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		root := newRootCmd()
+		root.SetArgs(args)
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetIn(strings.NewReader(stdin))
+		code := cli.Run(context.Background(), root, &errOut)
+		return code, out.String(), errOut.String()
+	}
+
+	code, out, errOut := run("", "outbox", "list", "--output", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "[]\n", out)
+
+	e1 := b.addEvent(t, "evt_a", "invoice", "in_a", keys.StatusExhausted)
+	e2 := b.addEvent(t, "evt_b", "invoice", "in_b", keys.StatusFailed)
+	code, out, errOut = run(e1.String()+"\n# a comment\n\n"+e2.String()+"\n", "replay", "-", "--reason", "INC-9", "--by", "dave")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "replayed 2 event(s)")
+	require.Contains(t, out, "(replay job 1)")
+	require.Contains(t, errOut, "Temporal unreachable", "the rows stay pending for the sweeper")
+	for _, k := range []keys.Event{e1, e2} {
+		require.Equal(t, keys.StatusPending, b.status(t, k).Status)
+	}
+	code, _, errOut = run("stripe/acct_1/test/evt_a\nnot-a-key\n", "replay", "-", "--reason", "x")
+	require.Equal(t, 2, code, "a bad line on stdin is a usage error and nothing is replayed")
+	require.Contains(t, errOut, "line 2")
+
+	var ids []string
+	for _, id := range []string{"evt_q1", "evt_q2"} {
+		body := stripeBody(id, "invoice.paid", "invoice", "in_"+id, "acct_x")
+		sum := sha256.Sum256(body)
+		_, err := store.InsertQuarantine(b.ctx, b.st.Pool, &store.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
+			Account: "acct_x", Environment: "test", EventID: id, Reason: store.ReasonUnknownAccount, Payload: body, BodySHA256: sum[:],
+			Headers: map[string]string{}})
+		require.NoError(t, err)
+		var qid int64
+		require.NoError(t, b.st.Pool.QueryRow(b.ctx, `SELECT id FROM inbox_quarantine WHERE event_id = $1`, id).Scan(&qid))
+		ids = append(ids, strconv.FormatInt(qid, 10))
+	}
+	code, out, errOut = run("", append(append([]string{"quarantine", "resolve"}, ids...), "--action", "discard", "--reason", "junk", "--by", "erin")...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 2, strings.Count(out, "discarded by erin"))
+
+	code, out, errOut = run("", "tokens", "create", "--role", "viewer", "--name", "grafana")
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasPrefix(out, ops.TokenPrefix))
+	require.Contains(t, errOut, "shown only now")
+	code, out, _ = run("", "tokens", "list")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "grafana")
+	require.NotContains(t, out, ops.TokenPrefix, "a listing never shows a token")
 }
