@@ -56,7 +56,7 @@ func WorkflowSettings(cfg config.Config) keys.Settings {
 
 // Resources is the resource signaller for cfg.
 func Resources(cfg config.Config, c client.Client) *starter.Resources {
-	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg)}
+	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg), ConsoleURL: cfg.ConsoleBaseURL()}
 }
 
 // Intake is the intake process: the public HTTP server, the internal

@@ -22,7 +22,7 @@ func newDevCmd() *cobra.Command {
 	var servicesOnly, toolsOnly bool
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker",
+		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker, console",
 		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the Temporal CLI
 and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, progress shown) and
 creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root). It reuses
@@ -33,7 +33,8 @@ hookinbox_worker) in this process. Ctrl-C stops everything it started.
 Everything listens on 127.0.0.1 only: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit
 SMTP 1025 (UI 8025), the intake's public port HOOKINBOX_HTTP_ADDR (here 127.0.0.1:8080), its
 internal listener HOOKINBOX_INTERNAL_ADDR (/metrics, /readyz; 127.0.0.1:9090) and the worker's
-HOOKINBOX_WORKER_ADDR (/metrics; 127.0.0.1:9091). DATABASE_URL, the HOOKINBOX_*_DATABASE_URL variables and
+HOOKINBOX_WORKER_ADDR (/metrics;
+127.0.0.1:9091) and the operator console and API HOOKINBOX_CONSOLE_ADDR (127.0.0.1:9092). DATABASE_URL, the HOOKINBOX_*_DATABASE_URL variables and
 TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -211,6 +212,7 @@ hookinbox local stack is up
   intake          %s/webhooks/<endpoint>   (health %s/healthz)
   internal        %s/metrics   %s/readyz   (intake; not on the public port)
   worker metrics  http://%s/metrics
+  console         %s   (API %s/api/openapi.json)
   temporal        %s   UI %s
   mailpit         SMTP %s   UI %s
   postgres        %s   (owner; migrations)
@@ -221,9 +223,11 @@ hookinbox local stack is up
 
 Register an endpoint:  .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret whsec_demo
                        .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
+Operator console:      .tools/bin/hookinbox tokens create --role admin --name YOU   (then sign in with it)
 Press Ctrl-C to stop everything started here.
-`, intakeURL, intakeURL, internalURL, internalURL, app.DisplayAddr(cfg.WorkerAddr), s.temporal.Address, s.temporal.UIURL,
-		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, cfg.IntakeDB(), cfg.WorkerDB(), cfg.OperatorDB(), logDir)
+`, intakeURL, intakeURL, internalURL, internalURL, app.DisplayAddr(cfg.WorkerAddr), cfg.ConsoleBaseURL(), cfg.ConsoleBaseURL(),
+		s.temporal.Address, s.temporal.UIURL, s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, cfg.IntakeDB(), cfg.WorkerDB(),
+		cfg.OperatorDB(), logDir)
 
 	if servicesOnly {
 		<-ctx.Done()
@@ -247,11 +251,19 @@ Press Ctrl-C to stop everything started here.
 	if err != nil {
 		return err
 	}
+	con, err := app.NewConsole(cfg, st, c, log.With("process", "console"))
+	if err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		errc <- app.RunConsole(runCtx, con, cfg.ConsoleAddr, nil, log)
+	}()
 	go func() {
 		defer wg.Done()
 		errc <- app.NewIntake(cfg, intakeSt, c, m, log.With("process", "intake")).Run(runCtx, cfg.HTTPAddr, nil, log)

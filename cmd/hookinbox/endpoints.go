@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -14,22 +12,21 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/ops"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the providers an endpoint may name
 )
-
-var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 func newEndpointsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "endpoints",
 		Short: "Register webhook endpoints, their secrets and account→workspace links",
 		Long: `An endpoint is one intake URL, POST /webhooks/SLUG, for one provider and environment.
-Secrets are never printed: listings show an id and a short fingerprint.`,
+Secrets and API keys are never printed: listings show an id and a short fingerprint. Every
+change is audited (who: --by, default $USER; why: --reason).`,
 	}
-	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(), newEndpointsSetAccountCmd(),
+	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsUpdateCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(), newEndpointsSetAccountCmd(),
 		newEndpointsListCmd(), newEndpointsRemoveCmd(), newEndpointsSecretsCmd())
 	return cmd
 }
@@ -84,8 +81,19 @@ func quietLogger(cmd *cobra.Command) *slog.Logger {
 	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
 }
 
+// auditFlags are who and why of an audited configuration change.
+type auditFlags struct{ by, reason string }
+
+func (a *auditFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&a.by, "by", defaultActor(), "who (recorded in the audit)")
+	cmd.Flags().StringVar(&a.reason, "reason", "", "why (recorded in the audit)")
+}
+
+func (a *auditFlags) actor() ops.Actor { return ops.Actor{Name: a.by} }
+
 func newEndpointsAddCmd() *cobra.Command {
 	var e store.NewEndpoint
+	var af auditFlags
 	cmd := &cobra.Command{
 		Use:   "add --slug S --provider " + strings.Join(providers.Names(), "|") + " --environment live|test --secret SECRET [--secret SECRET2]",
 		Short: "Register an endpoint",
@@ -102,28 +110,14 @@ when the provider sends one (e.g. "data.object.version").`,
       --account-path data.project_id --resource-path data.id`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !slugPattern.MatchString(e.Slug) {
-				return cli.Usagef("--slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
+			if err := ops.ValidateNewEndpoint(e); err != nil {
+				return asUsage(err)
 			}
-			if _, ok := providers.Lookup(e.Provider); !ok {
-				return cli.Usagef("--provider must be %s (got %q)", providers.OneOf(), e.Provider)
-			}
-			if e.Environment != keys.EnvLive && e.Environment != keys.EnvTest {
-				return cli.Usagef("--environment must be live or test (got %q)", e.Environment)
-			}
-			if len(e.Secrets) == 0 {
-				return cli.Usagef("--secret is required (repeat it to register several)")
-			}
-			for _, s := range e.Secrets {
-				if err := providers.ValidateSecret(e.Provider, s); err != nil {
-					return cli.Usagef("--secret: %v", err)
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.AddEndpoint(cmd.Context(), af.actor(), e, af.reason); err != nil {
+					return asUsage(err)
 				}
-			}
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.InsertEndpoint(cmd.Context(), e); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s registered: POST /webhooks/%s (%s, %s, %d secret(s))\n",
+				fmt.Fprintf(env.out, "endpoint %s registered: POST /webhooks/%s (%s, %s, %d secret(s))\n",
 					e.Slug, e.Slug, e.Provider, e.Environment, len(e.Secrets))
 				return nil
 			})
@@ -142,14 +136,88 @@ when the provider sends one (e.g. "data.object.version").`,
 	f.StringVar(&e.Settings.ResourceKind, "resource-kind", "", "resource kind (standard; default from the type)")
 	f.StringVar(&e.Settings.AccountPath, "account-path", "", "JSON path of the source account (standard)")
 	f.StringVar(&e.Settings.VersionPath, "version-path", "", "JSON path of a monotonic per-resource version")
+	af.register(cmd)
 	for _, n := range []string{"slug", "provider", "environment", "secret"} {
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
 }
 
+func newEndpointsUpdateCmd() *cobra.Command {
+	var slug string
+	var af auditFlags
+	vals := map[string]*string{}
+	names := []struct{ flag, help string }{
+		{"account", "the endpoint's own source account (\"\" clears it)"},
+		{"api-base-url", "provider API base URL (\"\" clears it)"},
+		{"api-key", "provider API key (stored, never printed; \"\" clears it)"},
+		{"type-path", "JSON path of the event type (standard)"},
+		{"resource-path", "JSON path of the resource id (standard)"},
+		{"resource-kind", "resource kind (standard)"},
+		{"account-path", "JSON path of the source account (standard)"},
+		{"version-path", "JSON path of a monotonic per-resource version"},
+	}
+	cmd := &cobra.Command{
+		Use:   "update --slug S [--account A] [--api-base-url URL] [--api-key KEY] [--type-path P] [--resource-path P] [--resource-kind K] [--account-path P] [--version-path P]",
+		Short: "Change an endpoint's account, provider API settings or extraction paths (audited)",
+		Long: `Change only the fields given; an empty value clears an optional one (--account "", --api-key "").
+Secrets are rotated with 'endpoints secrets add' and 'endpoints secrets remove'. The intake
+picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
+		Example: `  hookinbox endpoints update --slug stripe-live --api-key sk_live_… --reason "key rotated (SEC-12)"
+  hookinbox endpoints update --slug sinalio --resource-path data.item.id`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var c ops.EndpointChange
+			set := func(flag string) *string {
+				if !cmd.Flags().Changed(flag) {
+					return nil
+				}
+				return vals[flag]
+			}
+			c.Account, c.APIBaseURL, c.APIKey = set("account"), set("api-base-url"), set("api-key")
+			c.TypePath, c.ResourcePath, c.ResourceKind = set("type-path"), set("resource-path"), set("resource-kind")
+			c.AccountPath, c.VersionPath = set("account-path"), set("version-path")
+			if c.Empty() {
+				return cli.Usagef("nothing to change: give at least one of --%s", strings.Join(flagNames(names), ", --"))
+			}
+			return withOps(cmd, func(env opsEnv) error {
+				v, err := env.svc.UpdateEndpoint(cmd.Context(), af.actor(), slug, c, af.reason)
+				if err != nil {
+					return asUsage(err)
+				}
+				var changed []string
+				for _, n := range names {
+					if cmd.Flags().Changed(n.flag) {
+						changed = append(changed, n.flag)
+					}
+				}
+				fmt.Fprintf(env.out, "endpoint %s updated: %s\n", v.Slug, strings.Join(changed, ", "))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	for _, n := range names {
+		v := new(string)
+		vals[n.flag] = v
+		cmd.Flags().StringVar(v, n.flag, "", n.help)
+	}
+	af.register(cmd)
+	_ = cmd.MarkFlagRequired("slug")
+	return cmd
+}
+
+func flagNames(names []struct{ flag, help string }) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, n.flag)
+	}
+	return out
+}
+
 func newEndpointsLinkCmd() *cobra.Command {
 	var slug, account, workspace string
+	var af auditFlags
 	cmd := &cobra.Command{
 		Use:   "link --slug S --account ACCOUNT --workspace WORKSPACE",
 		Short: "Map a verified source account of an endpoint to a workspace",
@@ -168,14 +236,20 @@ events keep their routing instead of becoming unknown_account. The output says w
 			if strings.TrimSpace(account) == "" || strings.TrimSpace(workspace) == "" {
 				return cli.Usagef("--account and --workspace must not be empty")
 			}
-			return withStore(cmd, func(st *store.Store) error {
-				return linkAccount(cmd.Context(), st, cmd.OutOrStdout(), slug, account, workspace)
+			return withOps(cmd, func(env opsEnv) error {
+				res, err := env.svc.LinkAccount(cmd.Context(), af.actor(), slug, account, workspace, af.reason)
+				if err != nil {
+					return asUsage(err)
+				}
+				describeLink(cmd.Context(), env.svc.Store, env.out, slug, account, workspace, res)
+				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
 	cmd.Flags().StringVar(&account, "account", "", "source account, e.g. acct_… (required)")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace id (required)")
+	af.register(cmd)
 	for _, n := range []string{"slug", "account", "workspace"} {
 		_ = cmd.MarkFlagRequired(n)
 	}
@@ -184,11 +258,9 @@ events keep their routing instead of becoming unknown_account. The output says w
 
 // linkAccount links account and says where the endpoint's events that name
 // no account go now.
-func linkAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string) error {
-	res, err := st.Link(ctx, slug, account, workspace)
-	if err != nil {
-		return err
-	}
+// describeLink says what a link did, and where the endpoint's events that
+// name no account go now.
+func describeLink(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string, res store.LinkResult) {
 	moved := ""
 	if res.PreviousWorkspace != "" {
 		moved = " (moved from workspace " + res.PreviousWorkspace + ")"
@@ -213,7 +285,6 @@ func linkAccount(ctx context.Context, st *store.Store, out io.Writer, slug, acco
 	default:
 		fmt.Fprintf(out, "events that name no account have none: they are quarantined as unknown_account (name the endpoint's own account: %s)\n", setOwn)
 	}
-	return nil
 }
 
 func newEndpointsSetAccountCmd() *cobra.Command {
@@ -265,44 +336,27 @@ func setOwnAccount(ctx context.Context, st *store.Store, out io.Writer, slug, ac
 
 func newEndpointsUnlinkCmd() *cobra.Command {
 	var slug, account string
+	var af auditFlags
 	cmd := &cobra.Command{
 		Use:   "unlink --slug S --account ACCOUNT",
 		Short: "Remove an account mapping (its new events are quarantined as unknown_account)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.UnlinkAccount(cmd.Context(), slug, account); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.UnlinkAccount(cmd.Context(), af.actor(), slug, account, af.reason); err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: account %s unlinked\n", slug, account)
+				fmt.Fprintf(env.out, "endpoint %s: account %s unlinked\n", slug, account)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
 	cmd.Flags().StringVar(&account, "account", "", "source account (required)")
+	af.register(cmd)
 	_ = cmd.MarkFlagRequired("slug")
 	_ = cmd.MarkFlagRequired("account")
 	return cmd
-}
-
-// endpointView is an endpoint as listed: secrets as ids and fingerprints.
-type endpointView struct {
-	Slug        string                `json:"slug"`
-	Provider    string                `json:"provider"`
-	Environment string                `json:"environment"`
-	Account     string                `json:"account,omitempty"`
-	APIBaseURL  string                `json:"api_base_url,omitempty"`
-	APIKeySet   bool                  `json:"api_key_set"`
-	Settings    keys.EndpointSettings `json:"settings"`
-	Secrets     []secretView          `json:"secrets"`
-	Links       map[string]string     `json:"links"`
-}
-
-type secretView struct {
-	ID          int64  `json:"id"`
-	Fingerprint string `json:"fingerprint"`
-	CreatedAt   string `json:"created_at"`
 }
 
 func newEndpointsListCmd() *cobra.Command {
@@ -312,31 +366,21 @@ func newEndpointsListCmd() *cobra.Command {
 		Short: "List endpoints, secret fingerprints and links (never the secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				eps, err := st.ListEndpoints(cmd.Context())
+			return withOps(cmd, func(env opsEnv) error {
+				views, err := env.svc.ListEndpoints(cmd.Context())
 				if err != nil {
 					return err
 				}
-				views := make([]endpointView, 0, len(eps))
 				var rows [][]string
-				for _, e := range eps {
-					v := endpointView{Slug: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: e.Account,
-						APIBaseURL: e.APIBaseURL, APIKeySet: e.APIKey != "", Settings: e.Settings, Links: e.Links}
+				for _, v := range views {
 					var secs []string
-					for _, s := range e.Secrets {
-						v.Secrets = append(v.Secrets, secretView{ID: s.ID, Fingerprint: s.Fingerprint(), CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")})
-						secs = append(secs, "#"+strconv.FormatInt(s.ID, 10)+":"+s.Fingerprint())
+					for _, s := range v.Secrets {
+						secs = append(secs, "#"+strconv.FormatInt(s.ID, 10)+":"+s.Fingerprint)
 					}
-					var links []string
-					for a, w := range e.Links {
-						links = append(links, a+"→"+w)
-					}
-					sort.Strings(links)
-					views = append(views, v)
-					rows = append(rows, []string{e.Slug, e.Provider, e.Environment, orDash(e.Account),
-						strings.Join(secs, " "), orDash(strings.Join(links, " ")), orDash(e.APIBaseURL)})
+					rows = append(rows, []string{v.Slug, v.Provider, v.Environment, orDash(v.Account),
+						strings.Join(secs, " "), orDash(strings.Join(v.SortedLinks(), " ")), orDash(v.APIBaseURL)})
 				}
-				return cli.Render(cmd.OutOrStdout(), format, views,
+				return cli.Render(env.out, format, views,
 					[]string{"SLUG", "PROVIDER", "ENV", "ACCOUNT", "SECRETS", "LINKS", "API"}, rows)
 			})
 		},
@@ -347,21 +391,23 @@ func newEndpointsListCmd() *cobra.Command {
 
 func newEndpointsRemoveCmd() *cobra.Command {
 	var slug string
+	var af auditFlags
 	cmd := &cobra.Command{
 		Use:   "remove --slug S",
 		Short: "Remove an endpoint, its secrets and links (its inbox rows stay)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.DeleteEndpoint(cmd.Context(), slug); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.RemoveEndpoint(cmd.Context(), af.actor(), slug, af.reason); err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s removed\n", slug)
+				fmt.Fprintf(env.out, "endpoint %s removed\n", slug)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	af.register(cmd)
 	_ = cmd.MarkFlagRequired("slug")
 	return cmd
 }
@@ -372,60 +418,55 @@ func newEndpointsSecretsCmd() *cobra.Command {
 		Short: "Rotate signing secrets: add the new one, let the sender switch, remove the old one",
 	}
 	var slug, secret string
+	var retire bool
+	var af auditFlags
 	add := &cobra.Command{
-		Use:   "add --slug S --secret SECRET",
+		Use:   "add --slug S --secret SECRET [--retire-others]",
 		Short: "Add a signing secret (both old and new are accepted until the old one is removed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				ep, err := st.GetEndpoint(cmd.Context(), slug)
+			return withOps(cmd, func(env opsEnv) error {
+				res, err := env.svc.AddSecret(cmd.Context(), af.actor(), slug, secret, retire, af.reason)
 				if err != nil {
-					return err
+					return asUsage(err)
 				}
-				if err := providers.ValidateSecret(ep.Provider, secret); err != nil {
-					return cli.Usagef("--secret: %v", err)
+				fmt.Fprintf(env.out, "endpoint %s: secret #%d (%s) added\n", slug, res.ID, res.Fingerprint)
+				for _, id := range res.Retired {
+					fmt.Fprintf(env.out, "endpoint %s: secret #%d removed\n", slug, id)
 				}
-				id, err := store.InsertSecret(cmd.Context(), st.Pool, slug, secret)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d (%s) added\n", slug, id, keys.Secret{Value: secret}.Fingerprint())
 				return nil
 			})
 		},
 	}
 	add.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
 	add.Flags().StringVar(&secret, "secret", "", "the new secret (required)")
+	add.Flags().BoolVar(&retire, "retire-others", false, "remove every other secret at once (the sender already switched)")
+	af.register(add)
 	_ = add.MarkFlagRequired("slug")
 	_ = add.MarkFlagRequired("secret")
 
 	var rslug string
 	var id int64
+	var raf auditFlags
 	remove := &cobra.Command{
 		Use:   "remove --slug S --id N",
 		Short: "Remove a signing secret by id (see 'endpoints list'); the last one cannot be removed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.DeleteSecret(cmd.Context(), rslug, id); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.RemoveSecret(cmd.Context(), raf.actor(), rslug, id, raf.reason); err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d removed\n", rslug, id)
+				fmt.Fprintf(env.out, "endpoint %s: secret #%d removed\n", rslug, id)
 				return nil
 			})
 		},
 	}
 	remove.Flags().StringVar(&rslug, "slug", "", "endpoint slug (required)")
 	remove.Flags().Int64Var(&id, "id", 0, "secret id (required)")
+	raf.register(remove)
 	_ = remove.MarkFlagRequired("slug")
 	_ = remove.MarkFlagRequired("id")
 	cmd.AddCommand(add, remove)
 	return cmd
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/ops"
 )
 
 // TestLinkSaysWhereEventsWithoutAnAccountGo: linking a second account on an
@@ -48,4 +50,15 @@ func TestLinkSaysWhereEventsWithoutAnAccountGo(t *testing.T) {
 	err := linkAccount(ctx, st, &out, "other", "acct_conn", "ws_elsewhere")
 	require.ErrorContains(t, err, "account acct_conn is already linked to workspace ws_3 on endpoint s")
 	require.Empty(t, out.String())
+}
+
+// linkAccount is what `endpoints link` does: the audited link through ops,
+// then what it did to the endpoint's routing.
+func linkAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string) error {
+	res, err := (&ops.Service{Store: st}).LinkAccount(ctx, ops.Actor{Name: "test"}, slug, account, workspace, "")
+	if err != nil {
+		return err
+	}
+	describeLink(ctx, st, out, slug, account, workspace, res)
+	return nil
 }

@@ -197,6 +197,18 @@ type Config struct {
 	// HOOKINBOX_RETENTION_BATCH: rows per retention statement.
 	RetentionBatch int
 
+	// HOOKINBOX_CONSOLE_ADDR: listen address of the operator console and
+	// API (`hookinbox console`, and `make run`). Internal like the intake's
+	// internal listener: loopback by default, never the public webhook port.
+	ConsoleAddr string
+	// HOOKINBOX_TEMPORAL_UI_URL: base URL of the Temporal UI the console and
+	// `inbox show` link each resource's workflow to.
+	TemporalUIURL string
+	// HOOKINBOX_CONSOLE_URL: base URL operators reach the console at; each
+	// resource workflow's details in the Temporal UI link back to it (empty:
+	// http:// plus HOOKINBOX_CONSOLE_ADDR).
+	ConsoleURL string
+
 	// HOOKINBOX_LOG_FORMAT: "json" (default) or "text".
 	LogFormat string
 	// HOOKINBOX_LOG_LEVEL: debug, info, warn, error.
@@ -238,6 +250,8 @@ func Default() Config {
 		EmailAPIIdempotent: true,
 		LogFormat:          "json",
 		LogLevel:           "info",
+		ConsoleAddr:        "127.0.0.1:9092",
+		TemporalUIURL:      fmt.Sprintf("http://127.0.0.1:%d", DefaultTemporalUI),
 
 		ReconcileInterval:    time.Hour,
 		ReconcilePageSize:    100,
@@ -252,6 +266,19 @@ func Default() Config {
 		QuarantineRetention:  30 * 24 * time.Hour,
 		RetentionBatch:       1000,
 	}
+}
+
+// ConsoleBaseURL is where operators reach the console: HOOKINBOX_CONSOLE_URL,
+// else http:// plus HOOKINBOX_CONSOLE_ADDR (":9092" read as 127.0.0.1:9092).
+func (c Config) ConsoleBaseURL() string {
+	if c.ConsoleURL != "" {
+		return strings.TrimRight(c.ConsoleURL, "/")
+	}
+	addr := c.ConsoleAddr
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	return "http://" + addr
 }
 
 // FromEnv returns Default overridden by the environment.
@@ -325,6 +352,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_DEDUP_RETENTION", &c.DedupRetention)
 	p.duration("HOOKINBOX_QUARANTINE_RETENTION", &c.QuarantineRetention)
 	p.integer("HOOKINBOX_RETENTION_BATCH", &c.RetentionBatch)
+	p.str("HOOKINBOX_CONSOLE_ADDR", &c.ConsoleAddr)
+	p.str("HOOKINBOX_TEMPORAL_UI_URL", &c.TemporalUIURL)
+	p.str("HOOKINBOX_CONSOLE_URL", &c.ConsoleURL)
 	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
 	p.str("HOOKINBOX_LOG_LEVEL", &c.LogLevel)
 	if p.err != nil {
@@ -361,6 +391,9 @@ func (c Config) Validate() error {
 	}
 	if c.TemporalAddress == "" {
 		errs = append(errs, "TEMPORAL_ADDRESS is empty")
+	}
+	if c.ConsoleAddr == c.HTTPAddr || c.ConsoleAddr == c.InternalAddr {
+		errs = append(errs, "HOOKINBOX_CONSOLE_ADDR must differ from HOOKINBOX_HTTP_ADDR and HOOKINBOX_INTERNAL_ADDR")
 	}
 	if c.InternalAddr == c.HTTPAddr {
 		errs = append(errs, "HOOKINBOX_INTERNAL_ADDR must differ from HOOKINBOX_HTTP_ADDR (/metrics and /readyz never go on the public port)")
@@ -427,6 +460,11 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)
+	}
+	for name, u := range map[string]string{"HOOKINBOX_TEMPORAL_UI_URL": c.TemporalUIURL, "HOOKINBOX_CONSOLE_URL": c.ConsoleURL} {
+		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			errs = append(errs, name+" must be an http:// or https:// URL")
+		}
 	}
 	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
 		errs = append(errs, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together")
