@@ -125,6 +125,11 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "reconcile_checkpoints"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "reconcile_checkpoints"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "reconcile_checkpoints"},
+	// Retention's redactions and deletions keep each row's lineage
+	// (triggers, as the worker: INSERT … ON CONFLICT DO UPDATE).
+	{Role: RoleWorker, Privilege: "SELECT", Table: "event_lineage"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "event_lineage"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "event_lineage"},
 
 	// The operator: read-only, no payload (the *_payload_size views give the
 	// sizes), no provider API key, no secret (endpoint_secrets is not read at
@@ -145,6 +150,10 @@ var Grants = []Grant{
 	{Role: RoleOperator, Privilege: "SELECT", Table: "team_destinations", Except: cols("secret")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_divergences"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_checkpoints"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "event_lineage"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "replay_jobs"},
+	// Who holds a console token, never its hash.
+	{Role: RoleOperator, Privilege: "SELECT", Table: "api_tokens", Except: cols("token_sha256")},
 
 	// The payload reader: the payload columns only.
 	{Role: RolePayloadReader, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("payload")},
