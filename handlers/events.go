@@ -55,7 +55,8 @@ func (e *Events) Handle(ctx context.Context, k keys.Event) (ports.Handled, error
 		return ports.Handled{Route: route.Name, Status: keys.StatusIgnored, Note: note}, nil
 	}
 	out, err := h.Handle(ctx, ev)
-	return ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox}, err
+	return ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox,
+		EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}, err
 }
 
 // RecordFailure notes a failed attempt on the row.

@@ -62,7 +62,7 @@ func ReadBacklog(ctx context.Context, db store.DB, sc Scope) (Backlog, error) {
 		SELECT count(*), count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'done'),
 		       count(*) FILTER (WHERE status = 'ignored'), count(*) FILTER (WHERE status = 'failed'),
 		       count(*) FILTER (WHERE status = 'exhausted'),
-		       extract(epoch FROM now() - min(received_at) FILTER (WHERE status = 'pending'))::float8
+		       extract(epoch FROM now() - min(coalesce(pending_since, received_at)) FILTER (WHERE status = 'pending'))::float8
 		  FROM webhook_inbox WHERE source_account = ANY($1)`, sc.Accounts).
 		Scan(&b.Rows, &b.Pending, &b.Done, &b.Ignored, &b.Failed, &b.Exhausted, &oldest)
 	if err != nil {

@@ -70,6 +70,10 @@ type Handled struct {
 	BusinessKey string
 	// Outbox rows the effect produced, to be sent after the commit.
 	Outbox []int64
+	// EventType and ReceivedAt of the row (set whenever it was read): what
+	// the receipt-to-effect latency is measured by and from.
+	EventType  string
+	ReceivedAt time.Time
 }
 
 // Reconciler compares one resource with the provider and corrects the
