@@ -17,7 +17,7 @@ import (
 func newWorkspacesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workspaces",
-		Short: "Workspaces: credits balance, access, confirmation email and team destinations",
+		Short: "Workspaces: credits balance and corrections, access, email, team destinations, erasure",
 	}
 	var id, email string
 	set := &cobra.Command{
@@ -147,6 +147,6 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 		},
 	}
 	show.Flags().Var(&wformat, "output", "table or json")
-	cmd.AddCommand(set, add, list, show)
+	cmd.AddCommand(set, add, list, show, newAdjustCmd(), newEraseCmd())
 	return cmd
 }
