@@ -80,6 +80,10 @@ func ReversalCredits(credits, creditNoteTotal, invoiceTotal int64) int64 {
 	return n.Int64()
 }
 
+// WaitingForGrant starts the last_error of a credit note that waits for its
+// invoice's grant (a pending row that is not stuck, only early).
+const WaitingForGrant = "waiting for the invoice's grant"
+
 // errNoGrantYet: the credit note's invoice has not been granted (yet).
 var errNoGrantYet = errors.New("the invoice has no credit grant yet")
 
@@ -257,7 +261,7 @@ func (c *CreditNotes) wait(ctx context.Context, ev *store.StoredEvent, bkey stri
 	if shift := ev.Attempts; shift < 30 {
 		delay = min(initial<<shift, maxWait)
 	}
-	msg := "waiting for the invoice's grant: " + cause.Error()
+	msg := WaitingForGrant + ": " + cause.Error()
 	if err := store.RecordInboxFailure(ctx, c.Store.Pool, ev.Key, msg, now.Add(delay)); err != nil {
 		return Outcome{}, err
 	}
