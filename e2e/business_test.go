@@ -15,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/simulator"
 )
 
@@ -282,7 +283,8 @@ func TestFeedbackCreatesOneAlertWhateverRepeatsIt(t *testing.T) {
 // ids for one credit note take back once; a second credit note voided
 // before created nets to zero; everything in the invoice's workflow.
 func TestCreditNotesInAnyOrderTakeBackOnce(t *testing.T) {
-	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
+	mp := testenv.Mailpit(t)
+	w := newSimWorld(t, newStack(t, stackOptions{configure: withMailpit(mp)}), simulator.Config{})
 	inv, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account, Amount: 4000})
 	require.NoError(t, err)
 	cn, created, err := w.sim.CreateCreditNote(inv.ID, 1000) // 25 credits
@@ -304,6 +306,10 @@ func TestCreditNotesInAnyOrderTakeBackOnce(t *testing.T) {
 	require.Equal(t, 3, w.count(t, `SELECT count(*) FROM credit_adjustments WHERE invoice_id = $1`, inv.ID))
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM credit_adjustments WHERE reference = $1 AND operation = 'credit-reversal-void' AND applied = 50`, cn2.ID))
 	require.Equal(t, 3, w.count(t, `SELECT count(*) FROM outbox WHERE class = 'credits_reversal'`), "a notice per reversal and void")
+	eventually(t, 60*time.Second, "the confirmation and the three notices sent", func() bool {
+		return w.count(t, `SELECT count(*) FROM outbox WHERE status = 'sent'`) == 4
+	})
+	require.Equal(t, 4, mailpitCount(t, mp))
 	// The first credit note waited for the grant rather than failing.
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM webhook_inbox WHERE event_id = $1 AND attempts >= 2`, created.ID))
 }
