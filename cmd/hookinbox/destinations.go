@@ -14,7 +14,7 @@ import (
 func newWorkspacesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workspaces",
-		Short: "Workspaces: credits balance, access, confirmation email and team destinations",
+		Short: "Workspaces: credits balance and corrections, access, email, team destinations, erasure",
 	}
 	var id, email string
 	var saf auditFlags
@@ -136,6 +136,6 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 	}
 	ls.Flags().IntVar(&limit, "limit", 200, "at most this many workspaces")
 	ls.Flags().Var(&lformat, "output", "table or json")
-	cmd.AddCommand(set, add, list, show, ls)
+	cmd.AddCommand(set, add, list, show, ls, newAdjustCmd(), newEraseCmd())
 	return cmd
 }

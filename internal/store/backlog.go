@@ -22,7 +22,7 @@ func ReadBacklog(ctx context.Context, db DB) (Backlog, error) {
 	err := db.QueryRow(ctx, `
 		SELECT
 		  (SELECT count(*) FROM webhook_inbox WHERE status = 'pending'),
-		  (SELECT extract(epoch FROM now() - min(received_at)) FROM webhook_inbox WHERE status = 'pending'),
+		  (SELECT extract(epoch FROM now() - min(coalesce(pending_since, received_at))) FROM webhook_inbox WHERE status = 'pending'),
 		  (SELECT count(*) FROM webhook_inbox WHERE status = 'exhausted'),
 		  (SELECT count(*) FROM webhook_inbox WHERE status = 'failed'),
 		  (SELECT count(*) FROM inbox_quarantine WHERE resolved_at IS NULL),
