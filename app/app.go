@@ -228,7 +228,7 @@ func Mailer(cfg config.Config) outbound.Sender {
 // and /healthz until ctx ends.
 func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *Activities, m *metrics.Metrics, addr string, log *slog.Logger) error {
 	errc := make(chan error, 1)
-	if err := m.Registry.Register(&metrics.DBStats{Logger: log, Query: func(ctx context.Context) (store.Backlog, error) {
+	if err := m.Registry.Register(&metrics.DBStats{Logger: log, Query: func(ctx context.Context) (keys.Backlog, error) {
 		return store.ReadBacklog(ctx, a.Store.Pool)
 	}}); err != nil {
 		var already prometheus.AlreadyRegisteredError

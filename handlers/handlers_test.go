@@ -427,7 +427,7 @@ func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 	require.NoError(t, err)
 	out, err = h.Reconcile(b.ctx, r, "schedule run 1")
 	require.NoError(t, err)
-	fields := map[string]store.Divergence{}
+	fields := map[string]keys.Divergence{}
 	for _, d := range out.Divergences {
 		fields[d.Field] = d
 	}
@@ -519,7 +519,7 @@ func TestSameVersionWithOtherContentIsRecordedAsADivergence(t *testing.T) {
 	require.Equal(t, keys.StatusDone, out.Status)
 	require.Contains(t, out.Note, "differs from the stored v1")
 	require.Contains(t, out.Note, "status active → past_due")
-	require.Equal(t, []store.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "past_due", SameVersion: true}}, out.Divergences)
+	require.Equal(t, []keys.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "past_due", SameVersion: true}}, out.Divergences)
 
 	p := b.projection(t, sub.ID)
 	require.Equal(t, "active", p.State.Status, "not overwritten")

@@ -57,7 +57,7 @@ type SubscriptionPlan struct {
 	Current *store.Projection
 	Fetched time.Time
 	// Gap is the divergence of a version jump (versioned events only).
-	Gap *store.Divergence
+	Gap *keys.Divergence
 }
 
 // Handle applies a customer.subscription.* event.
@@ -137,7 +137,7 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *store.StoredEv
 		return plan, nil
 	}
 	if gap {
-		plan.Gap = &store.Divergence{Field: "version_gap", LocalValue: fmt.Sprint(*cur.Version), ProviderValue: fmt.Sprint(v)}
+		plan.Gap = &keys.Divergence{Field: "version_gap", LocalValue: fmt.Sprint(*cur.Version), ProviderValue: fmt.Sprint(v)}
 	}
 	client, err := s.Providers.For(ctx, ev.EndpointSlug)
 	if err != nil {
@@ -176,7 +176,7 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 			if g := plan.Gap; g != nil {
 				g.Corrected = applied
 				if err := store.InsertDivergences(ctx, tx, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceKind,
-					ev.ResourceID, "version gap: "+ev.Key.String(), []store.Divergence{*g}); err != nil {
+					ev.ResourceID, "version gap: "+ev.Key.String(), []keys.Divergence{*g}); err != nil {
 					return Outcome{}, err
 				}
 				if applied {
@@ -223,7 +223,7 @@ func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *store.Sto
 		return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d not applied: the projection is at %s (%s)",
 			*p.Version, stored, cur.State.Status)}, nil
 	}
-	var divs []store.Divergence
+	var divs []keys.Divergence
 	for _, d := range diffProjection(cur, p) {
 		if d.Field != "version" {
 			d.SameVersion = true
@@ -366,14 +366,14 @@ func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, sc keys.Scop
 
 // diffProjection lists the fields where the stored projection and the
 // provider's state differ.
-func diffProjection(cur *store.Projection, p store.Projection) []store.Divergence {
+func diffProjection(cur *store.Projection, p store.Projection) []keys.Divergence {
 	if cur == nil {
-		return []store.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
+		return []keys.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
 	}
-	var out []store.Divergence
+	var out []keys.Divergence
 	add := func(field, local, remote string) {
 		if local != remote {
-			out = append(out, store.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
+			out = append(out, keys.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
 		}
 	}
 	add("status", cur.State.Status, p.State.Status)

@@ -470,7 +470,7 @@ func (c Config) Validate() error {
 	if c.ProviderRPS <= 0 {
 		errs = append(errs, "HOOKINBOX_PROVIDER_RPS must be positive")
 	}
-	if c.DedupRetention < 72*time.Hour { // store.MinDedupRetention
+	if c.DedupRetention < 72*time.Hour { // keys.MinDedupRetention
 		errs = append(errs, "HOOKINBOX_DEDUP_RETENTION must be at least 72h (the longest sender retry window: Stripe retries for 3 days)")
 	}
 	if c.BackfillLookback+c.BackfillOverlap > c.DedupRetention {

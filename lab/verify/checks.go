@@ -596,9 +596,9 @@ func (d *runData) outboxSettled(r *Result) {
 		o := d.outbox[k]
 		r.Expected++
 		switch o.status {
-		case store.OutboxSent:
+		case keys.OutboxSent:
 			r.Actual++
-		case store.OutboxHeld:
+		case keys.OutboxHeld:
 			r.Actual++
 			held++
 		default:
@@ -632,7 +632,7 @@ func (d *runData) emailPerConfirmation(r *Result) {
 	}
 	for _, k := range d.outboxOrder {
 		o := d.outbox[k]
-		if o.class != keys.ClassCreditsConfirmation || o.status != store.OutboxSent {
+		if o.class != keys.ClassCreditsConfirmation || o.status != keys.OutboxSent {
 			continue
 		}
 		r.Expected++
