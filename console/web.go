@@ -38,7 +38,7 @@ var funcs = template.FuncMap{
 		}
 		return "-"
 	},
-	"age": func(t time.Time) string { return fmtAge(time.Since(t)) },
+	"age": func(t time.Time) string { return ops.FormatAge(time.Since(t)) },
 	"dur": func(d time.Duration) string {
 		if d == 0 {
 			return "-"
@@ -82,19 +82,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func fmtAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d.Minutes())) + "m"
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	default:
-		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
-	}
 }
 
 func (s *Server) parseTemplates() error {
