@@ -296,15 +296,7 @@ func jobWindow(after, upto int64) func(arg func(any) string) string {
 // CountInboxForJob counts the rows f matches with ids in (after, upto], up
 // to max.
 func CountInboxForJob(ctx context.Context, db DB, f InboxFilter, after, upto int64, max int) (int, error) {
-	f.Before, f.Limit = nil, 0
-	where, args := f.where(jobWindow(after, upto))
-	args = append(args, max)
-	var n int
-	err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM webhook_inbox`+where+` LIMIT $`+strconv.Itoa(len(args))+`) s`, args...).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count inbox: %w", err)
-	}
-	return n, nil
+	return countInbox(ctx, db, f, max, jobWindow(after, upto))
 }
 
 // NextInboxForJob lists at most limit rows f matches with ids in
@@ -323,8 +315,13 @@ func NextInboxForJob(ctx context.Context, db DB, f InboxFilter, after, upto int6
 
 // CountInbox counts the rows f matches (up to max, to stay cheap).
 func CountInbox(ctx context.Context, db DB, f InboxFilter, max int) (int, error) {
+	return countInbox(ctx, db, f, max)
+}
+
+// countInbox counts the rows f and extra match, up to max.
+func countInbox(ctx context.Context, db DB, f InboxFilter, max int, extra ...func(arg func(any) string) string) (int, error) {
 	f.Before, f.Limit = nil, 0
-	where, args := f.where()
+	where, args := f.where(extra...)
 	args = append(args, max)
 	var n int
 	err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM webhook_inbox`+where+` LIMIT $`+strconv.Itoa(len(args))+`) s`, args...).Scan(&n)
