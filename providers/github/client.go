@@ -38,12 +38,8 @@ const (
 
 // Recovery modes (keys.EndpointSettings.GitHubRecovery).
 const (
-	// RecoverRedeliver asks GitHub to send the delivery again (the default):
-	// it arrives at the intake signed, with its X-GitHub-Delivery.
-	RecoverRedeliver = "redeliver"
-	// RecoverFetch reads the delivery's request from the log and admits it
-	// as a backfill (authenticated by the API call, not by a signature).
-	RecoverFetch = "fetch"
+	RecoverRedeliver = keys.RecoverRedeliver
+	RecoverFetch     = keys.RecoverFetch
 )
 
 // Hook names one GitHub webhook.
