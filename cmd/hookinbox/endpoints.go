@@ -18,6 +18,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the providers an endpoint may name
+	"github.com/hookinbox/hookinbox/providers/github"
 )
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -29,7 +30,7 @@ func newEndpointsCmd() *cobra.Command {
 		Long: `An endpoint is one intake URL, POST /webhooks/SLUG, for one provider and environment.
 Secrets are never printed: listings show an id and a short fingerprint.`,
 	}
-	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(), newEndpointsSetAccountCmd(),
+	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsUpdateCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(), newEndpointsSetAccountCmd(),
 		newEndpointsListCmd(), newEndpointsRemoveCmd(), newEndpointsSecretsCmd())
 	return cmd
 }
@@ -96,10 +97,19 @@ account is --account, or, when --account is not given, the endpoint's single lin
 Standard Webhooks endpoints locate fields with gjson paths: --type-path (default "type"),
 --resource-path (default "data.id"), --account-path (e.g. "data.project_id"), --resource-kind
 (default: the type before its first dot). --version-path names a monotonic per-resource version
-when the provider sends one (e.g. "data.object.version").`,
+when the provider sends one (e.g. "data.object.version").
+
+GitHub does not redeliver a failed delivery: give a GitHub endpoint its hook (--github-hook
+repo:OWNER/NAME or org:LOGIN with --github-hook-id, or app with --github-app-id) and an API key
+(a token that may read and redeliver the hook's deliveries; for an App's hook, the App's PEM
+private key) and the recover-github schedule recovers what never reached the inbox:
+--github-recovery redeliver (default: GitHub sends it again, signed) or fetch (read from the
+delivery log and admitted as a backfill). See docs/reconciliation.md.`,
 		Example: `  hookinbox endpoints add --slug stripe-live --provider stripe --environment live --secret whsec_…
   hookinbox endpoints add --slug sinalio --provider standard --environment live --secret whsec_… \
-      --account-path data.project_id --resource-path data.id`,
+      --account-path data.project_id --resource-path data.id
+  hookinbox endpoints add --slug gh-acme --provider github --environment live --secret … \
+      --api-key github_pat_… --github-hook repo:acme/widgets --github-hook-id 123456`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !slugPattern.MatchString(e.Slug) {
@@ -118,6 +128,9 @@ when the provider sends one (e.g. "data.object.version").`,
 				if err := providers.ValidateSecret(e.Provider, s); err != nil {
 					return cli.Usagef("--secret: %v", err)
 				}
+			}
+			if err := checkHookSettings(e.Provider, e.Settings); err != nil {
+				return err
 			}
 			return withStore(cmd, func(st *store.Store) error {
 				if err := st.InsertEndpoint(cmd.Context(), e); err != nil {
@@ -142,10 +155,122 @@ when the provider sends one (e.g. "data.object.version").`,
 	f.StringVar(&e.Settings.ResourceKind, "resource-kind", "", "resource kind (standard; default from the type)")
 	f.StringVar(&e.Settings.AccountPath, "account-path", "", "JSON path of the source account (standard)")
 	f.StringVar(&e.Settings.VersionPath, "version-path", "", "JSON path of a monotonic per-resource version")
+	hookFlags(cmd, &e.Settings)
 	for _, n := range []string{"slug", "provider", "environment", "secret"} {
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
+}
+
+// hookFlags are the flags naming a GitHub endpoint's hook and how its
+// missing deliveries are recovered.
+func hookFlags(cmd *cobra.Command, s *keys.EndpointSettings) {
+	f := cmd.Flags()
+	f.StringVar(&s.GitHubHook, "github-hook", "", `GitHub hook whose deliveries are recovered: repo:OWNER/NAME, org:LOGIN or app ("" removes it)`)
+	f.Int64Var(&s.GitHubHookID, "github-hook-id", 0, "id of the repository or organization hook")
+	f.Int64Var(&s.GitHubAppID, "github-app-id", 0, "the App of an app hook (--api-key is then its PEM private key)")
+	f.StringVar(&s.GitHubRecovery, "github-recovery", "", "how a missing delivery comes back: redeliver (default) or fetch")
+}
+
+// checkHookSettings refuses hook settings on a provider that has no
+// delivery log, and a hook or recovery mode that cannot be used.
+func checkHookSettings(provider string, s keys.EndpointSettings) error {
+	if s.GitHubHook == "" && s.GitHubHookID == 0 && s.GitHubAppID == 0 && s.GitHubRecovery == "" {
+		return nil
+	}
+	if provider != keys.ProviderGitHub {
+		return cli.Usagef("--github-hook, --github-hook-id, --github-app-id and --github-recovery are for github endpoints (this one is %s)", provider)
+	}
+	if _, ok, err := github.HookFromSettings(s); err != nil {
+		return cli.Usagef("%v", err)
+	} else if !ok && (s.GitHubHookID != 0 || s.GitHubAppID != 0) {
+		return cli.Usagef("--github-hook-id and --github-app-id need --github-hook")
+	}
+	if _, err := github.RecoveryMode(s); err != nil {
+		return cli.Usagef("--github-recovery: %v", err)
+	}
+	return nil
+}
+
+func newEndpointsUpdateCmd() *cobra.Command {
+	var slug, apiKey, apiBase string
+	var hook keys.EndpointSettings
+	cmd := &cobra.Command{
+		Use:   "update --slug S [--api-key K] [--api-base-url U] [--github-hook H --github-hook-id N] [--github-recovery M]",
+		Short: "Change an endpoint's provider API credentials or its GitHub hook; flags not given stay",
+		Long: `Change what an endpoint uses to ask its provider: the API key and base URL (as 'endpoints add'
+takes them; "" removes one), and for a GitHub endpoint the hook whose delivery log the
+recover-github schedule reads and how it recovers a missing delivery. Only the flags given change.`,
+		Example: `  hookinbox endpoints update --slug gh-acme --api-key github_pat_… --github-hook repo:acme/widgets --github-hook-id 123456
+  hookinbox endpoints update --slug gh-acme --github-recovery fetch
+  hookinbox endpoints update --slug gh-app --github-hook app --github-app-id 424242 --api-key "$(cat app.pem)"
+  hookinbox endpoints update --slug gh-acme --github-hook ""        # no more recovery`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			var u store.EndpointUpdate
+			if f.Changed("api-key") {
+				u.APIKey = &apiKey
+			}
+			if f.Changed("api-base-url") {
+				u.APIBaseURL = &apiBase
+			}
+			changed := map[string]bool{}
+			for _, n := range []string{"github-hook", "github-hook-id", "github-app-id", "github-recovery"} {
+				changed[n] = f.Changed(n)
+			}
+			if u.APIKey == nil && u.APIBaseURL == nil && !changed["github-hook"] && !changed["github-hook-id"] &&
+				!changed["github-app-id"] && !changed["github-recovery"] {
+				return cli.Usagef("nothing to change: give --api-key, --api-base-url or a --github-* flag")
+			}
+			u.Settings = func(provider string, s *keys.EndpointSettings) error {
+				if changed["github-hook"] {
+					s.GitHubHook = hook.GitHubHook
+					if hook.GitHubHook == "" {
+						s.GitHubHookID, s.GitHubAppID = 0, 0
+					}
+				}
+				if changed["github-hook-id"] {
+					s.GitHubHookID = hook.GitHubHookID
+				}
+				if changed["github-app-id"] {
+					s.GitHubAppID = hook.GitHubAppID
+				}
+				if changed["github-recovery"] {
+					s.GitHubRecovery = hook.GitHubRecovery
+				}
+				return checkHookSettings(provider, *s)
+			}
+			return withStore(cmd, func(st *store.Store) error {
+				return updateEndpoint(cmd.Context(), st, cmd.OutOrStdout(), slug, u)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	cmd.Flags().StringVar(&apiKey, "api-key", "", `provider API key (stored, never printed; "" removes it)`)
+	cmd.Flags().StringVar(&apiBase, "api-base-url", "", `provider API base URL ("" for the provider's own)`)
+	hookFlags(cmd, &hook)
+	_ = cmd.MarkFlagRequired("slug")
+	return cmd
+}
+
+// updateEndpoint applies u and says what the endpoint now recovers.
+func updateEndpoint(ctx context.Context, st *store.Store, out io.Writer, slug string, u store.EndpointUpdate) error {
+	ep, err := st.UpdateEndpoint(ctx, slug, u)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "endpoint %s updated (API key %s, API base URL %s)\n", slug, map[bool]string{true: "set", false: "not set"}[ep.APIKey != ""],
+		orDash(ep.APIBaseURL))
+	if h, ok, err := github.HookFromSettings(ep.Settings); ok && err == nil {
+		mode, _ := github.RecoveryMode(ep.Settings)
+		if ep.APIKey == "" {
+			fmt.Fprintf(out, "hook %s: not recovered until the endpoint has an API key (--api-key)\n", h)
+		} else {
+			fmt.Fprintf(out, "hook %s: deliveries that never reach the inbox are recovered by the recover-github schedule (%s)\n", h, mode)
+		}
+	}
+	return nil
 }
 
 func newEndpointsLinkCmd() *cobra.Command {

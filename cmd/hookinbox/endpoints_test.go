@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 )
@@ -48,4 +49,47 @@ func TestLinkSaysWhereEventsWithoutAnAccountGo(t *testing.T) {
 	err := linkAccount(ctx, st, &out, "other", "acct_conn", "ws_elsewhere")
 	require.ErrorContains(t, err, "account acct_conn is already linked to workspace ws_3 on endpoint s")
 	require.Empty(t, out.String())
+}
+
+// TestUpdateGivesAGitHubEndpointItsHook: update changes only what it is
+// given, checks the hook, and refuses hook settings on other providers.
+func TestUpdateGivesAGitHubEndpointItsHook(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "gh", Provider: "github", Environment: "live",
+		Secrets: []string{"s3cret"}, APIBaseURL: "http://ghe.example/api/v3"}))
+	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "st", Provider: "stripe", Environment: "live", Secrets: []string{"whsec_s"}}))
+	var out bytes.Buffer
+	key := "github_pat_x"
+	hook := func(h string, id int64, mode string) func(string, *keys.EndpointSettings) error {
+		return func(p string, s *keys.EndpointSettings) error {
+			s.GitHubHook, s.GitHubHookID, s.GitHubRecovery = h, id, mode
+			return checkHookSettings(p, *s)
+		}
+	}
+
+	require.NoError(t, updateEndpoint(ctx, st, &out, "gh", store.EndpointUpdate{Settings: hook("repo:acme/widgets", 7, "")}))
+	require.Contains(t, out.String(), "hook repo:acme/widgets#7: not recovered until the endpoint has an API key")
+	out.Reset()
+	require.NoError(t, updateEndpoint(ctx, st, &out, "gh", store.EndpointUpdate{APIKey: &key}))
+	require.Contains(t, out.String(), "hook repo:acme/widgets#7: deliveries that never reach the inbox are recovered by the recover-github schedule (redeliver)")
+	ep, err := st.GetEndpoint(ctx, "gh")
+	require.NoError(t, err)
+	require.Equal(t, key, ep.APIKey)
+	require.Equal(t, "http://ghe.example/api/v3", ep.APIBaseURL, "not given, so unchanged")
+	require.Equal(t, int64(7), ep.Settings.GitHubHookID)
+
+	err = updateEndpoint(ctx, st, &out, "gh", store.EndpointUpdate{Settings: hook("repo:acme", 7, "")})
+	require.ErrorContains(t, err, "repo:OWNER/NAME")
+	err = updateEndpoint(ctx, st, &out, "gh", store.EndpointUpdate{Settings: hook("repo:acme/widgets", 7, "poll")})
+	require.ErrorContains(t, err, "--github-recovery")
+	err = updateEndpoint(ctx, st, &out, "st", store.EndpointUpdate{Settings: hook("org:acme", 8, "")})
+	require.ErrorContains(t, err, "are for github endpoints")
+	ep, err = st.GetEndpoint(ctx, "gh")
+	require.NoError(t, err)
+	require.Equal(t, "repo:acme/widgets", ep.Settings.GitHubHook, "a refused update changes nothing")
+	scopes, err := store.ListHookScopes(ctx, st.Pool, "github", "")
+	require.NoError(t, err)
+	require.Len(t, scopes, 1)
 }

@@ -356,3 +356,54 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
 	}
 	return out, rows.Err()
 }
+
+// EndpointUpdate is what `endpoints update` changes; nil fields stay.
+type EndpointUpdate struct {
+	// APIKey and APIBaseURL replace the provider API credentials ("" removes).
+	APIKey     *string
+	APIBaseURL *string
+	// Settings, when set, edits the endpoint's settings in place, knowing
+	// its provider; an error leaves the endpoint unchanged.
+	Settings func(provider string, s *keys.EndpointSettings) error
+}
+
+// UpdateEndpoint applies u to endpoint slug in one transaction (the row is
+// locked while its settings are edited) and returns the endpoint as it is
+// after.
+func (s *Store) UpdateEndpoint(ctx context.Context, slug string, u EndpointUpdate) (*Endpoint, error) {
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		var provider string
+		var raw []byte
+		err := tx.QueryRow(ctx, `SELECT provider, settings FROM endpoints WHERE slug = $1 FOR UPDATE`, slug).Scan(&provider, &raw)
+		if err != nil {
+			return fmt.Errorf("endpoint %q: %w", slug, interpret(err))
+		}
+		var settings keys.EndpointSettings
+		if err := json.Unmarshal(raw, &settings); err != nil {
+			return fmt.Errorf("endpoint %s settings: %w", slug, err)
+		}
+		if u.Settings != nil {
+			if err := u.Settings(provider, &settings); err != nil {
+				return err
+			}
+		}
+		out, err := json.Marshal(settings)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE endpoints
+			   SET settings = $2,
+			       api_key = CASE WHEN $3::boolean THEN NULLIF($4, '') ELSE api_key END,
+			       api_base_url = CASE WHEN $5::boolean THEN NULLIF($6, '') ELSE api_base_url END
+			 WHERE slug = $1`, slug, out, u.APIKey != nil, deref(u.APIKey), u.APIBaseURL != nil, deref(u.APIBaseURL))
+		if err != nil {
+			return fmt.Errorf("update endpoint %s: %w", slug, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.GetEndpoint(ctx, slug)
+}
