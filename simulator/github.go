@@ -67,7 +67,10 @@ type gitHubState struct {
 	hooks map[string]*gitHubHook
 	// failRedeliveries: the next n redeliveries fail like a dropped one.
 	failRedeliveries int
-	redeliveries     int
+	// loseAnswers: the next n deliveries reach the target, but the log
+	// records a timeout (the receiver answered too late for GitHub).
+	loseAnswers  int
+	redeliveries int
 }
 
 func newGitHubState(seed uint64) gitHubState {
@@ -93,6 +96,15 @@ func (s *Simulator) FailNextGitHubRedeliveries(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gh.failRedeliveries = n
+}
+
+// LoseNextGitHubAnswers makes the next n sent deliveries time out in the
+// log although the target received them (and may have stored them): GitHub
+// gives up waiting after 10 s and marks the delivery failed.
+func (s *Simulator) LoseNextGitHubAnswers(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gh.loseAnswers = n
 }
 
 // GitHubRedeliveries counts the redeliveries asked through the API.
@@ -165,7 +177,15 @@ func (s *Simulator) gitHubSend(ctx context.Context, path string, d *GitHubDelive
 	} else {
 		d.StatusCode, d.answer, err = s.gitHubPost(ctx, target, d)
 		d.Sent = err == nil
+		s.mu.Lock()
+		lost := d.Sent && s.gh.loseAnswers > 0
+		if lost {
+			s.gh.loseAnswers--
+		}
+		s.mu.Unlock()
 		switch {
+		case lost:
+			d.Status, d.StatusCode, d.answer = "timed out", 0, nil
 		case err != nil:
 			d.Status = "failed to connect to host"
 		case d.StatusCode/100 == 2:
