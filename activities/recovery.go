@@ -70,6 +70,10 @@ func (a *ProviderActivities) RecoverDeliveriesPage(ctx context.Context, in Recov
 		q.Cursor = ""
 		page, err = hook.Client.ListDeliveries(ctx, q)
 	}
+	if providers.IsNotFound(err) {
+		// The hook itself (or its repository) is unknown to the key: no retry helps.
+		err = ports.Permanent(err)
+	}
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list deliveries", err)
 	}

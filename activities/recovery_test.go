@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/admission"
@@ -193,4 +194,19 @@ func TestRecoverDeliveriesFetchModeGivesUpOnADeliveryItCannotAdmit(t *testing.T)
 	require.Zero(t, fourth.Abandoned+fourth.Rejected+fourth.Inserted, "abandoned once, then left alone")
 	require.Equal(t, 1, g.count(t, `SELECT count(*) FROM hook_recoveries WHERE action = 'abandoned'`))
 	require.Equal(t, 1, g.count(t, `SELECT count(*) FROM webhook_inbox`))
+}
+
+func TestRecoverDeliveriesPageOfAnUnknownHookFailsForGood(t *testing.T) {
+	t.Parallel()
+	g := newGHPass(t, "")
+	_, err := g.store.Pool.Exec(g.ctx, `UPDATE endpoints SET settings = settings || '{"github_hook_id": 8}' WHERE slug = 'gh'`)
+	require.NoError(t, err)
+	name := activities.CheckpointName(activities.PassDeliveries, g.scope, "")
+	g.begin(t, name, "run-1")
+	_, err = g.env.ExecuteActivity(g.acts.RecoverDeliveriesPage, activities.RecoverPageInput{
+		PageInput: activities.PageInput{Scope: g.scope, Checkpoint: name, Owner: "run-1", Limit: 2}})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.True(t, appErr.NonRetryable(), "a 404 on the hook itself is not retried: %v", err)
+	require.Contains(t, err.Error(), "HTTP 404")
 }
