@@ -30,7 +30,7 @@ func TestActivityNamesPerQueue(t *testing.T) {
 	}{
 		{"resource", &activities.ResourceActivities{}, []string{"FailOutbox", "HandleEvent", "LoadPending", "MarkUnhandled", "ReconcileResource", "SendOutbox"}},
 		{"control", &activities.ControlActivities{}, []string{"BeginPass", "ListScopes", "RetentionStep", "SweepInbox", "SweepOutbox"}},
-		{"provider", &activities.ProviderActivities{}, []string{"BackfillPage", "ReconcilePage"}},
+		{"provider", &activities.ProviderActivities{}, []string{"BackfillPage", "ReconcilePage", "RecoverDeliveriesPage"}},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.names, methods(tt.acts), tt.queue)

@@ -24,16 +24,19 @@ import (
 // page after the last one recorded.
 
 // ProviderActivities are the activities of the provider task queue, which
-// Temporal rate-limits as a whole: ReconcilePage and BackfillPage, the
-// scheduled pages that list a provider's API. Register them with
+// Temporal rate-limits as a whole: ReconcilePage, BackfillPage and
+// RecoverDeliveriesPage, the scheduled pages that list a provider's API. Register them with
 // worker.RegisterActivity on that queue only.
 type ProviderActivities struct {
 	Providers   ports.Providers
 	Passes      ports.Passes
 	Projections ports.Projections
 	Facts       ports.Facts
-	Doorbell    keys.Doorbell
-	Logger      *slog.Logger
+	// Hooks and Recoveries serve the delivery recovery (RecoverDeliveriesPage).
+	Hooks      ports.Hooks
+	Recoveries ports.Recoveries
+	Doorbell   keys.Doorbell
+	Logger     *slog.Logger
 	// RetryInitial and RetryMax bound the jittered backoff between attempts.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
@@ -60,11 +63,24 @@ func CheckpointName(kind string, s keys.Scope, pass string) string {
 type ListScopesInput struct {
 	// Endpoint limits the pass to one endpoint's accounts ("" for all).
 	Endpoint string `json:"endpoint,omitempty"`
+	// Kind is "" for the accounts of Stripe endpoints with an API key
+	// (reconciliation, facts backfill), PassDeliveries for the GitHub
+	// endpoints whose hook the delivery recovery reads.
+	Kind string `json:"kind,omitempty"`
 }
 
-// ListScopes lists the accounts a pass covers: every account linked to a
-// Stripe endpoint with an API key, once (store.ListScopes).
+// ListScopes lists the scopes a pass covers: every account linked to a
+// Stripe endpoint with an API key, once (store.ListScopes), or for the
+// delivery recovery every GitHub endpoint with an API key and a hook.
 func (a *ControlActivities) ListScopes(ctx context.Context, in ListScopesInput) ([]keys.Scope, error) {
+	if in.Kind == PassDeliveries {
+		scopes, err := a.Passes.ListHookScopes(ctx, keys.ProviderGitHub, in.Endpoint)
+		if err == nil && in.Endpoint != "" && len(scopes) == 0 {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("endpoint %s is not a GitHub endpoint with an API key and a hook (--github-hook)", in.Endpoint), "InvalidScope", nil)
+		}
+		return scopes, err
+	}
 	scopes, err := a.Passes.ListScopes(ctx, keys.ProviderStripe, in.Endpoint)
 	if err != nil {
 		return nil, err
@@ -138,7 +154,11 @@ type PageResult struct {
 	Duplicates int `json:"duplicates,omitempty"`
 	// Rejected (facts): events the intake's derivation refuses (e.g. an
 	// unlinked account); counted and logged, never quarantined.
-	Rejected     int             `json:"rejected,omitempty"`
+	Rejected int `json:"rejected,omitempty"`
+	// Redelivered (deliveries): missing deliveries the sender was asked to
+	// send again; Abandoned: given up after every allowed pass.
+	Redelivered  int             `json:"redelivered,omitempty"`
+	Abandoned    int             `json:"abandoned,omitempty"`
 	Signalled    int             `json:"signalled"`
 	SignalFailed int             `json:"signal_failed,omitempty"`
 	Next         string          `json:"next,omitempty"`

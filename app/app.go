@@ -210,6 +210,7 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 		},
 		Provider: &activities.ProviderActivities{
 			Providers: providers, Passes: passes, Projections: subs, Facts: storeports.Facts{Store: st},
+			Hooks: providers, Recoveries: storeports.Recoveries{Store: st},
 			Doorbell: doorbell, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 		},
 	}}, nil

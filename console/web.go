@@ -227,7 +227,7 @@ func (s *Server) webOverview(w http.ResponseWriter, r *http.Request, p *principa
 
 func (s *Server) webInbox(w http.ResponseWriter, r *http.Request, p *principal) error {
 	q := r.URL.Query()
-	data := map[string]any{"Q": q, "Statuses": ops.InboxStatuses, "Providers": ops.Providers}
+	data := map[string]any{"Q": q, "Statuses": ops.InboxStatuses, "Providers": ops.Providers()}
 	f, err := inboxFilter(q, 50)
 	if err != nil {
 		data["Error"] = err.Error()

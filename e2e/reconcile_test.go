@@ -22,10 +22,11 @@ import (
 	"github.com/hookinbox/hookinbox/workflows"
 )
 
-// noPassSchedules turns the reconcile, backfill and retention schedules off:
-// these tests run the workflows themselves, at the moment they choose.
+// noPassSchedules turns the reconcile, backfill, retention and GitHub
+// recovery schedules off: these tests run the workflows themselves, at the
+// moment they choose.
 func noPassSchedules(c *config.Config) {
-	c.ReconcileInterval, c.BackfillInterval, c.RetentionInterval = 0, 0, 0
+	c.ReconcileInterval, c.BackfillInterval, c.RetentionInterval, c.GitHubRecoveryInterval = 0, 0, 0, 0
 }
 
 // run executes a workflow on the stack's task queue and waits for its result.

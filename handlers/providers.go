@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the registry the clients come from
@@ -73,6 +74,41 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 	p.cache[slug] = cachedClient{client: c, at: time.Now()}
 	p.mu.Unlock()
 	return c, nil
+}
+
+// Hook returns the delivery log client of the endpoint's webhook and its
+// recovery mode (ports.Hooks), read afresh each time: one call per page of
+// the recovery pass. An endpoint without an API key or a hook, or whose
+// provider has no delivery log, is a permanent error.
+func (p *EndpointProviders) Hook(ctx context.Context, slug string) (ports.HookEndpoint, error) {
+	ep, err := p.Store.GetProviderEndpoint(ctx, slug)
+	if errors.Is(err, store.ErrNotFound) {
+		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s no longer exists: no delivery log to read", slug))
+	}
+	if err != nil {
+		return ports.HookEndpoint{}, err
+	}
+	if ep.APIKey == "" {
+		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s has no API key: set one with endpoints update --api-key to read its hook's deliveries", slug))
+	}
+	mode := ep.Settings.GitHubRecovery
+	switch mode {
+	case "":
+		mode = keys.RecoverRedeliver
+	case keys.RecoverRedeliver, keys.RecoverFetch:
+	default:
+		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s: unknown recovery mode %q", slug, mode))
+	}
+	pr, ok := providers.Lookup(ep.Provider)
+	if !ok {
+		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("no delivery log for provider %s: %w", ep.Provider, providers.ErrUnknown))
+	}
+	own, _ := ep.OwnAccount()
+	c, err := providers.NewHookClient(pr, providers.ClientConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, OwnAccount: own, Settings: ep.Settings})
+	if err != nil {
+		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s: %w", slug, err))
+	}
+	return ports.HookEndpoint{Client: c, Mode: mode}, nil
 }
 
 // providerErr turns a provider error into a handler error: permanent ones

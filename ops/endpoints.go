@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +14,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
+	"github.com/hookinbox/hookinbox/providers/github"
 )
 
 // SlugPattern is what an endpoint slug (and a destination name) may be.
@@ -132,8 +133,8 @@ func ValidateNewEndpoint(e store.NewEndpoint) error {
 	if !SlugPattern.MatchString(e.Slug) {
 		return Invalidf("slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
 	}
-	if !slices.Contains(Providers, e.Provider) {
-		return Invalidf("provider must be stripe, github, standard or shopify (got %q)", e.Provider)
+	if _, ok := providers.Lookup(e.Provider); !ok {
+		return Invalidf("provider must be %s (got %q)", providers.OneOf(), e.Provider)
 	}
 	if e.Environment != keys.EnvLive && e.Environment != keys.EnvTest {
 		return Invalidf("environment must be live or test (got %q)", e.Environment)
@@ -147,6 +148,9 @@ func ValidateNewEndpoint(e store.NewEndpoint) error {
 		}
 	}
 	if err := validateBaseURL(e.APIBaseURL); err != nil {
+		return err
+	}
+	if err := checkHookSettings(e.Provider, e.Settings); err != nil {
 		return err
 	}
 	return validateSettings(e.Settings)
@@ -191,6 +195,12 @@ type EndpointChange struct {
 	ResourceKind *string `json:"resource_kind,omitempty"`
 	AccountPath  *string `json:"account_path,omitempty"`
 	VersionPath  *string `json:"version_path,omitempty"`
+	// A GitHub endpoint's hook, whose delivery log the recover-github
+	// schedule reads, and how it recovers a missing delivery.
+	GitHubHook     *string `json:"github_hook,omitempty"`
+	GitHubHookID   *int64  `json:"github_hook_id,omitempty"`
+	GitHubAppID    *int64  `json:"github_app_id,omitempty"`
+	GitHubRecovery *string `json:"github_recovery,omitempty"`
 }
 
 // Empty reports whether c changes nothing.
@@ -233,7 +243,31 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 				u.Settings = &set
 			}
 		}
+		if c.GitHubHook != nil {
+			details["previous_github_hook"], details["github_hook"] = set.GitHubHook, *c.GitHubHook
+			set.GitHubHook = *c.GitHubHook
+			if *c.GitHubHook == "" {
+				set.GitHubHookID, set.GitHubAppID = 0, 0
+			}
+			changed, u.Settings = append(changed, "github_hook"), &set
+		}
+		if c.GitHubHookID != nil {
+			set.GitHubHookID = *c.GitHubHookID
+			changed, u.Settings = append(changed, "github_hook_id"), &set
+		}
+		if c.GitHubAppID != nil {
+			set.GitHubAppID = *c.GitHubAppID
+			changed, u.Settings = append(changed, "github_app_id"), &set
+		}
+		if c.GitHubRecovery != nil {
+			details["previous_github_recovery"], details["github_recovery"] = set.GitHubRecovery, *c.GitHubRecovery
+			set.GitHubRecovery = *c.GitHubRecovery
+			changed, u.Settings = append(changed, "github_recovery"), &set
+		}
 		if err := validateSettings(set); err != nil {
+			return err
+		}
+		if err := checkHookSettings(e.Provider, set); err != nil {
 			return err
 		}
 		if c.Account != nil {
@@ -369,4 +403,24 @@ func (s *Service) RemoveSecret(ctx context.Context, who Actor, slug string, id i
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_secret_remove", endpointTarget(slug), reason, map[string]any{"secret_id": id})
 	return err
+}
+
+// checkHookSettings refuses hook settings on a provider that has no
+// delivery log, and a hook or recovery mode that cannot be used.
+func checkHookSettings(provider string, s keys.EndpointSettings) error {
+	if s.GitHubHook == "" && s.GitHubHookID == 0 && s.GitHubAppID == 0 && s.GitHubRecovery == "" {
+		return nil
+	}
+	if provider != keys.ProviderGitHub {
+		return Invalidf("--github-hook, --github-hook-id, --github-app-id and --github-recovery are for github endpoints (this one is %s)", provider)
+	}
+	if _, ok, err := github.HookFromSettings(s); err != nil {
+		return Invalidf("%v", err)
+	} else if !ok && (s.GitHubHookID != 0 || s.GitHubAppID != 0) {
+		return Invalidf("--github-hook-id and --github-app-id need --github-hook")
+	}
+	if _, err := github.RecoveryMode(s); err != nil {
+		return Invalidf("--github-recovery: %v", err)
+	}
+	return nil
 }

@@ -14,13 +14,14 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // InboxStatuses are the inbox statuses an operator can filter on.
 var InboxStatuses = []string{keys.StatusPending, keys.StatusDone, keys.StatusIgnored, keys.StatusFailed, keys.StatusExhausted}
 
-// Providers are the providers hookinbox verifies.
-var Providers = []string{keys.ProviderStripe, keys.ProviderGitHub, keys.ProviderStandard, keys.ProviderShopify}
+// Providers are the providers hookinbox verifies: the registry's names.
+func Providers() []string { return providers.Names() }
 
 // MaxListLimit bounds one page of any listing.
 const MaxListLimit = 1000
@@ -32,8 +33,8 @@ func ValidateInboxFilter(f store.InboxFilter) error {
 			return Invalidf("status must be one of %s (got %q)", strings.Join(InboxStatuses, ", "), st)
 		}
 	}
-	if f.Provider != "" && !slices.Contains(Providers, f.Provider) {
-		return Invalidf("provider must be one of %s (got %q)", strings.Join(Providers, ", "), f.Provider)
+	if _, ok := providers.Lookup(f.Provider); f.Provider != "" && !ok {
+		return Invalidf("provider must be %s (got %q)", providers.OneOf(), f.Provider)
 	}
 	if f.Limit < 1 || f.Limit > MaxListLimit {
 		return Invalidf("limit must be between 1 and %d (got %d)", MaxListLimit, f.Limit)

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // ClientConfig points a provider's API client at one endpoint's account.
@@ -16,6 +19,9 @@ type ClientConfig struct {
 	BaseURL string
 	// OwnAccount is the endpoint's own source account ("" when it has none).
 	OwnAccount string
+	// Settings are the endpoint's settings (a GitHub endpoint names its
+	// hook there).
+	Settings keys.EndpointSettings
 }
 
 // ErrNoClient: the provider has no API client, so hookinbox cannot ask it
@@ -102,6 +108,9 @@ type Event struct {
 	Account string // the event's account field, else the account listed
 	Created time.Time
 	Raw     json.RawMessage
+	// Header of the delivery the event came in, when the event's identity
+	// lives in headers (a GitHub delivery fetched from its hook's log).
+	Header http.Header
 }
 
 // Page is one page of a list. NextCursor is set when HasMore; pass it back
@@ -137,4 +146,58 @@ type Client interface {
 	// ListSubscriptions lists every subscription, canceled ones included.
 	ListSubscriptions(ctx context.Context, account string, q ListQuery) (Page[Subscription], error)
 	ListEvents(ctx context.Context, account string, q EventQuery) (Page[Event], error)
+}
+
+// HookDelivery is one attempt in a webhook's delivery log (GitHub's hook
+// deliveries). A redelivery is another attempt with the same GUID.
+type HookDelivery struct {
+	// ID names this attempt (GetDelivery, Redeliver).
+	ID int64
+	// GUID is the delivery's id, the same in every attempt: the event id of
+	// its inbox row (X-GitHub-Delivery).
+	GUID        string
+	DeliveredAt time.Time
+	Redelivery  bool
+	// StatusCode is the receiver's answer (0: no answer, e.g. a timeout).
+	StatusCode int
+	Status     string
+	Event      string
+	Action     string
+}
+
+// OK reports whether the receiver answered 2xx.
+func (d HookDelivery) OK() bool { return d.StatusCode >= 200 && d.StatusCode <= 299 }
+
+// HookRequest is a delivery's request as the provider's log recorded it.
+type HookRequest struct {
+	Header  http.Header
+	Payload json.RawMessage
+}
+
+// HookDeliveries read and replay one webhook's delivery log, for senders
+// that never redeliver on their own (GitHub).
+type HookDeliveries interface {
+	// ListDeliveries lists attempts, newest first; pass the previous page's
+	// NextCursor as q.Cursor.
+	ListDeliveries(ctx context.Context, q ListQuery) (Page[HookDelivery], error)
+	// GetDelivery reads one attempt's request: headers and payload.
+	GetDelivery(ctx context.Context, id int64) (HookRequest, error)
+	// Redeliver asks the provider to send an attempt's delivery again,
+	// with its id and a fresh signature.
+	Redeliver(ctx context.Context, id int64) error
+}
+
+// HookClients are providers whose webhooks have a delivery log.
+type HookClients interface {
+	NewHookClient(cfg ClientConfig) (HookDeliveries, error)
+}
+
+// NewHookClient returns p's delivery log client for cfg, or an error
+// wrapping ErrNoClient when p has none.
+func NewHookClient(p Provider, cfg ClientConfig) (HookDeliveries, error) {
+	c, ok := p.(HookClients)
+	if !ok {
+		return nil, fmt.Errorf("%w for the webhook deliveries of provider %s", ErrNoClient, p.Name())
+	}
+	return c.NewHookClient(cfg)
 }

@@ -45,7 +45,8 @@ func (s *Simulator) InjectAPIFault(f Fault) {
 // Handler serves the Stripe API subset (GET /v1/account, /v1/invoices/{id},
 // /v1/credit_notes/{id},
 // /v1/subscriptions/{id}, /v1/subscriptions, /v1/events, /v1/events/{id}),
-// the email API (POST and GET /v1/emails) and the ground truth
+// GitHub's hook deliveries API (github.go), the email API (POST and GET
+// /v1/emails) and the ground truth
 // (GET /_sim/truth).
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -56,6 +57,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/subscriptions", s.stripeAPI(s.listSubscriptions))
 	mux.HandleFunc("GET /v1/events/{id}", s.stripeAPI(s.getEvent))
 	mux.HandleFunc("GET /v1/events", s.stripeAPI(s.listEvents))
+	s.gitHubRoutes(mux)
 	mux.HandleFunc("POST /v1/emails", s.postEmail)
 	mux.HandleFunc("GET /v1/emails", s.listEmails)
 	mux.HandleFunc("GET /_sim/truth", func(w http.ResponseWriter, _ *http.Request) {

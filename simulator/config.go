@@ -21,6 +21,7 @@ const (
 // Defaults used when a Config field is left zero.
 const (
 	DefaultAPIKey          = "sk_test_simulator"
+	DefaultGitHubAppID     = 424242
 	DefaultPlatformAccount = "acct_sim_platform"
 	DefaultCurrency        = "usd"
 	DefaultAmount          = 2000
@@ -44,8 +45,12 @@ type Config struct {
 	Projects []string
 	// Livemode is the events' and objects' livemode.
 	Livemode bool
-	// APIKey is the secret key the Stripe API accepts (401 otherwise).
+	// APIKey is the secret key the Stripe API accepts (401 otherwise), and
+	// the token GitHub's hook deliveries API accepts.
 	APIKey string
+	// GitHubAppID is the App whose JWT (its issuer) the App hook's
+	// deliveries API accepts. Default DefaultGitHubAppID.
+	GitHubAppID int64
 	// Versions adds a monotonic integer "version" to every subscription
 	// snapshot, in events and API answers alike (Stripe has none).
 	Versions bool
@@ -171,6 +176,9 @@ func (c Config) withDefaults() Config {
 		c.Projects = []string{"proj_sim_a"}
 	}
 	c.Projects = append([]string(nil), c.Projects...)
+	if c.GitHubAppID == 0 {
+		c.GitHubAppID = DefaultGitHubAppID
+	}
 	if c.APIKey == "" {
 		c.APIKey = DefaultAPIKey
 	}

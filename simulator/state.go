@@ -69,6 +69,8 @@ type Simulator struct {
 	stats  Stats
 	faults []*Fault
 	mail   mailbox
+	// gh is the simulated GitHub's hooks and their delivery logs.
+	gh gitHubState
 }
 
 type eventFate struct {
@@ -212,6 +214,7 @@ func New(cfg Config) *Simulator {
 		eventIdx:  map[string]int{},
 		messages:  map[string]*Event{},
 		delivered: map[string]*eventFate{},
+		gh:        newGitHubState(cfg.Seed),
 	}
 	s.mail.init()
 	return s

@@ -33,11 +33,14 @@ const (
 	ScheduleBackfill = "backfill-facts"
 	// ScheduleRetention runs the retention policy (SPEC R21).
 	ScheduleRetention = "retention"
+	// ScheduleGitHubRecovery recovers the GitHub deliveries that never
+	// reached the inbox (GitHub does not redeliver; SPEC R16, R19).
+	ScheduleGitHubRecovery = "recover-github"
 )
 
 // ScheduleNames lists every schedule hookinbox keeps.
 func ScheduleNames() []string {
-	return []string{ScheduleSweeper, ScheduleReconcile, ScheduleBackfill, ScheduleRetention}
+	return []string{ScheduleSweeper, ScheduleReconcile, ScheduleBackfill, ScheduleRetention, ScheduleGitHubRecovery}
 }
 
 // ReconcilePassWorkflowID is the fixed ID of an operator's reconciliation

@@ -52,6 +52,7 @@ func NewControl(c client.Client, a *activities.ControlActivities, cfg config.Con
 	w.RegisterWorkflow(workflows.ReconcileSubscriptionsWorkflow)
 	w.RegisterWorkflow(workflows.BackfillFactsWorkflow)
 	w.RegisterWorkflow(workflows.RetentionWorkflow)
+	w.RegisterWorkflow(workflows.RecoverDeliveriesWorkflow)
 	w.RegisterActivity(a)
 	return w
 }
@@ -72,8 +73,8 @@ func NewProvider(c client.Client, a *activities.ProviderActivities, cfg config.C
 }
 
 // Schedules are the schedules the worker keeps applied: the sweeper, and
-// those of reconciliation, facts backfill and retention whose interval is
-// not 0 (see Disabled).
+// those of reconciliation, facts backfill, retention and the GitHub
+// delivery recovery whose interval is not 0 (see Disabled).
 func Schedules(cfg config.Config) []starter.ScheduleSpec {
 	all := []starter.ScheduleSpec{{
 		ID:            starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue),
@@ -113,6 +114,17 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 			Note:          "Lists provider events and inserts those whose webhook never came, marked backfilled (SPEC R19).",
 		})
 	}
+	if cfg.GitHubRecoveryInterval > 0 {
+		id := starter.ScheduleID(starter.ScheduleGitHubRecovery, cfg.TaskQueue)
+		all = append(all, starter.ScheduleSpec{
+			ID: id, Every: cfg.GitHubRecoveryInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
+			Workflow: workflows.RecoverDeliveriesWorkflow,
+			Args: []any{workflows.RecoverDeliveriesInput{PassSettings: pass, Overlap: cfg.BackfillOverlap,
+				Lookback: cfg.GitHubRecoveryLookback, Attempts: cfg.GitHubRecoveryAttempts}},
+			CatchupWindow: cfg.GitHubRecoveryInterval,
+			Note:          "Reads each GitHub hook's delivery log and redelivers (or fetches) the deliveries the inbox never got; see docs/reconciliation.md.",
+		})
+	}
 	if cfg.RetentionInterval > 0 {
 		id := starter.ScheduleID(starter.ScheduleRetention, cfg.TaskQueue)
 		all = append(all, starter.ScheduleSpec{
@@ -133,7 +145,7 @@ func Disabled(cfg config.Config) []string {
 	var ids []string
 	for name, every := range map[string]time.Duration{
 		starter.ScheduleReconcile: cfg.ReconcileInterval, starter.ScheduleBackfill: cfg.BackfillInterval,
-		starter.ScheduleRetention: cfg.RetentionInterval,
+		starter.ScheduleRetention: cfg.RetentionInterval, starter.ScheduleGitHubRecovery: cfg.GitHubRecoveryInterval,
 	} {
 		if every <= 0 {
 			ids = append(ids, starter.ScheduleID(name, cfg.TaskQueue))

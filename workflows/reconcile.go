@@ -89,9 +89,13 @@ type PassTotals struct {
 	// Differing (subscriptions): listed state differed from the projection.
 	Differing int `json:"differing,omitempty"`
 	// Inserted (facts): events the inbox did not have; Duplicates it had.
-	Inserted     int `json:"inserted,omitempty"`
-	Duplicates   int `json:"duplicates,omitempty"`
-	Rejected     int `json:"rejected,omitempty"`
+	Inserted   int `json:"inserted,omitempty"`
+	Duplicates int `json:"duplicates,omitempty"`
+	Rejected   int `json:"rejected,omitempty"`
+	// Redelivered (deliveries): missing deliveries the sender was asked to
+	// send again; Abandoned: given up on.
+	Redelivered  int `json:"redelivered,omitempty"`
+	Abandoned    int `json:"abandoned,omitempty"`
 	Signalled    int `json:"signalled"`
 	SignalFailed int `json:"signal_failed,omitempty"`
 }
@@ -103,6 +107,8 @@ func (t *PassTotals) add(r activities.PageResult) {
 	t.Inserted += r.Inserted
 	t.Duplicates += r.Duplicates
 	t.Rejected += r.Rejected
+	t.Redelivered += r.Redelivered
+	t.Abandoned += r.Abandoned
 	t.Signalled += r.Signalled
 	t.SignalFailed += r.SignalFailed
 }
@@ -128,11 +134,13 @@ type PassCarry struct {
 // pager runs a paged pass over every scope, one page activity at a time,
 // continuing-as-new with its carry.
 type pager struct {
-	kind  string
-	title string
-	s     PassSettings
-	carry PassCarry
-	owner string
+	kind string
+	// scopes is the ListScopes kind ("" for the Stripe accounts).
+	scopes string
+	title  string
+	s      PassSettings
+	carry  PassCarry
+	owner  string
 	// begin is called when a scope's pass is taken (facts: compute Since).
 	begin func(cp keys.Checkpoint)
 	// page runs one page activity.
@@ -154,7 +162,7 @@ func (p *pager) run(ctx workflow.Context) (PassTotals, error) {
 	})
 	if !p.carry.Listed {
 		var scopes []keys.Scope
-		if err := workflow.ExecuteActivity(dbCtx, onControl.ListScopes, activities.ListScopesInput{Endpoint: p.s.Endpoint}).Get(ctx, &scopes); err != nil {
+		if err := workflow.ExecuteActivity(dbCtx, onControl.ListScopes, activities.ListScopesInput{Endpoint: p.s.Endpoint, Kind: p.scopes}).Get(ctx, &scopes); err != nil {
 			return p.carry.Totals, fmt.Errorf("list scopes: %w", err)
 		}
 		p.carry.Scopes, p.carry.Listed = scopes, true
@@ -248,6 +256,12 @@ func pageNote(r activities.PageResult) string {
 	if r.Rejected > 0 {
 		b.WriteString(fmt.Sprintf(", %d not admissible", r.Rejected))
 	}
+	if r.Redelivered > 0 {
+		b.WriteString(fmt.Sprintf(", %d redelivery requested", r.Redelivered))
+	}
+	if r.Abandoned > 0 {
+		b.WriteString(fmt.Sprintf(", %d abandoned", r.Abandoned))
+	}
 	b.WriteString(fmt.Sprintf(", %d signalled", r.Signalled))
 	if r.Repeated {
 		b.WriteString(" (recorded by an earlier attempt)")
@@ -290,6 +304,9 @@ func (p *pager) details(ctx workflow.Context) {
 	}
 	if t.Inserted > 0 || t.Duplicates > 0 {
 		b.WriteString(fmt.Sprintf(", %d missing events inserted, %d already in the inbox", t.Inserted, t.Duplicates))
+	}
+	if t.Redelivered > 0 || t.Abandoned > 0 {
+		b.WriteString(fmt.Sprintf(", %d redeliveries requested, %d abandoned", t.Redelivered, t.Abandoned))
 	}
 	if t.Resumed > 0 {
 		b.WriteString(fmt.Sprintf(", %d resumed from a checkpoint", t.Resumed))

@@ -169,6 +169,10 @@ type Passes interface {
 	// ListScopes lists the accounts linked to provider endpoints with an
 	// API key (one endpoint's when endpoint is not "").
 	ListScopes(ctx context.Context, provider, endpoint string) ([]keys.Scope, error)
+	// ListHookScopes lists the endpoints of provider with an API key that
+	// name a webhook whose delivery log the recovery reads, one scope each
+	// (its Account is the hook; one endpoint's when endpoint is not "").
+	ListHookScopes(ctx context.Context, provider, endpoint string) ([]keys.Scope, error)
 	// BeginPass takes (or resumes) the pass of a checkpoint.
 	BeginPass(ctx context.Context, name, owner string, restart bool) (cp keys.Checkpoint, resumed bool, err error)
 	// AdvancePass records one page; a page that lost its fence is
@@ -227,6 +231,39 @@ type Retention interface {
 type Providers interface {
 	For(ctx context.Context, endpointSlug string) (providers.Client, error)
 }
+
+// Hooks give the delivery log client of an endpoint's webhook (GitHub) and
+// how its missing deliveries are recovered. An endpoint without an API key
+// or a hook is Permanent.
+type Hooks interface {
+	Hook(ctx context.Context, endpointSlug string) (HookEndpoint, error)
+}
+
+// HookEndpoint is an endpoint's webhook delivery log.
+type HookEndpoint struct {
+	Client providers.HookDeliveries
+	// Mode is keys.RecoverRedeliver or keys.RecoverFetch.
+	Mode string
+}
+
+// Recoveries are the bookkeeping of the delivery recovery: what reached
+// hookinbox, and what was done about what did not.
+type Recoveries interface {
+	// Received reports which delivery ids reached hookinbox through the
+	// scope's endpoint: an inbox row of its provider and environment, or a
+	// quarantine entry of the endpoint.
+	Received(ctx context.Context, scope keys.Scope, ids []string) (map[string]bool, error)
+	// Claim records that pass acts on a missing delivery and returns how many
+	// passes have, this one included; claimed is false when this pass
+	// already did.
+	Claim(ctx context.Context, endpoint, guid string, deliveryID int64, pass string) (attempts int, claimed bool, err error)
+	// Record says how the claiming pass recovered it: keys.RecoverRedeliver,
+	// keys.RecoverFetch or RecoveryAbandoned.
+	Record(ctx context.Context, endpoint, guid, action string) error
+}
+
+// RecoveryAbandoned is the action of a delivery the recovery gave up on.
+const RecoveryAbandoned = "abandoned"
 
 // Facts admits provider events listed by the facts backfill through the
 // intake's own path.

@@ -12,10 +12,12 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/ops"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the providers an endpoint may name
+	"github.com/hookinbox/hookinbox/providers/github"
 )
 
 func newEndpointsCmd() *cobra.Command {
@@ -104,10 +106,19 @@ account is --account, or, when --account is not given, the endpoint's single lin
 Standard Webhooks endpoints locate fields with gjson paths: --type-path (default "type"),
 --resource-path (default "data.id"), --account-path (e.g. "data.project_id"), --resource-kind
 (default: the type before its first dot). --version-path names a monotonic per-resource version
-when the provider sends one (e.g. "data.object.version").`,
+when the provider sends one (e.g. "data.object.version").
+
+GitHub does not redeliver a failed delivery: give a GitHub endpoint its hook (--github-hook
+repo:OWNER/NAME or org:LOGIN with --github-hook-id, or app with --github-app-id) and an API key
+(a token that may read and redeliver the hook's deliveries; for an App's hook, the App's PEM
+private key) and the recover-github schedule recovers what never reached the inbox:
+--github-recovery redeliver (default: GitHub sends it again, signed) or fetch (read from the
+delivery log and admitted as a backfill). See docs/reconciliation.md.`,
 		Example: `  hookinbox endpoints add --slug stripe-live --provider stripe --environment live --secret whsec_…
   hookinbox endpoints add --slug sinalio --provider standard --environment live --secret whsec_… \
-      --account-path data.project_id --resource-path data.id`,
+      --account-path data.project_id --resource-path data.id
+  hookinbox endpoints add --slug gh-acme --provider github --environment live --secret … \
+      --api-key github_pat_… --github-hook repo:acme/widgets --github-hook-id 123456`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := ops.ValidateNewEndpoint(e); err != nil {
@@ -137,15 +148,27 @@ when the provider sends one (e.g. "data.object.version").`,
 	f.StringVar(&e.Settings.AccountPath, "account-path", "", "JSON path of the source account (standard)")
 	f.StringVar(&e.Settings.VersionPath, "version-path", "", "JSON path of a monotonic per-resource version")
 	af.register(cmd)
+	hookFlags(cmd, &e.Settings)
 	for _, n := range []string{"slug", "provider", "environment", "secret"} {
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
 }
 
+// hookFlags are the flags naming a GitHub endpoint's hook and how its
+// missing deliveries are recovered.
+func hookFlags(cmd *cobra.Command, s *keys.EndpointSettings) {
+	f := cmd.Flags()
+	f.StringVar(&s.GitHubHook, "github-hook", "", `GitHub hook whose deliveries are recovered: repo:OWNER/NAME, org:LOGIN or app ("" removes it)`)
+	f.Int64Var(&s.GitHubHookID, "github-hook-id", 0, "id of the repository or organization hook")
+	f.Int64Var(&s.GitHubAppID, "github-app-id", 0, "the App of an app hook (--api-key is then its PEM private key)")
+	f.StringVar(&s.GitHubRecovery, "github-recovery", "", "how a missing delivery comes back: redeliver (default) or fetch")
+}
+
 func newEndpointsUpdateCmd() *cobra.Command {
 	var slug string
 	var af auditFlags
+	var hook keys.EndpointSettings
 	vals := map[string]*string{}
 	names := []struct{ flag, help string }{
 		{"account", "the endpoint's own source account (\"\" clears it)"},
@@ -158,7 +181,7 @@ func newEndpointsUpdateCmd() *cobra.Command {
 		{"version-path", "JSON path of a monotonic per-resource version"},
 	}
 	cmd := &cobra.Command{
-		Use:   "update --slug S [--account A] [--api-base-url URL] [--api-key KEY] [--type-path P] [--resource-path P] [--resource-kind K] [--account-path P] [--version-path P]",
+		Use:   "update --slug S [--account A] [--api-base-url URL] [--api-key KEY] [--type-path P] [--resource-path P] [--resource-kind K] [--account-path P] [--version-path P] [--github-hook H --github-hook-id N] [--github-recovery M]",
 		Short: "Change an endpoint's account, provider API settings or extraction paths (audited)",
 		Long: `Change only the fields given; an empty value clears an optional one (--account "", --api-key "").
 Secrets are rotated with 'endpoints secrets add' and 'endpoints secrets remove'. The intake
@@ -177,8 +200,21 @@ picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
 			c.Account, c.APIBaseURL, c.APIKey = set("account"), set("api-base-url"), set("api-key")
 			c.TypePath, c.ResourcePath, c.ResourceKind = set("type-path"), set("resource-path"), set("resource-kind")
 			c.AccountPath, c.VersionPath = set("account-path"), set("version-path")
+			f := cmd.Flags()
+			if f.Changed("github-hook") {
+				c.GitHubHook = &hook.GitHubHook
+			}
+			if f.Changed("github-hook-id") {
+				c.GitHubHookID = &hook.GitHubHookID
+			}
+			if f.Changed("github-app-id") {
+				c.GitHubAppID = &hook.GitHubAppID
+			}
+			if f.Changed("github-recovery") {
+				c.GitHubRecovery = &hook.GitHubRecovery
+			}
 			if c.Empty() {
-				return cli.Usagef("nothing to change: give at least one of --%s", strings.Join(flagNames(names), ", --"))
+				return cli.Usagef("nothing to change: give at least one of --%s or a --github-* flag", strings.Join(flagNames(names), ", --"))
 			}
 			return withOps(cmd, func(env opsEnv) error {
 				v, err := env.svc.UpdateEndpoint(cmd.Context(), af.actor(), slug, c, af.reason)
@@ -186,13 +222,13 @@ picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
 					return asUsage(err)
 				}
 				var changed []string
-				for _, n := range names {
-					if cmd.Flags().Changed(n.flag) {
-						changed = append(changed, n.flag)
+				for _, n := range append(flagNames(names), "github-hook", "github-hook-id", "github-app-id", "github-recovery") {
+					if cmd.Flags().Changed(n) {
+						changed = append(changed, n)
 					}
 				}
 				fmt.Fprintf(env.out, "endpoint %s updated: %s\n", v.Slug, strings.Join(changed, ", "))
-				return nil
+				return describeRecovery(cmd.Context(), env.svc.Store, env.out, slug)
 			})
 		},
 	}
@@ -203,6 +239,7 @@ picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
 		cmd.Flags().StringVar(v, n.flag, "", n.help)
 	}
 	af.register(cmd)
+	hookFlags(cmd, &hook)
 	_ = cmd.MarkFlagRequired("slug")
 	return cmd
 }
@@ -213,6 +250,23 @@ func flagNames(names []struct{ flag, help string }) []string {
 		out = append(out, n.flag)
 	}
 	return out
+}
+
+// describeRecovery says whether the endpoint's GitHub hook is recovered now.
+func describeRecovery(ctx context.Context, st *store.Store, out io.Writer, slug string) error {
+	ep, err := st.GetProviderEndpoint(ctx, slug)
+	if err != nil {
+		return err
+	}
+	if h, ok, err := github.HookFromSettings(ep.Settings); ok && err == nil {
+		mode, _ := github.RecoveryMode(ep.Settings)
+		if ep.APIKey == "" {
+			fmt.Fprintf(out, "hook %s: not recovered until the endpoint has an API key (--api-key)\n", h)
+		} else {
+			fmt.Fprintf(out, "hook %s: deliveries that never reach the inbox are recovered by the recover-github schedule (%s)\n", h, mode)
+		}
+	}
+	return nil
 }
 
 func newEndpointsLinkCmd() *cobra.Command {

@@ -62,3 +62,56 @@ func linkAccount(ctx context.Context, st *store.Store, out io.Writer, slug, acco
 	describeLink(ctx, st, out, slug, account, workspace, res)
 	return nil
 }
+
+// TestUpdateGivesAGitHubEndpointItsHook: update changes only what it is
+// given, checks the hook, and refuses hook settings on other providers.
+func TestUpdateGivesAGitHubEndpointItsHook(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "gh", Provider: "github", Environment: "live",
+		Secrets: []string{"s3cret"}, APIBaseURL: "http://ghe.example/api/v3"}))
+	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "st", Provider: "stripe", Environment: "live", Secrets: []string{"whsec_s"}}))
+	var out bytes.Buffer
+	key := "github_pat_x"
+	hook := func(h string, id int64, mode string) ops.EndpointChange {
+		c := ops.EndpointChange{GitHubHook: &h, GitHubHookID: &id}
+		if mode != "" {
+			c.GitHubRecovery = &mode
+		}
+		return c
+	}
+
+	require.NoError(t, updateEndpoint(ctx, st, &out, "gh", hook("repo:acme/widgets", 7, "")))
+	require.Contains(t, out.String(), "hook repo:acme/widgets#7: not recovered until the endpoint has an API key")
+	out.Reset()
+	require.NoError(t, updateEndpoint(ctx, st, &out, "gh", ops.EndpointChange{APIKey: &key}))
+	require.Contains(t, out.String(), "hook repo:acme/widgets#7: deliveries that never reach the inbox are recovered by the recover-github schedule (redeliver)")
+	ep, err := st.GetEndpoint(ctx, "gh")
+	require.NoError(t, err)
+	require.Equal(t, key, ep.APIKey)
+	require.Equal(t, "http://ghe.example/api/v3", ep.APIBaseURL, "not given, so unchanged")
+	require.Equal(t, int64(7), ep.Settings.GitHubHookID)
+
+	err = updateEndpoint(ctx, st, &out, "gh", hook("repo:acme", 7, ""))
+	require.ErrorContains(t, err, "repo:OWNER/NAME")
+	err = updateEndpoint(ctx, st, &out, "gh", hook("repo:acme/widgets", 7, "poll"))
+	require.ErrorContains(t, err, "--github-recovery")
+	err = updateEndpoint(ctx, st, &out, "st", hook("org:acme", 8, ""))
+	require.ErrorContains(t, err, "are for github endpoints")
+	ep, err = st.GetEndpoint(ctx, "gh")
+	require.NoError(t, err)
+	require.Equal(t, "repo:acme/widgets", ep.Settings.GitHubHook, "a refused update changes nothing")
+	scopes, err := store.ListHookScopes(ctx, st.Pool, "github", "")
+	require.NoError(t, err)
+	require.Len(t, scopes, 1)
+}
+
+// updateEndpoint is what `endpoints update` does: the audited change
+// through ops, then whether the hook is recovered.
+func updateEndpoint(ctx context.Context, st *store.Store, out io.Writer, slug string, c ops.EndpointChange) error {
+	if _, err := (&ops.Service{Store: st}).UpdateEndpoint(ctx, ops.Actor{Name: "test"}, slug, c, ""); err != nil {
+		return err
+	}
+	return describeRecovery(ctx, st, out, slug)
+}

@@ -189,6 +189,17 @@ type Config struct {
 	// HOOKINBOX_BACKFILL_LOOKBACK: how far back the first backfill pass of an
 	// account looks.
 	BackfillLookback time.Duration
+	// HOOKINBOX_GITHUB_RECOVERY_INTERVAL: how often the GitHub delivery
+	// recovery schedule runs (GitHub never redelivers on its own); 0
+	// disables (deletes) the schedule. Its passes overlap by
+	// HOOKINBOX_BACKFILL_OVERLAP.
+	GitHubRecoveryInterval time.Duration
+	// HOOKINBOX_GITHUB_RECOVERY_LOOKBACK: how far back the first recovery
+	// pass of a hook looks (GitHub keeps three days of deliveries).
+	GitHubRecoveryLookback time.Duration
+	// HOOKINBOX_GITHUB_RECOVERY_ATTEMPTS: how many passes act on one missing
+	// delivery before it is abandoned (in redeliver mode the last fetches it).
+	GitHubRecoveryAttempts int
 	// HOOKINBOX_PROVIDER_RPS: activities per second (whole number) on the
 	// provider task queue (<task queue>-provider), where the list and backfill
 	// activities run: a task-queue-wide rate limit enforced by Temporal.
@@ -267,18 +278,21 @@ func Default() Config {
 		NegativeBalancePolicy: keys.BalanceAllow,
 		CreditNoteWait:        72 * time.Hour,
 
-		ReconcileInterval:    time.Hour,
-		ReconcilePageSize:    100,
-		ReconcilePagesPerRun: 50,
-		BackfillInterval:     15 * time.Minute,
-		BackfillOverlap:      time.Hour,
-		BackfillLookback:     72 * time.Hour,
-		ProviderRPS:          20,
-		RetentionInterval:    24 * time.Hour,
-		PayloadRetention:     30 * 24 * time.Hour,
-		DedupRetention:       7 * 24 * time.Hour,
-		QuarantineRetention:  30 * 24 * time.Hour,
-		RetentionBatch:       1000,
+		ReconcileInterval:      time.Hour,
+		ReconcilePageSize:      100,
+		ReconcilePagesPerRun:   50,
+		BackfillInterval:       15 * time.Minute,
+		BackfillOverlap:        time.Hour,
+		BackfillLookback:       72 * time.Hour,
+		GitHubRecoveryInterval: 15 * time.Minute,
+		GitHubRecoveryLookback: 72 * time.Hour,
+		GitHubRecoveryAttempts: 3,
+		ProviderRPS:            20,
+		RetentionInterval:      24 * time.Hour,
+		PayloadRetention:       30 * 24 * time.Hour,
+		DedupRetention:         7 * 24 * time.Hour,
+		QuarantineRetention:    30 * 24 * time.Hour,
+		RetentionBatch:         1000,
 	}
 }
 
@@ -362,6 +376,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_BACKFILL_INTERVAL", &c.BackfillInterval)
 	p.duration("HOOKINBOX_BACKFILL_OVERLAP", &c.BackfillOverlap)
 	p.duration("HOOKINBOX_BACKFILL_LOOKBACK", &c.BackfillLookback)
+	p.duration("HOOKINBOX_GITHUB_RECOVERY_INTERVAL", &c.GitHubRecoveryInterval)
+	p.duration("HOOKINBOX_GITHUB_RECOVERY_LOOKBACK", &c.GitHubRecoveryLookback)
+	p.integer("HOOKINBOX_GITHUB_RECOVERY_ATTEMPTS", &c.GitHubRecoveryAttempts)
 	p.integer("HOOKINBOX_PROVIDER_RPS", &c.ProviderRPS)
 	p.duration("HOOKINBOX_RETENTION_INTERVAL", &c.RetentionInterval)
 	p.duration("HOOKINBOX_PAYLOAD_RETENTION", &c.PayloadRetention)
@@ -466,6 +483,15 @@ func (c Config) Validate() error {
 	}
 	if c.BackfillOverlap <= 0 || c.BackfillLookback <= 0 {
 		errs = append(errs, "HOOKINBOX_BACKFILL_OVERLAP and HOOKINBOX_BACKFILL_LOOKBACK must be positive")
+	}
+	if c.GitHubRecoveryInterval < 0 {
+		errs = append(errs, "HOOKINBOX_GITHUB_RECOVERY_INTERVAL must not be negative (0 disables the schedule)")
+	}
+	if c.GitHubRecoveryLookback <= 0 || c.GitHubRecoveryAttempts <= 0 {
+		errs = append(errs, "HOOKINBOX_GITHUB_RECOVERY_LOOKBACK and HOOKINBOX_GITHUB_RECOVERY_ATTEMPTS must be positive")
+	}
+	if c.GitHubRecoveryLookback+c.BackfillOverlap > c.DedupRetention {
+		errs = append(errs, "HOOKINBOX_GITHUB_RECOVERY_LOOKBACK plus HOOKINBOX_BACKFILL_OVERLAP must not exceed HOOKINBOX_DEDUP_RETENTION (a delivery whose inbox row is gone would be recovered again)")
 	}
 	if c.ProviderRPS <= 0 {
 		errs = append(errs, "HOOKINBOX_PROVIDER_RPS must be positive")

@@ -46,6 +46,20 @@ type EndpointSettings struct {
 	// VersionPath locates a monotonic per-resource version, when the
 	// provider supplies one.
 	VersionPath string `json:"version_path,omitempty"`
+
+	// GitHubHook names the GitHub webhook whose delivery log the recovery
+	// schedule reads (GitHub never redelivers on its own): "repo:OWNER/NAME",
+	// "org:LOGIN" or "app" (the GitHub App's own webhook). Empty: no recovery.
+	GitHubHook string `json:"github_hook,omitempty"`
+	// GitHubHookID is the id of a repository or organization hook.
+	GitHubHookID int64 `json:"github_hook_id,omitempty"`
+	// GitHubAppID is the App of an "app" hook; its API key is then the
+	// App's private key (PEM), from which each call's JWT is signed.
+	GitHubAppID int64 `json:"github_app_id,omitempty"`
+	// GitHubRecovery is how a missing delivery comes back: "redeliver"
+	// (default: GitHub sends it again, signed) or "fetch" (read from the
+	// delivery log and admitted as a backfill).
+	GitHubRecovery string `json:"github_recovery,omitempty"`
 }
 
 // SlugPattern is what an endpoint slug may be: the CHECK on endpoints.slug

@@ -34,6 +34,17 @@ const (
 	OriginQuarantine = "quarantine"
 )
 
+// How the delivery recovery brings back a delivery a sender that never
+// redelivers (GitHub) failed to make (keys.EndpointSettings.GitHubRecovery).
+const (
+	// RecoverRedeliver asks the sender to deliver it again, signed, to the
+	// intake (the default).
+	RecoverRedeliver = "redeliver"
+	// RecoverFetch reads it from the sender's delivery log and admits it as
+	// a backfill (authenticated by the API call, not by a signature).
+	RecoverFetch = "fetch"
+)
+
 // Outbox statuses (the outbox table's CHECK constraint).
 const (
 	OutboxPending   = "pending"

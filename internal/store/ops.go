@@ -84,7 +84,7 @@ func ListOperatorActions(ctx context.Context, db DB, ref string, limit int) ([]O
 }
 
 // scanAction reads an operator_actions row selected as id, at, actor,
-// action, target, coalesce(event_key, ''), reason, details.
+// action, target, coalesce(event_key, ”), reason, details.
 func scanAction(row pgx.Row) (a OperatorAction, err error) {
 	var details []byte
 	if err := row.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.Target, &a.EventKey, &a.Reason, &details); err != nil {

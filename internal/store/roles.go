@@ -102,7 +102,8 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "INSERT", Table: "webhook_inbox"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "webhook_inbox"},
 	{Role: RoleWorker, Privilege: "DELETE", Table: "webhook_inbox"},
-	{Role: RoleWorker, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("id", "resolved_at")},
+	// The GitHub recovery asks whether a delivery was quarantined (ReceivedDeliveries).
+	{Role: RoleWorker, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("id", "resolved_at", "endpoint_slug", "event_id")},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("resolved_at")},
 	{Role: RoleWorker, Privilege: "DELETE", Table: "inbox_quarantine"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "workspaces"},
@@ -135,6 +136,9 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "event_lineage"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "event_lineage"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "event_lineage"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "hook_recoveries"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "hook_recoveries"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "hook_recoveries"},
 
 	// The operator: read-only, no payload (the *_payload_size views give the
 	// sizes), no provider API key, no secret (endpoint_secrets is not read at
@@ -160,6 +164,7 @@ var Grants = []Grant{
 	{Role: RoleOperator, Privilege: "SELECT", Table: "replay_jobs"},
 	// Who holds a console token, never its hash.
 	{Role: RoleOperator, Privilege: "SELECT", Table: "api_tokens", Except: cols("token_sha256")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "hook_recoveries"},
 
 	// The payload reader: the payload columns only.
 	{Role: RolePayloadReader, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("payload")},

@@ -36,6 +36,12 @@ func (p Passes) ListScopes(ctx context.Context, provider, endpoint string) ([]ke
 	return store.ListScopes(ctx, p.Store.Pool, provider, endpoint)
 }
 
+// ListHookScopes lists the endpoints whose hook the delivery recovery reads
+// (store.ListHookScopes).
+func (p Passes) ListHookScopes(ctx context.Context, provider, endpoint string) ([]keys.Scope, error) {
+	return store.ListHookScopes(ctx, p.Store.Pool, provider, endpoint)
+}
+
 // BeginPass takes (or resumes) a pass (store.Store.BeginPass).
 func (p Passes) BeginPass(ctx context.Context, name, owner string, restart bool) (keys.Checkpoint, bool, error) {
 	return p.Store.BeginPass(ctx, name, owner, restart)

@@ -54,7 +54,7 @@ func (f Facts) Admit(ctx context.Context, endpoint, account string, events []pro
 	out := make([]ports.Admission, 0, len(events))
 	for _, e := range events {
 		a := ports.Admission{EventID: e.ID, Type: e.Type}
-		res, err := adm.Admit(ctx, aep, admission.Delivery{Body: e.Raw, Account: account}, keys.OriginBackfill)
+		res, err := adm.Admit(ctx, aep, admission.Delivery{Header: e.Header, Body: e.Raw, Account: account}, keys.OriginBackfill)
 		if errors.Is(err, admission.ErrNotStored) {
 			return out, err // retried: the inserts are idempotent
 		}

@@ -2,8 +2,9 @@
 // go-github's ValidatePayloadFromBody (SHA-1 alone is refused), JSON or
 // form-encoded deliveries, X-GitHub-Delivery as the event id, the
 // installation (else the organization or owner) as the source account and
-// the repository (else the organization) as the resource. It has no API
-// client.
+// the repository (else the organization) as the resource. Its API client
+// reads and replays a hook's delivery log (client.go): GitHub never
+// redelivers a failed delivery, so the recovery schedule does.
 package github
 
 import (
