@@ -78,7 +78,8 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 		}
 	}
 	v, err, _ := c.group.Do(slug, func() (any, error) {
-		ep, err := c.store.GetEndpoint(ctx, slug)
+		// Never the API key: the intake has no use for it.
+		ep, err := c.store.GetIntakeEndpoint(ctx, slug)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				c.mu.Lock()

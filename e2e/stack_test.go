@@ -67,6 +67,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	cfg := config.Default()
 	cfg.DatabaseURL = testenv.DatabaseURL(t)
+	cfg.SecretsKey = testenv.SecretsKey()
 	cfg.TemporalAddress = o.temporalAddr
 	cfg.TaskQueue = fmt.Sprintf("e2e-%d-%d", os.Getpid(), queueSeq.Add(1))
 	cfg.SweepInterval = 2 * time.Second
@@ -88,6 +89,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	ctx := context.Background()
 	st, err := store.Open(ctx, cfg.DatabaseURL, 20)
 	require.NoError(t, err)
+	st.Keys = testenv.Keys(t)
 	t.Cleanup(st.Close)
 	s := &stack{t: t, cfg: cfg, store: st, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
 	if s.handlers == nil {

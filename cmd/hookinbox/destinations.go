@@ -43,50 +43,55 @@ func newWorkspacesCmd() *cobra.Command {
 	set.Flags().StringVar(&email, "email", "", "confirmation email address")
 	_ = set.MarkFlagRequired("id")
 
-	var ws, name, hook, secret, to string
+	var ws, name, hook, to string
 	add := &cobra.Command{
-		Use:   "add-destination --workspace W --name N (--webhook URL --secret whsec_… | --email ADDRESS)",
+		Use:   "add-destination --workspace W --name N (--webhook URL (--secret-file F | --secret-env VAR | --secret-stdin | --secret whsec_…) | --email ADDRESS)",
 		Short: "Add a team destination for feedback alerts (a Standard Webhooks-signed HTTP endpoint or an email)",
 		Long: `Add or replace a team destination. Each new feedback item's initial alert gets one outbox intent
 per enabled destination, the destination's name being part of its operation key. Webhook
-destinations receive a JSON body signed with Standard Webhooks (webhook-id stable per operation).`,
+destinations receive a JSON body signed with Standard Webhooks (webhook-id stable per operation);
+the secret (whsec_ + base64 of at least 24 random bytes) is stored sealed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := store.Destination{WorkspaceID: ws, Name: name, Enabled: true}
-			switch {
-			case hook != "" && to == "":
-				u, err := url.Parse(hook)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return cli.Usagef("--webhook must be an http(s) URL")
-				}
-				if err := providers.ValidateSecret(keys.ProviderStandard, secret); err != nil {
-					return cli.Usagef("--secret: %v", err)
-				}
-				d.Kind, d.Target, d.Secret = "webhook", hook, secret
-			case to != "" && hook == "":
-				if _, err := mail.ParseAddress(to); err != nil {
-					return cli.Usagef("--email: %v", err)
-				}
-				d.Kind, d.Target = "email", to
-			default:
-				return cli.Usagef("give exactly one of --webhook or --email")
+	}
+	secretIn := addSecretFlags(add, "secret", "Standard Webhooks signing secret (whsec_…) for --webhook", false)
+	add.RunE = func(cmd *cobra.Command, _ []string) error {
+		d := store.Destination{WorkspaceID: ws, Name: name, Enabled: true}
+		secret, err := secretIn.one(cmd, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		switch {
+		case hook != "" && to == "":
+			u, err := url.Parse(hook)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return cli.Usagef("--webhook must be an http(s) URL")
 			}
-			if !slugPattern.MatchString(name) {
-				return cli.Usagef("--name must be 1-63 lowercase letters, digits, '-' or '_'")
+			if err := providers.ValidateSecret(keys.ProviderStandard, secret); err != nil {
+				return cli.Usagef("--secret: %v", err)
 			}
-			return withStore(cmd, func(st *store.Store) error {
-				if err := store.UpsertDestination(cmd.Context(), st.Pool, d); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "workspace %s: destination %s (%s) saved\n", ws, name, d.Kind)
-				return nil
-			})
-		},
+			d.Kind, d.Target, d.Secret = "webhook", hook, secret
+		case to != "" && hook == "":
+			if _, err := mail.ParseAddress(to); err != nil {
+				return cli.Usagef("--email: %v", err)
+			}
+			d.Kind, d.Target = "email", to
+		default:
+			return cli.Usagef("give exactly one of --webhook or --email")
+		}
+		if !slugPattern.MatchString(name) {
+			return cli.Usagef("--name must be 1-63 lowercase letters, digits, '-' or '_'")
+		}
+		return withStore(cmd, func(st *store.Store) error {
+			if err := store.UpsertDestination(cmd.Context(), st.Pool, st.Keys, d); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "workspace %s: destination %s (%s) saved\n", ws, name, d.Kind)
+			return nil
+		})
 	}
 	add.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
 	add.Flags().StringVar(&name, "name", "", "destination name (required)")
 	add.Flags().StringVar(&hook, "webhook", "", "HTTP endpoint URL")
-	add.Flags().StringVar(&secret, "secret", "", "Standard Webhooks signing secret (whsec_…) for --webhook")
 	add.Flags().StringVar(&to, "email", "", "email address")
 	_ = add.MarkFlagRequired("workspace")
 	_ = add.MarkFlagRequired("name")
@@ -115,7 +120,7 @@ destinations receive a JSON body signed with Standard Webhooks (webhook-id stabl
 				var views []view
 				var rows [][]string
 				for _, d := range ds {
-					views = append(views, view{d.ID, d.WorkspaceID, d.Name, d.Kind, d.Target, d.Secret != "", d.Enabled})
+					views = append(views, view{d.ID, d.WorkspaceID, d.Name, d.Kind, d.Target, d.Signed, d.Enabled})
 					rows = append(rows, []string{strconv.FormatInt(d.ID, 10), d.WorkspaceID, d.Name, d.Kind, d.Target, strconv.FormatBool(d.Enabled)})
 				}
 				return cli.Render(cmd.OutOrStdout(), format, views, []string{"ID", "WORKSPACE", "NAME", "KIND", "TARGET", "ENABLED"}, rows)

@@ -24,7 +24,8 @@ func newDevCmd() *cobra.Command {
 		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker",
 		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the Temporal CLI
 and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, progress shown) and
-creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root). It reuses
+creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root) and a secrets
+key in .data/secrets.key (unless HOOKINBOX_SECRETS_KEY or _FILE is set). It reuses
 services already listening on their ports, applies migrations, then runs the intake and the
 worker in this process. Ctrl-C stops everything it started.
 
@@ -141,7 +142,18 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	if err := s.pg.EnsureDatabase(ctx, "hookinbox", "hookinbox"); err != nil {
 		return err
 	}
-	if err := migrate(ctx, cfg.DatabaseURL, out); err != nil {
+	if cfg.SecretsKey == "" && cfg.SecretsKeyFile == "" {
+		// The local stack's key: made once, kept beside its database.
+		path, created, err := devenv.EnsureSecretsKey(root)
+		if err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(out, "secrets key: created %s (0600); the database's secrets are sealed with it\n", path)
+		}
+		cfg.SecretsKeyFile = path
+	}
+	if err := migrate(ctx, cfg, out); err != nil {
 		return err
 	}
 
@@ -181,11 +193,13 @@ hookinbox local stack is up
   postgres        %s
   logs            %s
 
-Register an endpoint:  .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret whsec_demo
+Register an endpoint:  export DEMO_SECRET=whsec_$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
+                       .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret-env DEMO_SECRET
                        .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
+Secrets are sealed with %s (operator commands on the local stack find it by themselves).
 Press Ctrl-C to stop everything started here.
 `, intakeURL, intakeURL, intakeURL, app.DisplayAddr(cfg.WorkerAddr), s.temporal.Address, s.temporal.UIURL,
-		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, logDir)
+		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, logDir, orDefault(cfg.SecretsKeyFile, "HOOKINBOX_SECRETS_KEY"))
 
 	if servicesOnly {
 		<-ctx.Done()

@@ -42,6 +42,7 @@ the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
 		newStatusCmd(),
 		newReconcileCmd(),
 		newSchedulesCmd(),
+		newSecretsCmd(),
 	)
 	cli.Main(ctx, root)
 }

@@ -10,14 +10,17 @@ func newMigrateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply the embedded database migrations to DATABASE_URL",
-		Long:  "Apply every embedded migration not yet applied (jackc/tern; concurrent runs are serialized by an advisory lock).",
-		Args:  cobra.NoArgs,
+		Long: `Apply every embedded migration not yet applied (jackc/tern; concurrent runs are serialized by an
+advisory lock). Then, when a secrets key is configured (HOOKINBOX_SECRETS_KEY or
+HOOKINBOX_SECRETS_KEY_FILE), seal every secret still kept in a plain column and null the column;
+safe to run again, and beside a running intake.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.FromEnv()
 			if err != nil {
 				return err
 			}
-			return migrate(cmd.Context(), cfg.DatabaseURL, cmd.OutOrStdout())
+			return migrate(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
 }

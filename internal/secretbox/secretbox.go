@@ -277,5 +277,5 @@ func (k *Keyring) Fingerprint(purpose, value string) []byte {
 	return mac.Sum(nil)
 }
 
-func wrapAAD(keyID string) []byte  { return []byte("hookinbox/secretbox/v1/dek\x00" + keyID) }
+func wrapAAD(keyID string) []byte   { return []byte("hookinbox/secretbox/v1/dek\x00" + keyID) }
 func dataAAD(context string) []byte { return []byte("hookinbox/secretbox/v1/value\x00" + context) }

@@ -29,7 +29,7 @@ func (f Facts) OwnAccount(ctx context.Context, endpoint string) (string, error) 
 }
 
 func (f Facts) endpoint(ctx context.Context, slug string) (*store.Endpoint, error) {
-	ep, err := f.Store.GetEndpoint(ctx, slug)
+	ep, err := f.Store.GetIntakeEndpoint(ctx, slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
 	}
