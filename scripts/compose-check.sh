@@ -180,7 +180,9 @@ for need in ("webhook", "worker"):
 # Workflow settings travel in workflow input: intake and worker must agree.
 shared = ("HOOKINBOX_TASK_QUEUE", "TEMPORAL_NAMESPACE", "HOOKINBOX_IDLE_TIMEOUT", "HOOKINBOX_MAX_EVENTS_PER_RUN",
           "HOOKINBOX_RETRY_BUDGET", "HOOKINBOX_RETRY_INITIAL", "HOOKINBOX_RETRY_MAX", "HOOKINBOX_ACTIVITY_TIMEOUT",
-          "HOOKINBOX_SWEEP_INTERVAL", "HOOKINBOX_SWEEP_AFTER")
+          "HOOKINBOX_SWEEP_INTERVAL", "HOOKINBOX_SWEEP_AFTER",
+          # Both open the secrets the other sealed.
+          "HOOKINBOX_SECRETS_KEY", "HOOKINBOX_SECRETS_KEY_FILE")
 we = env_map((hookinbox_services.get("webhook") or {}).get("environment"))
 wo = env_map((hookinbox_services.get("worker") or {}).get("environment"))
 for var in shared:

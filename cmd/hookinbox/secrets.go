@@ -106,13 +106,32 @@ func newSecretsStatusCmd() *cobra.Command {
 }
 
 func newSecretsGenerateCmd() *cobra.Command {
-	var id string
+	var id, file string
 	var bare bool
 	cmd := &cobra.Command{
-		Use:   "generate-key [--id ID | --bare]",
-		Short: "Print a new random key: a key file line id:base64key, or with --bare the base64 for HOOKINBOX_SECRETS_KEY",
-		Args:  cobra.NoArgs,
+		Use:   "generate-key [--id ID | --bare | --file PATH]",
+		Short: "Make a new random key: a key file line id:base64key, the base64 for HOOKINBOX_SECRETS_KEY (--bare), or a key file (--file)",
+		Long: `Print a new random key as a key file line (id:base64key; add it as the first line of the key file to
+rotate), or with --bare as the base64 HOOKINBOX_SECRETS_KEY takes. With --file PATH, write a new key
+file there (mode 0600) unless one exists: an existing key file is never rewritten (docker-compose.yml
+runs this once before the first migration).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file != "" {
+				if id == "" {
+					id = "k1"
+				}
+				created, err := secretbox.CreateKeyFile(file, id)
+				if err != nil {
+					return err
+				}
+				if created {
+					fmt.Fprintf(cmd.OutOrStdout(), "secrets key file %s created (key %s)\n", file, id)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "secrets key file %s exists: kept as it is\n", file)
+				}
+				return nil
+			}
 			if bare {
 				fmt.Fprintln(cmd.OutOrStdout(), secretbox.GenerateKey())
 				return nil
@@ -129,5 +148,6 @@ func newSecretsGenerateCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&id, "id", "", "key id (default k<YYYYMMDD>)")
 	cmd.Flags().BoolVar(&bare, "bare", false, "only the base64 key, for HOOKINBOX_SECRETS_KEY")
+	cmd.Flags().StringVar(&file, "file", "", "write a new key file here unless one exists")
 	return cmd
 }

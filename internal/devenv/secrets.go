@@ -1,10 +1,7 @@
 package devenv
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/hookinbox/hookinbox/internal/secretbox"
@@ -23,23 +20,9 @@ func EnsureSecretsKey(root string) (path string, created bool, err error) {
 	if err := mkdirAll(filepath.Dir(path)); err != nil {
 		return "", false, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return path, false, nil
-	}
+	created, err = secretbox.CreateKeyFile(path, "local-1")
 	if err != nil {
 		return "", false, fmt.Errorf("create %s: %w", path, err)
 	}
-	line := "# hookinbox local stack secrets key (HOOKINBOX_SECRETS_KEY_FILE): keep it, the database's secrets are sealed with it\n" +
-		secretbox.GenerateKeyLine("local-1") + "\n"
-	if _, err := f.WriteString(line); err != nil {
-		f.Close()
-		os.Remove(path)
-		return "", false, fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return "", false, fmt.Errorf("write %s: %w", path, err)
-	}
-	return path, true, nil
+	return path, created, nil
 }

@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -198,6 +199,36 @@ func GenerateKey() string {
 
 // GenerateKeyLine returns a key file line `id:base64key` with a new key.
 func GenerateKeyLine(id string) string { return id + ":" + GenerateKey() }
+
+// CreateKeyFile writes a new key file at path (mode 0600) holding one new
+// key with id, unless a file is already there: an existing key file is
+// never rewritten, since the secrets sealed under it would be lost. It
+// reports whether it created the file.
+func CreateKeyFile(path, id string) (created bool, err error) {
+	if _, err := New(Key{ID: id, Secret: make([]byte, KeySize)}); err != nil {
+		return false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	content := "# hookinbox secrets key file (HOOKINBOX_SECRETS_KEY_FILE): id:base64key lines, the first seals.\n" +
+		"# Keep it and back it up apart from the database: the secrets sealed with it cannot be opened without it.\n" +
+		GenerateKeyLine(id) + "\n"
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		os.Remove(path)
+		return false, err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return false, err
+	}
+	return true, nil
+}
 
 // CurrentID is the id of the key that seals.
 func (k *Keyring) CurrentID() string { return k.current }
