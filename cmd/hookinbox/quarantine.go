@@ -26,7 +26,7 @@ import (
 // mismatch, same event key with another body), and their resolution.
 
 var quarantineReasons = []string{store.ReasonUnknownAccount, store.ReasonMalformed, store.ReasonEnvironmentMismatch,
-	store.ReasonConflictingDuplicate}
+	store.ReasonConflictingDuplicate, store.ReasonAccountMismatch}
 
 func newQuarantineCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -34,9 +34,10 @@ func newQuarantineCmd() *cobra.Command {
 		Short: "Inspect and resolve deliveries kept out of the inbox (unknown account, malformed, conflicts)",
 		Long: `The quarantine holds authenticated deliveries the intake would not put in the inbox as they
 were: unknown_account (the source account is not linked to a workspace), malformed (the body
-cannot be used), environment_mismatch (a live event on a test endpoint or the reverse) and
+cannot be used), environment_mismatch (a live event on a test endpoint or the reverse),
 conflicting_duplicate (an event key already accepted with a different body; the original is
-kept). Resolve each entry by re-admitting it (after fixing the cause, e.g. linking the account)
+kept) and account_mismatch (the secret that signed it, or the endpoint, is not bound to the
+account it claims: possibly another tenant's forgery). Resolve each entry by re-admitting it (after fixing the cause, e.g. linking the account)
 or discarding it; both are audited. See docs/operations.md.`,
 	}
 	cmd.AddCommand(newQuarantineListCmd(), newQuarantineShowCmd(), newQuarantineResolveCmd())
@@ -290,6 +291,10 @@ func quarantineHint(q *store.QuarantineItem) string {
 		k, _ := q.EventKey()
 		return fmt.Sprintf("compare with the original ('hookinbox inbox show %s'); it cannot be re-admitted under the same key: "+
 			"'hookinbox quarantine resolve %s --action discard --reason …' (replay the original if it needs another pass)", k, id)
+	case store.ReasonAccountMismatch:
+		return "a secret or an unsigned shop header claimed an account it is not bound to: possibly a forgery by another " +
+			"tenant; if the account is rightly the secret's, bind it ('hookinbox endpoints secrets bind --slug " + q.EndpointSlug +
+			" --id N --accounts …') and readmit, else 'hookinbox quarantine resolve " + id + " --action discard --reason …'"
 	case store.ReasonEnvironmentMismatch:
 		return "the sender delivered to the wrong environment's endpoint; fix its configuration, then " +
 			"'hookinbox quarantine resolve " + id + " --action discard --reason …'"
