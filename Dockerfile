@@ -33,8 +33,9 @@ RUN apt-get update \
 # named volume takes this directory's owner and mode).
 COPY --from=build /out/hookinbox /usr/local/bin/hookinbox
 USER 10001:10001
-# The intake (HOOKINBOX_HTTP_ADDR) and the worker's /metrics and /healthz
-# (HOOKINBOX_WORKER_ADDR).
-EXPOSE 8080 9091
+# The intake's public port (HOOKINBOX_HTTP_ADDR), its internal listener
+# (HOOKINBOX_INTERNAL_ADDR: /metrics, /readyz; loopback unless set, never to
+# be published) and the worker's /metrics and /healthz (HOOKINBOX_WORKER_ADDR).
+EXPOSE 8080 9090 9091
 ENTRYPOINT ["hookinbox"]
 CMD ["--help"]

@@ -66,16 +66,38 @@ type HandleResult struct {
 	Skipped bool `json:"skipped,omitempty"`
 	// Outbox rows produced by the effect, sent next by the workflow.
 	Outbox []int64 `json:"outbox,omitempty"`
+	// RetryAt is set when the row was left pending (no handler in this
+	// worker): it is due again then, and the workflow wakes for it.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
 }
 
+// StatusNoHandler is the hookinbox_events_handled_total status of an event
+// left pending because this worker has no handler for its routed type.
+const StatusNoHandler = "no_handler"
+
+// noHandlerRecheck bounds how long a row without a handler waits before it
+// is looked at again: short enough that a worker with the handler picks it
+// up soon after it is deployed, and that the no_handler count keeps rising
+// (the alert) while the condition lasts.
+const noHandlerRecheck = 5 * time.Minute
+
 // HandleEvent runs the event's business handler. A row that is no longer
-// pending is skipped; a type without a registered handler is marked ignored
-// with the reason. A failed attempt is recorded on the row (attempts, last
-// error, next attempt) and returned with a jittered next retry delay.
+// pending is skipped. A routed type without a registered handler here is
+// never ignored: the row stays pending with the reason as its last error,
+// due again after a jittered delay (RetryAt; no attempt counted), logged as
+// an error and counted under status no_handler. A failed attempt is
+// recorded on the row (attempts, last error, next attempt) and returned
+// with a jittered next retry delay; one that found the database away is
+// not recorded (ErrDatabaseUnavailable: a wait).
 func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (HandleResult, error) {
 	out, err := a.Events.Handle(ctx, in.Key)
 	if errors.Is(err, ports.ErrNotFound) {
 		return HandleResult{}, temporal.NewNonRetryableApplicationError("event is not in the inbox", "InvalidEvent", err)
+	}
+	if ports.IsUnavailable(err) {
+		// Nothing to record (the database is what is away) and nothing
+		// spent: the workflow waits and the row stays pending.
+		return HandleResult{}, a.databaseAway(ctx, err, "event_key", in.Key.String())
 	}
 	if err != nil {
 		if ports.IsPermanent(err) {
@@ -88,10 +110,34 @@ func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (H
 	if out.Skipped {
 		return HandleResult{Status: out.Status, Skipped: true}, nil
 	}
+	if out.NoHandler {
+		return a.noHandler(ctx, in.Key, out)
+	}
 	a.count(out.Route, out.Status)
+	if a.Metrics != nil {
+		for _, d := range out.Divergences {
+			a.Metrics.SameVersionDivergences.WithLabelValues(in.Key.Provider, d.Field).Inc()
+		}
+	}
 	logger(ctx, a.Logger).Info("event handled", "event_key", in.Key.String(), "business_key", out.BusinessKey, "handler", out.Route,
 		"outcome", out.Status, "note", out.Note)
 	return HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox}, nil
+}
+
+// noHandler leaves the row pending and due again after a delay between
+// half and all of min(RetryMax, noHandlerRecheck), so rows of many
+// resources do not come due together and the workflow does not loop on it.
+func (a *ResourceActivities) noHandler(ctx context.Context, k keys.Event, out ports.Handled) (HandleResult, error) {
+	ceiling := max(min(a.RetryMax, noHandlerRecheck), a.RetryInitial, time.Second)
+	delay := ceiling/2 + fullJitter(1, ceiling/2, ceiling/2)
+	next := time.Now().Add(delay)
+	if err := a.Events.Defer(ctx, k, out.Note, next); err != nil {
+		return HandleResult{}, err
+	}
+	a.count(out.Route, StatusNoHandler)
+	logger(ctx, a.Logger).Error("no handler registered for a routed event type: left pending", "event_key", k.String(),
+		"handler", out.Route, "next_look_in", delay.Round(time.Second).String(), "note", out.Note)
+	return HandleResult{Status: keys.StatusPending, Note: out.Note, RetryAt: &next}, nil
 }
 
 // retry records the failed attempt and returns the error with the next
@@ -108,6 +154,17 @@ func (a *ResourceActivities) retry(ctx context.Context, in HandleInput, handler 
 		"attempt", attempt, "next_retry_in", delay.String(), "error", err.Error())
 	return temporal.NewApplicationErrorWithOptions(err.Error(), "HandlerError",
 		temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err})
+}
+
+// databaseAway is the error of an attempt that found the database away:
+// type ErrDatabaseUnavailable, the attempt number as its details, and a
+// capped backoff in case the caller's retry policy predates the type.
+func (a *ResourceActivities) databaseAway(ctx context.Context, err error, keyvals ...any) error {
+	attempt := activity.GetInfo(ctx).Attempt
+	logger(ctx, a.Logger).With(keyvals...).Warn("database unavailable; the workflow waits for it", "attempt", attempt, "error", err.Error())
+	delay := fullJitter(int(attempt), a.RetryInitial, min(a.RetryMax, 30*time.Second))
+	return temporal.NewApplicationErrorWithOptions(err.Error(), ErrDatabaseUnavailable,
+		temporal.ApplicationErrorOptions{NextRetryDelay: max(delay, time.Millisecond), Cause: err, Details: []any{attempt}})
 }
 
 // record notes a failed attempt on the row; its own failure is only logged
@@ -213,3 +270,11 @@ func orUnknown(s string) string {
 	}
 	return s
 }
+
+// ErrDatabaseUnavailable is the error type of an attempt that found the
+// database away (ports.IsUnavailable). It is not a failure of the work:
+// the workflow lists it as non-retryable in the retry policy, waits for the
+// database with capped backoff and tries again, without counting the
+// attempt against the event's or the outbox row's budget. Its details hold
+// the attempt number that found the database away.
+const ErrDatabaseUnavailable = "DatabaseUnavailable"

@@ -43,8 +43,8 @@ type BackfillPageInput struct {
 // through the intake's own path (SPEC R19, ports.Facts.Admit): the
 // endpoint's current settings and links derive the inbox event, marked as
 // backfilled, and the event key's UNIQUE constraint settles whether the
-// inbox already has it. An existing key is simply "already have it", never
-// quarantined. Each newly inserted pending event rings its resource's
+// inbox already has it. An existing key holding the same event (in any
+// serialization) is simply "already have it", never quarantined. Each newly inserted pending event rings its resource's
 // doorbell; the business handlers' keys make its effect happen once, so a
 // paid invoice whose webhook never came grants its credits exactly once.
 // A failed doorbell is only logged: the row is pending and the sweeper rings

@@ -82,11 +82,16 @@ type SendResult struct {
 // with the same key where it dedupes, accept a duplicate for low-risk
 // classes, or hold for review. A definite failure puts the row back to
 // pending; an unknown outcome leaves it uncertain; both are retried with
-// full-jitter backoff by the activity's retry policy.
+// full-jitter backoff by the activity's retry policy. An attempt that finds
+// the database away records nothing and returns ErrDatabaseUnavailable:
+// the workflow waits for the database without spending the row's budget.
 func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (SendResult, error) {
 	row, err := a.Outbox.Get(ctx, in.ID)
 	if errors.Is(err, ports.ErrNotFound) {
 		return SendResult{}, temporal.NewNonRetryableApplicationError("outbox row not found", "InvalidOutbox", err)
+	}
+	if ports.IsUnavailable(err) {
+		return SendResult{}, a.databaseAway(ctx, err, "outbox_id", in.ID)
 	}
 	if err != nil {
 		return SendResult{}, a.sendRetry(ctx, row, err)
@@ -144,12 +149,16 @@ func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (Send
 	if !ok {
 		return SendResult{Status: "skipped", Note: "no longer sendable"}, nil
 	}
+	// The row is uncertain in the database from here on: a failure
+	// recorded below must not write back the pending status read above.
+	row.Status = keys.OutboxUncertain
 	remoteID, err := sender.Send(ctx, msg)
 	if err == nil {
 		if err := a.Outbox.MarkSent(ctx, row.ID, remoteID, ""); err != nil {
-			// Sent, not recorded: the row stays uncertain and the policy
-			// decides on the retry.
-			return SendResult{}, a.sendRetry(ctx, row, err)
+			// Sent, not recorded: the row stays uncertain, so the next
+			// attempt takes the policy's uncertain path (ask, hold, or
+			// repeat) instead of sending blindly.
+			return SendResult{}, a.sendRetryAs(ctx, row, keys.OutboxUncertain, err)
 		}
 		a.countSend(row.Class, "sent")
 		log.Info("outbox row sent", "remote_id", remoteID)
@@ -179,6 +188,15 @@ func (a *ResourceActivities) sendRetry(ctx context.Context, row *ports.OutboxRow
 }
 
 func (a *ResourceActivities) sendRetryAs(ctx context.Context, row *ports.OutboxRow, status string, err error) error {
+	if ports.IsUnavailable(err) {
+		// The row keeps the status the database has (pending, or uncertain
+		// once an attempt began); the workflow waits for the database.
+		var id int64
+		if row != nil {
+			id = row.ID
+		}
+		return a.databaseAway(ctx, err, "outbox_id", id)
+	}
 	attempt := int(activity.GetInfo(ctx).Attempt)
 	delay := fullJitter(attempt, a.RetryInitial, a.RetryMax)
 	if row != nil {

@@ -31,6 +31,10 @@ type Options struct {
 	Tolerance time.Duration
 	// CacheTTL of endpoints, secrets and links.
 	CacheTTL time.Duration
+	// NegativeTTL is how long a slug no endpoint has is remembered as
+	// unknown (0: DefaultNegativeTTL, or CacheTTL when shorter; negative:
+	// never).
+	NegativeTTL time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -46,7 +50,7 @@ func New(o Options) *Admitter {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL)}
+	return &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL, o.NegativeTTL)}
 }
 
 // Endpoint returns the endpoint slug from the cache (loading it on a miss),
@@ -61,8 +65,10 @@ type Delivery struct {
 	Header http.Header
 	// Body is the exact raw bytes: verified, kept and hashed.
 	Body []byte
-	// Account, when set, is the source account the delivery must belong to
-	// (the backfill lists one account's events).
+	// Account, when set, is the source account the delivery was listed
+	// under (the backfill lists one account's events, a Connect account's
+	// with Stripe-Account): an event naming no account is that account's,
+	// and one naming another is refused.
 	Account string
 }
 
@@ -75,9 +81,10 @@ const (
 	Accepted Outcome = iota + 1
 	// Ignored: a new inbox row of a type no handler takes (status ignored).
 	Ignored
-	// Duplicate: the event key was already in the inbox (with the same body;
-	// from the backfill, with any body) and the row was left alone; or, for
-	// a provider that signs no event id (GitHub, Shopify), the endpoint
+	// Duplicate: the event key was already in the inbox with the same body,
+	// or with the same event in another serialization (a backfilled row and
+	// its webhook; Detail says so), and the row was left alone; or, for a
+	// provider that signs no event id (GitHub, Shopify), the endpoint
 	// already holds the same body under another id (a replay; Detail says
 	// so). Nothing is stored.
 	Duplicate
@@ -151,12 +158,12 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		return Result{}, err
 	}
 
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID)
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
 	var rej *Rejection
 	if errors.As(err, &rej) && (rej.Reason == store.ReasonUnknownAccount || rej.Reason == store.ReasonAccountMismatch) {
 		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
 			ep = fresh
-			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID)
+			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
 		}
 	}
 	res := Result{Key: ev.Key}
@@ -216,13 +223,17 @@ func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev 
 }
 
 // backfill: the bytes come from the provider's authenticated API, so
-// nothing is verified; a refusal stores nothing, and an existing key (same
-// body or not: the list API may serialize an event differently from its
-// webhook) is simply "already have it".
+// nothing is verified; a refusal stores nothing, and an existing key with
+// the same event (the same bytes, or the list API's own serialization of
+// the event its webhook delivered: the store compares type, created time and
+// object) is simply "already have it". Another event under that key is
+// refused as a conflicting duplicate, and nothing is stored.
 func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Result, error) {
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body, 0)
+	// The account is the scope's the pass listed under (Stripe-Account),
+	// whether or not the listed JSON names one; naming another is refused.
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body, 0, d.Account)
 	if err == nil && d.Account != "" && ev.Key.Account != d.Account {
-		err = fmt.Errorf("the event belongs to account %s, the pass lists %s", ev.Key.Account, d.Account)
+		err = fmt.Errorf("the event names account %s, the pass lists %s", ev.Key.Account, d.Account)
 	}
 	if err != nil {
 		return Result{Key: ev.Key}, err
@@ -230,7 +241,8 @@ func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Resu
 	ev.Origin = keys.OriginBackfill
 	res, ins, err := insert(ctx, a.o.Store.Pool, ev)
 	if err == nil && ins.Outcome == store.Conflict {
-		res.Outcome = Duplicate
+		return res, &Rejection{Reason: store.ReasonConflictingDuplicate,
+			Detail: "the inbox holds another event under this key (type, created time or object differ); the original is kept"}
 	}
 	return res, err
 }
@@ -251,6 +263,9 @@ func insert(ctx context.Context, db store.DB, ev *store.InboxEvent) (Result, sto
 		}
 	case store.Duplicate:
 		res.Outcome, res.Status = Duplicate, ins.ExistingStatus
+		if ins.Equivalent {
+			res.Detail = "the same event as the " + ins.ExistingOrigin + " row, serialized differently"
+		}
 	case store.BodyReplay:
 		res.Outcome, res.Status = Duplicate, ins.ExistingStatus
 		res.Detail = fmt.Sprintf("replay of inbox row %d's body under a new event id", ins.ID)

@@ -145,16 +145,31 @@ func TestShopifyWithoutABindingTrustsOnlyASingleLinkedShop(t *testing.T) {
 	requireStored(t, res, "one linked shop: the header can only name it")
 
 	// A second shop linked without binding either: the header would pick
-	// the workspace, so every delivery is quarantined until bound.
-	require.NoError(t, b.store.LinkAccount(b.ctx, "shops", "b.myshopify.com", "ws_b"))
+	// the workspace. The second link pins the first shop as the endpoint's
+	// own account (store.Link), so the header may only name that one: a
+	// delivery naming the other shop is quarantined until bound.
+	res2, err := b.store.Link(b.ctx, "shops", "b.myshopify.com", "ws_b")
+	require.NoError(t, err)
+	require.True(t, res2.PinnedOwnAccount)
 	b.adm = admission.New(admission.Options{Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
 	body2 := []byte(`{"id":2002}`)
 	res, err = b.admit(t, "shops", body2, shopifyHeaders(body2, shopKey, "b.myshopify.com", "e-2", "orders/create"))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
 	require.Equal(t, store.ReasonAccountMismatch, res.Reason)
-	require.Contains(t, res.Detail, "not signed")
+	require.Contains(t, res.Detail, "unsigned account header names b.myshopify.com")
 	require.Zero(t, b.workspaceRows(t, "ws_b"))
+
+	// Without the pin ('endpoints set-account --account ""') nothing binds
+	// a shop: with two linked, every header is refused.
+	require.NoError(t, b.store.SetOwnAccount(b.ctx, "shops", ""))
+	b.adm = admission.New(admission.Options{Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
+	body2b := []byte(`{"id":2012}`)
+	res, err = b.admit(t, "shops", body2b, shopifyHeaders(body2b, shopKey, "a.myshopify.com", "e-2b", "orders/create"))
+	require.NoError(t, err)
+	require.Equal(t, admission.Quarantined, res.Outcome)
+	require.Contains(t, res.Detail, "not signed")
+	require.NoError(t, b.store.SetOwnAccount(b.ctx, "shops", "a.myshopify.com"))
 
 	// Bound per secret: each shop's own secret picks its shop.
 	shopKeyB := "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"

@@ -49,17 +49,35 @@ func (e *Endpoint) verify(d Delivery, tolerance time.Duration, now time.Time) (p
 // reads the database at once, and a failed signature check or an unknown
 // account reloads (at most once a second per endpoint), so a new secret or
 // link works immediately; a removed secret stops working within the TTL.
+//
+// A slug the database does not know is remembered as unknown for a short
+// negTTL, so a flood of deliveries to a missing endpoint costs one lookup
+// per slug and period rather than one per request; a newly registered
+// endpoint answers 404 for at most that long. The set is bounded
+// (maxNegative): a flood of distinct slugs only wipes it.
 type endpointCache struct {
-	store *store.Store
-	ttl   time.Duration
-	group singleflight.Group
+	store  *store.Store
+	ttl    time.Duration
+	negTTL time.Duration
+	group  singleflight.Group
 
-	mu sync.RWMutex
-	m  map[string]*Endpoint
+	mu  sync.RWMutex
+	m   map[string]*Endpoint
+	neg map[string]time.Time
 }
 
-func newEndpointCache(s *store.Store, ttl time.Duration) *endpointCache {
-	return &endpointCache{store: s, ttl: ttl, m: map[string]*Endpoint{}}
+// DefaultNegativeTTL is how long an unknown slug is remembered, unless the
+// cache TTL is shorter.
+const DefaultNegativeTTL = 2 * time.Second
+
+// maxNegative bounds the unknown slugs remembered.
+const maxNegative = 4096
+
+func newEndpointCache(s *store.Store, ttl, negTTL time.Duration) *endpointCache {
+	if negTTL == 0 {
+		negTTL = min(DefaultNegativeTTL, ttl)
+	}
+	return &endpointCache{store: s, ttl: ttl, negTTL: negTTL, m: map[string]*Endpoint{}, neg: map[string]time.Time{}}
 }
 
 // minReload bounds reloads caused by bad signatures or unknown accounts.
@@ -70,12 +88,16 @@ const minReload = time.Second
 func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endpoint, error) {
 	c.mu.RLock()
 	e, ok := c.m[slug]
+	missed, unknown := c.neg[slug]
 	c.mu.RUnlock()
 	if ok {
 		age := time.Since(e.loaded)
 		if age < c.ttl && (!fresh || age < minReload) {
 			return e, nil
 		}
+	}
+	if unknown && time.Since(missed) < c.negTTL {
+		return nil, store.ErrNotFound
 	}
 	v, err, _ := c.group.Do(slug, func() (any, error) {
 		// Never the API key: the intake has no use for it.
@@ -84,6 +106,7 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 			if errors.Is(err, store.ErrNotFound) {
 				c.mu.Lock()
 				delete(c.m, slug)
+				c.rememberUnknown(slug)
 				c.mu.Unlock()
 			}
 			return nil, err
@@ -91,6 +114,7 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 		ce := NewEndpoint(ep)
 		c.mu.Lock()
 		c.m[slug] = ce
+		delete(c.neg, slug)
 		c.mu.Unlock()
 		return ce, nil
 	})
@@ -98,4 +122,23 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 		return nil, err
 	}
 	return v.(*Endpoint), nil
+}
+
+// rememberUnknown records slug as unknown; c.mu is held.
+func (c *endpointCache) rememberUnknown(slug string) {
+	if c.negTTL <= 0 {
+		return
+	}
+	now := time.Now()
+	if len(c.neg) >= maxNegative {
+		for k, at := range c.neg {
+			if now.Sub(at) >= c.negTTL {
+				delete(c.neg, k)
+			}
+		}
+		if len(c.neg) >= maxNegative {
+			clear(c.neg)
+		}
+	}
+	c.neg[slug] = now
 }

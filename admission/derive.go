@@ -26,7 +26,9 @@ func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 // source account, workspace, type, resource, version, and status (pending,
 // or ignored for a type no handler takes). raw is the body as received
 // (kept and hashed); payload the JSON inside it (they differ only for
-// GitHub's form-encoded deliveries). It does no I/O.
+// GitHub's form-encoded deliveries). scope, when set, is the account the
+// delivery was listed under (the backfill): an event naming no account is
+// that account's, never the endpoint's own. It does no I/O.
 //
 // secretID is the secret that verified the delivery (0: none, e.g. the
 // backfill, whose bytes come from the provider's API): the account the
@@ -36,7 +38,7 @@ func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 // On rejection the returned event still carries the key parts that could be
 // derived (for the quarantine row); err is a *Rejection, or another error for
 // a provider without a normalizer.
-func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, secretID int64) (*store.InboxEvent, error) {
+func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, secretID int64, scope string) (*store.InboxEvent, error) {
 	sum := sha256.Sum256(raw)
 	ev := &store.InboxEvent{EndpointSlug: ep.Slug, Payload: raw, BodySHA256: sum[:], Key: keys.Event{Provider: ep.Provider}}
 	n, err := normalize(ep, p, h, payload)
@@ -53,6 +55,9 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 	}
 	ev.Key.Environment = ep.Environment
 	account := n.Account
+	if account == "" && scope != "" {
+		account = scope
+	}
 	if account == "" {
 		account, _ = ep.OwnAccount()
 	}
@@ -84,7 +89,7 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 // one the secret that verified it is not bound to (so one tenant holding an
 // endpoint's secret cannot sign events into another tenant's workspace), or,
 // for an account read from an unsigned header (Shopify's shop), one that
-// neither the endpoint's own account nor the secret binds. With neither
+// the secret's binding, else the endpoint's own account, does not name. With neither
 // binding, an unsigned account is only trusted while the endpoint links
 // exactly one account (which it must then be, or it is unknown).
 func checkBinding(ep *store.Endpoint, secretID int64, account string, unsignedAccount bool) *Rejection {
@@ -103,13 +108,15 @@ func checkBinding(ep *store.Endpoint, secretID int64, account string, unsignedAc
 		return nil
 	}
 	switch {
+	case sec != nil && len(sec.Accounts) > 0:
+		// Checked above: the secret's own binding is the most specific, and
+		// wins over the endpoint's own account (which a second link may
+		// have pinned to the first shop, store.Link).
 	case ep.Account != "":
 		if account != ep.Account {
 			return &Rejection{Reason: store.ReasonAccountMismatch, Detail: fmt.Sprintf(
 				"the unsigned account header names %s; endpoint %s is bound to %s", orDefault(account, "(none)"), ep.Slug, ep.Account)}
 		}
-	case sec != nil && len(sec.Accounts) > 0:
-		// Checked above.
 	case len(ep.Links) > 1:
 		return &Rejection{Reason: store.ReasonAccountMismatch, Detail: fmt.Sprintf(
 			"the account header (%s) is not signed and endpoint %s links %d accounts: bind one to the endpoint "+

@@ -15,7 +15,9 @@
 //	                  bytes; reload secrets once   the authenticated API      arrived
 //	derive refused    quarantined with its reason  error, nothing stored      ErrCannotReadmit, entry open
 //	same key, other   quarantined (conflicting     Duplicate ("already have   ErrCannotReadmit
-//	body              duplicate)                   it")
+//	body              duplicate), unless the row   it") if the same event,
+//	                  was backfilled and is the    else refused (conflicting
+//	                  same event: Duplicate        duplicate)
 //	doorbell          Options.Handoff (async)      the caller (paced)         the caller
 //
 // It does no HTTP (package webhook maps its results to status codes) and

@@ -145,7 +145,7 @@ func readmission(ep *Endpoint, q *store.QuarantineItem) (*store.InboxEvent, erro
 		return nil, fmt.Errorf("secret #%d, which verified this delivery, was removed: its account binding "+
 			"cannot be checked again; discard the entry", q.SecretID)
 	}
-	ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, q.SecretID)
+	ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, q.SecretID, "")
 	var rej *Rejection
 	if errors.As(err, &rej) {
 		switch rej.Reason {

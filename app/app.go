@@ -56,13 +56,24 @@ func WorkflowSettings(cfg config.Config) keys.Settings {
 
 // Resources is the resource signaller for cfg.
 func Resources(cfg config.Config, c client.Client) *starter.Resources {
-	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg)}
+	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg), ConsoleURL: cfg.ConsoleBaseURL()}
 }
 
-// Intake is the intake process: HTTP server plus hand-off queue.
+// Intake is the intake process: the public HTTP server, the internal
+// listener and the hand-off queue.
 type Intake struct {
 	Server  *webhook.Server
 	Handoff *starter.Handoff
+	Metrics *metrics.Metrics
+	// InternalAddr is where the internal listener listens
+	// (HOOKINBOX_INTERNAL_ADDR); InternalListener, when set, is used
+	// instead (tests). Neither: no internal listener.
+	InternalAddr     string
+	InternalListener net.Listener
+	// Internal are the internal listener's routes besides /metrics:
+	// NewIntake puts the detailed /readyz here; append others (the
+	// operator console) before Run.
+	Internal []Route
 }
 
 // NewIntake builds the intake on a store and a (lazy) Temporal client.
@@ -73,7 +84,9 @@ func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.M
 		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
 		return err
 	}
-	return &Intake{Server: webhook.New(o), Handoff: h}
+	srv := webhook.New(o)
+	return &Intake{Server: srv, Handoff: h, Metrics: m, InternalAddr: cfg.InternalAddr,
+		Internal: []Route{{Pattern: "GET /readyz", Handler: srv.Ready()}}}
 }
 
 // NewHandoff is the intake's hand-off queue sized by cfg, ringing through s.
@@ -89,15 +102,59 @@ func IntakeOptions(cfg config.Config, st *store.Store, h webhook.Handoff, m *met
 	return webhook.Options{
 		Store: st, Handoff: h, Metrics: m, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, Tolerance: cfg.SignatureTolerance, CacheTTL: cfg.EndpointCacheTTL,
+		RequestTimeout: cfg.RequestTimeout,
 	}
 }
 
-// Run serves on ln (or cfg.HTTPAddr when ln is nil) until ctx ends.
+// Route is one thing an internal listener serves: an http.ServeMux
+// pattern ("GET /readyz", "/console/") and its handler.
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
+// InternalHandler builds an internal listener's handler: GET /metrics of
+// g, then routes. It is for operators and Prometheus, never for providers:
+// it is served on HOOKINBOX_INTERNAL_ADDR (or the worker's
+// HOOKINBOX_WORKER_ADDR), never on the public port.
+func InternalHandler(g prometheus.Gatherer, routes ...Route) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
+	return mux
+}
+
+// InternalHandler is the intake's internal handler: /metrics and i.Internal.
+func (i *Intake) InternalHandler() http.Handler {
+	return InternalHandler(i.Metrics.Registry, i.Internal...)
+}
+
+// Run serves the public port on ln (or addr when ln is nil) and the
+// internal listener until ctx ends or either fails.
 func (i *Intake) Run(ctx context.Context, addr string, ln net.Listener, log *slog.Logger) error {
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
 	hctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { i.Handoff.Run(hctx); close(done) }()
-	err := Serve(ctx, addr, ln, i.Server.Handler(), log)
+	internal := make(chan error, 1)
+	if i.InternalAddr != "" || i.InternalListener != nil {
+		h := i.InternalHandler()
+		go func() {
+			err := Serve(sctx, i.InternalAddr, i.InternalListener, h, log.With("listener", "internal"))
+			stop() // the intake does not run without its internal listener
+			internal <- err
+		}()
+	} else {
+		internal <- nil
+	}
+	err := Serve(sctx, addr, ln, i.Server.Handler(), log.With("listener", "public"))
+	stop()
+	if ierr := <-internal; err == nil && ierr != nil {
+		err = fmt.Errorf("internal listener: %w", ierr)
+	}
 	// Give queued doorbells a moment to go out; the rest is the sweeper's.
 	deadline := time.Now().Add(2 * time.Second)
 	for i.Handoff.Len() > 0 && time.Now().Before(deadline) {
@@ -178,10 +235,10 @@ func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *Activ
 		}
 	}
 	if addr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-		go func() { errc <- Serve(ctx, addr, nil, mux, log) }()
+		h := InternalHandler(m.Registry, Route{Pattern: "GET /healthz", Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte("ok\n"))
+		})})
+		go func() { errc <- Serve(ctx, addr, nil, h, log.With("listener", "worker")) }()
 	}
 	err := worker.Run(ctx, c, a.Activities, cfg, log)
 	if addr != "" {
@@ -192,9 +249,10 @@ func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *Activ
 	return err
 }
 
-// Serve runs an HTTP server until ctx ends, then shuts it down gracefully.
+// Serve runs an HTTP server (webhook.NewHTTPServer: bounded headers and
+// times) until ctx ends, then shuts it down gracefully.
 func Serve(ctx context.Context, addr string, ln net.Listener, h http.Handler, log *slog.Logger) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	srv := webhook.NewHTTPServer(h)
 	if ln == nil {
 		var err error
 		var lc net.ListenConfig

@@ -251,6 +251,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 		wg.Add(1)
 		go func() { defer wg.Done(); werr <- app.RunWorker(wctx, cfg, wc, acts, wm, "", log) }()
 		in := app.NewIntake(cfg, ist, ic, im, log)
+		in.InternalAddr = "" // the benchmark reads the registry itself
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = in.Run(ictx, "", ln, log) }()
 		sys.signals = func() float64 {

@@ -137,14 +137,15 @@ func f4CrashBeforeAndAfterTheBusinessCommit(t *testing.T) {
 			return out, err
 		}),
 	}})
-	credits = &handlers.Credits{Store: s.store, Providers: &handlers.EndpointProviders{Store: s.store}, PerInvoice: 100}
+	credits = &handlers.Credits{Store: s.workerStore, Providers: &handlers.EndpointProviders{Store: s.workerStore}, PerInvoice: 100}
 	w := newSimWorld(t, s, simulator.Config{})
 
 	// Before the commit: the first balance update fails inside the business
 	// transaction (a trigger standing in for a crash), rolling back the grant.
+	// SECURITY DEFINER: the worker's role may not use the test's sequence.
 	_, err := s.store.Pool.Exec(s.ctx, `
 		CREATE SEQUENCE crash_once; -- nextval survives the rollback it causes
-		CREATE FUNCTION crash_once() RETURNS trigger LANGUAGE plpgsql AS $$
+		CREATE FUNCTION crash_once() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
 		BEGIN
 			IF NEW.credits_balance > OLD.credits_balance AND nextval('crash_once') = 1 THEN
 				RAISE EXCEPTION 'simulated crash before commit';
@@ -241,7 +242,7 @@ func f6TimedOutAttemptWritesLate(t *testing.T) {
 			}),
 		},
 	})
-	subs = &handlers.Subscriptions{Store: s.store, Providers: &handlers.EndpointProviders{Store: s.store}}
+	subs = &handlers.Subscriptions{Store: s.workerStore, Providers: &handlers.EndpointProviders{Store: s.workerStore}}
 	w := newSimWorld(t, s, simulator.Config{})
 	sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
 	w.send(t, created)

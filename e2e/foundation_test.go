@@ -26,14 +26,20 @@ func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
 	s := newStack(t, stackOptions{handlers: map[string]handlers.Handler{handlers.RouteCredits: nil}})
 	s.stripeEndpoint("ep", "acct_reach", "ws_reach")
 
-	// With no handler registered for invoice.paid, the workflow marks it
-	// ignored with the reason.
+	// With no handler registered for invoice.paid in this worker, its
+	// workflow looks at the event and leaves it pending with the reason
+	// (never ignored: a worker with the handler must get it).
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_r1", "invoice.paid", "invoice", "in_r1"))
 	k := keys.Event{Provider: "stripe", Account: "acct_reach", Environment: "test", EventID: "evt_r1"}
-	eventually(t, 30*time.Second, "the event to be ignored by its workflow", func() bool { return s.statusOf(k) == keys.StatusIgnored })
+	eventually(t, 30*time.Second, "the workflow to leave the event pending with the reason", func() bool {
+		ev, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
+		return err == nil && strings.Contains(ev.LastError, "no handler registered")
+	})
 	ev, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
 	require.NoError(t, err)
-	require.Contains(t, ev.LastError, "no handler registered")
+	require.Equal(t, keys.StatusPending, ev.Status)
+	require.Zero(t, ev.Attempts)
+	require.True(t, ev.NextAttemptAt.After(time.Now()), "due again later, not looped on")
 
 	// The workflow is findable by its ID and its search attributes.
 	r := keys.Resource{Provider: "stripe", Account: "acct_reach", Environment: "test", Kind: "invoice", ID: "in_r1"}
@@ -55,7 +61,7 @@ func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_h", "ws_h")
 	for i := range 5 {
@@ -94,6 +100,14 @@ func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
 		}
 	}
 	require.Positive(t, sdk, "Temporal SDK metrics are exported")
+
+	// Scraped as Prometheus does: on the intake's internal listener, never
+	// on its public port.
+	text := scrape(t, s.internalURL+"/metrics", http.StatusOK)
+	require.Contains(t, text, `hookinbox_intake_requests_total{endpoint="ep",outcome="accepted",provider="stripe"} 5`)
+	require.Contains(t, scrape(t, s.internalURL+"/readyz", http.StatusOK), `"database":"ok"`)
+	scrape(t, s.url+"/metrics", http.StatusNotFound)
+	scrape(t, s.url+"/readyz", http.StatusNotFound)
 }
 
 func f3TemporalDownDuringIntake(t *testing.T) {
@@ -101,7 +115,7 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{temporalAddr: srv.Address, handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_down", "ws_down")
 
@@ -128,7 +142,7 @@ func f3CrashAfterIntakeCommit(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
 	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_crash", "ws_crash")
 	// F3: the intake committed and died before ringing the doorbell.
@@ -150,7 +164,7 @@ func TestSignalsAcrossContinueAsNewAreNotLost(t *testing.T) {
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.MaxEventsPerRun = 3 },
 		handlers: map[string]handlers.Handler{
-			handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+			handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_can", "ws_can")
@@ -193,7 +207,7 @@ func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.IdleTimeout = time.Second },
 		handlers: map[string]handlers.Handler{
-			handlers.RouteCredits: countingHandler(func() *store.Store { return s.store }, &calls),
+			handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_idle", "ws_idle")

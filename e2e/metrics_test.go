@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"io"
+	"net/http"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -34,4 +36,16 @@ func hasLabelValue(m *dto.Metric, v string) bool {
 		}
 	}
 	return false
+}
+
+// scrape GETs url, requires the status and returns the body.
+func scrape(t *testing.T, url string, status int) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, status, resp.StatusCode, "GET %s", url)
+	return string(body)
 }

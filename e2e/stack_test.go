@@ -33,24 +33,34 @@ var queueSeq atomic.Int64
 // stack is the whole product for one test: intake, worker, database,
 // Temporal (shared or dedicated dev server).
 type stack struct {
-	t        *testing.T
-	cfg      config.Config
-	store    *store.Store
-	client   client.Client
-	url      string
-	metrics  *metrics.Metrics
-	handlers map[string]handlers.Handler
-	ctx      context.Context
+	t      *testing.T
+	cfg    config.Config
+	store  *store.Store
+	client client.Client
+	url    string
+	// internalURL is the intake's internal listener (/metrics, /readyz).
+	internalURL string
+	metrics     *metrics.Metrics
+	handlers    map[string]handlers.Handler
+	ctx         context.Context
 
 	stopWorker func()
 	stopIntake func()
 	sdkMetrics bool
+
+	// The intake's and the worker's stores, connected as their roles
+	// (store is the owner's: fixtures and checks).
+	intakeStore *store.Store
+	workerStore *store.Store
 }
 
 type stackOptions struct {
 	temporalAddr string
-	configure    func(*config.Config)
-	handlers     map[string]handlers.Handler
+	// databaseURL: a database of the test's own (default a fresh one on
+	// the package's server).
+	databaseURL string
+	configure   func(*config.Config)
+	handlers    map[string]handlers.Handler
 }
 
 func testLogger() *slog.Logger {
@@ -66,8 +76,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		o.temporalAddr = testenv.TemporalAddress(t)
 	}
 	cfg := config.Default()
-	cfg.DatabaseURL = testenv.DatabaseURL(t)
+	cfg.DatabaseURL = o.databaseURL
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = testenv.DatabaseURL(t)
+	}
 	cfg.SecretsKey = testenv.SecretsKey()
+	// Each process as its own role, so every e2e test also proves the
+	// grants (store.Grants) are enough; s.store (the owner) sets up and checks.
+	cfg.IntakeDatabaseURL = testenv.RoleURL(t, cfg.DatabaseURL, store.RoleIntake)
+	cfg.WorkerDatabaseURL = testenv.RoleURL(t, cfg.DatabaseURL, store.RoleWorker)
 	cfg.TemporalAddress = o.temporalAddr
 	cfg.TaskQueue = fmt.Sprintf("e2e-%d-%d", os.Getpid(), queueSeq.Add(1))
 	cfg.SweepInterval = 2 * time.Second
@@ -91,7 +108,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	require.NoError(t, err)
 	st.Keys = testenv.Keys(t)
 	t.Cleanup(st.Close)
-	s := &stack{t: t, cfg: cfg, store: st, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
+	intakeSt, err := store.Open(ctx, cfg.IntakeDB(), 20)
+	require.NoError(t, err)
+	intakeSt.Keys = st.Keys
+	t.Cleanup(intakeSt.Close)
+	workerSt, err := store.Open(ctx, cfg.WorkerDB(), 20)
+	require.NoError(t, err)
+	workerSt.Keys = st.Keys
+	t.Cleanup(workerSt.Close)
+	s := &stack{t: t, cfg: cfg, store: st, intakeStore: intakeSt, workerStore: workerSt, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
 	if s.handlers == nil {
 		s.handlers = map[string]handlers.Handler{}
 	}
@@ -117,7 +142,7 @@ func (s *stack) startWorker() {
 	}
 	wc, err := starter.Dial(context.Background(), s.cfg, log, opts...)
 	require.NoError(t, err)
-	acts, err := app.NewActivities(s.cfg, s.store, wc, s.metrics, log)
+	acts, err := app.NewActivities(s.cfg, s.workerStore, wc, s.metrics, log)
 	require.NoError(t, err)
 	for k, h := range s.handlers {
 		if h == nil {
@@ -144,9 +169,14 @@ func (s *stack) startIntake() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s.url = "http://" + ln.Addr().String()
+	iln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.internalURL = "http://" + iln.Addr().String()
+	in := app.NewIntake(s.cfg, s.intakeStore, ic, s.metrics, log)
+	in.InternalListener = iln
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.NewIntake(s.cfg, s.store, ic, s.metrics, log).Run(ctx, "", ln, log) }()
+	go func() { done <- in.Run(ctx, "", ln, log) }()
 	s.stopIntake = func() {
 		cancel()
 		<-done

@@ -23,6 +23,11 @@ var _ ports.Events = (*Events)(nil)
 // LoadPending returns the resource's due pending inbox rows, oldest first,
 // and its outbox rows due to be sent (two short queries).
 func (e *Events) LoadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error) {
+	b, err := e.loadPending(ctx, r, limit)
+	return b, portErr(err)
+}
+
+func (e *Events) loadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error) {
 	b, err := store.LoadPending(ctx, e.Store.Pool, r, limit)
 	if err != nil {
 		return b, err
@@ -32,9 +37,15 @@ func (e *Events) LoadPending(ctx context.Context, r keys.Resource, limit int) (k
 }
 
 // Handle runs the event's handler. A row that is no longer pending is
-// skipped; a type without a route or a registered handler is marked
-// ignored with the reason.
+// skipped. A type without a registered handler is left pending and reported
+// NoHandler: the intake routed it (or the type had a route when it arrived),
+// so a worker that has the handler must get it; ignoring it would lose it.
 func (e *Events) Handle(ctx context.Context, k keys.Event) (ports.Handled, error) {
+	out, err := e.handle(ctx, k)
+	return out, portErr(err)
+}
+
+func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error) {
 	ev, err := store.GetInboxEvent(ctx, e.Store.Pool, k)
 	if errors.Is(err, store.ErrNotFound) {
 		return ports.Handled{}, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
@@ -48,19 +59,25 @@ func (e *Events) Handle(ctx context.Context, k keys.Event) (ports.Handled, error
 	route, _ := For(ev.Key.Provider, ev.EventType)
 	h := e.Handlers[route.Name]
 	if h == nil {
-		note := fmt.Sprintf("no handler registered for %s event type %s", ev.Key.Provider, ev.EventType)
-		if _, err := store.CompleteInboxEvent(ctx, e.Store.Pool, ev.Key, keys.StatusIgnored, note); err != nil {
-			return ports.Handled{Route: route.Name}, err
-		}
-		return ports.Handled{Route: route.Name, Status: keys.StatusIgnored, Note: note}, nil
+		note := fmt.Sprintf("no handler registered for %s event type %s in this worker (route %q): left pending for a worker that has it",
+			ev.Key.Provider, ev.EventType, route.Name)
+		return ports.Handled{Route: route.Name, Status: keys.StatusPending, Note: note, NoHandler: true}, nil
 	}
 	out, err := h.Handle(ctx, ev)
-	return ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox}, err
+	return ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox,
+		Divergences: out.Divergences}, err
 }
 
 // RecordFailure notes a failed attempt on the row.
 func (e *Events) RecordFailure(ctx context.Context, k keys.Event, lastErr string, next time.Time) error {
-	return store.RecordInboxFailure(ctx, e.Store.Pool, k, lastErr, next)
+	return portErr(store.RecordInboxFailure(ctx, e.Store.Pool, k, lastErr, next))
+}
+
+// Defer leaves a pending row pending with reason, due again at next,
+// without counting an attempt.
+func (e *Events) Defer(ctx context.Context, k keys.Event, reason string, next time.Time) error {
+	_, err := store.DeferInboxEvent(ctx, e.Store.Pool, k, reason, next)
+	return err
 }
 
 // Stop records a failed or exhausted event, keeping attempts and the last
@@ -68,7 +85,7 @@ func (e *Events) RecordFailure(ctx context.Context, k keys.Event, lastErr string
 func (e *Events) Stop(ctx context.Context, k keys.Event, status, lastErr string) (bool, string, error) {
 	changed, err := store.StopInboxEvent(ctx, e.Store.Pool, k, status, lastErr)
 	if err != nil || !changed {
-		return changed, "", err
+		return changed, "", portErr(err)
 	}
 	route := ""
 	if ev, err := store.GetInboxEvent(ctx, e.Store.Pool, k); err == nil {
@@ -76,4 +93,13 @@ func (e *Events) Stop(ctx context.Context, k keys.Event, status, lastErr string)
 		route = r.Name
 	}
 	return true, route, nil
+}
+
+// portErr says so when err means the database is away (ports.Unavailable),
+// so the activities wait for it instead of spending an event's budget.
+func portErr(err error) error {
+	if store.IsUnavailable(err) {
+		return ports.Unavailable(err)
+	}
+	return err
 }

@@ -38,7 +38,7 @@ func TestForRoutesTheHandledTypesOnly(t *testing.T) {
 
 // TestEventsRoutesSkipsAndIgnores drives the resource activities' inbox
 // port on a real database: an event runs its route's handler, a final row is
-// skipped, a type without a handler instance is completed ignored, a
+// skipped, a type without a handler instance stays pending, a
 // handler's permanent error keeps its route, and Stop reports the route.
 func TestEventsRoutesSkipsAndIgnores(t *testing.T) {
 	t.Parallel()
@@ -76,14 +76,19 @@ func TestEventsRoutesSkipsAndIgnores(t *testing.T) {
 	require.Equal(t, keys.StatusDone, h.Status)
 	require.Equal(t, 1, calls, "a final row is not handled again")
 
-	sub := insert("evt_sub", "customer.subscription.updated") // routed, but no instance in the set
+	// Routed (the intake decided a handler takes it), but this worker has
+	// no instance (a rollback, an intake deployed ahead of the workers):
+	// never ignored, the row stays pending for a worker that has one.
+	sub := insert("evt_sub", "customer.subscription.updated")
 	h, err = ev.Handle(ctx, sub)
 	require.NoError(t, err)
-	require.Equal(t, keys.StatusIgnored, h.Status)
+	require.Equal(t, keys.StatusPending, h.Status)
+	require.Equal(t, handlers.RouteSubscriptions, h.Route)
+	require.Contains(t, h.Note, "no handler registered")
 	row, err := store.GetInboxEvent(ctx, st.Pool, sub)
 	require.NoError(t, err)
-	require.Equal(t, keys.StatusIgnored, row.Status)
-	require.Contains(t, row.LastError, "no handler registered")
+	require.Equal(t, keys.StatusPending, row.Status)
+	require.Nil(t, row.ProcessedAt)
 
 	bad := insert("evt_bad", "invoice.paid")
 	h, err = ev.Handle(ctx, bad)

@@ -81,6 +81,9 @@ type Outcome struct {
 	// Outbox lists the outbox rows the effect produced, to be sent after
 	// the commit.
 	Outbox []int64
+	// Divergences the handler recorded (a snapshot whose content differs
+	// from the stored one at the same provider version), for the metrics.
+	Divergences []keys.Divergence
 }
 
 // InPendingTx runs fn in one transaction holding the event's inbox row

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -413,4 +414,89 @@ func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 	// An unlinked account cannot be reconciled: a permanent, explained error.
 	_, err = h.Reconcile(b.ctx, keys.Resource{Provider: "stripe", Account: "acct_nobody", Environment: "test", Kind: "subscription", ID: sub.ID}, "t")
 	require.True(t, ports.IsPermanent(err))
+}
+
+// TestReconcileKeepsTheProjectionsWorkspace: an account linked on two
+// endpoints with API keys, to two workspaces (links made before such links
+// were refused). Reconciliation asks the provider through the first endpoint
+// by slug; it must not move the projection to that endpoint's workspace.
+func TestReconcileKeepsTheProjectionsWorkspace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, simulator.Config{Seed: 9}, "")
+	sim, err := b.store.GetEndpoint(b.ctx, "sim")
+	require.NoError(t, err)
+	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "aaa-second", Provider: "stripe", Environment: "test",
+		Secrets: []string{"whsec_y"}, APIBaseURL: sim.APIBaseURL, APIKey: simulator.DefaultAPIKey}))
+	_, err = b.store.Pool.Exec(b.ctx, `INSERT INTO workspaces (id) VALUES ('ws_other');
+		INSERT INTO account_links (endpoint_slug, account, workspace_id) VALUES ('aaa-second', '`+account+`', 'ws_other')`)
+	require.NoError(t, err)
+
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
+	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
+	_, err = h.Handle(b.ctx, b.accept(t, created))
+	require.NoError(t, err)
+	require.Equal(t, "ws", b.projection(t, sub.ID).WorkspaceID)
+
+	_, err = b.sim.CancelSubscription(sub.ID, false)
+	require.NoError(t, err)
+	out, err := h.Reconcile(b.ctx, keys.Resource{Provider: "stripe", Account: account, Environment: "test", Kind: "subscription", ID: sub.ID}, "t")
+	require.NoError(t, err)
+	require.NotEmpty(t, out.Divergences)
+	p := b.projection(t, sub.ID)
+	require.Equal(t, "canceled", p.State.Status, "corrected")
+	require.Equal(t, "ws", p.WorkspaceID, "the workspace did not flip")
+}
+
+// TestSameVersionWithOtherContentIsRecordedAsADivergence (seed 004: the
+// same version with different content deserves investigation, not an
+// overwrite): the projection keeps what it has, and the difference is
+// recorded (reconcile_divergences, same_version), reported in the outcome
+// (for the metric) and written in the inbox row's note. The same snapshot
+// again is not a divergence.
+func TestSameVersionWithOtherContentIsRecordedAsADivergence(t *testing.T) {
+	t.Parallel()
+	b := setup(t, simulator.Config{Seed: 10, Versions: true}, "data.object.version")
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
+	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
+	_, err := h.Handle(b.ctx, b.accept(t, created))
+	require.NoError(t, err)
+	before := b.projection(t, sub.ID)
+	require.Equal(t, "active", before.State.Status)
+
+	// The same snapshot under another event id: nothing to investigate.
+	again := created
+	again.ID = "evt_again"
+	again.Body = []byte(strings.Replace(string(created.Body), created.ID, again.ID, 1))
+	out, err := h.Handle(b.ctx, b.accept(t, again))
+	require.NoError(t, err)
+	require.Empty(t, out.Divergences)
+	require.NotContains(t, out.Note, "differs")
+
+	// Version 1 again, but past_due.
+	other := created
+	other.ID = "evt_same_version"
+	other.Body = []byte(strings.Replace(strings.Replace(string(created.Body), created.ID, other.ID, 1), `"status":"active"`, `"status":"past_due"`, 1))
+	require.NotEqual(t, string(created.Body), string(other.Body))
+	ev := b.accept(t, other)
+	out, err = h.Handle(b.ctx, ev)
+	require.NoError(t, err)
+	require.Equal(t, keys.StatusDone, out.Status)
+	require.Contains(t, out.Note, "differs from the stored v1")
+	require.Contains(t, out.Note, "status active → past_due")
+	require.Equal(t, []store.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "past_due", SameVersion: true}}, out.Divergences)
+
+	p := b.projection(t, sub.ID)
+	require.Equal(t, "active", p.State.Status, "not overwritten")
+	require.Equal(t, before.WriteSeq, p.WriteSeq)
+	row, err := store.GetInboxEvent(b.ctx, b.store.Pool, ev.Key)
+	require.NoError(t, err)
+	var note string
+	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT note FROM webhook_inbox WHERE event_id = $1`, ev.Key.EventID).Scan(&note))
+	require.Equal(t, out.Note, note)
+	require.Equal(t, keys.StatusDone, row.Status)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM reconcile_divergences WHERE same_version AND NOT corrected
+		AND field = 'status' AND local_value = 'active' AND provider_value = 'past_due' AND detected_by = '`+ev.Key.String()+`'`))
+	bl, err := store.ReadBacklog(b.ctx, b.store.Pool)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, bl.SameVersionDivergences24h)
 }

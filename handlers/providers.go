@@ -47,7 +47,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 		return c.client, nil
 	}
 	p.mu.Unlock()
-	ep, err := p.Store.GetEndpoint(ctx, slug)
+	ep, err := p.Store.GetProviderEndpoint(ctx, slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ports.Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
 	}

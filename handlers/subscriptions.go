@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -120,7 +121,7 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 				return Outcome{}, err
 			}
 			if !applied {
-				return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d not applied: the projection is newer or canceled", *p.Version)}, nil
+				return s.notApplied(ctx, tx, ev, p)
 			}
 			return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("applied snapshot v%d (%s)", *p.Version, p.State.Status)}, nil
 		}
@@ -136,6 +137,58 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 		}
 		return Outcome{Status: keys.StatusDone, Note: "fetched and wrote " + p.State.Status}, nil
 	})
+}
+
+// notApplied explains a versioned snapshot the projection did not take, in
+// the event's transaction. An older version, or a canceled projection, is
+// the rule working. The same version with other content is the provider
+// contradicting itself (seed 004: investigate, do not overwrite): each
+// differing field is recorded as a same-version divergence, and the note
+// says so.
+func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *store.StoredEvent, p store.Projection) (Outcome, error) {
+	cur, err := store.GetProjection(ctx, tx, p.Provider, p.Account, p.Environment, p.ResourceID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	switch {
+	case cur.Version == nil || *cur.Version != *p.Version:
+		stored := "unversioned"
+		if cur.Version != nil {
+			stored = fmt.Sprintf("v%d", *cur.Version)
+		}
+		return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d not applied: the projection is at %s (%s)",
+			*p.Version, stored, cur.State.Status)}, nil
+	}
+	var divs []store.Divergence
+	for _, d := range diffProjection(cur, p) {
+		if d.Field != "version" {
+			d.SameVersion = true
+			divs = append(divs, d)
+		}
+	}
+	if len(divs) == 0 {
+		return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d already applied", *p.Version)}, nil
+	}
+	r := ev.Resource()
+	if err := store.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, ev.Key.String(), divs); err != nil {
+		return Outcome{}, err
+	}
+	changes := make([]string, len(divs))
+	for i, d := range divs {
+		changes[i] = fmt.Sprintf("%s %s → %s", d.Field, orNone(d.LocalValue), orNone(d.ProviderValue))
+	}
+	s.log().Warn("a snapshot differs from the projection at the same provider version; kept the projection, recorded the divergence",
+		"event_key", ev.Key.String(), "subscription", p.ResourceID, "version", *p.Version, "fields", len(divs))
+	return Outcome{Status: keys.StatusDone, Divergences: divs, Note: fmt.Sprintf(
+		"snapshot v%d differs from the stored v%d (%s): not applied, same-version divergence recorded; investigate with the provider",
+		*p.Version, *cur.Version, strings.Join(changes, ", "))}, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // keep reports whether a fetched state must not be written over the
@@ -188,7 +241,15 @@ func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason s
 	}
 	plan.Snapshot, plan.Fetched = snap, time.Now()
 	by := "reconcile: " + reason
-	p := projectionFor(r, ep.WorkspaceID, by, plan)
+	// The projection keeps its workspace: the endpoint asked is only the
+	// one whose API key serves the account, and an account linked on
+	// several endpoints (before such links had to agree) may map to another
+	// workspace there. Only a new projection takes the endpoint's.
+	workspace := ep.WorkspaceID
+	if cur != nil {
+		workspace = cur.WorkspaceID
+	}
+	p := projectionFor(r, workspace, by, plan)
 	divs := diffProjection(cur, p)
 	if len(divs) == 0 {
 		return ports.ReconcileOutcome{Note: "in sync"}, nil

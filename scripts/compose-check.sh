@@ -2,13 +2,19 @@
 # compose-check.sh: validate the Docker deployment files without a Docker engine.
 #
 #   1. docker-compose.yml is a valid compose file (`docker-compose config -q`,
-#      Debian's docker-compose package, installed here when missing and root).
+#      Debian's docker-compose package, installed here when missing and root),
+#      and refuses to run without its required variables (the database
+#      passwords: no defaults); a local .env is ignored here.
 #   2. It stays consistent with the binary: every HOOKINBOX_*, TEMPORAL_* and
 #      DATABASE_URL variable given to a hookinbox service (and every HOOKINBOX_*
 #      name anywhere in the file) is read by internal/config/config.go, and each
 #      service's command is a hookinbox command. Images are pinned, bind-mounted
 #      files exist, the start-up order holds (migrate after PostgreSQL is
-#      healthy; intake and worker after migrate completed).
+#      healthy; intake and worker after migrate completed). Only migrate gets
+#      the owner's DATABASE_URL; the intake, the worker and the operator CLI
+#      connect as their own roles, each password a required variable; and the
+#      intake's internal listener (/metrics, /readyz) is scraped but never
+#      published.
 #   3. deploy/: Prometheus config and alert rules, Grafana provisioning and the
 #      dashboard JSON, Temporal dynamic config parse and hang together.
 #   4. With promtool (on PATH, or taken from Debian's prometheus package into
@@ -71,9 +77,23 @@ if ! command -v docker-compose >/dev/null 2>&1; then
 		die "apt-get install docker-compose failed"
 fi
 
-# Interpolation must not pick up the caller's compose settings.
+# Interpolation must not pick up the caller's compose settings, nor a local
+# .env (its passwords): an empty env file stands in for it.
 unset COMPOSE_FILE COMPOSE_PROFILES COMPOSE_PROJECT_NAME
-if ! docker-compose -f "$COMPOSE_FILE_PATH" config -q 2>"$TMP/config.err"; then
+: >"$TMP/empty.env"
+compose() { docker-compose --env-file "$TMP/empty.env" -f "$COMPOSE_FILE_PATH" "$@"; }
+# The passwords have no defaults (${VAR:?…}): compose must refuse to run
+# without them; the checks below then run with placeholders.
+REQUIRED=$(grep -oE '\$\{[A-Z_][A-Z0-9_]*:\?' "$COMPOSE_FILE_PATH" | sed -E 's/^\$\{//; s/:\?$//' | sort -u)
+[ -n "$REQUIRED" ] || die "$COMPOSE_FILE_PATH: no required (\${VAR:?…}) variables: the database passwords must have no defaults"
+unset_args=()
+for v in $REQUIRED; do unset_args+=(-u "$v"); done
+if env "${unset_args[@]}" docker-compose --env-file "$TMP/empty.env" -f "$COMPOSE_FILE_PATH" config -q >/dev/null 2>&1; then
+	die "docker-compose config accepted $COMPOSE_FILE_PATH without $(echo $REQUIRED | tr ' ' ',') set"
+fi
+for v in $REQUIRED; do export "$v=compose-check-placeholder"; done
+say "required variables (no defaults): $(echo $REQUIRED)"
+if ! compose config -q 2>"$TMP/config.err"; then
 	cat "$TMP/config.err" >&2
 	die "docker-compose config rejected $COMPOSE_FILE_PATH"
 fi
@@ -149,6 +169,10 @@ def env_map(env):
     return out
 
 hookinbox_services = {n: s for n, s in services.items() if isinstance(s, dict) and "build" in s}
+process_db = {"webhook": ("HOOKINBOX_INTAKE_DATABASE_URL", "hookinbox_intake"),
+              "worker": ("HOOKINBOX_WORKER_DATABASE_URL", "hookinbox_worker"),
+              "operator": ("HOOKINBOX_OPERATOR_DATABASE_URL", "hookinbox_operator")}
+no_db = {"secrets-key"}
 for want in ("migrate", "webhook", "worker"):
     if want not in hookinbox_services:
         fail(f"{compose_path}: service {want} must be built from the Dockerfile")
@@ -158,8 +182,27 @@ for name, svc in hookinbox_services.items():
     for var in sorted(env):
         if env_re.match(var) and not var_ok(var):
             fail(f"{compose_path}: service {name} sets {var}, which internal/config/config.go does not read")
-    if "DATABASE_URL" not in env:
-        fail(f"{compose_path}: service {name} has no DATABASE_URL")
+    # Each process connects as its own role (internal/store/roles.go), never
+    # with the schema owner's DATABASE_URL; the migration (and the owner's
+    # commands) use DATABASE_URL. The secrets-key service only writes the
+    # key file: it gets no database URL at all.
+    if name in no_db:
+        for var in ["DATABASE_URL"] + [v for v, _ in process_db.values()]:
+            if var in env:
+                fail(f"{compose_path}: service {name} connects to no database and must not get {var}")
+        want, role = None, None
+    else:
+        want, role = process_db.get(name, ("DATABASE_URL", None))
+    if want is None:
+        pass
+    elif want not in env:
+        fail(f"{compose_path}: service {name} has no {want}")
+    elif role and not re.match(rf"postgres(ql)?://{role}[:@]", str(env[want])):
+        fail(f"{compose_path}: service {name} must connect as {role} ({want})")
+    if want in env and not re.match(r"postgres(ql)?://[^:@/]+:\$\{[A-Z0-9_]+:\?", str(env[want])):
+        fail(f"{compose_path}: service {name}: the password in {want} must be a required variable (${{VAR:?…}}), never a default")
+    if role and "DATABASE_URL" in env:
+        fail(f"{compose_path}: service {name} must not get the owner's DATABASE_URL (it connects as {role})")
     cmd = svc.get("command")
     if isinstance(cmd, str):
         cmd = cmd.split()
@@ -176,6 +219,22 @@ for need in ("webhook", "worker"):
     env = env_map((hookinbox_services.get(need) or {}).get("environment"))
     if need == "worker" and env.get("HOOKINBOX_SMTP_ADDR") != "mailpit:1025":
         fail(f"{compose_path}: worker must send mail to mailpit:1025 (HOOKINBOX_SMTP_ADDR)")
+
+# The intake's internal listener (/metrics, /readyz) is reachable on the
+# compose network and published nowhere; the public port is the only one.
+we_svc = hookinbox_services.get("webhook") or {}
+we_env = env_map(we_svc.get("environment"))
+internal = str(we_env.get("HOOKINBOX_INTERNAL_ADDR", ""))
+if not internal.startswith("0.0.0.0:"):
+    fail(f"{compose_path}: webhook must set HOOKINBOX_INTERNAL_ADDR to 0.0.0.0:PORT (the default is the container's loopback, which Prometheus cannot reach)")
+internal_port = internal.rpartition(":")[2]
+for p in we_svc.get("ports") or []:
+    spec = p if isinstance(p, str) else f"{p.get('published', '')}:{p.get('target', '')}"
+    if spec.rpartition(":")[2].split("/")[0] == internal_port:
+        fail(f"{compose_path}: webhook publishes its internal port {internal_port} ({spec}); /metrics and /readyz must stay off the host")
+hc = " ".join(str(x) for x in ((we_svc.get("healthcheck") or {}).get("test") or []))
+if "/readyz" in hc and f":{internal_port}/readyz" not in hc:
+    fail(f"{compose_path}: webhook health check must call /readyz on the internal port {internal_port}")
 
 # Workflow settings travel in workflow input: intake and worker must agree.
 shared = ("HOOKINBOX_TASK_QUEUE", "TEMPORAL_NAMESPACE", "HOOKINBOX_IDLE_TIMEOUT", "HOOKINBOX_MAX_EVENTS_PER_RUN",
@@ -233,9 +292,11 @@ else:
 # --- Prometheus ---
 prom = load_yaml("deploy/prometheus/prometheus.yml") or {}
 targets = {t for sc in prom.get("scrape_configs") or [] for s in sc.get("static_configs") or [] for t in s.get("targets") or []}
-for t in ("webhook:8080", "worker:9091"):
+for t in ("webhook:9090", "worker:9091"):
     if t not in targets:
         fail(f"deploy/prometheus/prometheus.yml: does not scrape {t}")
+if "webhook:8080" in targets:
+    fail("deploy/prometheus/prometheus.yml: scrapes the intake's public port; /metrics is on its internal listener (webhook:9090)")
 for rf in prom.get("rule_files") or []:
     if not os.path.exists(os.path.join("deploy/prometheus", rf)):
         fail(f"deploy/prometheus/prometheus.yml: rule file {rf} does not exist")

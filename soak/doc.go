@@ -5,8 +5,9 @@
 // snapshots with versions on one Stripe endpoint, without on another, plus
 // feedback), and while the events flow it kills intake and worker processes
 // with SIGKILL at random, restarts the Temporal dev server once, terminates
-// the application's database connections and loses some of the intake's
-// answers on the way back. When the work has drained it runs the facts
+// the application's database connections (also right after the email API
+// accepted a send, so marking it sent fails), stops PostgreSQL for 30-60 s
+// (Options.Outages) and loses some of the intake's answers on the way back. When the work has drained it runs the facts
 // backfill for the deliveries the simulators dropped, then checks the
 // invariants of lab/verify against the simulators' ground truth.
 //

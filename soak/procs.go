@@ -26,14 +26,17 @@ const (
 // `hookinbox webhook` or `hookinbox worker` at a time, restarted after a
 // deliberate kill (once its downtime passed) or an unexpected exit.
 type fleet struct {
-	binary  string
-	env     []string // shared environment (configuration by variables only)
-	dbURL   func(app string) string
-	logDir  string
-	relay   *Relay
-	logf    func(format string, args ...any)
-	slots   []*slot
-	stop    atomic.Bool
+	binary string
+	env    []string // shared environment (configuration by variables only)
+	dbURL  func(app string) string
+	logDir string
+	relay  *Relay
+	logf   func(format string, args ...any)
+	slots  []*slot
+	stop   atomic.Bool
+	// held: no process is (re)started meanwhile (PostgreSQL is down: a
+	// process manager would wait for the database it depends on).
+	held    atomic.Bool
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	exits   []string // unexpected exits, described
@@ -84,6 +87,9 @@ func (f *fleet) run(ctx context.Context) {
 func (f *fleet) supervise(ctx context.Context, s *slot) {
 	defer f.wg.Done()
 	for !f.stop.Load() && ctx.Err() == nil {
+		for f.held.Load() && !f.stop.Load() && ctx.Err() == nil {
+			sleep(ctx, 200*time.Millisecond)
+		}
 		if err := f.start(ctx, s); err != nil {
 			f.logf("%s: could not start: %v (retrying)", s.name, err)
 			sleep(ctx, time.Second)
@@ -141,6 +147,9 @@ func (f *fleet) start(ctx context.Context, s *slot) error {
 		"DATABASE_URL="+f.dbURL("hookinbox-soak-app-"+s.name),
 		"HOOKINBOX_HTTP_ADDR="+addr,
 		"HOOKINBOX_WORKER_ADDR=127.0.0.1:"+strconv.Itoa(mport),
+		// An intake's internal listener (/metrics, /readyz) on the same
+		// spare port: each process runs one of the two.
+		"HOOKINBOX_INTERNAL_ADDR=127.0.0.1:"+strconv.Itoa(mport),
 	)
 	if s.kind == KindWorker {
 		addr = "127.0.0.1:" + strconv.Itoa(mport)

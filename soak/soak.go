@@ -67,6 +67,16 @@ type Options struct {
 	MinConnDrops   int
 	// NoTemporalRestart skips the restart of the Temporal dev server.
 	NoTemporalRestart bool
+	// Outages: how many times PostgreSQL is stopped while the events flow
+	// (0: never), each for a random time in [OutageMin, OutageMax]
+	// (defaults 30 s and 60 s). Process kills and connection drops pause
+	// meanwhile; the intakes answer 5xx and the senders retry.
+	Outages              int
+	OutageMin, OutageMax time.Duration
+	// DropAfterSendRate of the email API's accepted sends after which the
+	// workers' database connections are terminated before the answer goes
+	// back, so marking the row sent fails (0: never).
+	DropAfterSendRate float64
 	// LoseAnswerRate of the intake's 2xx answers lost on the way back.
 	// Default 0.02; negative: none.
 	LoseAnswerRate float64
@@ -120,6 +130,12 @@ func (o *Options) defaults() error {
 	if o.MinConnDrops <= 0 {
 		o.MinConnDrops = 3
 	}
+	if o.OutageMin <= 0 {
+		o.OutageMin = 30 * time.Second
+	}
+	if o.OutageMax < o.OutageMin {
+		o.OutageMax = max(60*time.Second, o.OutageMin)
+	}
 	if o.LoseAnswerRate == 0 {
 		o.LoseAnswerRate = 0.02
 	}
@@ -172,14 +188,22 @@ type Summary struct {
 	Unacked     int         `json:"unacknowledged"`
 	StatusCodes map[int]int `json:"status_codes"`
 	// Chaos.
-	IntakeKills      int        `json:"intake_kills"`
-	WorkerKills      int        `json:"worker_kills"`
-	UnexpectedExits  int        `json:"unexpected_exits"`
-	Exits            []string   `json:"exits,omitempty"`
-	TemporalRestarts int        `json:"temporal_restarts"`
-	ConnDropRounds   int        `json:"conn_drop_rounds"`
-	ConnsTerminated  int64      `json:"conns_terminated"`
-	Relay            RelayStats `json:"relay"`
+	IntakeKills      int      `json:"intake_kills"`
+	WorkerKills      int      `json:"worker_kills"`
+	UnexpectedExits  int      `json:"unexpected_exits"`
+	Exits            []string `json:"exits,omitempty"`
+	TemporalRestarts int      `json:"temporal_restarts"`
+	ConnDropRounds   int      `json:"conn_drop_rounds"`
+	ConnsTerminated  int64    `json:"conns_terminated"`
+	// PostgreSQL outages and their total length; sends after which the
+	// workers' connections were cut; attempts the workers logged as
+	// waiting for the database (events, outbox sends).
+	Outages        int           `json:"postgres_outages"`
+	OutageTime     time.Duration `json:"postgres_outage_time"`
+	DropsAfterSend int64         `json:"drops_after_send"`
+	EventWaits     int           `json:"event_waits_for_database"`
+	SendWaits      int           `json:"send_waits_for_database"`
+	Relay          RelayStats    `json:"relay"`
 	// Provider API, email API and team endpoint.
 	API   simulator.APIStats   `json:"api"`
 	Email simulator.EmailStats `json:"email"`
@@ -216,6 +240,10 @@ func (s Summary) Write(w io.Writer) {
 	fmt.Fprintf(w, "  attempts     %d (%d retries), %d acknowledged, %d never; answers %s\n", s.Attempts, s.Retries, s.Acked, s.Unacked, strings.Join(codes, " "))
 	fmt.Fprintf(w, "  chaos        %d intake kills, %d worker kills (SIGKILL), %d unexpected exits, %d Temporal restart(s), %d connection drop rounds (%d connections), %d answers lost, %d deliveries to a dead intake\n",
 		s.IntakeKills, s.WorkerKills, s.UnexpectedExits, s.TemporalRestarts, s.ConnDropRounds, s.ConnsTerminated, s.Relay.LostAnswers, s.Relay.Unreachable)
+	if s.Outages > 0 || s.DropsAfterSend > 0 {
+		fmt.Fprintf(w, "               %d PostgreSQL outage(s) (%s down in all), %d sends followed by the workers' connections cut; the workers waited for the database %d time(s) handling events, %d sending\n",
+			s.Outages, s.OutageTime.Round(time.Second), s.DropsAfterSend, s.EventWaits, s.SendWaits)
+	}
 	for _, e := range s.Exits {
 		fmt.Fprintf(w, "               %s\n", e)
 	}
@@ -288,11 +316,14 @@ type harness struct {
 	// secretsKey seals the endpoints' secrets: the harness's store and
 	// every process it starts share it.
 	secretsKey string
+	drops      *dropAfterSend
 
 	mu               sync.Mutex
 	temporalRestarts int
 	dropRounds       int
 	connsTerminated  int64
+	outages          int
+	outageTime       time.Duration
 }
 
 func (h *harness) logf(format string, args ...any) {
@@ -651,7 +682,12 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 		Stripe:   simulator.Endpoint{URL: relayURL + "/webhooks/" + slugNotices, Secrets: []string{secretNotices}},
 		Standard: feedbackTarget,
 	}
-	h.emailAPI = apiV
+	// The email API the workers use: the versions simulator's, cutting the
+	// workers' database connections after some accepted sends.
+	h.drops = newDropAfterSend(h.simV.Handler(), h.admin, h.o.DropAfterSendRate, h.o.Seed, h.logf)
+	if h.emailAPI, err = h.listen(ctx, h.drops); err != nil {
+		return targetsV, targetsN, err
+	}
 	return targetsV, targetsN, nil
 }
 
@@ -747,6 +783,7 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 	jitter := func(d time.Duration) time.Duration { return time.Duration(float64(d) * (0.5 + rng.Float64())) }
 	nextKill, nextDrop := time.Now().Add(jitter(o.KillEvery)), time.Now().Add(jitter(o.DropConnsEvery))
 	restarted := o.NoTemporalRestart
+	outages := 0
 	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
 	drained, lastDrainCheck := false, time.Time{}
 	sent := false
@@ -767,7 +804,8 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 		h.mu.Lock()
 		drops := h.dropRounds
 		h.mu.Unlock()
-		minimums := kills[KindIntake] >= o.MinKills && kills[KindWorker] >= o.MinKills && drops >= o.MinConnDrops && restarted
+		minimums := kills[KindIntake] >= o.MinKills && kills[KindWorker] >= o.MinKills && drops >= o.MinConnDrops && restarted &&
+			outages >= o.Outages
 		if sent && time.Since(lastDrainCheck) > time.Second {
 			lastDrainCheck = time.Now()
 			b, err := ReadBacklog(ctx, h.st.Pool, scope)
@@ -775,6 +813,17 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 		}
 		if sent && minimums && (drained || time.Since(start) > o.ChaosLimit) {
 			return nil
+		}
+		if _, frac := h.sendProgress(planned); outages < o.Outages && (frac >= 0.15+0.7*float64(outages)/float64(o.Outages) || sent) {
+			// While the events are being handled; the loop (so the kills
+			// and drops) waits for the database to come back.
+			d := o.OutageMin + time.Duration(rng.Float64()*float64(o.OutageMax-o.OutageMin))
+			if err := h.outage(ctx, d); err != nil {
+				return fmt.Errorf("PostgreSQL outage: %w", err)
+			}
+			outages++
+			nextKill, nextDrop = time.Now().Add(jitter(o.KillEvery)), time.Now().Add(jitter(o.DropConnsEvery))
+			continue
 		}
 		if _, frac := h.sendProgress(planned); !restarted && (frac >= 0.4 || sent) {
 			if err := h.restartTemporal(ctx); err != nil {
@@ -909,7 +958,10 @@ func (h *harness) summarize(sum *Summary, reports [2]simulator.Report, truthV, t
 	sum.UnexpectedExits, sum.Exits = crashes[KindIntake]+crashes[KindWorker], exits
 	h.mu.Lock()
 	sum.TemporalRestarts, sum.ConnDropRounds, sum.ConnsTerminated = h.temporalRestarts, h.dropRounds, h.connsTerminated
+	sum.Outages, sum.OutageTime = h.outages, h.outageTime
 	h.mu.Unlock()
+	sum.DropsAfterSend = h.drops.dropped.Load()
+	sum.EventWaits, sum.SendWaits = h.databaseWaits()
 	sum.Relay = h.relay.Stats()
 	sum.Team = h.team.Stats()
 	sum.Final = final

@@ -55,7 +55,8 @@ func buildBinary(t *testing.T) string {
 // TestShortSoak is the chaos soak at a size `make test` affords on two
 // cores: a few hundred events through two intakes and two workers that are
 // killed with SIGKILL, a Temporal dev server restarted once, database
-// connections terminated; then every invariant against the ground truth.
+// connections terminated (also right after accepted email sends),
+// PostgreSQL stopped for 30 s; then every invariant against the ground truth.
 // No timed assertion: the waits are generous and only bound a hang.
 func TestShortSoak(t *testing.T) {
 	if testing.Short() {
@@ -70,7 +71,9 @@ func TestShortSoak(t *testing.T) {
 		SendOver:  20 * time.Second,
 		KillEvery: 3 * time.Second, MinKills: 2,
 		DropConnsEvery: 2 * time.Second, MinConnDrops: 3,
-		ConvergeTimeout: 10 * time.Minute, ChaosLimit: 4 * time.Minute,
+		Outages: 1, OutageMin: 30 * time.Second, OutageMax: 30 * time.Second,
+		DropAfterSendRate: 0.1,
+		ConvergeTimeout:   10 * time.Minute, ChaosLimit: 4 * time.Minute,
 		Progress: log,
 	})
 	require.NoError(t, err)
@@ -93,6 +96,8 @@ func TestShortSoak(t *testing.T) {
 	require.GreaterOrEqual(t, s.WorkerKills, 2)
 	require.Equal(t, 1, s.TemporalRestarts)
 	require.GreaterOrEqual(t, s.ConnDropRounds, 3)
+	require.Equal(t, 1, s.Outages, "PostgreSQL was stopped once while the events flowed")
+	require.Positive(t, s.DropsAfterSend, "the workers' connections were cut right after accepted sends")
 	require.Zero(t, s.Unacked, "the sender's retries outlasted every outage")
 	// The invariants were not vacuous.
 	for _, name := range []string{verify.AckedSettled, verify.GrantPerInvoice, verify.BalanceMatches, verify.ProjectionNotBehind,

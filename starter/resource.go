@@ -88,14 +88,25 @@ type Resources struct {
 	Client    client.Client
 	TaskQueue string
 	Settings  keys.Settings
+	// ConsoleURL, when set, is the operator console's base URL: each
+	// workflow's static details link to its resource's console page.
+	ConsoleURL string
 }
 
 // StartOptions are the options of a resource workflow: its ID, task queue,
-// search attributes and a static summary naming the resource in the UI.
+// search attributes, a static summary naming the resource in the UI and,
+// with a console URL, static details linking to the resource's lineage in
+// the operator console.
 func (s *Resources) StartOptions(r keys.Resource) client.StartWorkflowOptions {
+	var details string
+	if s.ConsoleURL != "" {
+		details = fmt.Sprintf("Operator console (events, effects, operator acts): %s%s",
+			strings.TrimRight(s.ConsoleURL, "/"), keys.ConsoleResourcePath(r))
+	}
 	return client.StartWorkflowOptions{
-		ID:        keys.ResourceWorkflowID(r),
-		TaskQueue: s.TaskQueue,
+		StaticDetails: details,
+		ID:            keys.ResourceWorkflowID(r),
+		TaskQueue:     s.TaskQueue,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAProvider.ValueSet(r.Provider), SASourceAccount.ValueSet(r.Account),
 			SAEnvironment.ValueSet(r.Environment), SAResourceKind.ValueSet(r.Kind), SAResourceID.ValueSet(r.ID)),

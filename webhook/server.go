@@ -2,14 +2,16 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
@@ -34,7 +36,15 @@ type Options struct {
 	Tolerance time.Duration
 	// CacheTTL of endpoints, secrets and links.
 	CacheTTL time.Duration
-	// TemporalCheck, when set, is reported by /readyz (informational: the
+	// NegativeTTL: how long a slug no endpoint has is remembered as unknown
+	// (0: admission.DefaultNegativeTTL or CacheTTL, whichever is shorter).
+	NegativeTTL time.Duration
+	// RequestTimeout is each delivery's deadline, from the start of its
+	// handling to the answer: reading the body and every database call.
+	// Past it the answer is 503 and the sender retries (0:
+	// DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// TemporalCheck, when set, is reported by Ready (informational: the
 	// intake stays ready without Temporal, by design).
 	TemporalCheck func(context.Context) error
 	// Now is the clock (tests).
@@ -59,13 +69,19 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New()
 	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
 	adm := admission.New(admission.Options{Store: o.Store, Handoff: o.Handoff, Tolerance: o.Tolerance,
-		CacheTTL: o.CacheTTL, Now: o.Now})
+		CacheTTL: o.CacheTTL, NegativeTTL: o.NegativeTTL, Now: o.Now})
 	return &Server{o: o, adm: adm, log: o.Logger}
 }
 
-// Handler returns the HTTP handler: POST /webhooks/:endpoint, /healthz,
-// /readyz and /metrics.
+// Handler returns the public handler, the only one a provider can reach:
+// POST /webhooks/:endpoint and a bare GET /healthz. Everything else is 404
+// (or 405 for another method on the webhook route); /metrics and the
+// detailed readiness are served on the internal listener (Ready, and the
+// registry in Options.Metrics).
 func (s *Server) Handler() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -78,30 +94,36 @@ func (s *Server) Handler() http.Handler {
 	r.NoMethod(func(c *gin.Context) { c.JSON(http.StatusMethodNotAllowed, gin.H{"error": "method not allowed"}) })
 	r.POST("/webhooks/:endpoint", s.receive)
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", s.ready)
-	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.o.Metrics.Registry, promhttp.HandlerOpts{})))
 	return r
 }
 
-func (s *Server) ready(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-	defer cancel()
-	out := gin.H{}
-	code := http.StatusOK
-	if err := s.o.Store.Ping(ctx); err != nil {
-		out["database"] = "unavailable: " + err.Error()
-		code = http.StatusServiceUnavailable
-	} else {
-		out["database"] = "ok"
-	}
-	if s.o.TemporalCheck != nil {
-		if err := s.o.TemporalCheck(ctx); err != nil {
-			out["temporal"] = "unavailable (events are accepted and handed off when it returns): " + err.Error()
+// Ready is the detailed readiness check for the internal listener: the
+// database (503 when it does not answer, with the driver's error, which
+// names the server, user and database) and Temporal (reported only: the
+// intake accepts without it).
+func (s *Server) Ready() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		out := map[string]string{}
+		code := http.StatusOK
+		if err := s.o.Store.Ping(ctx); err != nil {
+			out["database"] = "unavailable: " + err.Error()
+			code = http.StatusServiceUnavailable
 		} else {
-			out["temporal"] = "ok"
+			out["database"] = "ok"
 		}
-	}
-	c.JSON(code, out)
+		if s.o.TemporalCheck != nil {
+			if err := s.o.TemporalCheck(ctx); err != nil {
+				out["temporal"] = "unavailable (events are accepted and handed off when it returns): " + err.Error()
+			} else {
+				out["temporal"] = "ok"
+			}
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(out)
+	})
 }
 
 // Outcomes of a delivery (metrics label and answer status).
@@ -115,13 +137,22 @@ const (
 	outTooLarge     = "too_large"
 	outMalformed    = "malformed"
 	outUnavailable  = "unavailable"
+	outTimeout      = "timeout"
 	outBadRequest   = "bad_request"
 )
 
+// unknownEndpoint is the endpoint label of every delivery whose slug is not
+// a registered endpoint's (or could not be looked up): labels are bounded
+// by the endpoints registered, never chosen by the sender.
+const unknownEndpoint = "unknown"
+
 // delivery is the state of one request, for the answer, the log and metrics.
 type delivery struct {
-	start    time.Time
-	slug     string
+	start time.Time
+	slug  string
+	// endpoint is the metrics and log label: the slug once it is known
+	// to be a registered endpoint's, unknownEndpoint until then.
+	endpoint string
 	provider string
 	key      keys.Event
 	resource keys.Resource
@@ -130,22 +161,30 @@ type delivery struct {
 }
 
 func (s *Server) receive(c *gin.Context) {
-	ctx := c.Request.Context()
-	d := &delivery{start: time.Now(), slug: c.Param("endpoint"), provider: "unknown"}
+	d := &delivery{start: time.Now(), slug: c.Param("endpoint"), endpoint: unknownEndpoint, provider: "unknown"}
+	deadline := d.start.Add(s.o.RequestTimeout)
+	ctx, cancel := context.WithDeadline(c.Request.Context(), deadline)
+	defer cancel()
+	// The body is read under the same deadline (a sender trickling its
+	// body cannot hold the request open); httptest recorders cannot, and
+	// need not.
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(deadline)
 	code, body := s.handle(ctx, c.Request, d)
+	if code == http.StatusServiceUnavailable && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		d.outcome = outTimeout
+	}
 	c.JSON(code, body)
 	s.record(d, code)
 }
 
 func (s *Server) record(d *delivery, code int) {
-	endpoint := d.slug
-	if d.outcome == outNotFound {
-		endpoint = "unknown" // bounded label: never an attacker-chosen slug
-	}
-	s.o.Metrics.Requests.WithLabelValues(endpoint, d.provider, d.outcome).Inc()
+	s.o.Metrics.Requests.WithLabelValues(d.endpoint, d.provider, d.outcome).Inc()
 	s.o.Metrics.AckSeconds.WithLabelValues(d.provider, d.outcome).Observe(time.Since(d.start).Seconds())
-	attrs := []any{"endpoint", endpoint, "provider", d.provider, "outcome", d.outcome, "status", code,
+	attrs := []any{"endpoint", d.endpoint, "provider", d.provider, "outcome", d.outcome, "status", code,
 		"duration_ms", float64(time.Since(d.start).Microseconds()) / 1000}
+	if d.endpoint == unknownEndpoint {
+		attrs = append(attrs, "slug", logSlug(d.slug))
+	}
 	if d.key.EventID != "" {
 		attrs = append(attrs, "event_key", d.key.String())
 	}
@@ -162,6 +201,21 @@ func (s *Server) record(d *delivery, code int) {
 		level = slog.LevelWarn
 	}
 	s.log.Log(context.Background(), level, "webhook delivery", attrs...)
+}
+
+// logSlug is a sender-chosen slug as a log value: valid UTF-8, at most a
+// valid slug's length and a marker.
+func logSlug(slug string) string {
+	const keep = keys.MaxSlugLen
+	cut := len(slug) > keep
+	if cut {
+		slug = slug[:keep]
+	}
+	slug = strings.ToValidUTF8(slug, "\ufffd")
+	if cut {
+		slug += "…"
+	}
+	return slug
 }
 
 func answer(d *delivery, outcome, msg string) gin.H {
@@ -186,6 +240,11 @@ func failure(d *delivery, outcome, msg string) gin.H {
 // delivery to admission (signature, normalization, tenant mapping, commit,
 // hand-off), then maps what it did to the answer.
 func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int, gin.H) {
+	// A slug no endpoint can have (the schema's CHECK) is unknown without
+	// asking the database.
+	if !keys.ValidSlug(d.slug) {
+		return http.StatusNotFound, failure(d, outNotFound, "unknown endpoint")
+	}
 	ep, err := s.adm.Endpoint(ctx, d.slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return http.StatusNotFound, failure(d, outNotFound, "unknown endpoint")
@@ -194,7 +253,7 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		d.detail = err.Error()
 		return http.StatusServiceUnavailable, failure(d, outUnavailable, "database unavailable, retry later")
 	}
-	d.provider = ep.Provider
+	d.endpoint, d.provider = ep.Slug, ep.Provider
 
 	if r.ContentLength > s.o.MaxBodyBytes {
 		return http.StatusRequestEntityTooLarge, failure(d, outTooLarge, "body larger than the limit")
@@ -204,6 +263,9 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return http.StatusRequestEntityTooLarge, failure(d, outTooLarge, "body larger than the limit")
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
+			return http.StatusServiceUnavailable, failure(d, outTimeout, "request deadline exceeded, retry later")
 		}
 		return http.StatusBadRequest, failure(d, outBadRequest, "could not read body")
 	}

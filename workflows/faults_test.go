@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/keys"
@@ -79,4 +81,77 @@ func TestAResourceWorkflowRidesOutADatabaseOutage(t *testing.T) {
 	var out ResourceResult
 	require.NoError(t, f.env.GetWorkflowResult(&out))
 	require.Equal(t, 8, out.Handled, "the carry survived the outage")
+}
+
+// awayError is what the activities return when the database is away.
+func awayError(ctx context.Context) error {
+	return temporal.NewApplicationErrorWithOptions("dial tcp 127.0.0.1:5432: connect: connection refused",
+		activities.ErrDatabaseUnavailable, temporal.ApplicationErrorOptions{Details: []any{activity.GetInfo(ctx).Attempt}})
+}
+
+// An event whose handling finds the database away waits for it: however
+// long the outage, it is handled afterwards and never marked exhausted.
+func TestAnEventWaitsOutTheDatabaseWithoutSpendingItsBudget(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	done := false
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.LoadPendingInput) (keys.PendingBatch, error) {
+			if done {
+				return keys.PendingBatch{}, nil
+			}
+			return pending("evt_1"), nil
+		})
+	away := 0
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.HandleInput) (activities.HandleResult, error) {
+			if away < 12 {
+				away++
+				return activities.HandleResult{}, awayError(ctx)
+			}
+			done = true
+			f.handled = append(f.handled, in.Key.EventID)
+			return activities.HandleResult{Status: keys.StatusDone}, nil
+		})
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute, RetryBudget: 3}))
+	require.True(t, f.env.IsWorkflowCompleted())
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Empty(t, f.marked, "never marked exhausted")
+	require.Equal(t, []string{"evt_1"}, f.handled)
+	var out ResourceResult
+	require.NoError(t, f.env.GetWorkflowResult(&out))
+	require.Equal(t, 1, out.Handled, "the waits are not handled events")
+}
+
+// An outbox send that finds the database away waits for it; its attempts
+// then do not count, and the budget still ends a send that keeps failing
+// for another reason.
+func TestAnOutboxSendWaitsOutTheDatabaseWithoutSpendingItsBudget(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_1"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(activities.HandleResult{Status: keys.StatusDone, Outbox: []int64{7}}, nil)
+	calls, failed := 0, 0
+	f.env.OnActivity(onResource.SendOutbox, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, _ activities.SendInput) (activities.SendResult, error) {
+			calls++
+			if calls > 2 && calls <= 14 {
+				return activities.SendResult{}, awayError(ctx)
+			}
+			failed++
+			return activities.SendResult{}, temporal.NewApplicationError("smtp: 451 try later", "OutboundError")
+		})
+	var fails []activities.FailOutboxInput
+	f.env.OnActivity(onResource.FailOutbox, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FailOutboxInput) error {
+			fails = append(fails, in)
+			return nil
+		})
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Minute, OutboxBudget: 4}))
+	require.True(t, f.env.IsWorkflowCompleted())
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, 4, failed, "the budget counts the attempts that reached the destination, not the waits")
+	require.Len(t, fails, 1)
+	require.Contains(t, fails[0].LastError, "451")
 }

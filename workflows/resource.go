@@ -97,6 +97,9 @@ type resource struct {
 	// lastLoad and lastMore describe the last look at the inbox.
 	lastLoad int
 	lastMore bool
+	// dbWaits counts the consecutive handling attempts that found the
+	// database away (the wait before the next pass grows with it).
+	dbWaits int
 
 	eventCh     workflow.ReceiveChannel
 	reconcileCh workflow.ReceiveChannel
@@ -266,7 +269,17 @@ func (r *resource) pass(ctx workflow.Context) error {
 			}
 			seen[k] = true
 			progressed = true
-			if err := r.handle(ctx, ev); err != nil {
+			if err := r.handle(ctx, ev); errors.Is(err, errDatabaseAway) {
+				// The row stays pending with its budget intact: look again
+				// after a capped backoff (the next pass's load itself rides
+				// out the rest of the outage).
+				t := workflow.Now(ctx).Add(databaseWait(r.s, r.dbWaits))
+				r.dbWaits++
+				r.nextDue = &t
+				r.last = fmt.Sprintf("%s: waiting for the database", ev.Key)
+				r.details(ctx)
+				return nil
+			} else if err != nil {
 				return err
 			}
 			if r.full(ctx) {
@@ -324,10 +337,11 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	// The activity returns the next delay itself (full jitter); these bound
 	// the attempts and stand in if it could not say.
 	retry := &temporal.RetryPolicy{
-		InitialInterval:    r.s.RetryInitial,
-		BackoffCoefficient: 2,
-		MaximumInterval:    r.s.RetryMax,
-		MaximumAttempts:    remaining,
+		InitialInterval:        r.s.RetryInitial,
+		BackoffCoefficient:     2,
+		MaximumInterval:        r.s.RetryMax,
+		MaximumAttempts:        remaining,
+		NonRetryableErrorTypes: []string{activities.ErrDatabaseUnavailable},
 	}
 	in := activities.HandleInput{Key: ev.Key, PriorAttempts: ev.Attempts}
 	var fut workflow.Future
@@ -357,11 +371,20 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	}
 	var res activities.HandleResult
 	err := fut.Get(ctx, &res)
+	if _, away := databaseAway(err); away {
+		return errDatabaseAway
+	}
+	r.dbWaits = 0
 	r.thisRun++
 	r.carry.Handled++
 	r.remember(ev.Key.String())
 	if err == nil {
 		r.last = fmt.Sprintf("%s → %s", ev.Key, res.Status)
+		if res.RetryAt != nil && (r.nextDue == nil || res.RetryAt.Before(*r.nextDue)) {
+			// Left pending (no handler in this worker): look again when due.
+			due := *res.RetryAt
+			r.nextDue = &due
+		}
 		for _, id := range res.Outbox {
 			r.send(ctx, id) // right after the commit that created them
 		}
@@ -397,16 +420,31 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 	r.inflight[id] = true
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		defer delete(r.inflight, id)
-		actx := workflow.WithActivityOptions(gctx, workflow.ActivityOptions{
-			StartToCloseTimeout: r.s.ActivityTimeout,
-			Summary:             fmt.Sprintf("send outbox #%d", id),
-			RetryPolicy: &temporal.RetryPolicy{
-				InitialInterval: r.s.RetryInitial, BackoffCoefficient: 2, MaximumInterval: r.s.RetryMax,
-				MaximumAttempts: int32(r.s.OutboxBudget),
-			},
-		})
-		var res activities.SendResult
-		err := workflow.ExecuteActivity(actx, onResource.SendOutbox, activities.SendInput{ID: id}).Get(gctx, &res)
+		// spent counts the attempts that got past the database; attempts
+		// that found it away wait for it and do not count.
+		spent := 0
+		var err error
+		for waits := 0; ; waits++ {
+			actx := workflow.WithActivityOptions(gctx, workflow.ActivityOptions{
+				StartToCloseTimeout: r.s.ActivityTimeout,
+				Summary:             fmt.Sprintf("send outbox #%d", id),
+				RetryPolicy: &temporal.RetryPolicy{
+					InitialInterval: r.s.RetryInitial, BackoffCoefficient: 2, MaximumInterval: r.s.RetryMax,
+					MaximumAttempts:        int32(max(1, r.s.OutboxBudget-spent)),
+					NonRetryableErrorTypes: []string{activities.ErrDatabaseUnavailable},
+				},
+			})
+			var res activities.SendResult
+			err = workflow.ExecuteActivity(actx, onResource.SendOutbox, activities.SendInput{ID: id}).Get(gctx, &res)
+			attempt, away := databaseAway(err)
+			if !away {
+				break
+			}
+			spent += max(0, attempt-1)
+			if serr := workflow.Sleep(gctx, databaseWait(r.s, waits)); serr != nil {
+				return
+			}
+		}
 		if err == nil {
 			return
 		}
@@ -417,6 +455,37 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 			workflow.GetLogger(gctx).Error("could not mark outbox row failed", "outbox_id", id, "error", ferr.Error())
 		}
 	})
+}
+
+// errDatabaseAway: handling an event found the database away; the pass
+// stops and the row is looked at again after databaseWait.
+var errDatabaseAway = errors.New("database unavailable")
+
+// databaseAway reports whether an activity failed because the database was
+// away (activities.ErrDatabaseUnavailable), and the attempt that found it.
+func databaseAway(err error) (attempt int, away bool) {
+	var appErr *temporal.ApplicationError
+	if err == nil || !errors.As(err, &appErr) || appErr.Type() != activities.ErrDatabaseUnavailable {
+		return 0, false
+	}
+	var n int32
+	if appErr.HasDetails() && appErr.Details(&n) == nil {
+		attempt = int(n)
+	}
+	return attempt, true
+}
+
+// maxDatabaseWait caps the wait between two looks at a database that is away.
+const maxDatabaseWait = 30 * time.Second
+
+// databaseWait is the wait after the waits-th consecutive attempt that
+// found the database away: doubling from RetryInitial, capped.
+func databaseWait(s keys.Settings, waits int) time.Duration {
+	d := max(s.RetryInitial, time.Second)
+	for range min(waits, 16) {
+		d *= 2
+	}
+	return min(d, maxDatabaseWait)
 }
 
 // awaitSends waits for the outbox sends in flight.

@@ -263,3 +263,31 @@ func TestReconcileRequestsCollapseIntoOneActivityBeforeEvents(t *testing.T) {
 	require.Contains(t, order, "evt_1")
 	require.LessOrEqual(t, len(order), 3)
 }
+
+// A row left pending because the worker has no handler for its type comes
+// back after its RetryAt: the workflow wakes for it then (not in a loop,
+// and not only after idling out and a sweep).
+func TestARowLeftPendingWithoutAHandlerIsLookedAtAgainWhenDue(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_nh"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(pending("evt_nh"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	var at []time.Time
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
+			f.handled = append(f.handled, in.Key.EventID)
+			at = append(at, f.env.Now())
+			if len(at) == 1 {
+				due := f.env.Now().Add(3 * time.Minute)
+				return activities.HandleResult{Status: keys.StatusPending, Note: "no handler", RetryAt: &due}, nil
+			}
+			return activities.HandleResult{Status: keys.StatusDone}, nil
+		})
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Hour}))
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, []string{"evt_nh", "evt_nh"}, f.handled)
+	require.GreaterOrEqual(t, at[1].Sub(at[0]), 3*time.Minute)
+	require.Less(t, at[1].Sub(at[0]), 4*time.Minute, "woken when due, not after idling an hour")
+	require.Empty(t, f.marked, "neither failed nor exhausted")
+}

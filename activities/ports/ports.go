@@ -38,6 +38,28 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// unavailableError marks an error that says the database is away.
+type unavailableError struct{ err error }
+
+func (u unavailableError) Error() string { return u.err.Error() }
+func (u unavailableError) Unwrap() error { return u.err }
+
+// Unavailable wraps err to say the database could not be reached (the
+// store-backed ports classify their errors with store.IsUnavailable): the
+// work waits for it, without spending its retry budget.
+func Unavailable(err error) error {
+	if err == nil || IsUnavailable(err) {
+		return err
+	}
+	return unavailableError{err}
+}
+
+// IsUnavailable reports whether err was wrapped by Unavailable.
+func IsUnavailable(err error) bool {
+	var u unavailableError
+	return errors.As(err, &u)
+}
+
 // Events is the inbox as the resource workflow's activities see it.
 type Events interface {
 	// LoadPending returns the resource's due pending rows, oldest first,
@@ -45,11 +67,15 @@ type Events interface {
 	LoadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error)
 	// Handle runs the event's business handler (see Handled). An event not
 	// in the inbox is ErrNotFound; one that can never succeed is
-	// Permanent; any other error is retried. Handled.Route is set whenever
+	// Permanent; the database being away is Unavailable (as for every
+	// method of Events and Outbox); any other error is retried. Handled.Route is set whenever
 	// the event was read, errors included.
 	Handle(ctx context.Context, k keys.Event) (Handled, error)
 	// RecordFailure notes a failed attempt and when the next one is due.
 	RecordFailure(ctx context.Context, k keys.Event, lastErr string, next time.Time) error
+	// Defer leaves a pending event pending with reason as its last error,
+	// due again at next, without counting an attempt (Handled.NoHandler).
+	Defer(ctx context.Context, k keys.Event, reason string, next time.Time) error
 	// Stop ends retrying a still-pending event with status (failed or
 	// exhausted); changed is false when the row was already final. route
 	// names the event's handler ("" if none).
@@ -66,10 +92,18 @@ type Handled struct {
 	Note   string
 	// Skipped: the row was no longer pending; nothing ran.
 	Skipped bool
+	// NoHandler: the event's type has a route (the intake decided it is
+	// handled) but no handler is registered here (a rolled-back worker, an
+	// intake deployed ahead of the workers). Nothing ran and the row is
+	// still pending (Status); it must never be ignored.
+	NoHandler bool
 	// BusinessKey names the business operation, for the logs.
 	BusinessKey string
 	// Outbox rows the effect produced, to be sent after the commit.
 	Outbox []int64
+	// Divergences the handler recorded (same provider version, other
+	// content), for the metrics.
+	Divergences []keys.Divergence
 }
 
 // Reconciler compares one resource with the provider and corrects the

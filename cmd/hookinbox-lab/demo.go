@@ -275,7 +275,9 @@ func demoConverge(ctx context.Context, out io.Writer, st *store.Store, scope soa
 // backfill schedule the worker applies.
 func demoPreflight(ctx context.Context, cfg config.Config, f *demoFlags) (*store.Store, client.Client, error) {
 	hc := &http.Client{Timeout: 3 * time.Second}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(f.target, "/")+"/readyz", nil)
+	// The public port's bare /healthz: the detailed /readyz is on the
+	// intake's internal listener, and the database is checked just below.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(f.target, "/")+"/healthz", nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,7 +287,7 @@ func demoPreflight(ctx context.Context, cfg config.Config, f *demoFlags) (*store
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("the intake at %s is not ready (GET /readyz: %s)", f.target, resp.Status)
+		return nil, nil, fmt.Errorf("the intake at %s is not up (GET /healthz: %s)", f.target, resp.Status)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -31,7 +31,8 @@ deliveries, provider API errors and lost email API answers.
 
 While the events flow it kills intake and worker processes with SIGKILL at random (they come back
 after a moment), restarts the Temporal dev server once on its database file and terminates the
-application's database connections periodically. The simulators retry every non-2xx answer and
+application's database connections periodically and right after some accepted email sends
+(--drop-after-send-rate), and stops PostgreSQL for 30-60 s (--outages, --outage-min, --outage-max). The simulators retry every non-2xx answer and
 timeout (their retry schedule, time-compressed) until each event is acknowledged.
 
 At the end it waits for the backlog to drain (progress shown), runs the facts backfill for the
@@ -90,6 +91,10 @@ Run it from inside the repository: the Temporal CLI is built into .tools/ on fir
 	f.DurationVar(&o.DropConnsEvery, "drop-conns-every", 7*time.Second, "how often the application's database connections are terminated")
 	f.IntVar(&o.MinConnDrops, "min-conn-drops", 3, "connection drop rounds before the chaos may stop")
 	f.BoolVar(&o.NoTemporalRestart, "no-temporal-restart", false, "do not restart the Temporal dev server")
+	f.IntVar(&o.Outages, "outages", 1, "times PostgreSQL is stopped while the events flow (0: never)")
+	f.DurationVar(&o.OutageMin, "outage-min", 30*time.Second, "shortest PostgreSQL outage")
+	f.DurationVar(&o.OutageMax, "outage-max", 60*time.Second, "longest PostgreSQL outage")
+	f.Float64Var(&o.DropAfterSendRate, "drop-after-send-rate", 0.05, "share of accepted email sends after which the workers' database connections are cut before the answer (0: never)")
 	f.Float64Var(&o.LoseAnswerRate, "lose-answer-rate", 0.02, "share of the intake's 2xx answers the relay loses (negative: none)")
 	f.DurationVar(&o.ConvergeTimeout, "converge-timeout", 30*time.Minute, "longest wait for the backlog to drain")
 	f.DurationVar(&o.ChaosLimit, "chaos-limit", 0, "stop the chaos after this long even if the backlog has not drained (default half of --converge-timeout)")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/migrations"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -41,18 +43,19 @@ func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, opts
 	}
 }
 
-// migrate applies pending migrations to cfg's database, printing each to
-// out, then seals the secrets still kept in plain columns when a secrets key
-// is configured (or says how many remain when none is).
+// migrate applies pending migrations to cfg's database (the schema
+// owner's, DATABASE_URL), printing each to out, re-applies the process
+// roles' grants, then seals the secrets still kept in plain columns when a
+// secrets key is configured (or says how many remain when none is).
 func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
-	if err := migrateSchema(ctx, cfg.DatabaseURL, out); err != nil {
+	if err := migrateSchema(ctx, ownerDB(cfg).url, out); err != nil {
 		return err
 	}
 	kr, err := cli.Keyring(cfg)
 	if err != nil && !errors.Is(err, secretbox.ErrNoKey) {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, ownerDB(cfg))
 	if err != nil {
 		return err
 	}
@@ -84,7 +87,11 @@ func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
 	return nil
 }
 
-// migrateSchema applies pending migrations to url, printing each to out.
+// migrateSchema applies pending migrations to url, printing each to out,
+// then re-applies the process roles' grants when those roles exist (a
+// migration may have added a column an "every column but" grant must cover,
+// or a table a role is granted), so no one has to remember `hookinbox db
+// roles`.
 func migrateSchema(ctx context.Context, url string, out io.Writer) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -98,5 +105,14 @@ func migrateSchema(ctx context.Context, url string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "migrations: %d applied, database up to date\n", n)
+	roles, stmts, err := store.ReapplyGrants(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("re-apply role grants: %w", err)
+	}
+	if len(roles) == 0 {
+		fmt.Fprintln(out, "grants: no hookinbox roles yet ('hookinbox db roles' creates them)")
+		return nil
+	}
+	fmt.Fprintf(out, "grants: re-applied for %s (%d statements)\n", strings.Join(roles, ", "), stmts)
 	return nil
 }

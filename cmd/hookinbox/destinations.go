@@ -3,15 +3,12 @@ package main
 import (
 	"fmt"
 	"net/mail"
-	"net/url"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/providers"
+	"github.com/hookinbox/hookinbox/ops"
 )
 
 func newWorkspacesCmd() *cobra.Command {
@@ -20,6 +17,7 @@ func newWorkspacesCmd() *cobra.Command {
 		Short: "Workspaces: credits balance, access, confirmation email and team destinations",
 	}
 	var id, email string
+	var saf auditFlags
 	set := &cobra.Command{
 		Use:   "set --id WORKSPACE --email ADDRESS",
 		Short: "Set where a workspace's credit confirmations go (empty to stop them)",
@@ -30,69 +28,53 @@ func newWorkspacesCmd() *cobra.Command {
 					return cli.Usagef("--email: %v", err)
 				}
 			}
-			return withStore(cmd, func(st *store.Store) error {
-				if err := store.SetWorkspaceEmail(cmd.Context(), st.Pool, id, email); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.SetWorkspaceEmail(cmd.Context(), saf.actor(), id, email, saf.reason); err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "workspace %s: email %s\n", id, orDash(email))
+				fmt.Fprintf(env.out, "workspace %s: email %s\n", id, orDash(email))
 				return nil
 			})
 		},
 	}
 	set.Flags().StringVar(&id, "id", "", "workspace id (required)")
 	set.Flags().StringVar(&email, "email", "", "confirmation email address")
+	saf.register(set)
 	_ = set.MarkFlagRequired("id")
 
-	var ws, name, hook, to string
+	var d ops.NewDestination
+	var daf auditFlags
 	add := &cobra.Command{
 		Use:   "add-destination --workspace W --name N (--webhook URL (--secret-file F | --secret-env VAR | --secret-stdin | --secret whsec_…) | --email ADDRESS)",
 		Short: "Add a team destination for feedback alerts (a Standard Webhooks-signed HTTP endpoint or an email)",
 		Long: `Add or replace a team destination. Each new feedback item's initial alert gets one outbox intent
 per enabled destination, the destination's name being part of its operation key. Webhook
 destinations receive a JSON body signed with Standard Webhooks (webhook-id stable per operation);
-the secret (whsec_ + base64 of at least 24 random bytes) is stored sealed.`,
+the secret (whsec_ + base64 of at least 24 random bytes) is read from a file, an environment
+variable or standard input (or, visible in the process list, --secret) and stored sealed.`,
 		Args: cobra.NoArgs,
 	}
 	secretIn := addSecretFlags(add, "secret", "Standard Webhooks signing secret (whsec_…) for --webhook", false)
 	add.RunE = func(cmd *cobra.Command, _ []string) error {
-		d := store.Destination{WorkspaceID: ws, Name: name, Enabled: true}
 		secret, err := secretIn.one(cmd, cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}
-		switch {
-		case hook != "" && to == "":
-			u, err := url.Parse(hook)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return cli.Usagef("--webhook must be an http(s) URL")
+		d.Secret = secret
+		return withOps(cmd, func(env opsEnv) error {
+			v, err := env.svc.UpsertDestination(cmd.Context(), daf.actor(), d, daf.reason)
+			if err != nil {
+				return asUsage(err)
 			}
-			if err := providers.ValidateSecret(keys.ProviderStandard, secret); err != nil {
-				return cli.Usagef("--secret: %v", err)
-			}
-			d.Kind, d.Target, d.Secret = "webhook", hook, secret
-		case to != "" && hook == "":
-			if _, err := mail.ParseAddress(to); err != nil {
-				return cli.Usagef("--email: %v", err)
-			}
-			d.Kind, d.Target = "email", to
-		default:
-			return cli.Usagef("give exactly one of --webhook or --email")
-		}
-		if !slugPattern.MatchString(name) {
-			return cli.Usagef("--name must be 1-63 lowercase letters, digits, '-' or '_'")
-		}
-		return withStore(cmd, func(st *store.Store) error {
-			if err := store.UpsertDestination(cmd.Context(), st.Pool, st.Keys, d); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "workspace %s: destination %s (%s) saved\n", ws, name, d.Kind)
+			fmt.Fprintf(env.out, "workspace %s: destination %s (%s) saved\n", v.Workspace, v.Name, v.Kind)
 			return nil
 		})
 	}
-	add.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
-	add.Flags().StringVar(&name, "name", "", "destination name (required)")
-	add.Flags().StringVar(&hook, "webhook", "", "HTTP endpoint URL")
-	add.Flags().StringVar(&to, "email", "", "email address")
+	add.Flags().StringVar(&d.Workspace, "workspace", "", "workspace id (required)")
+	add.Flags().StringVar(&d.Name, "name", "", "destination name (required)")
+	add.Flags().StringVar(&d.Webhook, "webhook", "", "HTTP endpoint URL")
+	add.Flags().StringVar(&d.Email, "email", "", "email address")
+	daf.register(add)
 	_ = add.MarkFlagRequired("workspace")
 	_ = add.MarkFlagRequired("name")
 
@@ -103,27 +85,16 @@ the secret (whsec_ + base64 of at least 24 random bytes) is stored sealed.`,
 		Short: "List team destinations (secrets are never shown)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				ds, err := store.ListDestinations(cmd.Context(), st.Pool, lws, false)
+			return withOps(cmd, func(env opsEnv) error {
+				views, err := env.svc.ListDestinations(cmd.Context(), lws)
 				if err != nil {
 					return err
 				}
-				type view struct {
-					ID        int64  `json:"id"`
-					Workspace string `json:"workspace"`
-					Name      string `json:"name"`
-					Kind      string `json:"kind"`
-					Target    string `json:"target"`
-					Signed    bool   `json:"signed"`
-					Enabled   bool   `json:"enabled"`
-				}
-				var views []view
 				var rows [][]string
-				for _, d := range ds {
-					views = append(views, view{d.ID, d.WorkspaceID, d.Name, d.Kind, d.Target, d.Signed, d.Enabled})
-					rows = append(rows, []string{strconv.FormatInt(d.ID, 10), d.WorkspaceID, d.Name, d.Kind, d.Target, strconv.FormatBool(d.Enabled)})
+				for _, d := range views {
+					rows = append(rows, []string{strconv.FormatInt(d.ID, 10), d.Workspace, d.Name, d.Kind, d.Target, strconv.FormatBool(d.Enabled)})
 				}
-				return cli.Render(cmd.OutOrStdout(), format, views, []string{"ID", "WORKSPACE", "NAME", "KIND", "TARGET", "ENABLED"}, rows)
+				return cli.Render(env.out, format, views, []string{"ID", "WORKSPACE", "NAME", "KIND", "TARGET", "ENABLED"}, rows)
 			})
 		},
 	}
@@ -136,22 +107,42 @@ the secret (whsec_ + base64 of at least 24 random bytes) is stored sealed.`,
 		Short: "Show a workspace: credits balance, access, email",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				w, err := store.GetWorkspace(cmd.Context(), st.Pool, args[0])
+			return withOps(cmd, func(env opsEnv) error {
+				w, err := env.svc.ShowWorkspace(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				access, err := store.WorkspaceHasAccess(cmd.Context(), st.Pool, w.ID)
-				if err != nil {
-					return err
-				}
-				v := map[string]any{"id": w.ID, "credits_balance": w.CreditsBalance, "email": w.Email, "has_access": access}
-				return cli.Render(cmd.OutOrStdout(), wformat, v, []string{"ID", "CREDITS", "ACCESS", "EMAIL"},
-					[][]string{{w.ID, strconv.FormatInt(w.CreditsBalance, 10), strconv.FormatBool(access), orDash(w.Email)}})
+				v := map[string]any{"id": w.ID, "credits_balance": w.CreditsBalance, "email": w.Email, "has_access": w.HasAccess}
+				return cli.Render(env.out, wformat, v, []string{"ID", "CREDITS", "ACCESS", "EMAIL"},
+					[][]string{{w.ID, strconv.FormatInt(w.CreditsBalance, 10), strconv.FormatBool(w.HasAccess), orDash(w.Email)}})
 			})
 		},
 	}
 	show.Flags().Var(&wformat, "output", "table or json")
-	cmd.AddCommand(set, add, list, show)
+
+	lformat := cli.OutputFormat("table")
+	var limit int
+	ls := &cobra.Command{
+		Use:   "list",
+		Short: "List workspaces: credits, access, linked accounts, destinations",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withOps(cmd, func(env opsEnv) error {
+				ws, err := env.svc.ListWorkspaces(cmd.Context(), limit)
+				if err != nil {
+					return asUsage(err)
+				}
+				var rows [][]string
+				for _, w := range ws {
+					rows = append(rows, []string{w.ID, strconv.FormatInt(w.CreditsBalance, 10), strconv.FormatBool(w.HasAccess),
+						orDash(w.Email), strconv.Itoa(w.Accounts), strconv.Itoa(w.Destinations)})
+				}
+				return cli.Render(env.out, lformat, ws, []string{"ID", "CREDITS", "ACCESS", "EMAIL", "ACCOUNTS", "DESTINATIONS"}, rows)
+			})
+		},
+	}
+	ls.Flags().IntVar(&limit, "limit", 200, "at most this many workspaces")
+	ls.Flags().Var(&lformat, "output", "table or json")
+	cmd.AddCommand(set, add, list, show, ls)
 	return cmd
 }

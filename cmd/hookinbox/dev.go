@@ -14,6 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox/app"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/devenv"
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
 )
 
@@ -21,17 +22,21 @@ func newDevCmd() *cobra.Command {
 	var servicesOnly, toolsOnly bool
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker",
+		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker, console",
 		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the Temporal CLI
 and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, progress shown) and
 creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root) and a secrets
-key in .data/secrets.key (unless HOOKINBOX_SECRETS_KEY or _FILE is set). It reuses
-services already listening on their ports, applies migrations, then runs the intake and the
-worker in this process. Ctrl-C stops everything it started.
+key in .data/secrets.key (unless HOOKINBOX_SECRETS_KEY or _FILE is set). It reuses services
+already listening on their ports, applies migrations, creates the database roles ('hookinbox db
+roles'), then runs the intake (as hookinbox_intake) and the worker (as hookinbox_worker) in this
+process. Ctrl-C stops everything it started.
 
-Ports: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit SMTP 1025 (UI 8025), intake
-HOOKINBOX_HTTP_ADDR (default :8080), worker metrics HOOKINBOX_WORKER_ADDR (default :9091).
-DATABASE_URL and TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
+Everything listens on 127.0.0.1 only: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit
+SMTP 1025 (UI 8025), the intake's public port HOOKINBOX_HTTP_ADDR (here 127.0.0.1:8080), its
+internal listener HOOKINBOX_INTERNAL_ADDR (/metrics, /readyz; 127.0.0.1:9090) and the worker's
+HOOKINBOX_WORKER_ADDR (/metrics;
+127.0.0.1:9091) and the operator console and API HOOKINBOX_CONSOLE_ADDR (127.0.0.1:9092). DATABASE_URL, the HOOKINBOX_*_DATABASE_URL variables and
+TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if toolsOnly {
@@ -95,25 +100,45 @@ func buildTools(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
+// localStackHTTPAddr is the intake's public port under `make run`: the
+// usual 8080, on loopback only (the local stack is not a server).
+var localStackHTTPAddr = fmt.Sprintf("127.0.0.1:%d", config.DefaultIntakePort)
+
+// localConfig is the configuration of the local stack: the environment,
+// with the services pinned to the ones runDev starts and every listener of
+// hookinbox on loopback unless the environment names another address.
+func localConfig(lookup func(string) (string, bool)) (config.Config, error) {
+	cfg, err := config.FromLookup(lookup)
+	if err != nil {
+		return cfg, err
+	}
+	set := func(name string) bool { v, ok := lookup(name); return ok && v != "" }
+	def := config.Default()
+	cfg.DatabaseURL, cfg.TemporalAddress, cfg.TemporalNamespace = def.DatabaseURL, def.TemporalAddress, def.TemporalNamespace
+	cfg.IntakeDatabaseURL, cfg.WorkerDatabaseURL, cfg.OperatorDatabaseURL = "", "", "" // set once the roles exist
+	cfg.TemporalAPIKey, cfg.TemporalTLS, cfg.TemporalTLSCert, cfg.TemporalTLSKey, cfg.TemporalTLSCA = "", false, "", "", ""
+	cfg.Mailer, cfg.SMTPAddr = "smtp", fmt.Sprintf("127.0.0.1:%d", config.DefaultMailpitSMTP)
+	cfg.SMTPLookupURL = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultMailpitHTTP)
+	if !set("HOOKINBOX_HTTP_ADDR") {
+		cfg.HTTPAddr = localStackHTTPAddr
+	}
+	if !set("HOOKINBOX_LOG_FORMAT") {
+		cfg.LogFormat = "text"
+	}
+	if !set("HOOKINBOX_OUTBOUND_ALLOW_PRIVATE") {
+		cfg.OutboundAllowPrivate = true // every destination of the local stack is on loopback
+	}
+	return cfg, cfg.Validate()
+}
+
 func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	root, err := devenv.FindRoot()
 	if err != nil {
 		return err
 	}
-	cfg, err := config.FromEnv()
+	cfg, err := localConfig(os.LookupEnv)
 	if err != nil {
 		return err
-	}
-	def := config.Default()
-	cfg.DatabaseURL, cfg.TemporalAddress, cfg.TemporalNamespace = def.DatabaseURL, def.TemporalAddress, def.TemporalNamespace
-	cfg.TemporalAPIKey, cfg.TemporalTLS, cfg.TemporalTLSCert, cfg.TemporalTLSKey, cfg.TemporalTLSCA = "", false, "", "", ""
-	cfg.Mailer, cfg.SMTPAddr = "smtp", fmt.Sprintf("127.0.0.1:%d", config.DefaultMailpitSMTP)
-	cfg.SMTPLookupURL = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultMailpitHTTP)
-	if os.Getenv("HOOKINBOX_LOG_FORMAT") == "" {
-		cfg.LogFormat = "text"
-	}
-	if os.Getenv("HOOKINBOX_OUTBOUND_ALLOW_PRIVATE") == "" {
-		cfg.OutboundAllowPrivate = true // every destination of the local stack is on loopback
 	}
 	data := devenv.DataDir(root)
 	logDir := filepath.Join(data, "logs")
@@ -156,6 +181,15 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	if err := migrate(ctx, cfg, out); err != nil {
 		return err
 	}
+	// The processes' roles (trust authentication on loopback: no
+	// passwords), created as the cluster's superuser since the migrator has
+	// no CREATEROLE; the intake and the worker connect as theirs.
+	if err := applyRoles(ctx, s.pg.AdminURL("hookinbox"), store.RoleOptions{}, out); err != nil {
+		return err
+	}
+	cfg.IntakeDatabaseURL = s.pg.URL(store.RoleIntake, "hookinbox")
+	cfg.WorkerDatabaseURL = s.pg.URL(store.RoleWorker, "hookinbox")
+	cfg.OperatorDatabaseURL = s.pg.URL(store.RoleOperator, "hookinbox")
 
 	tLog, err := s.logFile(logDir, "temporal.log")
 	if err != nil {
@@ -184,22 +218,30 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	}
 
 	intakeURL := "http://" + app.DisplayAddr(cfg.HTTPAddr)
+	internalURL := "http://" + app.DisplayAddr(cfg.InternalAddr)
 	fmt.Fprintf(out, `
 hookinbox local stack is up
-  intake          %s/webhooks/<endpoint>   (health %s/readyz)
-  metrics         %s/metrics (intake)   http://%s/metrics (worker)
+  intake          %s/webhooks/<endpoint>   (health %s/healthz)
+  internal        %s/metrics   %s/readyz   (intake; not on the public port)
+  worker metrics  http://%s/metrics
+  console         %s   (API %s/api/openapi.json)
   temporal        %s   UI %s
   mailpit         SMTP %s   UI %s
-  postgres        %s
+  postgres        %s   (owner; migrations)
+                  intake %s
+                  worker %s
+                  operator (read-only CLI: HOOKINBOX_OPERATOR_DATABASE_URL) %s
   logs            %s
 
 Register an endpoint:  export DEMO_SECRET=whsec_$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
                        .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret-env DEMO_SECRET
                        .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
+Operator console:      .tools/bin/hookinbox tokens create --role admin --name YOU   (then sign in with it)
 Secrets are sealed with %s (operator commands on the local stack find it by themselves).
 Press Ctrl-C to stop everything started here.
-`, intakeURL, intakeURL, intakeURL, app.DisplayAddr(cfg.WorkerAddr), s.temporal.Address, s.temporal.UIURL,
-		s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, logDir, orDefault(cfg.SecretsKeyFile, "HOOKINBOX_SECRETS_KEY"))
+`, intakeURL, intakeURL, internalURL, internalURL, app.DisplayAddr(cfg.WorkerAddr), cfg.ConsoleBaseURL(), cfg.ConsoleBaseURL(),
+		s.temporal.Address, s.temporal.UIURL, s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, cfg.IntakeDB(), cfg.WorkerDB(),
+		cfg.OperatorDB(), logDir, orDefault(cfg.SecretsKeyFile, "HOOKINBOX_SECRETS_KEY"))
 
 	if servicesOnly {
 		<-ctx.Done()
@@ -207,24 +249,38 @@ Press Ctrl-C to stop everything started here.
 		return nil
 	}
 
-	svc, err := openService(ctx, cfg, false)
+	// One process, two roles: the worker's store and the intake's.
+	svc, err := openService(ctx, cfg, workerDB(cfg), false)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+	intakeSt, err := openStore(ctx, cfg, intakeDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer intakeSt.Close()
 	st, c, m, log := svc.st, svc.c, svc.m, svc.log
 	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"))
 	if err != nil {
 		return err
 	}
+	con, err := app.NewConsole(cfg, st, c, log.With("process", "console"))
+	if err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		errc <- app.NewIntake(cfg, st, c, m, log.With("process", "intake")).Run(runCtx, cfg.HTTPAddr, nil, log)
+		errc <- app.RunConsole(runCtx, con, cfg.ConsoleAddr, nil, log)
+	}()
+	go func() {
+		defer wg.Done()
+		errc <- app.NewIntake(cfg, intakeSt, c, m, log.With("process", "intake")).Run(runCtx, cfg.HTTPAddr, nil, log)
 	}()
 	go func() {
 		defer wg.Done()

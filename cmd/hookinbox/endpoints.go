@@ -1,11 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
-	"regexp"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -13,38 +12,62 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/ops"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the providers an endpoint may name
 )
-
-var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 func newEndpointsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "endpoints",
 		Short: "Register webhook endpoints, their secrets and account→workspace links",
 		Long: `An endpoint is one intake URL, POST /webhooks/SLUG, for one provider and environment.
-Secrets are never printed: listings show an id and a short fingerprint.`,
+Secrets and API keys are never printed: listings show an id and a short fingerprint. Every
+change is audited (who: --by, default $USER; why: --reason).`,
 	}
-	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(),
+	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsUpdateCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(), newEndpointsSetAccountCmd(),
 		newEndpointsListCmd(), newEndpointsRemoveCmd(), newEndpointsSecretsCmd())
 	return cmd
 }
 
-// withStore runs fn with a store opened from the environment's configuration.
+// withStore runs fn with a store opened on DATABASE_URL (the schema owner's:
+// the commands that write).
 func withStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
 	return withConfigStore(cmd, func(_ config.Config, st *store.Store) error { return fn(st) })
 }
 
-// withConfigStore runs fn with the configuration and a store opened on it.
+// withOperatorStore runs fn with a store opened on the read-only operator's
+// URL (HOOKINBOX_OPERATOR_DATABASE_URL, else DATABASE_URL). A permission
+// error says which role is missing.
+func withOperatorStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(cmd.Context(), cfg, operatorDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := fn(st); store.IsPermissionDenied(err) {
+		return fmt.Errorf("%w (the operator's database role lacks this privilege: it should be %s, and payloads need %s "+
+			"granted to it as well, e.g. GRANT %s TO alice; see 'hookinbox db roles --help')",
+			err, store.RoleOperator, store.RolePayloadReader, store.RolePayloadReader)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// withConfigStore runs fn with the configuration and a store opened on
+// DATABASE_URL.
 func withConfigStore(cmd *cobra.Command, fn func(cfg config.Config, st *store.Store) error) error {
 	cfg, err := config.FromEnv()
 	if err != nil {
 		return err
 	}
-	st, err := openStore(cmd.Context(), cfg)
+	st, err := openStore(cmd.Context(), cfg, ownerDB(cfg))
 	if err != nil {
 		return err
 	}
@@ -58,9 +81,20 @@ func quietLogger(cmd *cobra.Command) *slog.Logger {
 	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
 }
 
+// auditFlags are who and why of an audited configuration change.
+type auditFlags struct{ by, reason string }
+
+func (a *auditFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&a.by, "by", defaultActor(), "who (recorded in the audit)")
+	cmd.Flags().StringVar(&a.reason, "reason", "", "why (recorded in the audit)")
+}
+
+func (a *auditFlags) actor() ops.Actor { return ops.Actor{Name: a.by} }
+
 func newEndpointsAddCmd() *cobra.Command {
 	var e store.NewEndpoint
 	var secretAccounts string
+	var af auditFlags
 	cmd := &cobra.Command{
 		Use: "add --slug S --provider " + strings.Join(providers.Names(), "|") + " --environment live|test " +
 			"(--secret-file F | --secret-env VAR | --secret-stdin | --secret SECRET)… [--secret-accounts A,B]",
@@ -95,15 +129,6 @@ when the provider sends one (e.g. "data.object.version").`,
 	secrets := addSecretFlags(cmd, "secret", "signing secret", true)
 	apiKey := addSecretFlags(cmd, "api-key", "provider API key", false)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if !slugPattern.MatchString(e.Slug) {
-			return cli.Usagef("--slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
-		}
-		if _, ok := providers.Lookup(e.Provider); !ok {
-			return cli.Usagef("--provider must be %s (got %q)", providers.OneOf(), e.Provider)
-		}
-		if e.Environment != keys.EnvLive && e.Environment != keys.EnvTest {
-			return cli.Usagef("--environment must be live or test (got %q)", e.Environment)
-		}
 		if err := bothStdin(secrets, apiKey); err != nil {
 			return err
 		}
@@ -114,27 +139,21 @@ when the provider sends one (e.g. "data.object.version").`,
 		if len(e.Secrets) == 0 {
 			return cli.Usagef("a signing secret is required: --secret-file, --secret-env, --secret-stdin or --secret (repeat to register several)")
 		}
-		for _, s := range e.Secrets {
-			if err := providers.ValidateSecret(e.Provider, s); err != nil {
-				return cli.Usagef("secret: %v", err)
-			}
-		}
 		if e.APIKey, err = apiKey.one(cmd, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
-		e.SecretAccounts = parseAccounts(secretAccounts)
-		if e.Account != "" && len(e.SecretAccounts) > 0 && !slices.Contains(e.SecretAccounts, e.Account) {
-			return cli.Usagef("--secret-accounts %s does not include the endpoint's own --account %s", secretAccounts, e.Account)
+		e.SecretAccounts = ops.ParseAccounts(secretAccounts)
+		if err := ops.ValidateNewEndpoint(e); err != nil {
+			return asUsage(err)
 		}
-		if e.Provider == keys.ProviderShopify && e.Account == "" && len(e.SecretAccounts) == 0 {
-			fmt.Fprintln(cmd.ErrOrStderr(), "warning: Shopify's shop header is not signed; without --account or --secret-accounts "+
-				"this endpoint accepts deliveries only while it links exactly one shop")
+		for _, w := range ops.EndpointWarnings(e) {
+			fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w)
 		}
-		return withStore(cmd, func(st *store.Store) error {
-			if err := st.InsertEndpoint(cmd.Context(), e); err != nil {
-				return err
+		return withOps(cmd, func(env opsEnv) error {
+			if err := env.svc.AddEndpoint(cmd.Context(), af.actor(), e, af.reason); err != nil {
+				return asUsage(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s registered: POST /webhooks/%s (%s, %s, %d secret(s))\n",
+			fmt.Fprintf(env.out, "endpoint %s registered: POST /webhooks/%s (%s, %s, %d secret(s))\n",
 				e.Slug, e.Slug, e.Provider, e.Environment, len(e.Secrets))
 			return nil
 		})
@@ -151,29 +170,126 @@ when the provider sends one (e.g. "data.object.version").`,
 	f.StringVar(&e.Settings.ResourceKind, "resource-kind", "", "resource kind (standard; default from the type)")
 	f.StringVar(&e.Settings.AccountPath, "account-path", "", "JSON path of the source account (standard)")
 	f.StringVar(&e.Settings.VersionPath, "version-path", "", "JSON path of a monotonic per-resource version")
+	af.register(cmd)
 	for _, n := range []string{"slug", "provider", "environment"} {
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
 }
 
+func newEndpointsUpdateCmd() *cobra.Command {
+	var slug string
+	var af auditFlags
+	vals := map[string]*string{}
+	names := []struct{ flag, help string }{
+		{"account", "the endpoint's own source account (\"\" clears it)"},
+		{"api-base-url", "provider API base URL (\"\" clears it)"},
+		{"type-path", "JSON path of the event type (standard)"},
+		{"resource-path", "JSON path of the resource id (standard)"},
+		{"resource-kind", "resource kind (standard)"},
+		{"account-path", "JSON path of the source account (standard)"},
+		{"version-path", "JSON path of a monotonic per-resource version"},
+	}
+	cmd := &cobra.Command{
+		Use: "update --slug S [--account A] [--api-base-url URL] [--api-key-file F | --api-key-env VAR | --api-key-stdin | --api-key KEY] " +
+			"[--type-path P] [--resource-path P] [--resource-kind K] [--account-path P] [--version-path P]",
+		Short: "Change an endpoint's account, provider API settings or extraction paths (audited)",
+		Long: `Change only the fields given; an empty value clears an optional one (--account "", --api-key "").
+The API key is read from a file, an environment variable or standard input (--api-key-file,
+--api-key-env, --api-key-stdin) or, visible in the process list, the command line (--api-key), and
+stored sealed. Secrets are rotated with 'endpoints secrets add' and 'endpoints secrets remove'.
+The intake picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
+		Example: `  hookinbox endpoints update --slug stripe-live --api-key-env STRIPE_KEY --reason "key rotated (SEC-12)"
+  hookinbox endpoints update --slug sinalio --resource-path data.item.id`,
+		Args: cobra.NoArgs,
+	}
+	apiKey := addSecretFlags(cmd, "api-key", "provider API key (\"\" clears it)", false)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var c ops.EndpointChange
+		set := func(flag string) *string {
+			if !cmd.Flags().Changed(flag) {
+				return nil
+			}
+			return vals[flag]
+		}
+		c.Account, c.APIBaseURL = set("account"), set("api-base-url")
+		c.TypePath, c.ResourcePath, c.ResourceKind = set("type-path"), set("resource-path"), set("resource-kind")
+		c.AccountPath, c.VersionPath = set("account-path"), set("version-path")
+		changedKey := cmd.Flags().Changed("api-key") || apiKey.given()
+		if changedKey {
+			key, err := apiKey.one(cmd, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			c.APIKey = &key
+		}
+		if c.Empty() {
+			return cli.Usagef("nothing to change: give at least one of --%s", strings.Join(append(flagNames(names), "api-key"), ", --"))
+		}
+		return withOps(cmd, func(env opsEnv) error {
+			v, err := env.svc.UpdateEndpoint(cmd.Context(), af.actor(), slug, c, af.reason)
+			if err != nil {
+				return asUsage(err)
+			}
+			var changed []string
+			for _, n := range names {
+				if cmd.Flags().Changed(n.flag) {
+					changed = append(changed, n.flag)
+				}
+			}
+			if changedKey {
+				changed = append(changed, "api-key")
+			}
+			fmt.Fprintf(env.out, "endpoint %s updated: %s\n", v.Slug, strings.Join(changed, ", "))
+			return nil
+		})
+	}
+	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	for _, n := range names {
+		v := new(string)
+		vals[n.flag] = v
+		cmd.Flags().StringVar(v, n.flag, "", n.help)
+	}
+	af.register(cmd)
+	_ = cmd.MarkFlagRequired("slug")
+	return cmd
+}
+
+func flagNames(names []struct{ flag, help string }) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, n.flag)
+	}
+	return out
+}
+
 func newEndpointsLinkCmd() *cobra.Command {
 	var slug, account, workspace string
+	var af auditFlags
 	cmd := &cobra.Command{
 		Use:   "link --slug S --account ACCOUNT --workspace WORKSPACE",
 		Short: "Map a verified source account of an endpoint to a workspace",
 		Long: `Map a source account to the workspace its events belong to (created if new). The tenant of an
-event always comes from this mapping, never from an id in the payload. Linking again moves the account.`,
+event always comes from this mapping, never from an id in the payload. Linking again moves the account.
+
+One account has one workspace: linking an account to another workspace than it has on another
+endpoint of the same provider and environment is refused (the message says how to move it).
+
+Events that name no account (Stripe events of the endpoint's own account) belong to the endpoint's
+own account (--account of 'endpoints add', or 'endpoints set-account'); without one, to its single
+linked account. A second link on such an endpoint records that first account as its own, so its
+events keep their routing instead of becoming unknown_account. The output says where they go.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(account) == "" || strings.TrimSpace(workspace) == "" {
 				return cli.Usagef("--account and --workspace must not be empty")
 			}
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.LinkAccount(cmd.Context(), slug, account, workspace); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				res, err := env.svc.LinkAccount(cmd.Context(), af.actor(), slug, account, workspace, af.reason)
+				if err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: account %s → workspace %s\n", slug, account, workspace)
+				describeLink(cmd.Context(), env.svc.Store, env.out, slug, account, workspace, res)
 				return nil
 			})
 		},
@@ -181,53 +297,114 @@ event always comes from this mapping, never from an id in the payload. Linking a
 	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
 	cmd.Flags().StringVar(&account, "account", "", "source account, e.g. acct_… (required)")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace id (required)")
+	af.register(cmd)
 	for _, n := range []string{"slug", "account", "workspace"} {
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
 }
 
+// linkAccount links account and says where the endpoint's events that name
+// no account go now.
+// describeLink says what a link did, and where the endpoint's events that
+// name no account go now.
+func describeLink(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string, res store.LinkResult) {
+	moved := ""
+	if res.PreviousWorkspace != "" {
+		moved = " (moved from workspace " + res.PreviousWorkspace + ")"
+	}
+	fmt.Fprintf(out, "endpoint %s: account %s → workspace %s%s\n", slug, account, workspace, moved)
+	ownWorkspace := "not linked: they are quarantined as unknown_account until it is"
+	if ep, err := st.GetEndpoint(ctx, slug); err == nil {
+		if w, ok := ep.Links[res.OwnAccount]; ok {
+			ownWorkspace = "workspace " + w
+		}
+	}
+	setOwn := "hookinbox endpoints set-account --slug " + slug + " --account ACCOUNT"
+	switch {
+	case res.PinnedOwnAccount:
+		fmt.Fprintf(out, "events that name no account keep going to %s (%s): it is now recorded as the endpoint's own account, "+
+			"so this second link does not make them unknown. If they belong to another account: %s\n", res.OwnAccount, ownWorkspace, setOwn)
+	case res.OwnAccountImplicit:
+		fmt.Fprintf(out, "events that name no account go to %s (%s), the endpoint's only link; a second link records it as the endpoint's own account\n",
+			res.OwnAccount, ownWorkspace)
+	case res.OwnAccount != "":
+		fmt.Fprintf(out, "events that name no account go to the endpoint's own account %s (%s)\n", res.OwnAccount, ownWorkspace)
+	default:
+		fmt.Fprintf(out, "events that name no account have none: they are quarantined as unknown_account (name the endpoint's own account: %s)\n", setOwn)
+	}
+}
+
+func newEndpointsSetAccountCmd() *cobra.Command {
+	var slug, account string
+	cmd := &cobra.Command{
+		Use:   "set-account --slug S --account ACCOUNT",
+		Short: "Name the endpoint's own account: the source account of its events that name none",
+		Long: `Name the endpoint's own account, the source account of its events that carry none (for Stripe
+without Connect, the account itself; with Connect, the platform's account). --account "" removes it:
+such events then go to the endpoint's single linked account, or are quarantined as unknown_account.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(st *store.Store) error {
+				return setOwnAccount(cmd.Context(), st, cmd.OutOrStdout(), slug, account)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the endpoint's own source account (required; \"\" removes it)")
+	_ = cmd.MarkFlagRequired("slug")
+	_ = cmd.MarkFlagRequired("account")
+	return cmd
+}
+
+// setOwnAccount names the endpoint's own account and says where its events
+// that name no account go now.
+func setOwnAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account string) error {
+	account = strings.TrimSpace(account)
+	if err := st.SetOwnAccount(ctx, slug, account); err != nil {
+		return err
+	}
+	ep, err := st.GetEndpoint(ctx, slug)
+	if err != nil {
+		return err
+	}
+	own, ok := ep.OwnAccount()
+	w, linked := ep.Links[own]
+	switch {
+	case !ok:
+		fmt.Fprintf(out, "endpoint %s: no own account; events that name no account are quarantined as unknown_account\n", slug)
+	case !linked:
+		fmt.Fprintf(out, "endpoint %s: own account %s, not linked: its events are quarantined as unknown_account until "+
+			"'hookinbox endpoints link --slug %s --account %s --workspace W'\n", slug, own, slug, own)
+	default:
+		fmt.Fprintf(out, "endpoint %s: events that name no account go to %s (workspace %s)\n", slug, own, w)
+	}
+	return nil
+}
+
 func newEndpointsUnlinkCmd() *cobra.Command {
 	var slug, account string
+	var af auditFlags
 	cmd := &cobra.Command{
 		Use:   "unlink --slug S --account ACCOUNT",
 		Short: "Remove an account mapping (its new events are quarantined as unknown_account)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.UnlinkAccount(cmd.Context(), slug, account); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.UnlinkAccount(cmd.Context(), af.actor(), slug, account, af.reason); err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: account %s unlinked\n", slug, account)
+				fmt.Fprintf(env.out, "endpoint %s: account %s unlinked\n", slug, account)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
 	cmd.Flags().StringVar(&account, "account", "", "source account (required)")
+	af.register(cmd)
 	_ = cmd.MarkFlagRequired("slug")
 	_ = cmd.MarkFlagRequired("account")
 	return cmd
-}
-
-// endpointView is an endpoint as listed: secrets as ids and fingerprints.
-type endpointView struct {
-	Slug        string                `json:"slug"`
-	Provider    string                `json:"provider"`
-	Environment string                `json:"environment"`
-	Account     string                `json:"account,omitempty"`
-	APIBaseURL  string                `json:"api_base_url,omitempty"`
-	APIKeySet   bool                  `json:"api_key_set"`
-	Settings    keys.EndpointSettings `json:"settings"`
-	Secrets     []secretView          `json:"secrets"`
-	Links       map[string]string     `json:"links"`
-}
-
-type secretView struct {
-	ID          int64    `json:"id"`
-	Fingerprint string   `json:"fingerprint"`
-	Accounts    []string `json:"accounts,omitempty"`
-	CreatedAt   string   `json:"created_at"`
 }
 
 func newEndpointsListCmd() *cobra.Command {
@@ -237,36 +414,25 @@ func newEndpointsListCmd() *cobra.Command {
 		Short: "List endpoints, secret fingerprints and links (never the secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				eps, err := st.ListEndpoints(cmd.Context())
+			return withOps(cmd, func(env opsEnv) error {
+				views, err := env.svc.ListEndpoints(cmd.Context())
 				if err != nil {
 					return err
 				}
-				views := make([]endpointView, 0, len(eps))
 				var rows [][]string
-				for _, e := range eps {
-					v := endpointView{Slug: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: e.Account,
-						APIBaseURL: e.APIBaseURL, APIKeySet: e.HasAPIKey, Settings: e.Settings, Links: e.Links}
+				for _, v := range views {
 					var secs []string
-					for _, s := range e.Secrets {
-						v.Secrets = append(v.Secrets, secretView{ID: s.ID, Fingerprint: s.Fingerprint(), Accounts: s.Accounts,
-							CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")})
-						sec := "#" + strconv.FormatInt(s.ID, 10) + ":" + s.Fingerprint()
+					for _, s := range v.Secrets {
+						sec := "#" + strconv.FormatInt(s.ID, 10) + ":" + s.Fingerprint
 						if len(s.Accounts) > 0 {
 							sec += "[" + strings.Join(s.Accounts, ",") + "]"
 						}
 						secs = append(secs, sec)
 					}
-					var links []string
-					for a, w := range e.Links {
-						links = append(links, a+"→"+w)
-					}
-					sort.Strings(links)
-					views = append(views, v)
-					rows = append(rows, []string{e.Slug, e.Provider, e.Environment, orDash(e.Account),
-						strings.Join(secs, " "), orDash(strings.Join(links, " ")), orDash(e.APIBaseURL)})
+					rows = append(rows, []string{v.Slug, v.Provider, v.Environment, orDash(v.Account),
+						strings.Join(secs, " "), orDash(strings.Join(v.SortedLinks(), " ")), orDash(v.APIBaseURL)})
 				}
-				return cli.Render(cmd.OutOrStdout(), format, views,
+				return cli.Render(env.out, format, views,
 					[]string{"SLUG", "PROVIDER", "ENV", "ACCOUNT", "SECRETS", "LINKS", "API"}, rows)
 			})
 		},
@@ -277,21 +443,23 @@ func newEndpointsListCmd() *cobra.Command {
 
 func newEndpointsRemoveCmd() *cobra.Command {
 	var slug string
+	var af auditFlags
 	cmd := &cobra.Command{
 		Use:   "remove --slug S",
 		Short: "Remove an endpoint, its secrets and links (its inbox rows stay)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.DeleteEndpoint(cmd.Context(), slug); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.RemoveEndpoint(cmd.Context(), af.actor(), slug, af.reason); err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s removed\n", slug)
+				fmt.Fprintf(env.out, "endpoint %s removed\n", slug)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	af.register(cmd)
 	_ = cmd.MarkFlagRequired("slug")
 	return cmd
 }
@@ -302,10 +470,17 @@ func newEndpointsSecretsCmd() *cobra.Command {
 		Short: "Rotate signing secrets: add the new one, let the sender switch, remove the old one",
 	}
 	var slug, accounts string
+	var retire bool
+	var af auditFlags
 	add := &cobra.Command{
-		Use:   "add --slug S (--secret-file F | --secret-env VAR | --secret-stdin | --secret SECRET) [--secret-accounts A,B]",
+		Use:   "add --slug S (--secret-file F | --secret-env VAR | --secret-stdin | --secret SECRET) [--secret-accounts A,B] [--retire-others]",
 		Short: "Add a signing secret (both old and new are accepted until the old one is removed)",
-		Args:  cobra.NoArgs,
+		Long: `Add a signing secret, read from a file, an environment variable or standard input (--secret-file,
+--secret-env, --secret-stdin) or, visible in the process list, the command line (--secret). It is
+checked against the provider's format and stored sealed. --secret-accounts binds it to the source
+accounts it may sign for (default: any linked account); a secret already registered keeps its
+binding ('endpoints secrets bind' changes it).`,
+		Args: cobra.NoArgs,
 	}
 	secret := addSecretFlags(add, "secret", "new signing secret", false)
 	add.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -316,43 +491,43 @@ func newEndpointsSecretsCmd() *cobra.Command {
 		if value == "" {
 			return cli.Usagef("the new secret is required: --secret-file, --secret-env, --secret-stdin or --secret")
 		}
-		return withStore(cmd, func(st *store.Store) error {
-			ep, err := st.GetIntakeEndpoint(cmd.Context(), slug)
+		return withOps(cmd, func(env opsEnv) error {
+			res, err := env.svc.AddSecret(cmd.Context(), af.actor(), slug,
+				ops.NewSecret{Secret: value, Accounts: ops.ParseAccounts(accounts), RetireOthers: retire}, af.reason)
 			if err != nil {
-				return err
+				return asUsage(err)
 			}
-			if err := providers.ValidateSecret(ep.Provider, value); err != nil {
-				return cli.Usagef("secret: %v", err)
+			fmt.Fprintf(env.out, "endpoint %s: secret #%d (%s) added\n", slug, res.ID, res.Fingerprint)
+			for _, id := range res.Retired {
+				fmt.Fprintf(env.out, "endpoint %s: secret #%d removed\n", slug, id)
 			}
-			id, err := store.InsertSecret(cmd.Context(), st.Pool, st.Keys, slug, value, parseAccounts(accounts))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d (%s) added\n", slug, id, keys.Secret{Value: value}.Fingerprint())
 			return nil
 		})
 	}
 	add.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
 	add.Flags().StringVar(&accounts, "secret-accounts", "", "comma-separated source accounts the secret may sign for (default: any linked account)")
+	add.Flags().BoolVar(&retire, "retire-others", false, "remove every other secret at once (the sender already switched)")
+	af.register(add)
 	_ = add.MarkFlagRequired("slug")
 
 	var bslug, baccounts string
 	var bid int64
 	var bany bool
+	var baf auditFlags
 	bind := &cobra.Command{
 		Use:   "bind --slug S --id N (--accounts A,B | --any)",
 		Short: "Set the source accounts a signing secret may sign for (others are quarantined as account_mismatch)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list := parseAccounts(baccounts)
+			list := ops.ParseAccounts(baccounts)
 			if bany == (len(list) > 0) {
 				return cli.Usagef("give exactly one of --accounts A,B or --any")
 			}
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.BindSecret(cmd.Context(), bslug, bid, list); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.BindSecret(cmd.Context(), baf.actor(), bslug, bid, list, baf.reason); err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d may sign for %s\n", bslug, bid, orDefault(strings.Join(list, ", "), "any linked account"))
+				fmt.Fprintf(env.out, "endpoint %s: secret #%d may sign for %s\n", bslug, bid, orDefault(strings.Join(list, ", "), "any linked account"))
 				return nil
 			})
 		},
@@ -361,36 +536,32 @@ func newEndpointsSecretsCmd() *cobra.Command {
 	bind.Flags().Int64Var(&bid, "id", 0, "secret id (required; see 'endpoints list')")
 	bind.Flags().StringVar(&baccounts, "accounts", "", "comma-separated source accounts")
 	bind.Flags().BoolVar(&bany, "any", false, "any account linked to the endpoint")
+	baf.register(bind)
 	_ = bind.MarkFlagRequired("slug")
 	_ = bind.MarkFlagRequired("id")
 
 	var rslug string
 	var id int64
+	var raf auditFlags
 	remove := &cobra.Command{
 		Use:   "remove --slug S --id N",
 		Short: "Remove a signing secret by id (see 'endpoints list'); the last one cannot be removed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				if err := st.DeleteSecret(cmd.Context(), rslug, id); err != nil {
-					return err
+			return withOps(cmd, func(env opsEnv) error {
+				if err := env.svc.RemoveSecret(cmd.Context(), raf.actor(), rslug, id, raf.reason); err != nil {
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s: secret #%d removed\n", rslug, id)
+				fmt.Fprintf(env.out, "endpoint %s: secret #%d removed\n", rslug, id)
 				return nil
 			})
 		},
 	}
 	remove.Flags().StringVar(&rslug, "slug", "", "endpoint slug (required)")
 	remove.Flags().Int64Var(&id, "id", 0, "secret id (required)")
+	raf.register(remove)
 	_ = remove.MarkFlagRequired("slug")
 	_ = remove.MarkFlagRequired("id")
 	cmd.AddCommand(add, bind, remove)
 	return cmd
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 // Command hookinbox is the service binary: the webhook intake, the Temporal
-// worker, the local stack (dev), migrations and the operator CLI. The
-// simulator, soak, bench and demo are in cmd/hookinbox-lab, not here.
+// worker, the operator console and API, the local stack (dev), migrations
+// and the operator CLI. The simulator, soak, bench and demo are in
+// cmd/hookinbox-lab, not here.
 package main
 
 import (
@@ -17,6 +18,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	code := cli.Run(ctx, newRootCmd(), os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// newRootCmd is the whole command tree.
+func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hookinbox",
 		Short: "Receive webhooks and turn each into its business effect exactly once",
@@ -25,24 +33,32 @@ PostgreSQL inbox before answering, and hands it to one Temporal workflow per res
 
 Configuration comes from environment variables (see README.md, "Configuration");
 the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("hookinbox {{.Version}}\n")
 	root.AddCommand(
 		newWebhookCmd(),
 		newWorkerCmd(),
+		newConsoleCmd(),
 		newDevCmd(),
 		newMigrateCmd(),
+		newDBCmd(),
 		newEndpointsCmd(),
 		newOutboxCmd(),
 		newWorkspacesCmd(),
 		newInboxCmd(),
 		newQuarantineCmd(),
 		newReplayCmd(),
+		newExplainCmd(),
+		newTokensCmd(),
 		newStatusCmd(),
 		newReconcileCmd(),
 		newSchedulesCmd(),
 		newSecretsCmd(),
+		newVersionCmd(),
 	)
-	cli.Main(ctx, root)
+	cli.WrapErrors(root, asUsage)
+	return root
 }

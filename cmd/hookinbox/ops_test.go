@@ -7,17 +7,20 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
+	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/ops"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -58,12 +61,16 @@ type opsBundle struct {
 	sig    *fakeSignaler
 	out    *bytes.Buffer
 	errOut *bytes.Buffer
+	in     *bytes.Buffer
 }
 
 func (b *opsBundle) env() opsEnv {
 	b.out.Reset()
 	b.errOut.Reset()
-	return opsEnv{st: b.st, sig: b.sig, out: b.out, errOut: b.errOut, signalTimeout: time.Second}
+	cfg := config.Default()
+	cfg.TemporalUIURL = "http://temporal.example:8233"
+	svc := &ops.Service{Store: b.st, Doorbell: b.sig, Config: cfg, SignalTimeout: time.Second}
+	return opsEnv{svc: svc, out: b.out, errOut: b.errOut, in: b.in}
 }
 
 func setupOps(t *testing.T) *opsBundle {
@@ -73,7 +80,7 @@ func setupOps(t *testing.T) *opsBundle {
 	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
 		Account: "acct_1", Secrets: []string{"whsec_a"}}))
 	require.NoError(t, st.LinkAccount(ctx, "stripe", "acct_1", "ws_1"))
-	return &opsBundle{ctx: ctx, st: st, sig: &fakeSignaler{}, out: &bytes.Buffer{}, errOut: &bytes.Buffer{}}
+	return &opsBundle{ctx: ctx, st: st, sig: &fakeSignaler{}, out: &bytes.Buffer{}, errOut: &bytes.Buffer{}, in: &bytes.Buffer{}}
 }
 
 const secretMarker = "4242-SECRET-CARD"
@@ -125,26 +132,27 @@ func TestInboxListAndShowPrintPayloadsOnlyWhenAsked(t *testing.T) {
 	b.addEvent(t, "evt_other", "invoice", "in_2", keys.StatusDone)
 
 	for _, format := range []cli.OutputFormat{"table", "json"} {
-		require.NoError(t, runInboxList(b.ctx, b.st, b.out, inboxListOptions{
+		require.NoError(t, runInboxList(b.ctx, b.env(), inboxListOptions{
 			filter: store.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 50}, format: format}))
 		require.Contains(t, b.out.String(), k.String())
 		require.NotContains(t, b.out.String(), "evt_other", "the status filter applies")
 		require.NotContains(t, b.out.String(), secretMarker, "listings never print payloads")
-		b.out.Reset()
 	}
 
 	env := b.env()
-	require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, format: "table"}))
+	require.NoError(t, runInboxShow(b.ctx, env, inboxShowOptions{key: k, format: "table"}))
 	out := b.out.String()
 	require.Contains(t, out, "stripe API 503: service unavailable", "the last error is shown")
 	require.Contains(t, out, "exhausted")
 	require.Contains(t, out, "resource/stripe/acct_1/test/invoice/in_1", "the workflow id to look up in the UI")
+	require.Contains(t, out, "http://temporal.example:8233/namespaces/default/workflows/resource%2Fstripe%2Facct_1%2Ftest%2Finvoice%2Fin_1",
+		"the Temporal UI link of the event's resource")
 	require.Contains(t, out, "access-restricted")
 	require.NotContains(t, out, secretMarker)
 	require.Empty(t, b.errOut.String())
 
 	env = b.env()
-	require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, format: "json"}))
+	require.NoError(t, runInboxShow(b.ctx, env, inboxShowOptions{key: k, format: "json"}))
 	require.NotContains(t, b.out.String(), secretMarker)
 	var v map[string]any
 	require.NoError(t, json.Unmarshal(b.out.Bytes(), &v))
@@ -153,13 +161,13 @@ func TestInboxListAndShowPrintPayloadsOnlyWhenAsked(t *testing.T) {
 
 	for _, format := range []cli.OutputFormat{"table", "json"} {
 		env = b.env()
-		require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, payload: true, format: format}))
+		require.NoError(t, runInboxShow(b.ctx, env, inboxShowOptions{key: k, payload: true, format: format}))
 		require.Contains(t, b.out.String(), secretMarker, "--payload prints it")
 		require.Contains(t, b.errOut.String(), "access-restricted", "with a note")
 	}
 
 	env = b.env()
-	err := runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: keys.Event{Provider: "stripe", Account: "acct_1",
+	err := runInboxShow(b.ctx, env, inboxShowOptions{key: keys.Event{Provider: "stripe", Account: "acct_1",
 		Environment: "test", EventID: "evt_nope"}, format: "table"})
 	require.ErrorContains(t, err, "is not in the inbox")
 }
@@ -173,12 +181,14 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 	failed := b.addEvent(t, "evt_4", "invoice", "in_4", keys.StatusFailed)
 	done := b.addEvent(t, "evt_5", "invoice", "in_5", keys.StatusDone)
 
-	opts := replayOptions{statuses: []string{keys.StatusExhausted}, limit: 100, reason: "Stripe outage over", by: "alice",
-		format: "table", selection: "--status exhausted"}
+	newOpts := func(dry bool) replayOptions {
+		return replayOptions{req: ops.ReplayRequest{Filter: &store.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 100},
+			Reason: "Stripe outage over", DryRun: dry, Selection: "--status exhausted"}, by: "alice", format: "table"}
+	}
+	opts := newOpts(false)
 
 	// Dry run: listed, nothing changed, nobody signalled.
-	dry := opts
-	dry.dryRun = true
+	dry := newOpts(true)
 	require.NoError(t, runReplay(b.ctx, b.env(), dry))
 	require.Contains(t, b.out.String(), "would_replay")
 	require.Contains(t, b.out.String(), "nothing changed")
@@ -187,6 +197,7 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 
 	require.NoError(t, runReplay(b.ctx, b.env(), opts))
 	require.Contains(t, b.out.String(), "replayed 3 event(s)")
+	require.Contains(t, b.out.String(), "(replay job 1)", "a bulk replay is a recorded job")
 	require.NotContains(t, b.out.String(), secretMarker)
 	for _, k := range []keys.Event{e1, e2, e3} {
 		got := b.status(t, k)
@@ -212,7 +223,7 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 	}
 
 	// Nothing left to replay.
-	require.NoError(t, runReplay(b.ctx, b.env(), opts))
+	require.NoError(t, runReplay(b.ctx, b.env(), newOpts(false)))
 	require.Contains(t, b.out.String(), "nothing to replay")
 }
 
@@ -220,7 +231,11 @@ func TestReplayOfADoneEventNeedsForce(t *testing.T) {
 	t.Parallel()
 	b := setupOps(t)
 	k := b.addEvent(t, "evt_done", "invoice", "in_1", keys.StatusDone)
-	opts := replayOptions{key: &k, limit: 100, reason: "double-check grant", by: "bob", format: "table", selection: "key"}
+	newOpts := func(dry, force bool) replayOptions {
+		return replayOptions{req: ops.ReplayRequest{Keys: []keys.Event{k}, Reason: "double-check grant", DryRun: dry, Force: force,
+			Selection: "key"}, by: "bob", format: "table"}
+	}
+	opts := newOpts(false, false)
 
 	err := runReplay(b.ctx, b.env(), opts)
 	require.ErrorContains(t, err, "no-op")
@@ -228,12 +243,10 @@ func TestReplayOfADoneEventNeedsForce(t *testing.T) {
 	require.Equal(t, keys.StatusDone, b.status(t, k).Status)
 	require.Empty(t, b.sig.calls)
 
-	dry := opts
-	dry.dryRun = true
-	require.NoError(t, runReplay(b.ctx, b.env(), dry))
+	require.NoError(t, runReplay(b.ctx, b.env(), newOpts(true, false)))
 	require.Contains(t, b.out.String(), "refused")
 
-	opts.force = true
+	opts = newOpts(false, true)
 	require.NoError(t, runReplay(b.ctx, b.env(), opts))
 	require.Contains(t, b.out.String(), "replayed 1 event(s)")
 	require.Equal(t, keys.StatusPending, b.status(t, k).Status)
@@ -245,7 +258,7 @@ func TestReplayOfADoneEventNeedsForce(t *testing.T) {
 
 	// The audit shows on `inbox show`.
 	env := b.env()
-	require.NoError(t, runInboxShow(b.ctx, b.st, env.out, env.errOut, inboxShowOptions{key: k, format: "table"}))
+	require.NoError(t, runInboxShow(b.ctx, env, inboxShowOptions{key: k, format: "table"}))
 	require.Contains(t, b.out.String(), "double-check grant")
 	require.Contains(t, b.out.String(), "previous_status=done")
 }
@@ -257,9 +270,9 @@ func TestReplayWithTemporalDownWarnsAndKeepsTheRowsPending(t *testing.T) {
 	e1 := b.addEvent(t, "evt_1", "invoice", "in_1", keys.StatusExhausted)
 	e2 := b.addEvent(t, "evt_2", "invoice", "in_2", keys.StatusFailed)
 
-	require.NoError(t, runReplay(b.ctx, b.env(), replayOptions{statuses: []string{keys.StatusExhausted, keys.StatusFailed},
-		limit: 100, reason: "retry", by: "alice", format: "json"}))
-	var sum replaySummary
+	require.NoError(t, runReplay(b.ctx, b.env(), replayOptions{req: ops.ReplayRequest{Filter: &store.InboxFilter{
+		Statuses: []string{keys.StatusExhausted, keys.StatusFailed}, Limit: 100}, Reason: "retry"}, by: "alice", format: "json"}))
+	var sum ops.ReplaySummary
 	require.NoError(t, json.Unmarshal(b.out.Bytes(), &sum))
 	require.Equal(t, 2, sum.Replayed)
 	require.Contains(t, sum.SignalErr, "connection refused")
@@ -293,30 +306,30 @@ func TestQuarantineResolveReadmitsAndSignalsOrDiscards(t *testing.T) {
 	junk := add("evt_junk", "invoice.paid", "acct_junk")
 
 	// Listing and showing never print the body.
-	require.NoError(t, runQuarantineList(b.ctx, b.st, b.out, quarantineListOptions{filter: store.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "table"}))
+	require.NoError(t, runQuarantineList(b.ctx, b.env(), quarantineListOptions{filter: store.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "table"}))
 	require.Contains(t, b.out.String(), "unknown_account")
 	require.NotContains(t, b.out.String(), secretMarker)
 	env := b.env()
-	require.NoError(t, runQuarantineShow(b.ctx, b.st, env.out, env.errOut, quarantineShowOptions{id: paid, format: "table"}))
+	require.NoError(t, runQuarantineShow(b.ctx, env, quarantineShowOptions{id: paid, format: "table"}))
 	require.Contains(t, b.out.String(), "Content-Type: application/json")
 	require.Contains(t, b.out.String(), "endpoints link --slug connect --account acct_new")
 	require.NotContains(t, b.out.String(), secretMarker)
 	env = b.env()
-	require.NoError(t, runQuarantineShow(b.ctx, b.st, env.out, env.errOut, quarantineShowOptions{id: paid, payload: true, format: "table"}))
+	require.NoError(t, runQuarantineShow(b.ctx, env, quarantineShowOptions{id: paid, payload: true, format: "table"}))
 	require.Contains(t, b.out.String(), secretMarker)
 	require.Contains(t, b.errOut.String(), "access-restricted")
 
 	resolve := func(id int64, action string) error {
-		return runQuarantineResolve(b.ctx, b.env(), quarantineResolveOptions{id: id, action: action, reason: "account onboarded", by: "carol", format: "table"})
+		return runQuarantineResolve(b.ctx, b.env(), quarantineResolveOptions{ids: []int64{id}, action: action, reason: "account onboarded", by: "carol", format: "table"})
 	}
 	// Still unlinked: a clear error, nothing signalled, entry open.
-	err := resolve(paid, resolveReadmit)
+	err := resolve(paid, ops.ResolveReadmit)
 	require.ErrorContains(t, err, "still not linked")
 	require.ErrorContains(t, err, "stays open")
 	require.Empty(t, b.sig.calls)
 
 	require.NoError(t, b.st.LinkAccount(b.ctx, "connect", "acct_new", "ws_new"))
-	require.NoError(t, resolve(paid, resolveReadmit))
+	require.NoError(t, resolve(paid, ops.ResolveReadmit))
 	require.Contains(t, b.out.String(), "readmitted by carol as stripe/acct_new/test/evt_paid")
 	require.Equal(t, []keys.Resource{{Provider: "stripe", Account: "acct_new", Environment: "test", Kind: "invoice", ID: "in_evt_paid"}},
 		b.sig.resources(), "a pending event rings its resource")
@@ -325,38 +338,43 @@ func TestQuarantineResolveReadmitsAndSignalsOrDiscards(t *testing.T) {
 	require.Equal(t, keys.StatusPending, got.Status)
 
 	// An unhandled type is admitted as ignored: no doorbell.
-	require.NoError(t, resolve(other, resolveReadmit))
+	require.NoError(t, resolve(other, ops.ResolveReadmit))
 	require.Contains(t, b.out.String(), "status ignored")
 	require.Len(t, b.sig.calls, 1)
 
-	require.NoError(t, resolve(junk, resolveDiscard))
+	require.NoError(t, resolve(junk, ops.ResolveDiscard))
 	require.Contains(t, b.out.String(), "discarded by carol")
 	require.Len(t, b.sig.calls, 1)
 	q, err := store.GetQuarantineEntry(b.ctx, b.st.Pool, junk, false)
 	require.NoError(t, err)
 	require.Equal(t, "carol", q.ResolvedBy)
 
-	require.NoError(t, runQuarantineList(b.ctx, b.st, b.env().out, quarantineListOptions{filter: store.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "json"}))
-	var open []quarantineView
+	require.NoError(t, runQuarantineList(b.ctx, b.env(), quarantineListOptions{filter: store.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "json"}))
+	var open []ops.QuarantineView
 	require.NoError(t, json.Unmarshal(b.out.Bytes(), &open))
 	require.Empty(t, open, "all three are resolved")
 
-	require.Error(t, resolve(junk, resolveDiscard), "resolved once")
+	require.Error(t, resolve(junk, ops.ResolveDiscard), "resolved once")
 }
 
-// executeOps runs the operator commands as the binary would, without a database:
-// usage errors are found before anything connects.
-func executeOps(args ...string) error {
-	root := &cobra.Command{Use: "hookinbox", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newInboxCmd(), newQuarantineCmd(), newReplayCmd())
+// runCLI runs the binary's command tree as main does and returns the exit
+// status and what was printed on stderr.
+func runCLI(t *testing.T, stdin string, args ...string) (int, string) {
+	t.Helper()
+	root := newRootCmd()
 	root.SetArgs(args)
-	root.SetOut(io.Discard)
-	root.SetErr(io.Discard)
-	return root.ExecuteContext(context.Background())
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetIn(strings.NewReader(stdin))
+	code := cli.Run(context.Background(), root, &errOut)
+	return code, errOut.String()
 }
 
-func TestOperatorCommandUsageErrors(t *testing.T) {
-	t.Parallel()
+// Every usage error exits 2, before anything connects: ours, and cobra's
+// own (unknown command or flag, missing argument, missing required flag).
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
 	tests := []struct {
 		name string
 		args []string
@@ -366,20 +384,49 @@ func TestOperatorCommandUsageErrors(t *testing.T) {
 		{"replay without a reason", []string{"replay", "stripe/a/test/evt_1"}},
 		{"replay with a blank reason", []string{"replay", "stripe/a/test/evt_1", "--reason", "  "}},
 		{"replay of done by status", []string{"replay", "--status", "done", "--reason", "x"}},
+		{"replay with a bad status", []string{"replay", "--status", "lost", "--reason", "x"}},
 		{"replay with a bad key", []string{"replay", "evt_1", "--reason", "x"}},
 		{"replay key with --since", []string{"replay", "stripe/a/test/evt_1", "--since", "1h", "--reason", "x"}},
 		{"replay with an empty --by", []string{"replay", "stripe/a/test/evt_1", "--reason", "x", "--by", ""}},
+		{"replay with a bad --from", []string{"replay", "--from", "yesterday", "--reason", "x"}},
 		{"inbox show with a bad key", []string{"inbox", "show", "stripe/evt_1"}},
 		{"inbox list with a bad status", []string{"inbox", "list", "--status", "lost"}},
+		{"inbox list with a bad provider", []string{"inbox", "list", "--provider", "paypal"}},
 		{"quarantine resolve with a bad action", []string{"quarantine", "resolve", "1", "--action", "delete", "--reason", "x"}},
-		{"quarantine resolve without a reason", []string{"quarantine", "resolve", "1", "--action", "discard"}},
-		{"quarantine resolve with a bad id", []string{"quarantine", "resolve", "abc", "--action", "discard", "--reason", "x"}},
+		{"quarantine resolve without a reason", []string{"quarantine", "resolve", "1", "2", "--action", "discard"}},
+		{"quarantine resolve with a bad id", []string{"quarantine", "resolve", "1", "abc", "--action", "discard", "--reason", "x"}},
 		{"quarantine list with a bad reason", []string{"quarantine", "list", "--reason", "weird"}},
+		{"outbox list with a bad status", []string{"outbox", "list", "--status", "lost"}},
+		{"tokens create with a bad role", []string{"tokens", "create", "--role", "root", "--name", "x"}},
+		{"endpoints update with nothing to change", []string{"endpoints", "update", "--slug", "s"}},
+		{"endpoints add with a bad slug", []string{"endpoints", "add", "--slug", "Bad Slug", "--provider", "stripe", "--environment", "test", "--secret", "whsec_x"}},
+		{"explain of an unknown kind", []string{"explain", "invoice", "in_1"}},
+		// cobra's own errors
+		{"unknown command", []string{"frobnicate"}},
+		{"unknown subcommand flag", []string{"inbox", "list", "--colour", "red"}},
+		{"missing argument", []string{"inbox", "show"}},
+		{"extra argument", []string{"status", "now"}},
+		{"missing required flag", []string{"endpoints", "link", "--slug", "s", "--account", "a"}},
+		{"missing required flag of workspaces set", []string{"workspaces", "set", "--email", "a@example.com"}},
+		{"bad flag value", []string{"inbox", "list", "--limit", "many"}},
+		{"bad age", []string{"inbox", "list", "--since", "yesterday"}},
 	}
 	for _, tt := range tests {
-		err := executeOps(tt.args...)
-		var ue cli.UsageError
-		require.ErrorAs(t, err, &ue, tt.name)
+		code, errOut := runCLI(t, "", tt.args...)
+		require.Equal(t, 2, code, "%s: %s", tt.name, errOut)
+		require.Contains(t, errOut, "error:", tt.name)
+	}
+}
+
+func TestVersionAndDashDashVersion(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		root := newRootCmd()
+		root.SetArgs(args)
+		var out bytes.Buffer
+		root.SetOut(&out)
+		require.Equal(t, 0, cli.Run(context.Background(), root, io.Discard))
+		require.True(t, strings.HasPrefix(out.String(), "hookinbox "), out.String())
 	}
 }
 
@@ -394,4 +441,69 @@ func TestParseAge(t *testing.T) {
 		_, err := parseAge(in)
 		require.Error(t, err, in)
 	}
+}
+
+// The commands run end to end on a database: outbox list prints [] when
+// empty, replay reads keys from stdin as one recorded job, quarantine
+// resolve takes several ids, tokens create prints the token once.
+func TestCommandsOnADatabase(t *testing.T) {
+	b := setupOps(t)
+	var url string
+	require.NoError(t, b.st.Pool.QueryRow(b.ctx, `SELECT current_database()`).Scan(&url))
+	t.Setenv("DATABASE_URL", strings.Replace(testenv.AdminURL(t, "postgres"), "/postgres?", "/"+url+"?", 1))
+	t.Setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
+	run := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		root := newRootCmd()
+		root.SetArgs(args)
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetIn(strings.NewReader(stdin))
+		code := cli.Run(context.Background(), root, &errOut)
+		return code, out.String(), errOut.String()
+	}
+
+	code, out, errOut := run("", "outbox", "list", "--output", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "[]\n", out)
+
+	e1 := b.addEvent(t, "evt_a", "invoice", "in_a", keys.StatusExhausted)
+	e2 := b.addEvent(t, "evt_b", "invoice", "in_b", keys.StatusFailed)
+	code, out, errOut = run(e1.String()+"\n# a comment\n\n"+e2.String()+"\n", "replay", "-", "--reason", "INC-9", "--by", "dave")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "replayed 2 event(s)")
+	require.Contains(t, out, "(replay job 1)")
+	require.Contains(t, errOut, "Temporal unreachable", "the rows stay pending for the sweeper")
+	for _, k := range []keys.Event{e1, e2} {
+		require.Equal(t, keys.StatusPending, b.status(t, k).Status)
+	}
+	code, _, errOut = run("stripe/acct_1/test/evt_a\nnot-a-key\n", "replay", "-", "--reason", "x")
+	require.Equal(t, 2, code, "a bad line on stdin is a usage error and nothing is replayed")
+	require.Contains(t, errOut, "line 2")
+
+	var ids []string
+	for _, id := range []string{"evt_q1", "evt_q2"} {
+		body := stripeBody(id, "invoice.paid", "invoice", "in_"+id, "acct_x")
+		sum := sha256.Sum256(body)
+		_, err := store.InsertQuarantine(b.ctx, b.st.Pool, &store.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
+			Account: "acct_x", Environment: "test", EventID: id, Reason: store.ReasonUnknownAccount, Payload: body, BodySHA256: sum[:],
+			Headers: map[string]string{}})
+		require.NoError(t, err)
+		var qid int64
+		require.NoError(t, b.st.Pool.QueryRow(b.ctx, `SELECT id FROM inbox_quarantine WHERE event_id = $1`, id).Scan(&qid))
+		ids = append(ids, strconv.FormatInt(qid, 10))
+	}
+	code, out, errOut = run("", append(append([]string{"quarantine", "resolve"}, ids...), "--action", "discard", "--reason", "junk", "--by", "erin")...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 2, strings.Count(out, "discarded by erin"))
+
+	code, out, errOut = run("", "tokens", "create", "--role", "viewer", "--name", "grafana")
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasPrefix(out, ops.TokenPrefix))
+	require.Contains(t, errOut, "shown only now")
+	code, out, _ = run("", "tokens", "list")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "grafana")
+	require.NotContains(t, out, ops.TokenPrefix, "a listing never shows a token")
 }

@@ -7,11 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/app"
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/ops"
 )
 
 func newOutboxCmd() *cobra.Command {
@@ -35,97 +32,93 @@ func newOutboxListCmd() *cobra.Command {
 		Short: "List outbox rows, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				rows, err := store.ListOutbox(cmd.Context(), st.Pool, status, limit)
+			if err := ops.ValidateOutboxStatus(status); err != nil {
+				return asUsage(err)
+			}
+			if limit < 1 || limit > ops.MaxListLimit {
+				return cli.Usagef("--limit must be between 1 and %d", ops.MaxListLimit)
+			}
+			return withReadOps(cmd, func(env opsEnv) error {
+				rows, err := env.svc.ListOutbox(cmd.Context(), status, limit)
 				if err != nil {
-					return err
+					return asUsage(err)
 				}
-				var table [][]string
+				table := make([][]string, 0, len(rows))
 				for _, o := range rows {
 					table = append(table, []string{strconv.FormatInt(o.ID, 10), o.Status, o.Class, o.Kind, o.Destination,
 						orDash(o.Policy), strconv.Itoa(o.Attempts), o.OperationKey, orDash(truncate(o.LastError, 60))})
 				}
-				return cli.Render(cmd.OutOrStdout(), format, rows,
+				return cli.Render(env.out, format, rows,
 					[]string{"ID", "STATUS", "CLASS", "KIND", "DESTINATION", "POLICY", "ATTEMPTS", "OPERATION KEY", "LAST ERROR"}, table)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "only rows with this status")
+	cmd.Flags().StringVar(&status, "status", "", strings.Join(ops.OutboxStatuses, ", "))
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many rows")
 	cmd.Flags().Var(&format, "output", "table or json")
 	return cmd
 }
 
+func parseOutboxID(s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(s, "outbox:"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, cli.Usagef("ID must be an outbox row id as listed by 'outbox list' (got %q)", s)
+	}
+	return id, nil
+}
+
 func newOutboxShowCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",
-		Short: "Show one outbox row (JSON)",
+		Short: "Show one outbox row (JSON), its workflow and the operator actions on it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := strconv.ParseInt(args[0], 10, 64)
+			id, err := parseOutboxID(args[0])
 			if err != nil {
-				return cli.Usagef("ID must be a number")
+				return err
 			}
-			return withStore(cmd, func(st *store.Store) error {
-				o, err := store.GetOutbox(cmd.Context(), st.Pool, id)
+			return withReadOps(cmd, func(env opsEnv) error {
+				o, err := env.svc.ShowOutbox(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
-				return cli.Render(cmd.OutOrStdout(), "json", o, nil, nil)
+				return cli.Render(env.out, "json", o, nil, nil)
 			})
 		},
 	}
 }
 
 func newOutboxReleaseCmd() *cobra.Command {
-	var reason string
+	var reason, by string
 	cmd := &cobra.Command{
-		Use:   "release ID --reason TEXT",
-		Short: "Send a held_for_review or failed row again (after checking the destination)",
+		Use:   "release ID --reason TEXT [--by WHO]",
+		Short: "Send a held_for_review or failed row again (after checking the destination; audited)",
 		Long: `Put a held_for_review or failed row back to pending and ring its resource's workflow, which sends
 it through the same activity and operation key. Use it after checking at the destination that the
 earlier, uncertain attempt did not land (or that a duplicate is acceptable).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := strconv.ParseInt(args[0], 10, 64)
+			id, err := parseOutboxID(args[0])
 			if err != nil {
-				return cli.Usagef("ID must be a number")
+				return err
 			}
 			if strings.TrimSpace(reason) == "" {
 				return cli.Usagef("--reason is required")
 			}
-			cfg, err := config.FromEnv()
-			if err != nil {
-				return err
-			}
-			return withStore(cmd, func(st *store.Store) error {
-				o, err := store.ReleaseOutbox(cmd.Context(), st.Pool, id)
+			return withOps(cmd, func(env opsEnv) error {
+				res, err := env.svc.ReleaseOutbox(cmd.Context(), ops.Actor{Name: by}, id, reason)
 				if err != nil {
-					return err
+					return asUsage(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "outbox #%d (%s) released: %s\n", o.ID, o.OperationKey, reason)
-				r, err := keys.ParseResource(o.ResourceKey)
-				if err != nil {
-					return err
+				fmt.Fprintf(env.out, "outbox #%d (%s) released: %s (audit #%d)\n", res.ID, res.OperationKey, reason, res.AuditID)
+				if res.SignalErr != "" {
+					fmt.Fprintf(env.errOut, "warning: Temporal unreachable (%s); the sweeper will send it\n", res.SignalErr)
 				}
-				log := app.NewLogger(cfg)
-				c, err := dialTemporal(cmd.Context(), cfg, log)
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: Temporal unreachable (%v); the sweeper will send it\n", err)
-					return nil
-				}
-				defer c.Close()
-				return app.Resources(cfg, c).Ring(cmd.Context(), r, keys.SignalEvent, "outbox release: "+reason)
+				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why it is safe to send again (required)")
+	cmd.Flags().StringVar(&by, "by", defaultActor(), "who (recorded in the audit)")
 	return cmd
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,18 +11,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/ops"
 )
 
 // The operator's quarantine commands: authenticated deliveries the intake
 // kept out of the inbox (unknown account, malformed body, environment
 // mismatch, same event key with another body), and their resolution.
-
-var quarantineReasons = []string{store.ReasonUnknownAccount, store.ReasonMalformed, store.ReasonEnvironmentMismatch,
-	store.ReasonConflictingDuplicate, store.ReasonAccountMismatch}
 
 func newQuarantineCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -60,22 +53,17 @@ func newQuarantineListCmd() *cobra.Command {
   hookinbox quarantine list --all --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.filter.Reason != "" && !slices.Contains(quarantineReasons, o.filter.Reason) {
-				return cli.Usagef("--reason must be one of %s (got %q)", strings.Join(quarantineReasons, ", "), o.filter.Reason)
-			}
-			if o.filter.Limit < 1 {
-				return cli.Usagef("--limit must be at least 1")
-			}
 			if all {
 				o.filter.OpenOnly = false
 			}
-			return withStore(cmd, func(st *store.Store) error {
-				return runQuarantineList(cmd.Context(), st, cmd.OutOrStdout(), o)
-			})
+			if err := ops.ValidateQuarantineFilter(o.filter); err != nil {
+				return asUsage(err)
+			}
+			return withReadOps(cmd, func(env opsEnv) error { return runQuarantineList(cmd.Context(), env, o) })
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.filter.Reason, "reason", "", strings.Join(quarantineReasons, ", "))
+	f.StringVar(&o.filter.Reason, "reason", "", strings.Join(ops.QuarantineReasons, ", "))
 	f.StringVar(&o.filter.Endpoint, "endpoint", "", "endpoint slug")
 	f.BoolVar(&o.filter.OpenOnly, "open", true, "only entries not yet resolved")
 	f.BoolVar(&all, "all", false, "resolved entries too (same as --open=false)")
@@ -84,74 +72,38 @@ func newQuarantineListCmd() *cobra.Command {
 	return cmd
 }
 
-// quarantineView is a quarantine entry as printed.
-type quarantineView struct {
-	ID           int64             `json:"id"`
-	Endpoint     string            `json:"endpoint"`
-	Provider     string            `json:"provider"`
-	Account      string            `json:"account,omitempty"`
-	Environment  string            `json:"environment,omitempty"`
-	EventID      string            `json:"event_id,omitempty"`
-	EventKey     string            `json:"event_key,omitempty"`
-	Reason       string            `json:"reason"`
-	Detail       string            `json:"detail"`
-	BodySHA256   string            `json:"body_sha256"`
-	PayloadBytes int               `json:"payload_bytes"`
-	Headers      map[string]string `json:"headers,omitempty"`
-	ReceivedAt   time.Time         `json:"received_at"`
-	ResolvedAt   *time.Time        `json:"resolved_at,omitempty"`
-	ResolvedBy   string            `json:"resolved_by,omitempty"`
-	Resolution   string            `json:"resolution,omitempty"`
-}
-
-func newQuarantineView(q *store.QuarantineItem, headers bool) quarantineView {
-	v := quarantineView{ID: q.ID, Endpoint: q.EndpointSlug, Provider: q.Provider, Account: q.Account,
-		Environment: q.Environment, EventID: q.EventID, Reason: q.Reason, Detail: q.Detail,
-		BodySHA256: hex.EncodeToString(q.BodySHA256), PayloadBytes: q.PayloadBytes, ReceivedAt: q.ReceivedAt.UTC(),
-		ResolvedAt: utcPtr(q.ResolvedAt), ResolvedBy: q.ResolvedBy, Resolution: q.Resolution}
-	if k, ok := q.EventKey(); ok {
-		v.EventKey = k.String()
-	}
-	if headers {
-		v.Headers = q.Headers
-	}
-	return v
-}
-
 // quarantineEvent names what the entry is about: its event key, else its
 // event id, else nothing known.
-func quarantineEvent(q *store.QuarantineItem) string {
-	if k, ok := q.EventKey(); ok {
-		return k.String()
+func quarantineEvent(q ops.QuarantineView) string {
+	if q.EventKey != "" {
+		return q.EventKey
 	}
 	return orDash(q.EventID)
 }
 
-func quarantineState(q *store.QuarantineItem) string {
+func quarantineState(q ops.QuarantineView) string {
 	if q.ResolvedAt == nil {
 		return "open"
 	}
 	return "resolved by " + q.ResolvedBy + " at " + fmtTime(*q.ResolvedAt)
 }
 
-func runQuarantineList(ctx context.Context, st *store.Store, out io.Writer, o quarantineListOptions) error {
-	qs, err := store.ListQuarantine(ctx, st.Pool, o.filter)
+func runQuarantineList(ctx context.Context, env opsEnv, o quarantineListOptions) error {
+	qs, err := env.svc.ListQuarantine(ctx, o.filter)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
-	views := make([]quarantineView, 0, len(qs))
 	rows := make([][]string, 0, len(qs))
 	now := time.Now()
 	for _, q := range qs {
-		views = append(views, newQuarantineView(&q, false))
 		rows = append(rows, []string{strconv.FormatInt(q.ID, 10), fmtTime(q.ReceivedAt), fmtAge(now.Sub(q.ReceivedAt)),
-			q.EndpointSlug, q.Reason, quarantineEvent(&q), oneLine(q.Detail, 70), quarantineState(&q)})
+			q.Endpoint, q.Reason, quarantineEvent(q), oneLine(q.Detail, 70), quarantineState(q)})
 	}
-	if err := cli.Render(out, o.format, views, []string{"ID", "RECEIVED (UTC)", "AGE", "ENDPOINT", "REASON", "EVENT", "DETAIL", "STATE"}, rows); err != nil {
+	if err := cli.Render(env.out, o.format, qs, []string{"ID", "RECEIVED (UTC)", "AGE", "ENDPOINT", "REASON", "EVENT", "DETAIL", "STATE"}, rows); err != nil {
 		return err
 	}
 	if o.format == "table" && len(qs) == o.filter.Limit {
-		fmt.Fprintf(out, "(first %d shown; raise --limit or narrow the filters for more)\n", o.filter.Limit)
+		fmt.Fprintf(env.out, "(first %d shown; raise --limit or narrow the filters for more)\n", o.filter.Limit)
 	}
 	return nil
 }
@@ -160,12 +112,6 @@ type quarantineShowOptions struct {
 	id      int64
 	payload bool
 	format  cli.OutputFormat
-}
-
-type quarantineDetailView struct {
-	quarantineView
-	Payload any              `json:"payload,omitempty"`
-	Actions []auditEntryView `json:"operator_actions"`
 }
 
 func newQuarantineShowCmd() *cobra.Command {
@@ -185,9 +131,7 @@ and only printed with --payload.`,
 				return err
 			}
 			o.id = id
-			return withStore(cmd, func(st *store.Store) error {
-				return runQuarantineShow(cmd.Context(), st, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
-			})
+			return withReadOps(cmd, func(env opsEnv) error { return runQuarantineShow(cmd.Context(), env, o) })
 		},
 	}
 	cmd.Flags().BoolVar(&o.payload, "payload", false, "also print the delivery's body (access-restricted)")
@@ -203,47 +147,37 @@ func parseQuarantineID(s string) (int64, error) {
 	return id, nil
 }
 
-func runQuarantineShow(ctx context.Context, st *store.Store, out, errOut io.Writer, o quarantineShowOptions) error {
-	q, err := store.GetQuarantineEntry(ctx, st.Pool, o.id, o.payload)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("quarantine entry %d does not exist", o.id)
-	}
+func runQuarantineShow(ctx context.Context, env opsEnv, o quarantineShowOptions) error {
+	q, err := env.svc.ShowQuarantine(ctx, o.id, o.payload)
 	if err != nil {
 		return err
 	}
-	acts, err := store.ListOperatorActions(ctx, st.Pool, store.QuarantineTarget(o.id), 200)
-	if err != nil {
-		return err
-	}
+	out := env.out
 	if o.payload {
-		fmt.Fprintln(errOut, payloadNote)
+		fmt.Fprintln(env.errOut, payloadNote)
 	}
 	if o.format == "json" {
-		v := quarantineDetailView{quarantineView: newQuarantineView(q, true), Actions: auditViews(acts)}
-		if o.payload && q.Payload != nil {
-			v.Payload = payloadValue(q.Payload)
-		}
-		return cli.Render(out, o.format, v, nil, nil)
+		return cli.Render(out, o.format, q, nil, nil)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	field := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\n", name, value) }
 	field("id", strconv.FormatInt(q.ID, 10))
 	field("reason", q.Reason)
 	field("detail", orDash(q.Detail))
-	field("endpoint", q.EndpointSlug)
+	field("endpoint", q.Endpoint)
 	field("provider", q.Provider)
 	field("account", orDash(q.Account))
 	field("environment", orDash(q.Environment))
 	field("event id", orDash(q.EventID))
-	if k, ok := q.EventKey(); ok {
-		field("event key", k.String())
+	if q.EventKey != "" {
+		field("event key", q.EventKey)
 	}
 	field("received", fmtTime(q.ReceivedAt)+" ("+fmtAge(time.Since(q.ReceivedAt))+" ago)")
-	field("state", quarantineState(q))
+	field("state", quarantineState(q.QuarantineView))
 	if q.Resolution != "" {
 		field("resolution", q.Resolution)
 	}
-	field("body sha256", hex.EncodeToString(q.BodySHA256))
+	field("body sha256", q.BodySHA256)
 	if o.payload {
 		field("payload", fmt.Sprintf("%d bytes, below", q.PayloadBytes))
 	} else {
@@ -267,70 +201,35 @@ func runQuarantineShow(ctx context.Context, st *store.Store, out, errOut io.Writ
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if q.ResolvedAt == nil {
-		fmt.Fprintln(out, "\nnext: "+quarantineHint(q))
+	if q.Hint != "" {
+		fmt.Fprintln(out, "\nnext: "+q.Hint)
 	}
-	if err := printAudit(out, acts); err != nil {
+	if err := printAudit(out, q.Actions); err != nil {
 		return err
 	}
-	if o.payload && q.Payload != nil {
+	if o.payload && q.RawPayload != nil {
 		fmt.Fprintln(out, "\npayload:")
-		fmt.Fprintln(out, string(q.Payload))
+		fmt.Fprintln(out, string(q.RawPayload))
 	}
 	return nil
 }
 
-// quarantineHint says how an open entry is usually resolved.
-func quarantineHint(q *store.QuarantineItem) string {
-	id := strconv.FormatInt(q.ID, 10)
-	switch q.Reason {
-	case store.ReasonUnknownAccount:
-		return fmt.Sprintf("link the account ('hookinbox endpoints link --slug %s --account %s --workspace W'), then "+
-			"'hookinbox quarantine resolve %s --action readmit --reason …'; or discard it", q.EndpointSlug, orDefault(q.Account, "ACCOUNT"), id)
-	case store.ReasonConflictingDuplicate:
-		k, _ := q.EventKey()
-		return fmt.Sprintf("compare with the original ('hookinbox inbox show %s'); it cannot be re-admitted under the same key: "+
-			"'hookinbox quarantine resolve %s --action discard --reason …' (replay the original if it needs another pass)", k, id)
-	case store.ReasonAccountMismatch:
-		return "a secret or an unsigned shop header claimed an account it is not bound to: possibly a forgery by another " +
-			"tenant; if the account is rightly the secret's, bind it ('hookinbox endpoints secrets bind --slug " + q.EndpointSlug +
-			" --id N --accounts …') and readmit, else 'hookinbox quarantine resolve " + id + " --action discard --reason …'"
-	case store.ReasonEnvironmentMismatch:
-		return "the sender delivered to the wrong environment's endpoint; fix its configuration, then " +
-			"'hookinbox quarantine resolve " + id + " --action discard --reason …'"
-	default:
-		return "fix the cause (endpoint settings, or the sender), then 'hookinbox quarantine resolve " + id +
-			" --action readmit --reason …'; or discard it"
-	}
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
 type quarantineResolveOptions struct {
-	id     int64
+	ids    []int64
 	action string
 	reason string
 	by     string
 	format cli.OutputFormat
 }
 
-const (
-	resolveReadmit = "readmit"
-	resolveDiscard = "discard"
-)
-
 func newQuarantineResolveCmd() *cobra.Command {
 	o := quarantineResolveOptions{format: "table"}
 	cmd := &cobra.Command{
-		Use:   "resolve ID --action readmit|discard --reason TEXT [--by WHO]",
-		Short: "Re-admit a quarantined delivery into the inbox, or discard it (audited)",
-		Long: `Resolve an open quarantine entry; who (--by, default $USER), when and why (--reason) are kept on
-the entry and in the operator audit.
+		Use:   "resolve ID... --action readmit|discard --reason TEXT [--by WHO]",
+		Short: "Re-admit quarantined deliveries into the inbox, or discard them (audited)",
+		Long: `Resolve open quarantine entries, each on its own; who (--by, default $USER), when and why
+(--reason) are kept on each entry and in the operator audit. With several IDs an entry that
+cannot be resolved stays open, the others are resolved, and the exit status is 1.
 
 readmit re-derives the event through the intake's own path with the endpoint's CURRENT settings
 and links (the delivery was authenticated when it arrived, so it is not verified again) and
@@ -344,15 +243,18 @@ delivers it.
 discard closes the entry without admitting anything.`,
 		Example: `  hookinbox endpoints link --slug stripe-live --account acct_1Q… --workspace ws_42
   hookinbox quarantine resolve 17 --action readmit --reason "account linked (SUP-881)"
-  hookinbox quarantine resolve 18 --action discard --reason "test event sent to live endpoint" --by alice`,
-		Args: cobra.ExactArgs(1),
+  hookinbox quarantine resolve 18 19 20 --action discard --reason "test events sent to live endpoint" --by alice`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseQuarantineID(args[0])
-			if err != nil {
-				return err
+			o.ids = nil
+			for _, a := range args {
+				id, err := parseQuarantineID(a)
+				if err != nil {
+					return err
+				}
+				o.ids = append(o.ids, id)
 			}
-			o.id = id
-			if o.action != resolveReadmit && o.action != resolveDiscard {
+			if o.action != ops.ResolveReadmit && o.action != ops.ResolveDiscard {
 				return cli.Usagef("--action must be readmit or discard (got %q)", o.action)
 			}
 			if strings.TrimSpace(o.reason) == "" {
@@ -372,72 +274,64 @@ discard closes the entry without admitting anything.`,
 	return cmd
 }
 
-// resolveView is the result of `quarantine resolve`.
-type resolveView struct {
-	ID        int64  `json:"id"`
-	Action    string `json:"action"`
-	AuditID   int64  `json:"audit_id"`
-	EventKey  string `json:"event_key,omitempty"`
-	Outcome   string `json:"outcome,omitempty"`
-	Status    string `json:"status,omitempty"`
-	Workspace string `json:"workspace,omitempty"`
-	Resource  string `json:"resource,omitempty"`
-	Signaled  bool   `json:"signaled"`
-	SignalErr string `json:"signal_error,omitempty"`
-}
-
 func runQuarantineResolve(ctx context.Context, env opsEnv, o quarantineResolveOptions) error {
-	v := resolveView{ID: o.id, Action: o.action}
-	if o.action == resolveDiscard {
-		act, err := env.st.DiscardQuarantine(ctx, o.id, o.by, o.reason)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("quarantine entry %d does not exist", o.id)
-		}
-		if err != nil {
-			return err
-		}
-		v.AuditID, v.EventKey = act.ID, act.EventKey
-		if o.format == "json" {
-			return cli.Render(env.out, o.format, v, nil, nil)
-		}
-		fmt.Fprintf(env.out, "quarantine %d discarded by %s (audit #%d)\n", o.id, o.by, act.ID)
-		return nil
-	}
-
-	res, err := admission.Readmit(ctx, env.st, o.id, o.by, o.reason)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("quarantine entry %d does not exist", o.id)
-	}
+	res, err := env.svc.ResolveQuarantine(ctx, ops.Actor{Name: o.by}, o.ids, o.action, o.reason)
 	if err != nil {
-		if errors.Is(err, admission.ErrCannotReadmit) {
-			return fmt.Errorf("%w\nthe entry stays open", err)
-		}
-		return err
-	}
-	v.AuditID, v.EventKey, v.Outcome, v.Status = res.ActionID, res.Key.String(), res.Outcome.String(), res.Status
-	v.Workspace, v.Resource = res.Workspace, res.Resource.String()
-	bells := newDoorbells(env)
-	if res.Status == keys.StatusPending {
-		v.Signaled = bells.ring(ctx, res.Resource, res.Key)
-		if bells.failed != nil {
-			v.SignalErr = bells.failed.Error()
-		}
+		return asUsage(err)
 	}
 	if o.format == "json" {
+		var v any = res
+		if len(res) == 1 {
+			v = res[0]
+		}
 		if err := cli.Render(env.out, o.format, v, nil, nil); err != nil {
 			return err
 		}
-	} else {
+	}
+	failed := 0
+	signalErr := ""
+	for _, r := range res {
+		if r.SignalErr != "" {
+			signalErr = r.SignalErr
+		}
+		if r.Error != "" {
+			failed++
+			if o.format != "json" {
+				fmt.Fprintf(env.errOut, "quarantine %d not resolved: %s\n", r.ID, r.Error)
+			}
+			continue
+		}
+		if o.format == "json" {
+			continue
+		}
+		if r.Action == ops.ResolveDiscard {
+			fmt.Fprintf(env.out, "quarantine %d discarded by %s (audit #%d)\n", r.ID, o.by, r.AuditID)
+			continue
+		}
 		what := "inserted into the inbox"
-		if res.Outcome == store.Duplicate {
+		if r.Duplicate {
 			what = "already in the inbox (the sender redelivered it after the cause was fixed)"
 		}
-		fmt.Fprintf(env.out, "quarantine %d readmitted by %s as %s (audit #%d): %s\n", o.id, o.by, res.Key, res.ActionID, what)
-		fmt.Fprintf(env.out, "  status %s, workspace %s, resource %s/%s\n", res.Status, res.Workspace, res.Resource.Kind, res.Resource.ID)
-		if v.Signaled {
+		fmt.Fprintf(env.out, "quarantine %d readmitted by %s as %s (audit #%d): %s\n", r.ID, o.by, r.EventKey, r.AuditID, what)
+		fmt.Fprintf(env.out, "  status %s, workspace %s, resource %s\n", r.Status, r.Workspace, resourceKindID(r.Resource))
+		if r.Signaled {
 			fmt.Fprintln(env.out, "  resource workflow signalled")
 		}
 	}
-	bells.warn()
+	if signalErr != "" {
+		warnDoorbells(env.errOut, "Temporal unreachable ("+signalErr+"): the sweeper signals the re-admitted events once Temporal is reachable")
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d quarantine entries not resolved (they stay open)", failed, len(res))
+	}
 	return nil
+}
+
+// resourceKindID is the kind/id part of a resource key.
+func resourceKindID(resource string) string {
+	r, err := keys.ParseResource(resource)
+	if err != nil {
+		return resource
+	}
+	return r.Kind + "/" + r.ID
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/ops"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/workflows"
 )
@@ -120,7 +121,7 @@ func (o *reconcileOptions) validate(cmd *cobra.Command, args []string) error {
 			}
 		}
 	}
-	if o.endpoint != "" && !slugPattern.MatchString(o.endpoint) {
+	if o.endpoint != "" && !ops.SlugPattern.MatchString(o.endpoint) {
 		return cli.Usagef("--endpoint %q is not a valid slug", o.endpoint)
 	}
 	return nil

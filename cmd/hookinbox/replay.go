@@ -1,131 +1,35 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/user"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/app"
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/starter"
+	"github.com/hookinbox/hookinbox/ops"
 )
 
-// opsEnv is what the operator commands that change state need.
-type opsEnv struct {
-	st     *store.Store
-	sig    keys.Doorbell
-	out    io.Writer
-	errOut io.Writer
-	// signalTimeout bounds one SignalWithStart.
-	signalTimeout time.Duration
-}
-
-// withOps opens the store and a lazy Temporal client (it connects on first
-// signal, so a dry run or a refusal never waits on Temporal).
-func withOps(cmd *cobra.Command, fn func(env opsEnv) error) error {
-	return withConfigStore(cmd, func(cfg config.Config, st *store.Store) error {
-		c, err := starter.DialLazy(cfg, quietLogger(cmd))
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return fn(opsEnv{st: st, sig: app.Resources(cfg, c), out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
-			signalTimeout: 10 * time.Second})
-	})
-}
-
-// doorbells rings each resource once after an operator act. The rows are
-// already committed as pending, so a failure only costs latency: the first
-// one stops further attempts (Temporal is likely down) and is reported as a
-// warning, and the sweeper delivers the events when Temporal is back.
-type doorbells struct {
-	env  opsEnv
-	rung map[keys.Resource]bool
-	// failed is the first signalling error; later resources are not tried.
-	failed error
-	missed int
-}
-
-func newDoorbells(env opsEnv) *doorbells {
-	return &doorbells{env: env, rung: map[keys.Resource]bool{}}
-}
-
-// ring signals r's workflow unless it was rung already; it reports whether r
-// has been rung.
-func (d *doorbells) ring(ctx context.Context, r keys.Resource, k keys.Event) bool {
-	if d.rung[r] {
-		return true
-	}
-	if d.failed != nil {
-		d.missed++
-		return false
-	}
-	sctx, cancel := context.WithTimeout(ctx, d.env.signalTimeout)
-	defer cancel()
-	if err := d.env.sig.Ring(sctx, r, keys.SignalEvent, k.String()); err != nil {
-		d.failed = err
-		d.missed++
-		return false
-	}
-	d.rung[r] = true
-	return true
-}
-
-// warn reports a failed signal: the events are safe and will be delivered.
-func (d *doorbells) warn() {
-	if d.failed == nil {
-		return
-	}
-	fmt.Fprintf(d.env.errOut, "warning: could not signal %d resource workflow(s): %v\n"+
-		"  The events are committed as pending; the sweeper signals them once Temporal is reachable\n"+
-		"  (pending rows due for longer than HOOKINBOX_SWEEP_AFTER, 1m by default).\n", d.missed, d.failed)
-}
-
-// defaultActor is who an audited act is attributed to without --by: the
-// login name, else "unknown".
-func defaultActor() string {
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "unknown"
-}
-
 type replayOptions struct {
-	key       *keys.Event
-	statuses  []string
-	since     time.Duration
-	provider  string
-	limit     int
-	reason    string
-	by        string
-	force     bool
-	dryRun    bool
-	format    cli.OutputFormat
-	selection string
+	req    ops.ReplayRequest
+	by     string
+	format cli.OutputFormat
+	// stdin: the keys come from standard input (EVENT_KEY "-").
+	stdin bool
 }
-
-var replayableStatuses = []string{keys.StatusExhausted, keys.StatusFailed}
 
 func newReplayCmd() *cobra.Command {
 	o := replayOptions{format: "table"}
-	var since ageFlag
+	var ff inboxFilterFlags
 	cmd := &cobra.Command{
-		Use:   "replay EVENT_KEY | --status exhausted|failed [--since D] [--provider P] [--limit N]  --reason TEXT [--by WHO]",
+		Use:   "replay EVENT_KEY | - | [filters of 'inbox list'] --reason TEXT [--by WHO] [--force] [--dry-run]",
 		Short: "Put events back through their resource workflow (audited; same idempotent path)",
 		Long: `Replay events through the same idempotent path as a first delivery, never around it: each
 row is put back to pending (attempts reset to 0, due now) and its resource workflow is signalled;
@@ -133,219 +37,193 @@ the business handlers' unique business keys then decide, so replaying an event w
 exists changes nothing. Every replay is audited: who (--by, default $USER), when, why (--reason,
 required), and the row's previous status, attempts and last error ('inbox show' lists them).
 
-Select one event by key, or many with --status exhausted|failed (plus --since, --provider,
---limit; --since counts from when the events were received). Failed and exhausted events are
-replayed; pending ones are left alone (their workflow is signalled again). A done or ignored event
-is only replayed with --force: a deliberate reprocessing, still guarded by the business keys.
---dry-run shows what would happen and changes nothing.
+Select one event by key; many with "-" (event keys from standard input, one per line; blank
+lines and lines starting with # are skipped); or many with the filters of 'inbox list'
+(--status, --provider, --account, --workspace, --type, --resource, --endpoint, --since,
+--older-than, --from, --to; at most --limit per run). A filter without --status replays
+exhausted and failed events. Pending events are left alone (their workflow is signalled again).
+A done or ignored event is only replayed with --force: a deliberate reprocessing, still guarded
+by the business keys. --dry-run shows what would happen and changes nothing.
 
-If Temporal is unreachable the rows stay pending and the sweeper delivers them later.`,
+A replay of many events is a replay job, recorded with its progress (the console and
+GET /api/replays show it); a progress bar runs on standard error. If Temporal is unreachable
+the rows stay pending and the sweeper delivers them later.`,
 		Example: `  hookinbox replay stripe/acct_1/live/evt_1PxYz --reason "provider API fixed (INC-142)"
   hookinbox replay --status exhausted --since 6h --provider stripe --dry-run --reason "Stripe outage"
   hookinbox replay --status exhausted --since 6h --provider stripe --reason "Stripe outage" --by alice
+  hookinbox inbox list --status failed --output json | jq -r '.[].key' | hookinbox replay - --reason "INC-150"
   hookinbox replay stripe/acct_1/live/evt_1PxYz --force --reason "re-fetch after projection bug fix"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.since = time.Duration(since)
-			if err := o.validate(cmd, args); err != nil {
+			if err := o.validate(cmd, args, &ff); err != nil {
 				return err
 			}
 			return withOps(cmd, func(env opsEnv) error { return runReplay(cmd.Context(), env, o) })
 		},
 	}
+	ff.register(cmd, 100, "with filters: at most this many events per run")
 	f := cmd.Flags()
-	f.StringSliceVar(&o.statuses, "status", nil, "replay every event in this status: exhausted or failed (repeatable)")
-	f.Var(&since, "since", "with --status: only events received within this long (e.g. 2h, 1d)")
-	f.StringVar(&o.provider, "provider", "", "with --status: only this provider's events")
-	f.IntVar(&o.limit, "limit", 100, "with --status: at most this many events per run")
-	f.StringVar(&o.reason, "reason", "", "why (recorded in the audit; required)")
+	f.StringVar(&o.req.Reason, "reason", "", "why (recorded in the audit; required)")
 	f.StringVar(&o.by, "by", defaultActor(), "who (recorded in the audit)")
-	f.BoolVar(&o.force, "force", false, "also replay a done or ignored event (deliberate reprocessing)")
-	f.BoolVar(&o.dryRun, "dry-run", false, "list what would be replayed; change nothing")
+	f.BoolVar(&o.req.Force, "force", false, "also replay done or ignored events (deliberate reprocessing)")
+	f.BoolVar(&o.req.DryRun, "dry-run", false, "list what would be replayed; change nothing")
 	f.Var(&o.format, "output", "table or json")
 	return cmd
 }
 
-func (o *replayOptions) validate(cmd *cobra.Command, args []string) error {
-	bulk := len(o.statuses) > 0
+func (o *replayOptions) validate(cmd *cobra.Command, args []string, ff *inboxFilterFlags) error {
+	flag, filtered := ff.changed(cmd)
 	switch {
-	case len(args) == 1 && bulk:
-		return cli.Usagef("give an EVENT_KEY or --status, not both")
-	case len(args) == 0 && !bulk:
-		return cli.Usagef("give an EVENT_KEY or --status exhausted|failed")
+	case len(args) == 1 && filtered:
+		return cli.Usagef("give an EVENT_KEY (or -) or filters, not both (--%s selects events)", flag)
+	case len(args) == 0 && !filtered:
+		return cli.Usagef("give an EVENT_KEY, - (keys on standard input) or filters such as --status exhausted")
+	case len(args) == 1 && cmd.Flags().Changed("limit"):
+		return cli.Usagef("--limit applies to filters; it cannot be used with an EVENT_KEY")
 	}
-	if len(args) == 1 {
-		for _, n := range []string{"since", "provider", "limit"} {
-			if cmd.Flags().Changed(n) {
-				return cli.Usagef("--%s selects events with --status; it cannot be used with an EVENT_KEY", n)
-			}
-		}
+	switch {
+	case len(args) == 1 && args[0] == "-":
+		o.stdin = true
+	case len(args) == 1:
 		k, err := keys.ParseEvent(args[0])
 		if err != nil {
 			return cli.Usagef("EVENT_KEY must be provider/account/environment/event_id: %v", err)
 		}
-		o.key = &k
-		o.selection = "key"
-	} else {
-		for _, s := range o.statuses {
-			if !slices.Contains(replayableStatuses, s) {
-				return cli.Usagef("--status must be exhausted or failed (got %q); replay a done or ignored event by its key with --force", s)
-			}
-		}
-		if o.limit < 1 {
+		o.req.Keys, o.req.Selection = []keys.Event{k}, "key"
+	default:
+		f := ff.filter()
+		if f.Limit < 1 {
 			return cli.Usagef("--limit must be at least 1")
 		}
-		sel := []string{"--status " + strings.Join(o.statuses, ",")}
-		if o.since > 0 {
-			sel = append(sel, "--since "+o.since.String())
+		o.req.Filter = &f
+		var sel []string
+		for _, n := range filterFlagNames {
+			if cmd.Flags().Changed(n) {
+				sel = append(sel, "--"+n+" "+cmd.Flags().Lookup(n).Value.String())
+			}
 		}
-		if o.provider != "" {
-			sel = append(sel, "--provider "+o.provider)
-		}
-		o.selection = strings.Join(sel, " ")
+		o.req.Selection = strings.Join(sel, " ")
+		o.req.Selection = strings.NewReplacer("[", "", "]", "").Replace(o.req.Selection)
 	}
-	if strings.TrimSpace(o.reason) == "" {
+	if strings.TrimSpace(o.req.Reason) == "" {
 		return cli.Usagef("--reason must say why (it is recorded in the audit)")
 	}
 	if strings.TrimSpace(o.by) == "" {
 		return cli.Usagef("--by must not be empty")
 	}
+	if !o.stdin {
+		return asUsage(o.req.Validate())
+	}
 	return nil
 }
 
-// replayRowView is one event in the replay summary.
-type replayRowView struct {
-	Key               string `json:"key"`
-	Resource          string `json:"resource"`
-	PreviousStatus    string `json:"previous_status"`
-	PreviousAttempts  int    `json:"previous_attempts"`
-	PreviousLastError string `json:"previous_last_error,omitempty"`
-	// Result: replayed, already_pending, refused, would_replay (dry run).
-	Result   string `json:"result"`
-	Detail   string `json:"detail,omitempty"`
-	AuditID  int64  `json:"audit_id,omitempty"`
-	Signaled bool   `json:"signaled"`
-}
-
-type replaySummary struct {
-	DryRun    bool            `json:"dry_run"`
-	Events    []replayRowView `json:"events"`
-	Replayed  int             `json:"replayed"`
-	Refused   int             `json:"refused"`
-	More      bool            `json:"more"`
-	Signaled  int             `json:"signaled_resources"`
-	SignalErr string          `json:"signal_error,omitempty"`
-}
-
-const (
-	resultWouldReplay = "would_replay"
-	resultRefused     = "refused"
-)
-
-func runReplay(ctx context.Context, env opsEnv, o replayOptions) error {
-	cands, more, err := replayCandidates(ctx, env.st, o)
-	if err != nil {
-		return err
-	}
-	sum := replaySummary{DryRun: o.dryRun, More: more, Events: []replayRowView{}}
-	bells := newDoorbells(env)
-	var refusal error
-	for _, c := range cands {
-		v := replayRowView{Key: c.Key.String(), Resource: c.Resource().String(), PreviousStatus: c.Status,
-			PreviousAttempts: c.Attempts, PreviousLastError: c.LastError}
-		if o.dryRun {
-			v.Result, v.Detail = dryRunResult(c.Status, o.force)
-			if v.Result == resultRefused {
-				sum.Refused++
-			}
-			sum.Events = append(sum.Events, v)
+// readKeys reads event keys, one per line; a bad line is a usage error and
+// nothing is replayed.
+func readKeys(r io.Reader) ([]keys.Event, error) {
+	var out []keys.Event
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		res, err := env.st.ReplayInboxEvent(ctx, store.ReplayRequest{Key: c.Key, Actor: o.by, Reason: o.reason,
-			Force: o.force, Selection: o.selection})
-		var refused *store.ReplayRefusedError
-		switch {
-		case errors.As(err, &refused):
-			v.Result, v.Detail = resultRefused, refused.Reason
-			v.PreviousStatus = refused.Status
-			sum.Refused++
-			refusal = err
-		case err != nil:
-			// Print what was done so far, then fail.
-			_ = printReplay(env.out, o.format, sum)
-			return err
-		default:
-			v.Result, v.AuditID = res.Outcome, res.ActionID
-			v.PreviousStatus, v.PreviousAttempts, v.PreviousLastError = res.PreviousStatus, res.PreviousAttempts, res.PreviousLastError
-			if res.Outcome == store.Replayed {
-				sum.Replayed++
-			}
-			if res.PayloadRedacted {
-				v.Detail = "payload redacted by retention: handlers that read it will fail this event"
-			}
-			v.Signaled = bells.ring(ctx, res.Resource, res.Key)
+		k, err := keys.ParseEvent(line)
+		if err != nil {
+			return nil, cli.Usagef("standard input, line %d: not an event key (provider/account/environment/event_id): %v", n, err)
 		}
-		sum.Events = append(sum.Events, v)
+		out = append(out, k)
 	}
-	sum.Signaled = len(bells.rung)
-	if bells.failed != nil {
-		sum.SignalErr = bells.failed.Error()
+	if err := sc.Err(); err != nil {
+		return nil, err
 	}
-	if o.key != nil && refusal != nil {
-		// One event asked for and refused: say why and fail.
-		return refusal
+	if len(out) == 0 {
+		return nil, cli.Usagef("no event keys on standard input")
 	}
-	if err := printReplay(env.out, o.format, sum); err != nil {
+	return out, nil
+}
+
+func runReplay(ctx context.Context, env opsEnv, o replayOptions) error {
+	who := ops.Actor{Name: o.by}
+	if o.stdin {
+		ks, err := readKeys(env.in)
+		if err != nil {
+			return err
+		}
+		o.req.Keys = ks
+	}
+	single := len(o.req.Keys) == 1 && !o.stdin
+	if single || o.req.DryRun {
+		sum, err := env.svc.Replay(ctx, who, o.req)
+		if err != nil {
+			return asUsage(err)
+		}
+		if err := printReplay(env.out, o.format, sum); err != nil {
+			return err
+		}
+		if sum.SignalErr != "" {
+			warnDoorbells(env.errOut, fmt.Sprintf("Temporal unreachable (%s): %d resource workflow(s) not signalled; "+
+				"the sweeper signals them once Temporal is reachable", sum.SignalErr, sum.Replayed))
+		}
+		return nil
+	}
+
+	// Many events: a replay job, run here, with a progress bar.
+	more := false
+	if f := o.req.Filter; f != nil {
+		n, err := env.svc.CountInbox(ctx, withDefaultStatuses(*f), f.Limit+1)
+		if err != nil {
+			return asUsage(err)
+		}
+		more = n > f.Limit
+	}
+	job, err := env.svc.StartReplayJob(ctx, who, o.req)
+	if err != nil {
+		return asUsage(err)
+	}
+	sum := ops.ReplaySummary{JobID: job.ID, More: more, Events: []ops.ReplayRow{}}
+	bar := newProgress(env.errOut, job.Total)
+	final, err := env.svc.RunReplayJob(ctx, job.ID, func(j *store.ReplayJob, row ops.ReplayRow) {
+		sum.Events = append(sum.Events, row)
+		bar.set(j.Processed)
+	})
+	bar.done()
+	if final != nil {
+		sum.Replayed, sum.Refused, sum.Errors, sum.Signaled, sum.SignalErr = final.Replayed, final.Refused, final.Errors,
+			final.Signaled, final.SignalError
+	}
+	if perr := printReplay(env.out, o.format, sum); perr != nil && err == nil {
+		err = perr
+	}
+	if err != nil {
 		return err
 	}
-	bells.warn()
+	if sum.SignalErr != "" {
+		warnDoorbells(env.errOut, "Temporal unreachable ("+sum.SignalErr+"): the sweeper signals the replayed events once Temporal is reachable "+
+			"(pending rows due for longer than HOOKINBOX_SWEEP_AFTER, 1m by default)")
+	}
+	if final != nil && final.Status != store.JobDone {
+		return fmt.Errorf("replay job %d %s after %d of %d event(s): %s", final.ID, final.Status, final.Processed, final.Total, final.LastError)
+	}
 	return nil
 }
 
-// replayCandidates selects the events to replay, and whether more match
-// than the limit.
-func replayCandidates(ctx context.Context, st *store.Store, o replayOptions) ([]store.InboxSummary, bool, error) {
-	if o.key != nil {
-		d, err := store.InspectInboxEvent(ctx, st.Pool, *o.key, false)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, false, fmt.Errorf("event %s is not in the inbox (a quarantined delivery is re-admitted with 'quarantine resolve')", o.key)
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		return []store.InboxSummary{d.InboxSummary}, false, nil
+func withDefaultStatuses(f store.InboxFilter) store.InboxFilter {
+	if len(f.Statuses) == 0 {
+		f.Statuses = ops.ReplayableByDefault
 	}
-	evs, err := store.ListInboxEvents(ctx, st.Pool, store.InboxFilter{Statuses: o.statuses, Provider: o.provider,
-		Since: o.since, Limit: o.limit + 1})
-	if err != nil {
-		return nil, false, err
-	}
-	if len(evs) > o.limit {
-		return evs[:o.limit], true, nil
-	}
-	return evs, false, nil
+	return f
 }
 
-func dryRunResult(status string, force bool) (string, string) {
-	switch status {
-	case keys.StatusPending:
-		return store.AlreadyPending, "already pending: its workflow would only be signalled again"
-	case keys.StatusDone, keys.StatusIgnored:
-		if !force {
-			return resultRefused, "the event is " + status + ": replaying it would be a no-op for its effects; --force reprocesses it"
-		}
-	}
-	return resultWouldReplay, ""
-}
-
-func printReplay(out io.Writer, format cli.OutputFormat, sum replaySummary) error {
+func printReplay(out io.Writer, format cli.OutputFormat, sum ops.ReplaySummary) error {
 	rows := make([][]string, 0, len(sum.Events))
 	for _, v := range sum.Events {
 		result := v.Result
 		if v.AuditID != 0 {
 			result += " (audit #" + strconv.FormatInt(v.AuditID, 10) + ")"
 		}
-		rows = append(rows, []string{v.Key, v.Resource, v.PreviousStatus, strconv.Itoa(v.PreviousAttempts),
+		rows = append(rows, []string{v.Key, orDash(v.Resource), orDash(v.PreviousStatus), strconv.Itoa(v.PreviousAttempts),
 			orDash(oneLine(v.PreviousLastError, 60)), result, oneLine(v.Detail, 0)})
 	}
 	if err := cli.Render(out, format, sum, []string{"EVENT KEY", "RESOURCE", "WAS", "ATTEMPTS", "LAST ERROR", "RESULT", "NOTE"}, rows); err != nil {
@@ -354,13 +232,20 @@ func printReplay(out io.Writer, format cli.OutputFormat, sum replaySummary) erro
 	if format == "json" {
 		return nil
 	}
+	job := ""
+	if sum.JobID != 0 {
+		job = fmt.Sprintf(" (replay job %d)", sum.JobID)
+	}
 	switch {
 	case len(sum.Events) == 0:
 		fmt.Fprintln(out, "nothing to replay")
 	case sum.DryRun:
 		fmt.Fprintf(out, "dry run: %d event(s) selected, %d would be refused; nothing changed\n", len(sum.Events), sum.Refused)
 	default:
-		fmt.Fprintf(out, "replayed %d event(s), %d refused; signalled %d resource workflow(s)\n", sum.Replayed, sum.Refused, sum.Signaled)
+		fmt.Fprintf(out, "replayed %d event(s), %d refused; signalled %d resource workflow(s)%s\n", sum.Replayed, sum.Refused, sum.Signaled, job)
+	}
+	if sum.Errors > 0 {
+		fmt.Fprintf(out, "%d event(s) could not be replayed (see NOTE)\n", sum.Errors)
 	}
 	switch {
 	case sum.More && sum.DryRun:
@@ -369,4 +254,42 @@ func printReplay(out io.Writer, format cli.OutputFormat, sum replaySummary) erro
 		fmt.Fprintln(out, "more events match than --limit: run the command again for the next batch")
 	}
 	return nil
+}
+
+// progress draws a progress bar on a terminal, and nothing elsewhere.
+type progress struct {
+	w     io.Writer
+	total int
+	tty   bool
+	last  int
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	p := &progress{w: w, total: total, last: -1}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	p.set(0)
+	return p
+}
+
+func (p *progress) set(n int) {
+	if !p.tty || n == p.last {
+		return
+	}
+	p.last = n
+	const width = 30
+	filled := width
+	if p.total > 0 {
+		filled = min(width, n*width/p.total)
+	}
+	fmt.Fprintf(p.w, "\rreplaying [%s%s] %d/%d", strings.Repeat("#", filled), strings.Repeat(".", width-filled), n, p.total)
+}
+
+func (p *progress) done() {
+	if p.tty && p.last >= 0 {
+		fmt.Fprintln(p.w)
+	}
 }

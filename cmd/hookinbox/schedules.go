@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/ops"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/worker"
 )
@@ -53,12 +53,10 @@ func withTemporal(cmd *cobra.Command, fn func(cfg config.Config, c client.Client
 
 // scheduleName resolves NAME (a schedule name or id) to its name and id.
 func scheduleName(arg, taskQueue string) (name, id string, err error) {
-	for _, n := range starter.ScheduleNames() {
-		if arg == n || arg == starter.ScheduleID(n, taskQueue) {
-			return n, starter.ScheduleID(n, taskQueue), nil
-		}
-	}
-	return "", "", cli.Usagef("unknown schedule %q: want one of %s (or its id)", arg, strings.Join(starter.ScheduleNames(), ", "))
+	cfg := config.Default()
+	cfg.TaskQueue = taskQueue
+	name, id, err = (&ops.Service{Config: cfg}).ScheduleName(arg)
+	return name, id, asUsage(err)
 }
 
 func newSchedulesListCmd() *cobra.Command {
@@ -159,21 +157,10 @@ func newSchedulesPauseCmd(pause bool) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTemporal(cmd, func(cfg config.Config, c client.Client) error {
-				_, id, err := scheduleName(args[0], cfg.TaskQueue)
+				svc := &ops.Service{Temporal: c, Config: cfg}
+				id, n, err := svc.PauseSchedule(cmd.Context(), ops.Actor{Name: actorName()}, args[0], pause, note)
 				if err != nil {
-					return err
-				}
-				n := note
-				if n == "" {
-					n = fmt.Sprintf("%s by %s at %s", past, actorName(), time.Now().UTC().Format(time.RFC3339))
-				}
-				if pause {
-					err = starter.PauseSchedule(cmd.Context(), c, id, n)
-				} else {
-					err = starter.UnpauseSchedule(cmd.Context(), c, id, n)
-				}
-				if err != nil {
-					return err
+					return asUsage(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s (%s)\n", id, past, n)
 				return nil
@@ -193,25 +180,13 @@ func newSchedulesTriggerCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTemporal(cmd, func(cfg config.Config, c client.Client) error {
-				name, id, err := scheduleName(args[0], cfg.TaskQueue)
+				svc := &ops.Service{Temporal: c, Config: cfg}
+				id, run, err := svc.TriggerSchedule(cmd.Context(), ops.Actor{Name: actorName()}, args[0], "")
 				if err != nil {
-					return err
-				}
-				st, err := starter.DescribeSchedule(cmd.Context(), c, name, id)
-				if err != nil {
-					return err
-				}
-				if !st.Exists {
-					return fmt.Errorf("schedule %s does not exist: it is disabled, or run 'hookinbox schedules apply'", id)
-				}
-				if len(st.Running) > 0 {
-					return fmt.Errorf("schedule %s has a run in progress (%s): not triggered", id, strings.Join(st.Running, ", "))
-				}
-				if err := starter.TriggerSchedule(cmd.Context(), c, id); err != nil {
-					return err
+					return asUsage(err)
 				}
 				// The trigger succeeded; naming its run is best effort.
-				if run, ok := awaitTriggered(cmd.Context(), c, name, id, st.Actions); ok {
+				if run != "" {
 					fmt.Fprintf(cmd.OutOrStdout(), "schedule %s triggered: workflow %s\n", id, run)
 				} else {
 					fmt.Fprintf(cmd.OutOrStdout(), "schedule %s triggered\n", id)
@@ -220,24 +195,4 @@ func newSchedulesTriggerCmd() *cobra.Command {
 			})
 		},
 	}
-}
-
-// awaitTriggered waits briefly for the triggered action to show and names
-// its workflow.
-func awaitTriggered(ctx context.Context, c client.Client, name, id string, before int) (string, bool) {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		st, err := starter.DescribeSchedule(ctx, c, name, id)
-		if err != nil {
-			return "", false
-		}
-		if st.Actions > before && len(st.Running) > 0 {
-			return st.Running[len(st.Running)-1], true
-		}
-		if st.Actions > before {
-			return "(already finished)", true
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return "", false
 }

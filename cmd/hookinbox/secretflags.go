@@ -136,14 +136,3 @@ func bothStdin(a, b *secretFlags) error {
 	}
 	return nil
 }
-
-// parseAccounts splits a comma-separated account list.
-func parseAccounts(s string) []string {
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}

@@ -27,7 +27,7 @@ type cliRun struct {
 	err         error
 }
 
-func runCLI(t *testing.T, stdin string, args ...string) cliRun {
+func runSecretsCLI(t *testing.T, stdin string, args ...string) cliRun {
 	t.Helper()
 	root := &cobra.Command{Use: "hookinbox", SilenceUsage: true, SilenceErrors: true}
 	root.AddCommand(newEndpointsCmd(), newWorkspacesCmd(), newSecretsCmd(), newMigrateCmd())
@@ -67,7 +67,7 @@ func TestEndpointsAddReadsSecretsFromAFileAnEnvVarOrStdin(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(strongStripe+"\n"), 0o600))
 	t.Setenv("ROTATED_SECRET", strongStripe2)
 
-	r := runCLI(t, "sk_live_fromStdin0123456789abcdef\n", "endpoints", "add", "--slug", "s1", "--provider", "stripe",
+	r := runSecretsCLI(t, "sk_live_fromStdin0123456789abcdef\n", "endpoints", "add", "--slug", "s1", "--provider", "stripe",
 		"--environment", "live", "--secret-file", file, "--secret-env", "ROTATED_SECRET", "--api-key-stdin",
 		"--api-base-url", "https://api.stripe.com", "--secret-accounts", "acct_a, acct_b")
 	require.NoError(t, r.err, r.errOut)
@@ -82,7 +82,7 @@ func TestEndpointsAddReadsSecretsFromAFileAnEnvVarOrStdin(t *testing.T) {
 	require.Equal(t, []string{"acct_a", "acct_b"}, ep.Secrets[0].Accounts)
 
 	// The contract: --secret and --api-key still work, with a warning.
-	r = runCLI(t, "", "endpoints", "add", "--slug", "s2", "--provider", "stripe", "--environment", "test",
+	r = runSecretsCLI(t, "", "endpoints", "add", "--slug", "s2", "--provider", "stripe", "--environment", "test",
 		"--secret", strongStripe, "--api-key", "sk_test_onArgv0123456789abcdef", "--api-base-url", "https://api.stripe.com")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.errOut, "warning: --secret puts the secret in the process list")
@@ -92,26 +92,26 @@ func TestEndpointsAddReadsSecretsFromAFileAnEnvVarOrStdin(t *testing.T) {
 	require.Equal(t, strongStripe, ep.Secrets[0].Value)
 
 	// Rotation reads the new secret off argv too; binding changes it.
-	r = runCLI(t, strongStripe2+"\n", "endpoints", "secrets", "add", "--slug", "s2", "--secret-stdin", "--secret-accounts", "acct_z")
+	r = runSecretsCLI(t, strongStripe2+"\n", "endpoints", "secrets", "add", "--slug", "s2", "--secret-stdin", "--secret-accounts", "acct_z")
 	require.NoError(t, r.err, r.errOut)
 	ep, err = st.GetEndpoint(ctx, "s2")
 	require.NoError(t, err)
 	require.Len(t, ep.Secrets, 2)
 	require.Equal(t, []string{"acct_z"}, ep.Secrets[1].Accounts)
-	r = runCLI(t, "", "endpoints", "secrets", "bind", "--slug", "s2", "--id", strconv.FormatInt(ep.Secrets[1].ID, 10), "--any")
+	r = runSecretsCLI(t, "", "endpoints", "secrets", "bind", "--slug", "s2", "--id", strconv.FormatInt(ep.Secrets[1].ID, 10), "--any")
 	require.NoError(t, r.err, r.errOut)
 	ep, err = st.GetEndpoint(ctx, "s2")
 	require.NoError(t, err)
 	require.Empty(t, ep.Secrets[1].Accounts)
 
-	r = runCLI(t, "", "endpoints", "list", "--output", "json")
+	r = runSecretsCLI(t, "", "endpoints", "list", "--output", "json")
 	require.NoError(t, r.err)
 	require.NotContains(t, r.out, strongStripe)
 	require.NotContains(t, r.out, "sk_live_fromStdin")
 	require.Contains(t, r.out, `"api_key_set": true`)
 
 	// Both secrets from one stdin cannot be.
-	r = runCLI(t, "x\n", "endpoints", "add", "--slug", "s3", "--provider", "stripe", "--environment", "test",
+	r = runSecretsCLI(t, "x\n", "endpoints", "add", "--slug", "s3", "--provider", "stripe", "--environment", "test",
 		"--secret-stdin", "--api-key-stdin")
 	require.ErrorAs(t, r.err, new(cli.UsageError))
 }
@@ -128,7 +128,7 @@ func TestWeakSecretsAreRefusedByTheCLIAndNothingIsStored(t *testing.T) {
 		{"endpoints", "add", "--slug", "weak", "--provider", "stripe", "--environment", "test"},
 		{"workspaces", "add-destination", "--workspace", "ws", "--name", "hook", "--webhook", "https://example.com/h", "--secret", "whsec_"},
 	} {
-		r := runCLI(t, "", args...)
+		r := runSecretsCLI(t, "", args...)
 		require.Error(t, r.err, "%v", args)
 	}
 	var n int
@@ -138,7 +138,7 @@ func TestWeakSecretsAreRefusedByTheCLIAndNothingIsStored(t *testing.T) {
 
 	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "ok", Provider: "stripe", Environment: "test", Secrets: []string{strongStripe}}))
 	t.Setenv("WEAK", "whsec_short")
-	r := runCLI(t, "", "endpoints", "secrets", "add", "--slug", "ok", "--secret-env", "WEAK")
+	r := runSecretsCLI(t, "", "endpoints", "secrets", "add", "--slug", "ok", "--secret-env", "WEAK")
 	require.Error(t, r.err)
 	ep, err := st.GetEndpoint(ctx, "ok")
 	require.NoError(t, err)
@@ -152,14 +152,14 @@ func TestServicesRefuseToStartWithoutASecretsKey(t *testing.T) {
 	cfg := config.Default()
 	cfg.DatabaseURL = testenv.DatabaseURL(t)
 	for _, lazy := range []bool{true, false} {
-		svc, err := openService(context.Background(), cfg, lazy)
+		svc, err := openService(context.Background(), cfg, ownerDB(cfg), lazy)
 		require.Nil(t, svc)
 		require.ErrorIs(t, err, secretbox.ErrNoKey)
 		require.ErrorContains(t, err, "refusing to start")
 		require.ErrorContains(t, err, "HOOKINBOX_SECRETS_KEY")
 	}
 	cfg.SecretsKey = "not-a-key"
-	_, err := openService(context.Background(), cfg, true)
+	_, err := openService(context.Background(), cfg, ownerDB(cfg), true)
 	require.ErrorContains(t, err, "HOOKINBOX_SECRETS_KEY: not base64")
 }
 
@@ -175,7 +175,7 @@ func TestMigrateSealsPlainSecretsAndRotateKeyReencrypts(t *testing.T) {
 
 	// Without a key, migrate says what is left and seals nothing.
 	t.Setenv("HOOKINBOX_SECRETS_KEY", "")
-	r := runCLI(t, "", "migrate")
+	r := runSecretsCLI(t, "", "migrate")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "secrets: 2 still in plain columns")
 
@@ -184,7 +184,7 @@ func TestMigrateSealsPlainSecretsAndRotateKeyReencrypts(t *testing.T) {
 	k1 := secretbox.GenerateKeyLine("k1")
 	require.NoError(t, os.WriteFile(keyFile, []byte(k1+"\n"), 0o600))
 	t.Setenv("HOOKINBOX_SECRETS_KEY_FILE", keyFile)
-	r = runCLI(t, "", "migrate")
+	r = runSecretsCLI(t, "", "migrate")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "secrets: 1 plain endpoint_secrets.secret sealed under key k1")
 	require.Contains(t, r.out, "secrets: 1 plain endpoints.api_key sealed under key k1")
@@ -193,15 +193,15 @@ func TestMigrateSealsPlainSecretsAndRotateKeyReencrypts(t *testing.T) {
 	require.Zero(t, plain)
 
 	require.NoError(t, os.WriteFile(keyFile, []byte(secretbox.GenerateKeyLine("k2")+"\n"+k1+"\n"), 0o600))
-	r = runCLI(t, "", "secrets", "rotate-key", "--output", "json")
+	r = runSecretsCLI(t, "", "secrets", "rotate-key", "--output", "json")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, `"key_id": "k2"`)
 	require.Contains(t, r.out, `"rekeyed": 1`)
-	r = runCLI(t, "", "secrets", "rotate-key")
+	r = runSecretsCLI(t, "", "secrets", "rotate-key")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "every secret is sealed under key k2")
 	require.NotContains(t, r.out, " 1 ", "the second pass re-encrypts nothing")
-	r = runCLI(t, "", "secrets", "status")
+	r = runSecretsCLI(t, "", "secrets", "status")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "k2 (current)")
 	require.NotContains(t, r.out, "k1")

@@ -22,16 +22,20 @@ import (
 func newWebhookCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "webhook",
-		Short: "Run the webhook intake (POST /webhooks/:endpoint, /healthz, /readyz, /metrics)",
-		Long: `Run the webhook intake on HOOKINBOX_HTTP_ADDR. It needs PostgreSQL (DATABASE_URL) to accept
-anything; Temporal (TEMPORAL_ADDRESS) may be down: events are still accepted and handed off later.`,
+		Short: "Run the webhook intake (public: POST /webhooks/:endpoint, /healthz; internal: /metrics, /readyz)",
+		Long: `Run the webhook intake. Its public port, HOOKINBOX_HTTP_ADDR, serves only POST /webhooks/:endpoint
+and a bare /healthz; /metrics and the detailed /readyz are on the internal listener,
+HOOKINBOX_INTERNAL_ADDR (default 127.0.0.1:9090), which must not be reachable from outside.
+It needs PostgreSQL (HOOKINBOX_INTAKE_DATABASE_URL, role hookinbox_intake; else DATABASE_URL) to
+accept anything; Temporal (TEMPORAL_ADDRESS) may be down:
+events are still accepted and handed off later.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.FromEnv()
 			if err != nil {
 				return err
 			}
-			svc, err := openService(cmd.Context(), cfg, true)
+			svc, err := openService(cmd.Context(), cfg, intakeDB(cfg), true)
 			if err != nil {
 				return err
 			}
@@ -46,14 +50,15 @@ func newWorkerCmd() *cobra.Command {
 		Use:   "worker",
 		Short: "Run the Temporal worker (resource workflows, activities, schedules)",
 		Long: `Run the Temporal worker on HOOKINBOX_TASK_QUEUE, with /metrics and /healthz on
-HOOKINBOX_WORKER_ADDR. At start-up it registers the search attributes and applies the schedules.`,
+HOOKINBOX_WORKER_ADDR. At start-up it registers the search attributes and applies the schedules.
+Its database is HOOKINBOX_WORKER_DATABASE_URL (role hookinbox_worker), else DATABASE_URL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.FromEnv()
 			if err != nil {
 				return err
 			}
-			svc, err := openService(cmd.Context(), cfg, false)
+			svc, err := openService(cmd.Context(), cfg, workerDB(cfg), false)
 			if err != nil {
 				return err
 			}
@@ -77,8 +82,8 @@ type service struct {
 	c   client.Client
 }
 
-// openService opens the store and the Temporal client: lazily for the
-// intake (it must start and accept while Temporal is down), waiting for
+// openService opens the store on db and the Temporal client: lazily for
+// the intake (it must start and accept while Temporal is down), waiting for
 // Temporal otherwise.
 //
 // Both refuse to start without a secrets key: the intake could verify no
@@ -86,10 +91,10 @@ type service struct {
 // on plaintext. A secret still kept in a plain column (written before
 // secrets were sealed) still works, with a warning until `hookinbox
 // migrate` seals it.
-func openService(ctx context.Context, cfg config.Config, lazy bool) (*service, error) {
+func openService(ctx context.Context, cfg config.Config, db dbURL, lazy bool) (*service, error) {
 	s := &service{log: app.NewLogger(cfg), m: metrics.New()}
 	var err error
-	if s.st, err = openStore(ctx, cfg); err != nil {
+	if s.st, err = openStore(ctx, cfg, db); err != nil {
 		return nil, err
 	}
 	if s.st.Keys == nil {
@@ -120,20 +125,48 @@ func (s *service) Close() {
 	s.st.Close()
 }
 
-// openStore opens the store with the secrets keyring of cfg (none when no
-// key is configured: commands that touch no secret still work, and those
-// that do fail with secretbox.ErrNoKey's message; a key that does not load
-// is an error at once).
-func openStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+// dbURL is a database URL and the variable it came from (for errors).
+type dbURL struct{ url, from string }
+
+// ownerDB is the schema owner's URL: migrations, roles and the operator's
+// write commands.
+func ownerDB(cfg config.Config) dbURL { return dbURL{cfg.DatabaseURL, "DATABASE_URL"} }
+
+// intakeDB, workerDB and operatorDB are each process's URL, falling back to
+// DATABASE_URL.
+func intakeDB(cfg config.Config) dbURL {
+	return processDB(cfg.IntakeDatabaseURL, cfg.IntakeDB(), "HOOKINBOX_INTAKE_DATABASE_URL")
+}
+
+func workerDB(cfg config.Config) dbURL {
+	return processDB(cfg.WorkerDatabaseURL, cfg.WorkerDB(), "HOOKINBOX_WORKER_DATABASE_URL")
+}
+
+func operatorDB(cfg config.Config) dbURL {
+	return processDB(cfg.OperatorDatabaseURL, cfg.OperatorDB(), "HOOKINBOX_OPERATOR_DATABASE_URL")
+}
+
+func processDB(own, resolved, variable string) dbURL {
+	if own == "" {
+		return dbURL{resolved, "DATABASE_URL"}
+	}
+	return dbURL{resolved, variable}
+}
+
+// openStore opens the store on db with the secrets keyring of cfg (none
+// when no key is configured: commands that touch no secret still work, and
+// those that do fail with secretbox.ErrNoKey's message; a key that does not
+// load is an error at once).
+func openStore(ctx context.Context, cfg config.Config, db dbURL) (*store.Store, error) {
 	kr, err := cli.Keyring(cfg)
 	if err != nil && !errors.Is(err, secretbox.ErrNoKey) {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	st, err := store.Open(cctx, cfg.DatabaseURL, 0)
+	st, err := store.Open(cctx, db.url, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w (DATABASE_URL; for the local stack run 'make run')", err)
+		return nil, fmt.Errorf("%w (%s; for the local stack run 'make run')", err, db.from)
 	}
 	st.Keys = kr
 	return st, nil

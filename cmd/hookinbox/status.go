@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,27 +13,9 @@ import (
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/ops"
 	"github.com/hookinbox/hookinbox/starter"
-	"github.com/hookinbox/hookinbox/worker"
 )
-
-// statusView is what `hookinbox status` shows.
-type statusView struct {
-	Database  string         `json:"database"`
-	Temporal  string         `json:"temporal"`
-	Backlog   *store.Backlog `json:"backlog,omitempty"`
-	Schedules []scheduleView `json:"schedules,omitempty"`
-	Warnings  []string       `json:"warnings,omitempty"`
-}
-
-type scheduleView struct {
-	ID      string     `json:"id"`
-	Paused  bool       `json:"paused"`
-	LastRun *time.Time `json:"last_run,omitempty"`
-	NextRun *time.Time `json:"next_run,omitempty"`
-	Running int        `json:"running"`
-}
 
 func newStatusCmd() *cobra.Command {
 	format := cli.OutputFormat("table")
@@ -52,36 +33,28 @@ HOOKINBOX_SWEEP_INTERVAL, a paused or missing schedule, a service down).`,
 				return err
 			}
 			ctx := cmd.Context()
-			v := statusView{Database: "ok", Temporal: "ok"}
-			if st, err := openStore(ctx, cfg); err != nil {
-				v.Database = "unavailable: " + err.Error()
-			} else {
+			svc := &ops.Service{Config: cfg}
+			if st, err := openStore(ctx, cfg, operatorDB(cfg)); err == nil {
 				defer st.Close()
-				b, err := store.ReadBacklog(ctx, st.Pool)
-				if err != nil {
-					v.Database = "error: " + err.Error()
-				} else {
-					v.Backlog = &b
-				}
+				svc.Store = st
+			} else {
+				svc.StoreErr = err
 			}
 			tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if c, err := dialTemporalOnce(tctx, cfg); err != nil {
-				v.Temporal = "unavailable: " + err.Error()
-			} else {
+			if c, err := dialTemporalOnce(tctx, cfg); err == nil {
 				defer c.Close()
-				v.Schedules, err = scheduleStates(tctx, c)
-				if err != nil {
-					v.Temporal = "error listing schedules: " + err.Error()
-				}
+				svc.Temporal = c
+			} else {
+				svc.TemporalErr = err
 			}
-			v.Warnings = statusWarnings(cfg, v)
+			v := svc.Status(ctx)
 			if format == "json" {
 				if err := cli.Render(cmd.OutOrStdout(), format, v, nil, nil); err != nil {
 					return err
 				}
 			} else {
-				printStatus(cmd, v)
+				printStatus(cmd.OutOrStdout(), v)
 			}
 			if len(v.Warnings) > 0 {
 				return cli.ExitCode{Code: 3}
@@ -98,87 +71,7 @@ func dialTemporalOnce(ctx context.Context, cfg config.Config) (client.Client, er
 	return starter.Dial(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
-// expectedSchedules are the schedule ids a worker keeps applied.
-func expectedSchedules(cfg config.Config) []string {
-	var ids []string
-	for _, s := range worker.Schedules(cfg) {
-		ids = append(ids, s.ID)
-	}
-	return ids
-}
-
-func scheduleStates(ctx context.Context, c client.Client) ([]scheduleView, error) {
-	it, err := c.ScheduleClient().List(ctx, client.ScheduleListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []scheduleView
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			return out, err
-		}
-		if !strings.HasPrefix(e.ID, "hookinbox-") {
-			continue
-		}
-		sv := scheduleView{ID: e.ID, Paused: e.Paused}
-		if n := len(e.RecentActions); n > 0 {
-			t := e.RecentActions[n-1].ActualTime
-			sv.LastRun = &t
-		}
-		if len(e.NextActionTimes) > 0 {
-			t := e.NextActionTimes[0]
-			sv.NextRun = &t
-		}
-		out = append(out, sv)
-	}
-	return out, nil
-}
-
-func statusWarnings(cfg config.Config, v statusView) []string {
-	var w []string
-	if v.Database != "ok" {
-		w = append(w, "database: "+v.Database)
-	}
-	if v.Temporal != "ok" {
-		w = append(w, "temporal: "+v.Temporal+" (the intake still accepts; hand-offs wait for the sweeper)")
-	}
-	if b := v.Backlog; b != nil {
-		if b.Exhausted > 0 {
-			w = append(w, fmt.Sprintf("%d exhausted event(s): hookinbox inbox list --status exhausted, then replay", b.Exhausted))
-		}
-		if b.Failed > 0 {
-			w = append(w, fmt.Sprintf("%d failed event(s): hookinbox inbox list --status failed", b.Failed))
-		}
-		if n := b.Outbox["held_for_review"]; n > 0 {
-			w = append(w, fmt.Sprintf("%d outbox row(s) held for review: hookinbox outbox list --status held_for_review", n))
-		}
-		if n := b.Outbox["failed"]; n > 0 {
-			w = append(w, fmt.Sprintf("%d outbox row(s) failed: hookinbox outbox list --status failed", n))
-		}
-		if limit := cfg.SweepAfter + cfg.SweepInterval; b.Pending > 0 && b.OldestPendingAge > limit {
-			w = append(w, fmt.Sprintf("oldest pending event is %s old (> %s): is the worker running?", b.OldestPendingAge.Round(time.Second), limit))
-		}
-	}
-	if v.Temporal == "ok" {
-		seen := map[string]bool{}
-		for _, s := range v.Schedules {
-			seen[s.ID] = true
-			if s.Paused {
-				w = append(w, "schedule "+s.ID+" is paused")
-			}
-		}
-		for _, s := range expectedSchedules(cfg) {
-			if !seen[s] {
-				w = append(w, "schedule "+s+" does not exist: start a worker or run 'hookinbox schedules apply'")
-			}
-		}
-	}
-	return w
-}
-
-func printStatus(cmd *cobra.Command, v statusView) {
-	out := cmd.OutOrStdout()
+func printStatus(out io.Writer, v ops.StatusView) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "database\t%s\n", v.Database)
 	fmt.Fprintf(tw, "temporal\t%s\n", v.Temporal)
@@ -192,7 +85,11 @@ func printStatus(cmd *cobra.Command, v statusView) {
 		fmt.Fprintf(tw, "quarantine open\t%d\n", b.QuarantineOpen)
 		fmt.Fprintf(tw, "outbox\tpending %d, uncertain %d, held %d, failed %d, sent %d\n", b.Outbox["pending"], b.Outbox["uncertain"],
 			b.Outbox["held_for_review"], b.Outbox["failed"], b.Outbox["sent"])
-		fmt.Fprintf(tw, "divergences (24h)\t%d\n", b.Divergences24h)
+		same := ""
+		if b.SameVersionDivergences24h > 0 {
+			same = fmt.Sprintf(" (%d at the same provider version: investigate)", b.SameVersionDivergences24h)
+		}
+		fmt.Fprintf(tw, "divergences (24h)\t%d%s\n", b.Divergences24h, same)
 	}
 	for _, s := range v.Schedules {
 		state := "active"

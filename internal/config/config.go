@@ -13,6 +13,7 @@ import (
 
 // Local stack defaults. `make run` and the tests start the services there.
 const (
+	DefaultIntakePort   = 8080
 	DefaultPostgresPort = 55432
 	DefaultTemporalPort = 7233
 	DefaultTemporalUI   = 8233
@@ -22,8 +23,29 @@ const (
 
 // Config is every setting of the binary. Each field documents its variable.
 type Config struct {
-	// DATABASE_URL: PostgreSQL connection string.
+	// DATABASE_URL: PostgreSQL connection string of the schema's owner (the
+	// migrator): what `migrate`, `db roles` and the operator's write commands
+	// (endpoints, replay, quarantine resolve, outbox release, …) use, and
+	// what each process URL below falls back to.
 	DatabaseURL string
+	// HOOKINBOX_INTAKE_DATABASE_URL: the intake's (`webhook`) connection
+	// string, as role hookinbox_intake (see `hookinbox db roles`); empty:
+	// DATABASE_URL.
+	IntakeDatabaseURL string
+	// HOOKINBOX_WORKER_DATABASE_URL: the worker's, as hookinbox_worker;
+	// empty: DATABASE_URL.
+	WorkerDatabaseURL string
+	// HOOKINBOX_OPERATOR_DATABASE_URL: the read-only operator commands'
+	// (inbox list/show, quarantine list/show, outbox list/show, status), as
+	// hookinbox_operator (payloads only when also granted
+	// hookinbox_payload_reader); empty: DATABASE_URL.
+	OperatorDatabaseURL string
+	// HOOKINBOX_INTAKE_DB_PASSWORD, HOOKINBOX_WORKER_DB_PASSWORD,
+	// HOOKINBOX_OPERATOR_DB_PASSWORD: passwords `hookinbox db roles` sets on
+	// the roles (empty: leaves the role's password as it is). Never printed.
+	IntakeDBPassword   string
+	WorkerDBPassword   string
+	OperatorDBPassword string
 	// TEMPORAL_ADDRESS: host:port of the Temporal frontend.
 	TemporalAddress string
 	// TEMPORAL_NAMESPACE: namespace for workflows and schedules.
@@ -42,10 +64,19 @@ type Config struct {
 	// HOOKINBOX_TASK_QUEUE: task queue of the resource workflows and activities.
 	TaskQueue string
 
-	// HOOKINBOX_HTTP_ADDR: listen address of the webhook intake.
+	// HOOKINBOX_HTTP_ADDR: listen address of the webhook intake's public
+	// port (POST /webhooks/:endpoint and /healthz only).
 	HTTPAddr string
-	// HOOKINBOX_WORKER_ADDR: listen address of the worker's /metrics and health.
+	// HOOKINBOX_INTERNAL_ADDR: listen address of the intake's internal
+	// listener (/metrics, the detailed /readyz). Loopback by default: it
+	// names endpoints and the database, so it is never the public port.
+	InternalAddr string
+	// HOOKINBOX_WORKER_ADDR: listen address of the worker's /metrics and
+	// health (loopback by default, like the intake's internal listener).
 	WorkerAddr string
+	// HOOKINBOX_REQUEST_TIMEOUT: deadline of one webhook delivery (body
+	// read and database calls); past it the answer is 503.
+	RequestTimeout time.Duration
 	// HOOKINBOX_MAX_BODY_BYTES: largest webhook body accepted (413 above).
 	MaxBodyBytes int64
 	// HOOKINBOX_SIGNATURE_TOLERANCE: accepted clock skew for timestamped schemes.
@@ -175,6 +206,18 @@ type Config struct {
 	SecretsKey     string
 	SecretsKeyFile string
 
+	// HOOKINBOX_CONSOLE_ADDR: listen address of the operator console and
+	// API (`hookinbox console`, and `make run`). Internal like the intake's
+	// internal listener: loopback by default, never the public webhook port.
+	ConsoleAddr string
+	// HOOKINBOX_TEMPORAL_UI_URL: base URL of the Temporal UI the console and
+	// `inbox show` link each resource's workflow to.
+	TemporalUIURL string
+	// HOOKINBOX_CONSOLE_URL: base URL operators reach the console at; each
+	// resource workflow's details in the Temporal UI link back to it (empty:
+	// http:// plus HOOKINBOX_CONSOLE_ADDR).
+	ConsoleURL string
+
 	// HOOKINBOX_LOG_FORMAT: "json" (default) or "text".
 	LogFormat string
 	// HOOKINBOX_LOG_LEVEL: debug, info, warn, error.
@@ -188,8 +231,10 @@ func Default() Config {
 		TemporalAddress:    fmt.Sprintf("127.0.0.1:%d", DefaultTemporalPort),
 		TemporalNamespace:  "default",
 		TaskQueue:          "hookinbox",
-		HTTPAddr:           ":8080",
-		WorkerAddr:         ":9091",
+		HTTPAddr:           fmt.Sprintf(":%d", DefaultIntakePort),
+		InternalAddr:       "127.0.0.1:9090",
+		WorkerAddr:         "127.0.0.1:9091",
+		RequestTimeout:     5 * time.Second,
 		MaxBodyBytes:       1 << 20,
 		SignatureTolerance: 5 * time.Minute,
 		EndpointCacheTTL:   10 * time.Second,
@@ -214,6 +259,8 @@ func Default() Config {
 		EmailAPIIdempotent: true,
 		LogFormat:          "json",
 		LogLevel:           "info",
+		ConsoleAddr:        "127.0.0.1:9092",
+		TemporalUIURL:      fmt.Sprintf("http://127.0.0.1:%d", DefaultTemporalUI),
 
 		ReconcileInterval:    time.Hour,
 		ReconcilePageSize:    100,
@@ -230,6 +277,19 @@ func Default() Config {
 	}
 }
 
+// ConsoleBaseURL is where operators reach the console: HOOKINBOX_CONSOLE_URL,
+// else http:// plus HOOKINBOX_CONSOLE_ADDR (":9092" read as 127.0.0.1:9092).
+func (c Config) ConsoleBaseURL() string {
+	if c.ConsoleURL != "" {
+		return strings.TrimRight(c.ConsoleURL, "/")
+	}
+	addr := c.ConsoleAddr
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	return "http://" + addr
+}
+
 // FromEnv returns Default overridden by the environment.
 func FromEnv() (Config, error) {
 	return FromLookup(os.LookupEnv)
@@ -240,6 +300,12 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c := Default()
 	p := parser{lookup: lookup}
 	p.str("DATABASE_URL", &c.DatabaseURL)
+	p.str("HOOKINBOX_INTAKE_DATABASE_URL", &c.IntakeDatabaseURL)
+	p.str("HOOKINBOX_WORKER_DATABASE_URL", &c.WorkerDatabaseURL)
+	p.str("HOOKINBOX_OPERATOR_DATABASE_URL", &c.OperatorDatabaseURL)
+	p.str("HOOKINBOX_INTAKE_DB_PASSWORD", &c.IntakeDBPassword)
+	p.str("HOOKINBOX_WORKER_DB_PASSWORD", &c.WorkerDBPassword)
+	p.str("HOOKINBOX_OPERATOR_DB_PASSWORD", &c.OperatorDBPassword)
 	p.str("TEMPORAL_ADDRESS", &c.TemporalAddress)
 	p.str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
 	p.str("TEMPORAL_API_KEY", &c.TemporalAPIKey)
@@ -250,7 +316,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("TEMPORAL_TLS_SERVER_NAME", &c.TemporalTLSServerName)
 	p.str("HOOKINBOX_TASK_QUEUE", &c.TaskQueue)
 	p.str("HOOKINBOX_HTTP_ADDR", &c.HTTPAddr)
+	p.str("HOOKINBOX_INTERNAL_ADDR", &c.InternalAddr)
 	p.str("HOOKINBOX_WORKER_ADDR", &c.WorkerAddr)
+	p.duration("HOOKINBOX_REQUEST_TIMEOUT", &c.RequestTimeout)
 	p.int64("HOOKINBOX_MAX_BODY_BYTES", &c.MaxBodyBytes)
 	p.duration("HOOKINBOX_SIGNATURE_TOLERANCE", &c.SignatureTolerance)
 	p.duration("HOOKINBOX_ENDPOINT_CACHE_TTL", &c.EndpointCacheTTL)
@@ -295,12 +363,35 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.integer("HOOKINBOX_RETENTION_BATCH", &c.RetentionBatch)
 	p.str("HOOKINBOX_SECRETS_KEY", &c.SecretsKey)
 	p.str("HOOKINBOX_SECRETS_KEY_FILE", &c.SecretsKeyFile)
+	p.str("HOOKINBOX_CONSOLE_ADDR", &c.ConsoleAddr)
+	p.str("HOOKINBOX_TEMPORAL_UI_URL", &c.TemporalUIURL)
+	p.str("HOOKINBOX_CONSOLE_URL", &c.ConsoleURL)
 	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
 	p.str("HOOKINBOX_LOG_LEVEL", &c.LogLevel)
 	if p.err != nil {
 		return Config{}, p.err
 	}
 	return c, c.Validate()
+}
+
+// IntakeDB is the intake's database URL: HOOKINBOX_INTAKE_DATABASE_URL, else
+// DATABASE_URL. The fallback is resolved here, when used, so a caller that
+// sets DatabaseURL after loading (the local stack, the tests) moves both.
+func (c Config) IntakeDB() string { return orElse(c.IntakeDatabaseURL, c.DatabaseURL) }
+
+// WorkerDB is the worker's database URL: HOOKINBOX_WORKER_DATABASE_URL, else
+// DATABASE_URL.
+func (c Config) WorkerDB() string { return orElse(c.WorkerDatabaseURL, c.DatabaseURL) }
+
+// OperatorDB is the read-only operator commands' database URL:
+// HOOKINBOX_OPERATOR_DATABASE_URL, else DATABASE_URL.
+func (c Config) OperatorDB() string { return orElse(c.OperatorDatabaseURL, c.DatabaseURL) }
+
+func orElse(v, fallback string) string {
+	if v != "" {
+		return v
+	}
+	return fallback
 }
 
 // Validate rejects settings that cannot work.
@@ -311,6 +402,15 @@ func (c Config) Validate() error {
 	}
 	if c.TemporalAddress == "" {
 		errs = append(errs, "TEMPORAL_ADDRESS is empty")
+	}
+	if c.ConsoleAddr == c.HTTPAddr || c.ConsoleAddr == c.InternalAddr {
+		errs = append(errs, "HOOKINBOX_CONSOLE_ADDR must differ from HOOKINBOX_HTTP_ADDR and HOOKINBOX_INTERNAL_ADDR")
+	}
+	if c.InternalAddr == c.HTTPAddr {
+		errs = append(errs, "HOOKINBOX_INTERNAL_ADDR must differ from HOOKINBOX_HTTP_ADDR (/metrics and /readyz never go on the public port)")
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, "HOOKINBOX_REQUEST_TIMEOUT must be positive")
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, "HOOKINBOX_MAX_BODY_BYTES must be positive")
@@ -371,6 +471,11 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)
+	}
+	for name, u := range map[string]string{"HOOKINBOX_TEMPORAL_UI_URL": c.TemporalUIURL, "HOOKINBOX_CONSOLE_URL": c.ConsoleURL} {
+		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			errs = append(errs, name+" must be an http:// or https:// URL")
+		}
 	}
 	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
 		errs = append(errs, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together")

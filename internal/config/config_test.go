@@ -25,10 +25,33 @@ func TestFromLookup(t *testing.T) {
 			require.Equal(t, ":8080", c.HTTPAddr)
 			require.Equal(t, 5*time.Minute, c.SignatureTolerance)
 		}},
+		{name: "internal listeners default to loopback", env: nil, check: func(t *testing.T, c Config) {
+			require.Equal(t, "127.0.0.1:9090", c.InternalAddr)
+			require.Equal(t, "127.0.0.1:9091", c.WorkerAddr)
+			require.Equal(t, 5*time.Second, c.RequestTimeout)
+		}},
+		{name: "internal listener overridden", env: map[string]string{"HOOKINBOX_INTERNAL_ADDR": "0.0.0.0:9090", "HOOKINBOX_REQUEST_TIMEOUT": "2s"}, check: func(t *testing.T, c Config) {
+			require.Equal(t, "0.0.0.0:9090", c.InternalAddr)
+			require.Equal(t, 2*time.Second, c.RequestTimeout)
+		}},
+		{name: "internal listener on the public port", env: map[string]string{"HOOKINBOX_INTERNAL_ADDR": ":8080"}, wantErr: "HOOKINBOX_INTERNAL_ADDR"},
 		{name: "overrides", env: map[string]string{"HOOKINBOX_HTTP_ADDR": ":9999", "HOOKINBOX_SIGNATURE_TOLERANCE": "30s", "TEMPORAL_NAMESPACE": "prod"}, check: func(t *testing.T, c Config) {
 			require.Equal(t, ":9999", c.HTTPAddr)
 			require.Equal(t, 30*time.Second, c.SignatureTolerance)
 			require.Equal(t, "prod", c.TemporalNamespace)
+		}},
+		{name: "process database URLs fall back to DATABASE_URL", env: map[string]string{"DATABASE_URL": "postgres://owner@db/h"}, check: func(t *testing.T, c Config) {
+			require.Equal(t, "postgres://owner@db/h", c.IntakeDB())
+			require.Equal(t, "postgres://owner@db/h", c.WorkerDB())
+			require.Equal(t, "postgres://owner@db/h", c.OperatorDB())
+		}},
+		{name: "each process its own database URL", env: map[string]string{"DATABASE_URL": "postgres://owner@db/h",
+			"HOOKINBOX_INTAKE_DATABASE_URL": "postgres://hookinbox_intake@db/h", "HOOKINBOX_WORKER_DATABASE_URL": "postgres://hookinbox_worker@db/h",
+			"HOOKINBOX_OPERATOR_DATABASE_URL": "postgres://hookinbox_operator@db/h"}, check: func(t *testing.T, c Config) {
+			require.Equal(t, "postgres://hookinbox_intake@db/h", c.IntakeDB())
+			require.Equal(t, "postgres://hookinbox_worker@db/h", c.WorkerDB())
+			require.Equal(t, "postgres://hookinbox_operator@db/h", c.OperatorDB())
+			require.Equal(t, "postgres://owner@db/h", c.DatabaseURL)
 		}},
 		{name: "bad duration names the variable", env: map[string]string{"HOOKINBOX_SWEEP_AFTER": "soon"}, wantErr: "HOOKINBOX_SWEEP_AFTER"},
 		{name: "bad log format", env: map[string]string{"HOOKINBOX_LOG_FORMAT": "xml"}, wantErr: "HOOKINBOX_LOG_FORMAT"},

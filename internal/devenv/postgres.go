@@ -34,6 +34,7 @@ type PostgresOptions struct {
 type Postgres struct {
 	Port    int
 	Dir     string
+	opts    PostgresOptions
 	started *proc
 }
 
@@ -64,7 +65,7 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 		o.Log = io.Discard
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(o.Port)
-	pg := &Postgres{Port: o.Port, Dir: o.Dir}
+	pg := &Postgres{Port: o.Port, Dir: o.Dir, opts: o}
 	if listening(addr) {
 		fmt.Fprintf(o.Progress, "postgres: reusing the server already on %s\n", addr)
 		return pg, pg.waitReady(ctx, 30*time.Second)
@@ -189,4 +190,18 @@ func (p *Postgres) Stop() error {
 		return nil
 	}
 	return p.started.stop(syscall.SIGINT, 30*time.Second)
+}
+
+// Restart starts a server this process stopped again, on the same data
+// directory and port (outage tests: Stop, wait, Restart).
+func (p *Postgres) Restart(ctx context.Context) error {
+	if p.started == nil {
+		return errors.New("postgres: not started by this process")
+	}
+	np, err := StartPostgres(ctx, p.opts)
+	if err != nil {
+		return err
+	}
+	p.started = np.started
+	return nil
 }

@@ -57,6 +57,8 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 
 func (t *Temporal) start(ctx context.Context) error {
 	o := t.opts
+	// Loopback only: gRPC, the UI, and the HTTP API and metrics ports the
+	// dev server opens on --ip.
 	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(o.Port),
 		"--log-level", "warn",
 		// WAL and synchronous=normal: ~3× the throughput of the default
@@ -64,7 +66,9 @@ func (t *Temporal) start(ctx context.Context) error {
 		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
 	}
 	if o.UIPort > 0 {
-		args = append(args, "--ui-port", strconv.Itoa(o.UIPort))
+		// The UI follows --ip by default; said explicitly so that no
+		// future default opens it wider.
+		args = append(args, "--ui-ip", "127.0.0.1", "--ui-port", strconv.Itoa(o.UIPort))
 	} else {
 		args = append(args, "--headless")
 	}

@@ -13,6 +13,9 @@ type Divergence struct {
 	LocalValue    string `json:"local_value"`
 	ProviderValue string `json:"provider_value"`
 	Corrected     bool   `json:"corrected"`
+	// SameVersion: found between two states carrying the same provider
+	// version (different content under one version), never corrected.
+	SameVersion bool `json:"same_version,omitempty"`
 }
 
 // Backlog is the state of the work: what operators watch.
@@ -24,4 +27,6 @@ type Backlog struct {
 	QuarantineOpen   int64            `json:"quarantine_open"`
 	Outbox           map[string]int64 `json:"outbox"`
 	Divergences24h   int64            `json:"divergences_24h"`
+	// SameVersionDivergences24h of them were at the same provider version.
+	SameVersionDivergences24h int64 `json:"same_version_divergences_24h"`
 }

@@ -3,6 +3,7 @@ package keys
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -95,4 +96,17 @@ type ResourceInput struct {
 	Resource Resource `json:"resource"`
 	Settings Settings `json:"settings"`
 	Carry    Carry    `json:"carry"`
+}
+
+// ConsoleResourcePath is the operator console's page of a resource, relative
+// to the console's base URL: the resource workflow's details in the Temporal
+// UI link there, and the console links back to the workflow.
+func ConsoleResourcePath(r Resource) string {
+	return "/resources/" + url.PathEscape(r.String())
+}
+
+// TemporalUIWorkflowURL is the Temporal UI page of a workflow (its latest
+// run), under the UI's base URL.
+func TemporalUIWorkflowURL(base, namespace, workflowID string) string {
+	return strings.TrimRight(base, "/") + "/namespaces/" + url.PathEscape(namespace) + "/workflows/" + url.PathEscape(workflowID)
 }

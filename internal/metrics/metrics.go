@@ -26,7 +26,9 @@ type Metrics struct {
 	EventRetries   *prometheus.CounterVec // kind
 	SweepResignals prometheus.Counter
 	Divergences    *prometheus.CounterVec // kind, field
-	OutboxSends    *prometheus.CounterVec // class, result
+	// SameVersionDivergences: provider, field.
+	SameVersionDivergences *prometheus.CounterVec
+	OutboxSends            *prometheus.CounterVec // class, result
 }
 
 // New registers the collectors (and the Go and process collectors) on a
@@ -38,7 +40,7 @@ func New() *Metrics {
 		Registry: r,
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_intake_requests_total",
-			Help: "Webhook deliveries by endpoint, provider and outcome (accepted, duplicate, ignored, quarantined, unauthorized, not_found, too_large, malformed, unavailable).",
+			Help: "Webhook deliveries by endpoint, provider and outcome (accepted, duplicate, ignored, quarantined, unauthorized, not_found, too_large, malformed, unavailable, timeout); endpoint is \"unknown\" for a slug that is not a registered endpoint's.",
 		}, []string{"endpoint", "provider", "outcome"}),
 		AckSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookinbox_intake_ack_seconds",
@@ -55,7 +57,7 @@ func New() *Metrics {
 		}),
 		EventsHandled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_events_handled_total",
-			Help: "Inbox events finished by the worker, by handler and final status.",
+			Help: "Inbox events finished by the worker, by handler and final status; status no_handler counts each look at an event left pending because this worker has no handler for its routed type.",
 		}, []string{"handler", "status"}),
 		EventRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_event_retries_total",
@@ -69,12 +71,16 @@ func New() *Metrics {
 			Name: "hookinbox_reconcile_divergences_total",
 			Help: "Differences reconciliation found between local state and the provider, by resource kind and field.",
 		}, []string{"kind", "field"}),
+		SameVersionDivergences: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_same_version_divergences_total",
+			Help: "Snapshots whose content differs from the projection at the same provider version (not applied; recorded in reconcile_divergences to investigate), by provider and field.",
+		}, []string{"provider", "field"}),
 		OutboxSends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_outbox_sends_total",
 			Help: "Outbox send attempts by operation class and result (sent, found, pending: not delivered, uncertain: outcome unknown, held, rejected).",
 		}, []string{"class", "result"}),
 	}
 	r.MustRegister(m.Requests, m.AckSeconds, m.HandoffSignals, m.HandoffQueueSize,
-		m.EventsHandled, m.EventRetries, m.SweepResignals, m.Divergences, m.OutboxSends)
+		m.EventsHandled, m.EventRetries, m.SweepResignals, m.Divergences, m.SameVersionDivergences, m.OutboxSends)
 	return m
 }

@@ -13,7 +13,8 @@ type Backlog = keys.Backlog
 
 // ReadBacklog counts pending, exhausted and failed inbox rows, the age of the
 // oldest pending one, open quarantine entries, outbox rows by status and the
-// divergences found in the last 24 hours, in one round trip.
+// divergences found in the last 24 hours (and how many of them at the same
+// provider version), in one round trip.
 func ReadBacklog(ctx context.Context, db DB) (Backlog, error) {
 	b := Backlog{Outbox: map[string]int64{}}
 	var oldest *float64
@@ -26,8 +27,9 @@ func ReadBacklog(ctx context.Context, db DB) (Backlog, error) {
 		  (SELECT count(*) FROM webhook_inbox WHERE status = 'failed'),
 		  (SELECT count(*) FROM inbox_quarantine WHERE resolved_at IS NULL),
 		  (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (SELECT status, count(*) AS n FROM outbox GROUP BY status) o),
-		  (SELECT count(*) FROM reconcile_divergences WHERE detected_at > now() - interval '24 hours')`,
-	).Scan(&b.Pending, &oldest, &b.Exhausted, &b.Failed, &b.QuarantineOpen, &outbox, &b.Divergences24h)
+		  (SELECT count(*) FROM reconcile_divergences WHERE detected_at > now() - interval '24 hours'),
+		  (SELECT count(*) FROM reconcile_divergences WHERE same_version AND detected_at > now() - interval '24 hours')`,
+	).Scan(&b.Pending, &oldest, &b.Exhausted, &b.Failed, &b.QuarantineOpen, &outbox, &b.Divergences24h, &b.SameVersionDivergences24h)
 	if err != nil {
 		return b, fmt.Errorf("read backlog: %w", err)
 	}

@@ -372,7 +372,10 @@ type APIEndpoint struct {
 }
 
 // FindAPIEndpoint finds an endpoint of provider and environment that links
-// account and has an API key (reconciliation asks the provider through it).
+// account and has an API key (reconciliation asks the provider through it),
+// the first by slug. Its WorkspaceID is the account's workspace on that
+// endpoint: links on several endpoints agree (Link refuses otherwise), but
+// older ones may not, so a caller with a projection keeps the projection's.
 func FindAPIEndpoint(ctx context.Context, db DB, provider, account, env string) (APIEndpoint, error) {
 	var e APIEndpoint
 	err := db.QueryRow(ctx, `
@@ -394,9 +397,9 @@ func InsertDivergences(ctx context.Context, tx pgx.Tx, provider, account, env, k
 	for _, d := range ds {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO reconcile_divergences (provider, source_account, environment, resource_kind, resource_id,
-				field, local_value, provider_value, corrected, detected_by)
-			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10)`,
-			provider, account, env, kind, id, d.Field, d.LocalValue, d.ProviderValue, d.Corrected, detectedBy); err != nil {
+				field, local_value, provider_value, corrected, detected_by, same_version)
+			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, $11)`,
+			provider, account, env, kind, id, d.Field, d.LocalValue, d.ProviderValue, d.Corrected, detectedBy, d.SameVersion); err != nil {
 			return fmt.Errorf("insert divergence of %s: %w", id, err)
 		}
 	}

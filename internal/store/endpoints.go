@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,8 +22,9 @@ type Endpoint struct {
 	// Account is the endpoint's own account; "" means the only linked account.
 	Account    string
 	APIBaseURL string
-	// APIKey is opened only by GetEndpoint: the intake's GetIntakeEndpoint
-	// and ListEndpoints never read it (HasAPIKey says whether one is set).
+	// APIKey is opened by GetEndpoint, GetProviderEndpoint and
+	// ListEndpoints; the intake's GetIntakeEndpoint never reads it (nor may
+	// its role). HasAPIKey says whether one is set.
 	APIKey    string
 	HasAPIKey bool
 	Settings  keys.EndpointSettings
@@ -198,22 +200,124 @@ func (s *Store) DeleteSecret(ctx context.Context, slug string, id int64) error {
 	})
 }
 
-// LinkAccount maps a source account of an endpoint to a workspace, creating
-// the workspace if it is new. Relinking moves the account.
+// LinkResult says what a link did to the endpoint's routing.
+type LinkResult struct {
+	// OwnAccount is the account of the endpoint's events that name none
+	// ("" when they have none and are quarantined as unknown_account).
+	OwnAccount string
+	// OwnAccountImplicit: the endpoint names no own account, so OwnAccount
+	// is its single linked account (a second link pins it, see
+	// PinnedOwnAccount).
+	OwnAccountImplicit bool
+	// PinnedOwnAccount: this was the endpoint's second link and the
+	// endpoint named no own account, so the first link, which received the
+	// events that name no account, is now recorded as its own account: they
+	// keep going there instead of becoming unknown_account.
+	PinnedOwnAccount bool
+	// PreviousWorkspace is the workspace the account was linked to on this
+	// endpoint before ("" for a new link).
+	PreviousWorkspace string
+}
+
+// LinkAccount is Link without its result.
 func (s *Store) LinkAccount(ctx context.Context, slug, account, workspace string) error {
-	return s.Tx(ctx, func(tx pgx.Tx) error {
+	_, err := s.Link(ctx, slug, account, workspace)
+	return err
+}
+
+// Link maps a source account of an endpoint to a workspace, creating the
+// workspace if it is new. Relinking moves the account. One account of a
+// provider and environment has one workspace: a link that would give it
+// another one than it has on a sibling endpoint is refused with what to do
+// (projections and grants are keyed by account, so the tenant would depend
+// on the endpoint asked). A second link on an endpoint that names no own
+// account pins the first as its own account (LinkResult.PinnedOwnAccount).
+func (s *Store) Link(ctx context.Context, slug, account, workspace string) (LinkResult, error) {
+	var res LinkResult
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		var provider, env, own string
+		err := tx.QueryRow(ctx, `SELECT provider, environment, coalesce(account, '') FROM endpoints WHERE slug = $1 FOR UPDATE`,
+			slug).Scan(&provider, &env, &own)
+		if err != nil {
+			return fmt.Errorf("endpoint %q: %w", slug, interpret(err))
+		}
+		// Serialize links of this account across endpoints, so two
+		// concurrent links cannot each miss the other's workspace.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+			"account_links/"+provider+"/"+env+"/"+account); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT l.endpoint_slug, l.workspace_id FROM account_links l JOIN endpoints e ON e.slug = l.endpoint_slug
+			 WHERE e.provider = $1 AND e.environment = $2 AND l.account = $3 AND l.endpoint_slug <> $4 AND l.workspace_id <> $5
+			 ORDER BY l.endpoint_slug`, provider, env, account, slug, workspace)
+		if err != nil {
+			return err
+		}
+		others, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Slug, Workspace string }])
+		if err != nil {
+			return err
+		}
+		if len(others) > 0 {
+			o := others[0]
+			unlink := make([]string, len(others))
+			for i, x := range others {
+				unlink[i] = "hookinbox endpoints unlink --slug " + x.Slug + " --account " + account
+			}
+			return fmt.Errorf("account %s is already linked to workspace %s on endpoint %s (%s, %s): one account has one workspace, "+
+				"or its projections and grants would change tenant with the endpoint that reports them. Link it to the same "+
+				"workspace (hookinbox endpoints link --slug %s --account %s --workspace %s), or move it everywhere: %s, "+
+				"then link it here and there again", account, o.Workspace, o.Slug, provider, env, slug, account, o.Workspace,
+				strings.Join(unlink, "; "))
+		}
+		var links []string
+		var previous *string
+		if err := tx.QueryRow(ctx, `
+			SELECT coalesce(array_agg(account ORDER BY account), '{}'),
+			       (SELECT workspace_id FROM account_links WHERE endpoint_slug = $1 AND account = $2)
+			  FROM account_links WHERE endpoint_slug = $1`, slug, account).Scan(&links, &previous); err != nil {
+			return err
+		}
+		if previous != nil && *previous != workspace {
+			res.PreviousWorkspace = *previous
+		}
+		if own == "" && len(links) == 1 && links[0] != account {
+			// The single link received the events that name no account:
+			// keep them there rather than make them unknown.
+			if _, err := tx.Exec(ctx, `UPDATE endpoints SET account = $2 WHERE slug = $1`, slug, links[0]); err != nil {
+				return fmt.Errorf("pin own account: %w", err)
+			}
+			own, res.PinnedOwnAccount = links[0], true
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO workspaces (id) VALUES ($1) ON CONFLICT DO NOTHING`, workspace); err != nil {
 			return fmt.Errorf("create workspace: %w", err)
 		}
-		_, err := tx.Exec(ctx, `
+		if _, err := tx.Exec(ctx, `
 			INSERT INTO account_links (endpoint_slug, account, workspace_id) VALUES ($1, $2, $3)
 			ON CONFLICT (endpoint_slug, account) DO UPDATE SET workspace_id = EXCLUDED.workspace_id`,
-			slug, account, workspace)
-		if IsForeignKeyViolation(err) {
-			return fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
+			slug, account, workspace); err != nil {
+			return fmt.Errorf("link account: %w", err)
 		}
-		return err
+		res.OwnAccount = own
+		if own == "" && (len(links) == 0 || (len(links) == 1 && links[0] == account)) {
+			res.OwnAccount, res.OwnAccountImplicit = account, true
+		}
+		return nil
 	})
+	return res, err
+}
+
+// SetOwnAccount names the endpoint's own account: the source account of
+// its events that name none.
+func (s *Store) SetOwnAccount(ctx context.Context, slug, account string) error {
+	tag, err := s.Pool.Exec(ctx, `UPDATE endpoints SET account = NULLIF($2, '') WHERE slug = $1`, slug, account)
+	if err != nil {
+		return fmt.Errorf("set own account of %q: %w", slug, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
+	}
+	return nil
 }
 
 // UnlinkAccount removes an account mapping.
@@ -241,21 +345,25 @@ func (s *Store) DeleteEndpoint(ctx context.Context, slug string) error {
 	return nil
 }
 
-// endpointQuery selects endpoints with their secrets and links in one
-// query. Without withAPIKey it never names the API key columns, so a
-// database role without the privilege to read them can still run it.
-func endpointQuery(withAPIKey bool, rest string) string {
-	apiKey := `NULL::text, NULL::bytea, NULL::text, false`
-	if withAPIKey {
-		apiKey = `e.api_key, e.api_key_sealed, e.api_key_key_id, (e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL)`
+// endpointColumns is what scanEndpoint reads. The intake's role may read
+// no API key column (plain or sealed, nor api_base_url) and the worker's may
+// not read endpoint_secrets, so each asks for its part only; the rest scans
+// empty.
+func endpointColumns(withAPI, withSecrets bool) string {
+	api := `'', NULL::text, NULL::bytea, NULL::text, false`
+	if withAPI {
+		api = `coalesce(e.api_base_url, ''), e.api_key, e.api_key_sealed, e.api_key_key_id,
+	(e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL)`
 	}
-	return `SELECT e.slug, e.provider, e.environment, coalesce(e.account, ''), coalesce(e.api_base_url, ''),
-	` + apiKey + `, e.settings, e.created_at,
-	coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'sealed', encode(s.secret_sealed, 'hex'),
+	secrets := `'[]'::json`
+	if withSecrets {
+		secrets = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'sealed', encode(s.secret_sealed, 'hex'),
 	          'key_id', s.secret_key_id, 'accounts', s.accounts, 'created_at', s.created_at) ORDER BY s.id)
-	          FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]'),
-	coalesce((SELECT json_object_agg(l.account, l.workspace_id) FROM account_links l WHERE l.endpoint_slug = e.slug), '{}')
-	FROM endpoints e ` + rest
+	          FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
+	}
+	return `e.slug, e.provider, e.environment, coalesce(e.account, ''), ` + api + `, e.settings, e.created_at,
+	` + secrets + `,
+	coalesce((SELECT json_object_agg(l.account, l.workspace_id) FROM account_links l WHERE l.endpoint_slug = e.slug), '{}')`
 }
 
 type secretRow struct {
@@ -313,38 +421,48 @@ func scanEndpoint(row pgx.Row, kr *secretbox.Keyring, openAPIKey bool) (*Endpoin
 	return &e, nil
 }
 
-// GetEndpoint loads one endpoint with its secrets, links and API key in one
-// query: what fetching from the provider needs.
+// GetEndpoint loads one endpoint with its secrets, links and API
+// credentials in one query (the owner's CLI).
 func (s *Store) GetEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
-	e, err := scanEndpoint(s.Pool.QueryRow(ctx, endpointQuery(true, `WHERE e.slug = $1`), slug), s.Keys, true)
-	if err != nil {
-		return nil, fmt.Errorf("endpoint %q: %w", slug, err)
-	}
-	return e, nil
+	return s.getEndpoint(ctx, slug, true, true)
 }
 
-// GetIntakeEndpoint loads what admitting a delivery needs (settings,
-// secrets, links) and never the API key: its query does not name the key's
-// columns, so the intake never holds a provider API key.
+// GetIntakeEndpoint loads what verifying and mapping a delivery needs: the
+// endpoint with its signing secrets (opened with s.Keys) and links, and
+// never its API credentials: its query does not name the API key columns
+// (plain or sealed), which the intake's role cannot read, so the intake
+// never holds a provider API key.
 func (s *Store) GetIntakeEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
-	e, err := scanEndpoint(s.Pool.QueryRow(ctx, endpointQuery(false, `WHERE e.slug = $1`), slug), s.Keys, false)
+	return s.getEndpoint(ctx, slug, false, true)
+}
+
+// GetProviderEndpoint loads what calling the provider API needs: the
+// endpoint with its API credentials (opened with s.Keys) and links, without
+// its signing secrets (the worker's role cannot read endpoint_secrets).
+func (s *Store) GetProviderEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
+	return s.getEndpoint(ctx, slug, true, false)
+}
+
+func (s *Store) getEndpoint(ctx context.Context, slug string, withAPI, withSecrets bool) (*Endpoint, error) {
+	e, err := scanEndpoint(s.Pool.QueryRow(ctx, `SELECT `+endpointColumns(withAPI, withSecrets)+` FROM endpoints e WHERE e.slug = $1`, slug),
+		s.Keys, withAPI)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %q: %w", slug, err)
 	}
 	return e, nil
 }
 
-// ListEndpoints loads every endpoint, by slug, with its secrets; API keys
-// are not opened (HasAPIKey says which have one).
+// ListEndpoints loads every endpoint, by slug, with its secrets and API
+// key opened (the owner's listing shows their fingerprints, never values).
 func (s *Store) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
-	rows, err := s.Pool.Query(ctx, endpointQuery(true, `ORDER BY e.slug`))
+	rows, err := s.Pool.Query(ctx, `SELECT `+endpointColumns(true, true)+` FROM endpoints e ORDER BY e.slug`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []*Endpoint
 	for rows.Next() {
-		e, err := scanEndpoint(rows, s.Keys, false)
+		e, err := scanEndpoint(rows, s.Keys, true)
 		if err != nil {
 			return nil, err
 		}

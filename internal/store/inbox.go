@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,9 +48,11 @@ type InsertOutcome int
 const (
 	// Inserted means a new row was committed.
 	Inserted InsertOutcome = iota + 1
-	// Duplicate means the key existed with the same body; nothing changed.
+	// Duplicate means the key existed with the same body, or (Equivalent)
+	// with another serialization of the same event; nothing changed.
 	Duplicate
-	// Conflict means the key existed with another body; nothing changed.
+	// Conflict means the key existed with another body that is not the
+	// same event; nothing changed.
 	Conflict
 	// BodyReplay means the event key is new but the endpoint already has the
 	// same body (InboxEvent.DedupBody): a replay under a new delivery id;
@@ -76,11 +79,44 @@ type InsertResult struct {
 	Outcome        InsertOutcome
 	ID             int64
 	ExistingStatus string
+	// ExistingOrigin is the existing row's origin (Duplicate, Conflict).
+	ExistingOrigin string
+	// Equivalent: a Duplicate whose bytes differ from the existing row's,
+	// accepted as the same event because one of the two came from the
+	// backfill (see sameEvent).
+	Equivalent bool
+}
+
+// existingRow is what InsertInboxEvent reads of the row that holds the key.
+type existingRow struct {
+	hash                           []byte
+	status, origin                 string
+	eventType, resourceKind, resID string
+	version                        *int64
+	occurredAt                     *time.Time
+}
+
+// sameEvent reports whether a row that holds an event key and a newcomer
+// with different bytes are one event: only when one of the two came from
+// the backfill (the provider's list API serializes an event in its own
+// layout and API version, unlike the webhook the sender signed), and the
+// provider's identity of the event agrees: type, object kind and id, and
+// the created time and version where both rows know them. Two deliveries of the sender (a webhook, a
+// re-admitted one) are its own bytes, so any difference is a conflict.
+func (r existingRow) sameEvent(e *InboxEvent, origin string) bool {
+	if r.origin != keys.OriginBackfill && origin != keys.OriginBackfill {
+		return false
+	}
+	return r.eventType == e.EventType && r.resourceKind == e.ResourceKind && r.resID == e.ResourceID &&
+		(r.version == nil || e.ProviderVersion == nil || *r.version == *e.ProviderVersion) &&
+		(r.occurredAt == nil || e.OccurredAt == nil || r.occurredAt.Equal(*e.OccurredAt))
 }
 
 // InsertInboxEvent commits one inbox row, settling races with the UNIQUE
-// event key (never a prior SELECT). When the key exists it compares body
-// hashes and leaves the existing row untouched either way.
+// event key (never a prior SELECT). When the key exists it leaves the
+// existing row untouched and says whether the newcomer is a Duplicate (the
+// same body hash, or the same event serialized by another origin: see
+// sameEvent) or a Conflict.
 func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, error) {
 	origin := e.Origin
 	if origin == "" {
@@ -101,8 +137,8 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 	}
 	var id int64
 	var inserted, replayed bool
-	var existingHash []byte
-	var existingStatus *string
+	var x existingRow
+	var existingStatus, existingOrigin, existingType, existingKind, existingResID *string
 	// One round trip: insert, or read the row that won (the event key's
 	// first, else the same body's). The read sees the statement's snapshot,
 	// so a row committed by a concurrent insert after it began is read again
@@ -116,44 +152,59 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 			ON CONFLICT DO NOTHING
 			RETURNING id
 		)
-		SELECT id, true, NULL::bytea, NULL::text, false FROM ins
+		SELECT id, true, NULL::bytea, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::timestamptz, false FROM ins
 		UNION ALL
-		(SELECT id, false, body_sha256, status, replayed FROM (
-			SELECT id, body_sha256, status, false AS replayed FROM webhook_inbox
-			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
-			UNION ALL
-			SELECT id, body_sha256, status, true FROM webhook_inbox
-			 WHERE $19::bytea IS NOT NULL AND endpoint_slug = $5 AND replay_sha256 = $19
-		) won WHERE NOT EXISTS (SELECT 1 FROM ins) ORDER BY replayed LIMIT 1)`,
+		(SELECT * FROM (`+wonRows+`) won WHERE NOT EXISTS (SELECT 1 FROM ins) ORDER BY replayed LIMIT 1)`,
 		e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug,
 		e.WorkspaceID, e.EventType, e.ResourceKind, e.ResourceID, e.ProviderVersion, e.OccurredAt,
 		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, replaySHA,
-	).Scan(&id, &inserted, &existingHash, &existingStatus, &replayed)
+	).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version,
+		&x.occurredAt, &replayed)
 	if err == pgx.ErrNoRows {
-		existingStatus = new(string)
 		err = db.QueryRow(ctx, `
-			SELECT id, body_sha256, status, replayed FROM (
-				SELECT id, body_sha256, status, false AS replayed FROM webhook_inbox
-				 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
-				UNION ALL
-				SELECT id, body_sha256, status, true FROM webhook_inbox
-				 WHERE $6::bytea IS NOT NULL AND endpoint_slug = $5 AND replay_sha256 = $6
-			) won ORDER BY replayed LIMIT 1`,
+			SELECT * FROM (`+strings.NewReplacer("$19", "$6").Replace(wonRows)+`) won ORDER BY replayed LIMIT 1`,
 			e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug, replaySHA,
-		).Scan(&id, &existingHash, existingStatus, &replayed)
+		).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version,
+			&x.occurredAt, &replayed)
 	}
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert inbox event %s: %w", e.Key, err)
 	}
-	switch {
-	case inserted:
+	if inserted {
 		return InsertResult{Outcome: Inserted, ID: id}, nil
-	case replayed:
-		return InsertResult{Outcome: BodyReplay, ID: id, ExistingStatus: *existingStatus}, nil
-	case bytes.Equal(existingHash, e.BodySHA256):
-		return InsertResult{Outcome: Duplicate, ID: id, ExistingStatus: *existingStatus}, nil
 	}
-	return InsertResult{Outcome: Conflict, ID: id, ExistingStatus: *existingStatus}, nil
+	x.status, x.origin, x.eventType, x.resourceKind, x.resID = deref(existingStatus), deref(existingOrigin),
+		deref(existingType), deref(existingKind), deref(existingResID)
+	if replayed {
+		return InsertResult{Outcome: BodyReplay, ID: id, ExistingStatus: x.status, ExistingOrigin: x.origin}, nil
+	}
+	res := InsertResult{Outcome: Conflict, ID: id, ExistingStatus: x.status, ExistingOrigin: x.origin}
+	switch {
+	case bytes.Equal(x.hash, e.BodySHA256):
+		res.Outcome = Duplicate
+	case x.sameEvent(e, origin):
+		res.Outcome, res.Equivalent = Duplicate, true
+	}
+	return res, nil
+}
+
+// existingColumns is what InsertInboxEvent reads of an existing row.
+const existingColumns = `id, false, body_sha256, status, origin, event_type, resource_kind, resource_id, provider_version, occurred_at`
+
+// wonRows are the rows that hold an event key ($1–$4) or, for a body that
+// dedups ($19 not NULL), its body on endpoint $5 (replayed).
+const wonRows = `
+			SELECT ` + existingColumns + `, false AS replayed FROM webhook_inbox
+			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+			UNION ALL
+			SELECT ` + existingColumns + `, true FROM webhook_inbox
+			 WHERE $19::bytea IS NOT NULL AND endpoint_slug = $5 AND replay_sha256 = $19`
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // BodySeen reports whether endpoint slug already holds body sha under an
@@ -358,6 +409,23 @@ func RecordInboxFailure(ctx context.Context, db DB, k keys.Event, lastErr string
 		return fmt.Errorf("record failure of %s: %w", k, err)
 	}
 	return nil
+}
+
+// DeferInboxEvent leaves a pending row pending with lastErr as its reason,
+// due again at next, without counting an attempt: nothing was tried (no
+// handler for its type in this worker). A row completed elsewhere is left
+// alone. It reports whether the row changed.
+func DeferInboxEvent(ctx context.Context, db DB, k keys.Event, lastErr string, next time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `
+		UPDATE webhook_inbox
+		   SET last_error = $5, next_attempt_at = $6
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+		   AND status = 'pending'`,
+		k.Provider, k.Account, k.Environment, k.EventID, lastErr, next)
+	if err != nil {
+		return false, fmt.Errorf("defer %s: %w", k, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // StopInboxEvent ends retrying a pending row: failed (a validation error)

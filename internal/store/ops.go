@@ -99,19 +99,50 @@ func ListOperatorActions(ctx context.Context, db DB, ref string, limit int) ([]O
 // InboxFilter selects inbox rows for the operator. Zero values do not filter.
 type InboxFilter struct {
 	// Statuses: any of these.
-	Statuses []string
-	Provider string
-	Account  string
+	Statuses  []string `json:"statuses,omitempty"`
+	Provider  string   `json:"provider,omitempty"`
+	Account   string   `json:"account,omitempty"`
+	Workspace string   `json:"workspace,omitempty"`
+	EventType string   `json:"event_type,omitempty"`
 	// Resource is "kind/id" or just an id: it matches the kind and id, or
 	// the whole string as an id (GitHub ids such as "octo/repo" contain '/').
-	Resource string
-	Endpoint string
+	Resource string `json:"resource,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
 	// OlderThan: received more than this long ago.
-	OlderThan time.Duration
+	OlderThan time.Duration `json:"older_than,omitempty"`
 	// Since: received within this long.
-	Since time.Duration
+	Since time.Duration `json:"since,omitempty"`
+	// From and To bound received_at absolutely: From <= received_at < To.
+	From time.Time `json:"from,omitzero"`
+	To   time.Time `json:"to,omitzero"`
+	// Before continues a listing after its last row (newest-first order).
+	Before *InboxCursor `json:"-"`
 	// Limit is required (at least 1).
-	Limit int
+	Limit int `json:"limit,omitempty"`
+}
+
+// InboxCursor is the position of a row in the newest-first listing.
+type InboxCursor struct {
+	ReceivedAt time.Time
+	ID         int64
+}
+
+// Absolute returns f with its relative ages (Since, OlderThan) turned into
+// From and To at now, so a stored selection means the same rows later.
+func (f InboxFilter) Absolute(now time.Time) InboxFilter {
+	if f.Since > 0 {
+		if from := now.Add(-f.Since); from.After(f.From) {
+			f.From = from
+		}
+		f.Since = 0
+	}
+	if f.OlderThan > 0 {
+		if to := now.Add(-f.OlderThan); f.To.IsZero() || to.Before(f.To) {
+			f.To = to
+		}
+		f.OlderThan = 0
+	}
+	return f
 }
 
 // InboxSummary is an inbox row as listed: everything but the payload.
@@ -139,8 +170,9 @@ func (s *InboxSummary) Resource() keys.Resource {
 		Kind: s.ResourceKind, ID: s.ResourceID}
 }
 
-// where builds the filter's conditions with bound parameters.
-func (f InboxFilter) where() (string, []any) {
+// where builds the filter's conditions with bound parameters; each extra
+// condition is built with the same argument numbering.
+func (f InboxFilter) where(extra ...func(arg func(any) string) string) (string, []any) {
 	var conds []string
 	var args []any
 	arg := func(v any) string {
@@ -172,6 +204,24 @@ func (f InboxFilter) where() (string, []any) {
 	}
 	if f.Since > 0 {
 		conds = append(conds, "received_at >= now() - make_interval(secs => "+arg(f.Since.Seconds())+")")
+	}
+	if f.Workspace != "" {
+		conds = append(conds, "workspace_id = "+arg(f.Workspace))
+	}
+	if f.EventType != "" {
+		conds = append(conds, "event_type = "+arg(f.EventType))
+	}
+	if !f.From.IsZero() {
+		conds = append(conds, "received_at >= "+arg(f.From))
+	}
+	if !f.To.IsZero() {
+		conds = append(conds, "received_at < "+arg(f.To))
+	}
+	if f.Before != nil {
+		conds = append(conds, "(received_at, id) < ("+arg(f.Before.ReceivedAt)+"::timestamptz, "+arg(f.Before.ID)+"::bigint)")
+	}
+	for _, c := range extra {
+		conds = append(conds, c(arg))
 	}
 	if len(conds) == 0 {
 		return "", args
@@ -234,12 +284,19 @@ type InboxDetail struct {
 func InspectInboxEvent(ctx context.Context, db DB, k keys.Event, withPayload bool) (*InboxDetail, error) {
 	var d InboxDetail
 	var size *int
+	// The size comes from a view, and the payload column is named only when
+	// asked for: the operator's role may read it only as a member of
+	// RolePayloadReader.
+	payload := "NULL::bytea"
+	if withPayload {
+		payload = "payload"
+	}
 	err := db.QueryRow(ctx, `
 		SELECT `+inboxSummaryColumns+`, provider_version, occurred_at, body_sha256, coalesce(secret_id, 0),
-		       octet_length(payload), CASE WHEN $5 THEN payload END
+		       (SELECT s.payload_bytes FROM webhook_inbox_payload_size s WHERE s.id = webhook_inbox.id), `+payload+`
 		  FROM webhook_inbox
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4`,
-		k.Provider, k.Account, k.Environment, k.EventID, withPayload).Scan(
+		k.Provider, k.Account, k.Environment, k.EventID).Scan(
 		&d.ID, &d.Key.Provider, &d.Key.Account, &d.Key.Environment, &d.Key.EventID,
 		&d.EndpointSlug, &d.WorkspaceID, &d.EventType, &d.ResourceKind, &d.ResourceID, &d.Origin,
 		&d.Status, &d.Attempts, &d.LastError, &d.Note, &d.NextAttemptAt, &d.ReceivedAt, &d.ProcessedAt,
@@ -425,7 +482,9 @@ type QuarantineItem struct {
 
 const quarantineColumns = `id, endpoint_slug, provider, coalesce(source_account, ''), coalesce(environment, ''),
 	coalesce(event_id, ''), reason, detail, body_sha256, headers, received_at, resolved_at,
-	coalesce(resolved_by, ''), coalesce(resolution, ''), coalesce(octet_length(payload), 0), coalesce(secret_id, 0)`
+	coalesce(resolved_by, ''), coalesce(resolution, ''),
+	coalesce((SELECT s.payload_bytes FROM inbox_quarantine_payload_size s WHERE s.id = inbox_quarantine.id), 0),
+	coalesce(secret_id, 0)`
 
 func scanQuarantine(row pgx.Row, withPayload bool) (*QuarantineItem, error) {
 	var q QuarantineItem

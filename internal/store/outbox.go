@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,7 +30,7 @@ type OutboxRow struct {
 	Destination   string          `json:"destination"`
 	WorkspaceID   string          `json:"workspace_id"`
 	ResourceKey   string          `json:"resource_key"`
-	Payload       json.RawMessage `json:"payload"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
 	Status        string          `json:"status"`
 	Policy        string          `json:"policy,omitempty"`
 	Attempts      int             `json:"attempts"`
@@ -62,9 +63,12 @@ func GetOutbox(ctx context.Context, db DB, id int64) (*OutboxRow, error) {
 	return o, nil
 }
 
-// ListOutbox lists outbox rows, newest first, optionally of one status.
+// ListOutbox lists outbox rows, newest first, optionally of one status,
+// without their payloads (the operator's role may read outbox.payload only as
+// a member of RolePayloadReader; GetOutbox reads one row whole).
 func ListOutbox(ctx context.Context, db DB, status string, limit int) ([]*OutboxRow, error) {
-	rows, err := db.Query(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE ($1 = '' OR status = $1) ORDER BY id DESC LIMIT $2`, status, limit)
+	cols := strings.Replace(outboxColumns, "resource_key, payload,", "resource_key, NULL::jsonb,", 1)
+	rows, err := db.Query(ctx, `SELECT `+cols+` FROM outbox WHERE ($1 = '' OR status = $1) ORDER BY id DESC LIMIT $2`, status, limit)
 	if err != nil {
 		return nil, err
 	}

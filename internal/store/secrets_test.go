@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
-	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/secretbox"
@@ -241,11 +237,11 @@ func TestResealRotatesEveryValueIdempotently(t *testing.T) {
 	require.ErrorContains(t, err, `"k2"`)
 }
 
-var roleSeq atomic.Int64
-
-// The intake's query for an endpoint cannot read the API key: run as a
-// database role that may read every column of endpoints except the API
-// key's, it works, while the full query is refused.
+// The intake's query for an endpoint reads no API key column: run as the
+// intake's own role (store.Grants: no api_key, api_key_sealed nor
+// api_key_key_id), it works and opens the sealed signing secrets, while the
+// full query is refused; the worker's role opens the sealed API key and never
+// reads a signing secret.
 func TestIntakeEndpointQueryNeverReadsTheAPIKey(t *testing.T) {
 	t.Parallel()
 	dbURL := testenv.DatabaseURL(t)
@@ -256,35 +252,31 @@ func TestIntakeEndpointQueryNeverReadsTheAPIKey(t *testing.T) {
 	s.Keys = testenv.Keys(t)
 	register(t, s)
 
-	role := fmt.Sprintf("hookinbox_nokey_%d_%d", os.Getpid(), roleSeq.Add(1))
-	ident := pgx.Identifier{role}.Sanitize()
-	for _, q := range []string{
-		`CREATE ROLE ` + ident + ` LOGIN PASSWORD 'nokey'`,
-		`GRANT USAGE ON SCHEMA public TO ` + ident,
-		`GRANT SELECT (slug, provider, environment, account, api_base_url, settings, created_at) ON endpoints TO ` + ident,
-		`GRANT SELECT ON endpoint_secrets, account_links TO ` + ident,
-	} {
-		_, err := s.Pool.Exec(ctx, q)
-		require.NoError(t, err, q)
+	as := func(role string) *store.Store {
+		st, err := store.Open(ctx, testenv.RoleURL(t, dbURL, role), 2)
+		require.NoError(t, err)
+		t.Cleanup(st.Close)
+		st.Keys = s.Keys
+		return st
 	}
-	t.Cleanup(func() {
-		for _, q := range []string{`REVOKE ALL ON endpoints, endpoint_secrets, account_links FROM ` + ident,
-			`REVOKE ALL ON SCHEMA public FROM ` + ident, `DROP ROLE ` + ident} {
-			_, _ = s.Pool.Exec(context.Background(), q)
-		}
-	})
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	u.User = url.UserPassword(role, "nokey")
-	limited, err := store.Open(ctx, u.String(), 2)
-	require.NoError(t, err)
-	t.Cleanup(limited.Close)
-	limited.Keys = s.Keys
-
-	ep, err := limited.GetIntakeEndpoint(ctx, "stripe")
+	intake := as(store.RoleIntake)
+	ep, err := intake.GetIntakeEndpoint(ctx, "stripe")
 	require.NoError(t, err)
 	require.Empty(t, ep.APIKey)
+	require.False(t, ep.HasAPIKey)
 	require.Equal(t, registered["stripe signing secret"], ep.Secrets[0].Value)
-	_, err = limited.GetEndpoint(ctx, "stripe")
+	_, err = intake.GetEndpoint(ctx, "stripe")
 	require.ErrorContains(t, err, "permission denied", "the full query does read the key: the check can fail")
+	for _, col := range []string{"api_key", "api_key_sealed", "api_key_key_id"} {
+		_, err := intake.Pool.Exec(ctx, `SELECT `+col+` FROM endpoints`)
+		require.ErrorContains(t, err, "permission denied", col)
+	}
+
+	worker := as(store.RoleWorker)
+	pep, err := worker.GetProviderEndpoint(ctx, "stripe")
+	require.NoError(t, err)
+	require.NotEmpty(t, pep.APIKey)
+	require.Empty(t, pep.Secrets)
+	_, err = worker.Pool.Exec(ctx, `SELECT secret_sealed FROM endpoint_secrets`)
+	require.ErrorContains(t, err, "permission denied")
 }

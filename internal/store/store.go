@@ -9,6 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -36,15 +39,37 @@ type Store struct {
 	Keys *secretbox.Keyring
 }
 
-// Open connects a pool to url and checks it answers.
+// Pool defaults, applied when the connection string does not say. A
+// process that has lost its database must fail fast, not queue: a bounded
+// pool, a bounded dial and a bounded statement keep a slow or unreachable
+// database from holding every request (the intake answers 503 and the
+// sender retries).
+const (
+	// DefaultMaxConns is the pool size (pool_max_conns=N overrides).
+	DefaultMaxConns = 16
+	// DefaultStatementTimeout bounds every statement on the server side
+	// (statement_timeout=… in the URL, or options=-c statement_timeout=…,
+	// overrides; 0 turns it off).
+	DefaultStatementTimeout = 30 * time.Second
+	// DefaultConnectTimeout bounds dialling the server (connect_timeout=N
+	// seconds, or PGCONNECT_TIMEOUT, overrides).
+	DefaultConnectTimeout = 5 * time.Second
+)
+
+// Open connects a pool to url and checks it answers. maxConns > 0 sizes
+// the pool whatever the URL says (tests and benchmarks); otherwise
+// pool_max_conns in the URL, or DefaultMaxConns.
 func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := ParsePoolConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+		return nil, err
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	// Network errors on these connections are marked, so IsUnavailable can
+	// tell a lost database from any other service's network error.
+	cfg.ConnConfig.DialFunc = markingDialer(cfg.ConnConfig.DialFunc)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -54,6 +79,33 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return &Store{Pool: pool}, nil
+}
+
+// ParsePoolConfig parses url and fills in the pool defaults it does not
+// set: DefaultMaxConns, DefaultStatementTimeout, DefaultConnectTimeout.
+func ParsePoolConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	// pgxpool removes pool_max_conns from the parameters once read, so
+	// the connection string is the only place left to tell "set" from
+	// "pgxpool's default".
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	if _, ok := params["statement_timeout"]; !ok && !strings.Contains(params["options"], "statement_timeout") {
+		params["statement_timeout"] = fmt.Sprint(DefaultStatementTimeout.Milliseconds())
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// What pgconn does for connect_timeout: a dialer with a timeout
+		// (and pgx's usual keep-alive).
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+		d := &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: 5 * time.Minute}
+		cfg.ConnConfig.DialFunc = d.DialContext
+	}
+	return cfg, nil
 }
 
 // Close closes the pool.

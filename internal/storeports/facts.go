@@ -29,7 +29,7 @@ func (f Facts) OwnAccount(ctx context.Context, endpoint string) (string, error) 
 }
 
 func (f Facts) endpoint(ctx context.Context, slug string) (*store.Endpoint, error) {
-	ep, err := f.Store.GetIntakeEndpoint(ctx, slug)
+	ep, err := f.Store.GetProviderEndpoint(ctx, slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
 	}
@@ -40,10 +40,11 @@ func (f Facts) endpoint(ctx context.Context, slug string) (*store.Endpoint, erro
 // admission.Admit with OriginBackfill): the endpoint's current settings and
 // links derive the inbox event, the account is the one the pass listed
 // under, and the event key's UNIQUE constraint settles whether the inbox
-// already has it. An existing key (same body or not: the list API may
-// serialize an event differently from its webhook) is simply a duplicate,
-// never quarantined. Events admission refuses (an unlinked account, a
-// livemode mismatch) are rejected with the reason.
+// already has it. An existing key holding the same event (the same bytes,
+// or the list API's own serialization of it) is simply a duplicate, never
+// quarantined. Events admission refuses (an unlinked account, a livemode
+// mismatch, another event under an existing key) are rejected with the
+// reason.
 func (f Facts) Admit(ctx context.Context, endpoint, account string, events []providers.Event) ([]ports.Admission, error) {
 	ep, err := f.endpoint(ctx, endpoint)
 	if err != nil {

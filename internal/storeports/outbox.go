@@ -31,7 +31,7 @@ func (o *Outbox) Get(ctx context.Context, id int64) (*ports.OutboxRow, error) {
 		return nil, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, portErr(err)
 	}
 	return &ports.OutboxRow{ID: r.ID, OperationKey: r.OperationKey, Class: r.Class, Kind: r.Kind, Destination: r.Destination,
 		WorkspaceID: r.WorkspaceID, Payload: r.Payload, Status: r.Status, Policy: r.Policy, LastError: r.LastError}, nil
@@ -57,7 +57,7 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 	}
 	dests, err := store.ListDestinations(ctx, o.Store.Pool, row.WorkspaceID, false)
 	if err != nil {
-		return nil, msg, err
+		return nil, msg, portErr(err)
 	}
 	for _, d := range dests {
 		if d.Name != row.Destination {
@@ -94,20 +94,31 @@ func (o *Outbox) mailer(row *ports.OutboxRow, msg outbound.Message) (outbound.Se
 
 // BeginAttempt records an attempt before anything leaves.
 func (o *Outbox) BeginAttempt(ctx context.Context, id int64, policy string, until time.Time) (bool, error) {
-	return store.BeginOutboxAttempt(ctx, o.Store.Pool, id, policy, until)
+	ok, err := store.BeginOutboxAttempt(ctx, o.Store.Pool, id, policy, until)
+	return ok, portErr(err)
 }
 
 // MarkSent records a delivered row.
 func (o *Outbox) MarkSent(ctx context.Context, id int64, remoteID, note string) error {
-	return store.MarkOutboxSent(ctx, o.Store.Pool, id, remoteID, note)
+	return portErr(store.MarkOutboxSent(ctx, o.Store.Pool, id, remoteID, note))
 }
 
 // AttemptFailed records a failed attempt.
 func (o *Outbox) AttemptFailed(ctx context.Context, id int64, status, lastErr string, next time.Time) error {
-	return store.OutboxAttemptFailed(ctx, o.Store.Pool, id, status, lastErr, next)
+	return portErr(store.OutboxAttemptFailed(ctx, o.Store.Pool, id, status, lastErr, next))
 }
 
 // Stop ends sending of a row.
 func (o *Outbox) Stop(ctx context.Context, id int64, status, note string) (bool, error) {
-	return store.StopOutbox(ctx, o.Store.Pool, id, status, note)
+	changed, err := store.StopOutbox(ctx, o.Store.Pool, id, status, note)
+	return changed, portErr(err)
+}
+
+// portErr says so when err means the database is away (ports.Unavailable),
+// so a send waits for it instead of spending the row's budget.
+func portErr(err error) error {
+	if store.IsUnavailable(err) {
+		return ports.Unavailable(err)
+	}
+	return err
 }

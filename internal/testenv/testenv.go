@@ -11,6 +11,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -139,6 +140,14 @@ func makeTemplate(t testing.TB) {
 		tmplErr = fmt.Errorf("migrate template: %w", err)
 		return
 	}
+	// The process roles and their grants, as `hookinbox db roles` applies
+	// them: every copy of the template inherits the grants (the roles are
+	// the server's, shared by every test database).
+	if _, _, err := store.ApplyRoles(ctx, conn, store.RoleOptions{Passwords: rolePasswords()}); err != nil {
+		conn.Close(ctx)
+		tmplErr = fmt.Errorf("roles on template: %w", err)
+		return
+	}
 	conn.Close(ctx)
 	tmplName = name
 	adminURL := AdminURL(t, "postgres")
@@ -206,6 +215,42 @@ func Keys(t testing.TB) *secretbox.Keyring {
 	return k
 }
 
+// rolePasswords gives the process roles the admin URL's password, if it has
+// one (a server that asks for passwords, via HOOKINBOX_TEST_DATABASE_URL);
+// the throw-away cluster trusts loopback and needs none.
+func rolePasswords() map[string]string {
+	pw := adminPassword()
+	if pw == "" {
+		return nil
+	}
+	return map[string]string{store.RoleIntake: pw, store.RoleWorker: pw, store.RoleOperator: pw}
+}
+
+func adminPassword() string {
+	cfg, err := pgx.ParseConfig(fmt.Sprintf(pgAdmin, "postgres"))
+	if err != nil {
+		return ""
+	}
+	return cfg.Password
+}
+
+// RoleURL is dbURL (a DatabaseURL) connecting as role instead, with the
+// password the test roles were given. Role is one of store.Roles, or a login
+// role a test created (then with the same password, if any).
+func RoleURL(t testing.TB, dbURL, role string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("role URL: %v", err)
+	}
+	if pw := adminPassword(); pw != "" {
+		u.User = url.UserPassword(role, pw)
+	} else {
+		u.User = url.User(role)
+	}
+	return u.String()
+}
+
 // Store opens a pool on a fresh database (closed at cleanup), sealing
 // secrets with Keys.
 func Store(t testing.TB) *store.Store {
@@ -219,4 +264,53 @@ func Store(t testing.TB) *store.Store {
 	s.Keys = Keys(t)
 	t.Cleanup(s.Close)
 	return s
+}
+
+// NewPostgres starts a PostgreSQL server for t alone (so a test can Stop
+// and Restart it: outage tests) and returns it with the URL of a migrated
+// database on it. Stopped at cleanup.
+func NewPostgres(t testing.TB) (*devenv.Postgres, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL: run without -short")
+	}
+	dir, err := os.MkdirTemp("", "hookinbox-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	port, err := devenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := devenv.StartPostgres(ctx, devenv.PostgresOptions{Dir: dir, Port: port, Ephemeral: true})
+	if err != nil {
+		t.Fatalf("dedicated PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	if err := pg.EnsureDatabase(ctx, "hookinbox", "hookinbox"); err != nil {
+		t.Fatal(err)
+	}
+	u := pg.URL("hookinbox", "hookinbox")
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := migrations.Up(ctx, conn, nil); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	// The process roles, as on every test database (RoleURL works here
+	// too); creating roles needs the superuser.
+	su, err := pgx.Connect(ctx, pg.URL("postgres", "hookinbox"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer su.Close(ctx)
+	if _, _, err := store.ApplyRoles(ctx, su, store.RoleOptions{}); err != nil {
+		t.Fatalf("roles: %v", err)
+	}
+	return pg, u
 }

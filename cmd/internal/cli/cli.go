@@ -9,29 +9,71 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 )
 
 // Main runs root and ends the process with its exit status: 0, the
-// status an ExitCode carries, 2 for a UsageError, 1 for any other error
-// (printed to stderr).
+// status an ExitCode carries, 2 for a usage error, 1 for any other error
+// (printed to stderr). A usage error is a UsageError, or any error cobra
+// returns before a command's own code runs: an unknown command or flag, a
+// missing or extra argument, a missing required flag.
 func Main(ctx context.Context, root *cobra.Command) {
-	err := root.ExecuteContext(ctx)
+	os.Exit(Run(ctx, root, os.Stderr))
+}
+
+// Run is Main without the exit: it returns the exit status, printing the
+// error to errOut.
+func Run(ctx context.Context, root *cobra.Command, errOut io.Writer) int {
+	var started atomic.Bool
+	markStarted(root, &started)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return
+		return 0
 	}
 	var ec ExitCode
 	if errors.As(err, &ec) {
-		os.Exit(ec.Code)
+		return ec.Code
 	}
-	fmt.Fprintln(os.Stderr, "error:", err)
+	fmt.Fprintln(errOut, "error:", err)
 	var ue UsageError
-	if errors.As(err, &ue) {
-		os.Exit(2)
+	if errors.As(err, &ue) || !started.Load() {
+		if cmd != nil {
+			fmt.Fprintf(errOut, "run '%s --help' for usage\n", cmd.CommandPath())
+		}
+		return 2
 	}
-	os.Exit(1)
+	return 1
+}
+
+// markStarted wraps every command's RunE so that Run can tell an error of
+// the command's own code from one cobra found in the command line.
+func markStarted(c *cobra.Command, started *atomic.Bool) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			started.Store(true)
+			return run(cmd, args)
+		}
+	}
+	for _, sub := range c.Commands() {
+		markStarted(sub, started)
+	}
+}
+
+// WrapErrors applies fn to the error of every command's RunE under c (to
+// turn a library's bad-input errors into UsageErrors, say).
+func WrapErrors(c *cobra.Command, fn func(error) error) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			return fn(run(cmd, args))
+		}
+	}
+	for _, sub := range c.Commands() {
+		WrapErrors(sub, fn)
+	}
 }
 
 // ExitCode ends the process with a status and no message (the command

@@ -1,0 +1,93 @@
+package console
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+var pathParam = regexp.MustCompile(`\{([a-z]+)(\.\.\.)?\}`)
+
+// openAPI describes the API routes: each with its least role, in the
+// summary and as x-hookinbox-role.
+func (s *Server) openAPI() map[string]any {
+	paths := map[string]map[string]any{}
+	for _, rt := range s.routes {
+		if !rt.api {
+			continue
+		}
+		p := pathParam.ReplaceAllString(rt.pattern, "{$1}")
+		op := map[string]any{
+			"summary":          rt.summary,
+			"x-hookinbox-role": orPublic(rt.role),
+			"responses": map[string]any{
+				"200": map[string]any{"description": "OK (201 created, 202 job queued, 204 no content)"},
+				"400": map[string]any{"description": "bad input: nothing was done", "content": errorContent},
+				"401": map[string]any{"description": "no valid token", "content": errorContent},
+				"403": map[string]any{"description": "the token's role is below " + orPublic(rt.role), "content": errorContent},
+				"404": map[string]any{"description": "not found", "content": errorContent},
+				"409": map[string]any{"description": "refused by the current state", "content": errorContent},
+			},
+		}
+		if rt.role != "" {
+			op["summary"] = rt.summary + " [" + rt.role + "]"
+			op["security"] = []map[string][]string{{"bearer": {}}}
+		} else {
+			op["security"] = []map[string][]string{}
+		}
+		var params []map[string]any
+		for _, m := range pathParam.FindAllStringSubmatch(rt.pattern, -1) {
+			desc := "path parameter"
+			if m[2] != "" {
+				desc = "the rest of the path; escape '/' inside a key part as %2F and '%' as %25"
+			}
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
+				"description": desc, "schema": map[string]string{"type": "string"}})
+		}
+		for _, q := range rt.params {
+			params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]string{"type": "string"}})
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		if rt.method == http.MethodPost || rt.method == http.MethodPatch || rt.method == http.MethodPut {
+			op["requestBody"] = map[string]any{"content": map[string]any{"application/json": map[string]any{
+				"schema": map[string]string{"type": "object"}}}}
+		}
+		if paths[p] == nil {
+			paths[p] = map[string]any{}
+		}
+		paths[p][strings.ToLower(rt.method)] = op
+	}
+	return map[string]any{
+		"openapi": "3.0.3",
+		"info": map[string]any{
+			"title":   "hookinbox operator API",
+			"version": "1",
+			"description": "The operator API of hookinbox, on the internal listener (HOOKINBOX_CONSOLE_ADDR). " +
+				"Authenticate with Authorization: Bearer <token> (hookinbox tokens create --role R --name N). " +
+				"Roles: viewer < operator < admin; each operation names its least role in x-hookinbox-role. " +
+				"Every change of state is audited under the token's name (GET /api/audit). " +
+				"Secrets and API keys are never returned, only fingerprints; payloads only with payload=true and the operator role.",
+		},
+		"components": map[string]any{
+			"securitySchemes": map[string]any{"bearer": map[string]string{"type": "http", "scheme": "bearer"}},
+		},
+		"paths": paths,
+	}
+}
+
+var errorContent = map[string]any{"application/json": map[string]any{"schema": map[string]any{
+	"type": "object", "properties": map[string]any{"error": map[string]string{"type": "string"}}}}}
+
+func orPublic(role string) string {
+	if role == "" {
+		return "public"
+	}
+	return role
+}
+
+func (s *Server) apiOpenAPI(w http.ResponseWriter, _ *http.Request, _ *principal) error {
+	writeJSON(w, http.StatusOK, s.openAPI())
+	return nil
+}

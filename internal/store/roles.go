@@ -1,0 +1,509 @@
+package store
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file holds the database roles of hookinbox's processes and their
+// privileges (issue #14, least privilege). Grants is the one explicit list:
+// ApplyRoles creates the roles and applies it, ReapplyGrants applies it
+// again after migrations. The statements are generated from the list and the
+// catalog (not an embedded .sql file) because "every column but X" must be
+// resolved against the columns that exist when they are applied; they run in
+// one transaction, so a role never sees a half-applied set.
+
+// The roles. The three process roles log in (unless created NOLOGIN, as
+// group roles of login users managed elsewhere); the payload reader never
+// does: it is granted to an operator who may read payloads.
+const (
+	// RoleIntake verifies, maps and inserts deliveries: reads endpoints
+	// (never their provider API key, plain or sealed), secrets and links, inserts inbox and
+	// quarantine rows, and never reads a payload back.
+	RoleIntake = "hookinbox_intake"
+	// RoleWorker handles events: what the activities, the sweepers,
+	// reconciliation, the backfill and retention run. It never reads the
+	// signing secrets nor the operator audit log.
+	RoleWorker = "hookinbox_worker"
+	// RoleOperator is the read-only operator CLI: no writes, no payload,
+	// no API key, no secret.
+	RoleOperator = "hookinbox_operator"
+	// RolePayloadReader may read the payload columns. GRANT it to an
+	// operator (a login role that is also a member of RoleOperator) who must
+	// see payloads: `inbox show --payload`, `quarantine show --payload`,
+	// `outbox show`.
+	RolePayloadReader = "hookinbox_payload_reader"
+)
+
+// Roles lists every role, process roles first.
+var Roles = []string{RoleIntake, RoleWorker, RoleOperator, RolePayloadReader}
+
+// Grant is one privilege of a role on a table or view of schema public: on
+// the whole relation (Columns and Except empty), on Columns only, or on
+// every column but Except. Except is resolved from the catalog each time the
+// grants are applied, so re-applying after a migration that adds a column
+// extends the grant to it (`hookinbox migrate` does); a migration adding a
+// column a role must not see adds it to Except.
+type Grant struct {
+	Role      string
+	Privilege string // SELECT, INSERT, UPDATE or DELETE
+	Table     string
+	Columns   []string
+	Except    []string
+}
+
+func cols(c ...string) []string { return c }
+
+// Grants is every privilege of every role. Whatever is not here is not
+// granted: ApplyRoles and ReapplyGrants revoke everything else.
+var Grants = []Grant{
+	// The intake (webhook package): the endpoint cache (GetIntakeEndpoint),
+	// InsertInboxEvent (INSERT … ON CONFLICT DO NOTHING RETURNING id, then the
+	// existing row's hash and status for the duplicate comparison) and
+	// InsertQuarantine. RETURNING, the read-back and ON CONFLICT's arbiter
+	// columns need SELECT on those columns only; the payload is written,
+	// never read. No API key column, plain or sealed (api_key,
+	// api_key_sealed, api_key_key_id): the intake never holds a provider API
+	// key. The signing secrets: the plain column left from before sealing
+	// (NULL once sealed), the sealed value with its key id, and the accounts
+	// each may sign for; never their fingerprints (nothing to compare).
+	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoints", Columns: cols("slug", "provider", "environment", "account", "settings", "created_at")},
+	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoint_secrets", Columns: cols("id", "endpoint_slug", "secret",
+		"secret_sealed", "secret_key_id", "accounts", "created_at")},
+	{Role: RoleIntake, Privilege: "SELECT", Table: "account_links", Columns: cols("endpoint_slug", "account", "workspace_id")},
+	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
+		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
+		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
+		"replay_sha256")},
+	// The duplicate check reads the existing row's body hash, and the facts
+	// that tell a backfilled event from a conflicting one (never the payload);
+	// a body replayed under a new id is found by (endpoint_slug,
+	// replay_sha256), store.BodySeen too.
+	{Role: RoleIntake, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("id", "provider", "source_account",
+		"environment", "event_id", "body_sha256", "status", "origin", "event_type", "resource_kind", "resource_id",
+		"provider_version", "occurred_at", "endpoint_slug", "replay_sha256")},
+	{Role: RoleIntake, Privilege: "INSERT", Table: "inbox_quarantine", Columns: cols("endpoint_slug", "provider",
+		"source_account", "environment", "event_id", "reason", "detail", "payload", "body_sha256", "headers", "secret_id")},
+	// ON CONFLICT (endpoint_slug, event_id, body_sha256) reads its arbiter
+	// columns; store.BodySeen looks for an open entry holding the same body.
+	{Role: RoleIntake, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("endpoint_slug", "event_id", "body_sha256",
+		"resolved_at")},
+
+	// The worker: handlers (credits, subscriptions, feedback alerts), the
+	// outbox, the sweepers, reconciliation and backfill (provider API keys:
+	// GetProviderEndpoint, FindAPIEndpoint, ListScopes), retention and the
+	// backlog gauges. Retention's batches lock with FOR UPDATE SKIP LOCKED,
+	// which needs UPDATE on one column of the table (inbox_quarantine). The
+	// whole of endpoints and team_destinations: the sealed API key and
+	// destination secret (with their key ids) are opened with the worker's
+	// secrets key to call providers and sign team webhooks.
+	{Role: RoleWorker, Privilege: "SELECT", Table: "endpoints"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "account_links"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "webhook_inbox"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "webhook_inbox"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "webhook_inbox"},
+	{Role: RoleWorker, Privilege: "DELETE", Table: "webhook_inbox"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("id", "resolved_at")},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("resolved_at")},
+	{Role: RoleWorker, Privilege: "DELETE", Table: "inbox_quarantine"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "workspaces"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "workspaces", Columns: cols("credits_balance")},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "workspace_access"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "credit_grants"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "credit_grants"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "subscription_projection"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "subscription_projection"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "subscription_projection"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "feedback_alerts"},
+	// ON CONFLICT ON CONSTRAINT feedback_alerts_business_key reads its columns.
+	{Role: RoleWorker, Privilege: "SELECT", Table: "feedback_alerts", Columns: cols("provider", "project", "environment",
+		"feedback_id", "operation")},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "team_destinations"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "outbox"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "outbox"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "outbox"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "reconcile_divergences"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "reconcile_divergences"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "reconcile_checkpoints"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "reconcile_checkpoints"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "reconcile_checkpoints"},
+	// Retention's redactions and deletions keep each row's lineage
+	// (triggers, as the worker: INSERT … ON CONFLICT DO UPDATE).
+	{Role: RoleWorker, Privilege: "SELECT", Table: "event_lineage"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "event_lineage"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "event_lineage"},
+
+	// The operator: read-only, no payload (the *_payload_size views give the
+	// sizes), no provider API key and no destination secret, plain or sealed
+	// (it may see which key sealed them), no signing secret (endpoint_secrets
+	// is not read at all), nor the migration bookkeeping.
+	{Role: RoleOperator, Privilege: "SELECT", Table: "webhook_inbox", Except: cols("payload")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "webhook_inbox_payload_size"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "inbox_quarantine", Except: cols("payload")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "inbox_quarantine_payload_size"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "outbox", Except: cols("payload")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "operator_actions"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "endpoints", Except: cols("api_key", "api_key_sealed")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "account_links"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "workspaces"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "workspace_access"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "credit_grants"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "subscription_projection"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "feedback_alerts"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "team_destinations", Except: cols("secret", "secret_sealed")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_divergences"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_checkpoints"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "event_lineage"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "replay_jobs"},
+	// Who holds a console token, never its hash.
+	{Role: RoleOperator, Privilege: "SELECT", Table: "api_tokens", Except: cols("token_sha256")},
+
+	// The payload reader: the payload columns only.
+	{Role: RolePayloadReader, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("payload")},
+	{Role: RolePayloadReader, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("payload")},
+	{Role: RolePayloadReader, Privilege: "SELECT", Table: "outbox", Columns: cols("payload")},
+}
+
+// RoleOptions say how ApplyRoles creates or updates the roles.
+type RoleOptions struct {
+	// Passwords by role. A role without one keeps its password (none when
+	// it is created: trust or certificate authentication, or set later).
+	// Printable ASCII only; sent as a SCRAM-SHA-256 verifier computed here,
+	// so the password itself never reaches the server or its logs.
+	Passwords map[string]string
+	// NoLogin creates the process roles NOLOGIN: group roles to grant to
+	// login users managed elsewhere.
+	NoLogin bool
+}
+
+// RoleChange is what ApplyRoles did to one role: "created", "updated" or
+// "unchanged", and whether it set a password (never which).
+type RoleChange struct {
+	Role        string
+	Action      string
+	Login       bool
+	PasswordSet bool
+}
+
+// TxBeginner is a pool or a connection.
+type TxBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// ApplyRoles creates the roles that are missing, updates their login
+// attribute and the given passwords, revokes every privilege they hold on
+// schema public's tables, views and sequences and applies Grants, in one
+// transaction. It is idempotent. Creating or altering a role needs CREATEROLE
+// (or a superuser); granting needs the tables' owner (the migrator).
+func ApplyRoles(ctx context.Context, db TxBeginner, o RoleOptions) ([]RoleChange, int, error) {
+	for role, pw := range o.Passwords {
+		if !slices.Contains(Roles, role) {
+			return nil, 0, fmt.Errorf("password for unknown role %q", role)
+		}
+		if role == RolePayloadReader && pw != "" {
+			return nil, 0, fmt.Errorf("%s never logs in: it takes no password", RolePayloadReader)
+		}
+		if err := checkPassword(pw); err != nil {
+			return nil, 0, fmt.Errorf("password of %s: %w", role, err)
+		}
+	}
+	var changes []RoleChange
+	var n int
+	err := retryConcurrent(ctx, db, func(tx pgx.Tx) error {
+		changes = changes[:0]
+		for _, role := range Roles {
+			login := role != RolePayloadReader && !o.NoLogin
+			c, err := ensureRole(ctx, tx, role, login, o.Passwords[role])
+			if err != nil {
+				return err
+			}
+			changes = append(changes, c)
+		}
+		var err error
+		n, err = applyGrants(ctx, tx, Roles)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return changes, n, nil
+}
+
+// ReapplyGrants applies Grants again (revoking whatever else they hold) for
+// the roles that exist, in one transaction, and returns those roles and the
+// number of statements; none when no role exists. `hookinbox migrate` runs
+// it after every migration, so a column added since is covered by the
+// "every column but" grants and the role set never drifts from Grants.
+func ReapplyGrants(ctx context.Context, db TxBeginner) ([]string, int, error) {
+	var present []string
+	var n int
+	err := retryConcurrent(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		if present, err = existingRoles(ctx, tx); err != nil || len(present) == 0 {
+			return err
+		}
+		n, err = applyGrants(ctx, tx, present)
+		return err
+	})
+	return present, n, err
+}
+
+// existingRoles lists which of Roles exist, in Roles order.
+func existingRoles(ctx context.Context, db DB) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT rolname FROM pg_roles WHERE rolname = ANY($1)`, Roles)
+	if err != nil {
+		return nil, fmt.Errorf("list roles: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list roles: %w", err)
+	}
+	var out []string
+	for _, r := range Roles {
+		if slices.Contains(found, r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// ensureRole creates role or brings its login attribute and password to
+// what is asked; it alters nothing when nothing differs (role attributes are
+// shared by every database of the server).
+func ensureRole(ctx context.Context, tx pgx.Tx, role string, login bool, password string) (RoleChange, error) {
+	c := RoleChange{Role: role, Login: login, PasswordSet: password != ""}
+	var canLogin bool
+	err := tx.QueryRow(ctx, `SELECT rolcanlogin FROM pg_roles WHERE rolname = $1`, role).Scan(&canLogin)
+	exists := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return c, fmt.Errorf("role %s: %w", role, err)
+	}
+	if exists && canLogin == login && password == "" {
+		c.Action = "unchanged"
+		return c, nil
+	}
+	sql := "CREATE ROLE "
+	c.Action = "created"
+	if exists {
+		sql, c.Action = "ALTER ROLE ", "updated"
+	}
+	sql += pgx.Identifier{role}.Sanitize()
+	if login {
+		sql += " LOGIN"
+	} else {
+		sql += " NOLOGIN"
+	}
+	if password != "" {
+		v, err := scramVerifier(password, nil)
+		if err != nil {
+			return c, err
+		}
+		// The verifier is base64 and '$', ':' only: safe as a literal.
+		sql += " PASSWORD '" + v + "'"
+	}
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		return c, fmt.Errorf("%s role %s (needs CREATEROLE or a superuser): %w", strings.TrimSuffix(c.Action, "d"), role, err)
+	}
+	return c, nil
+}
+
+// applyGrants revokes what roles hold on schema public's relations, then
+// grants their entries of Grants. It returns the number of statements run.
+func applyGrants(ctx context.Context, tx pgx.Tx, roles []string) (int, error) {
+	var stmts []string
+	for _, role := range roles {
+		r := pgx.Identifier{role}.Sanitize()
+		stmts = append(stmts,
+			"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM "+r,
+			"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM "+r)
+	}
+	columns := map[string][]string{}
+	for _, g := range Grants {
+		if !slices.Contains(roles, g.Role) {
+			continue
+		}
+		s, err := grantStatement(ctx, tx, g, columns)
+		if err != nil {
+			return 0, err
+		}
+		stmts = append(stmts, s)
+	}
+	for _, role := range roles {
+		more, err := accessStatements(ctx, tx, role)
+		if err != nil {
+			return 0, err
+		}
+		stmts = append(stmts, more...)
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return 0, fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return len(stmts), nil
+}
+
+// accessStatements grants CONNECT on the database and USAGE on schema
+// public to role when it lacks them (PUBLIC usually holds both; a hardened
+// server may have revoked them).
+func accessStatements(ctx context.Context, tx pgx.Tx, role string) ([]string, error) {
+	var db string
+	var connect, usage bool
+	err := tx.QueryRow(ctx, `
+		SELECT current_database(), has_database_privilege($1, current_database(), 'CONNECT'),
+		       has_schema_privilege($1, 'public', 'USAGE')`, role).Scan(&db, &connect, &usage)
+	if err != nil {
+		return nil, fmt.Errorf("privileges of %s: %w", role, err)
+	}
+	var out []string
+	r := pgx.Identifier{role}.Sanitize()
+	if !connect {
+		out = append(out, "GRANT CONNECT ON DATABASE "+pgx.Identifier{db}.Sanitize()+" TO "+r)
+	}
+	if !usage {
+		out = append(out, "GRANT USAGE ON SCHEMA public TO "+r)
+	}
+	return out, nil
+}
+
+// grantStatement renders g, resolving Except from the catalog (cached in
+// columns by table).
+func grantStatement(ctx context.Context, tx pgx.Tx, g Grant, columns map[string][]string) (string, error) {
+	switch g.Privilege {
+	case "SELECT", "INSERT", "UPDATE", "DELETE":
+	default:
+		return "", fmt.Errorf("grant %s on %s: unknown privilege", g.Privilege, g.Table)
+	}
+	all, ok := columns[g.Table]
+	if !ok {
+		var err error
+		if all, err = tableColumns(ctx, tx, g.Table); err != nil {
+			return "", err
+		}
+		columns[g.Table] = all
+	}
+	list := g.Columns
+	if len(g.Except) > 0 {
+		list = nil
+		for _, c := range all {
+			if !slices.Contains(g.Except, c) {
+				list = append(list, c)
+			}
+		}
+	}
+	for _, c := range append(slices.Clone(g.Columns), g.Except...) {
+		if !slices.Contains(all, c) {
+			return "", fmt.Errorf("grant %s on %s to %s: no column %s", g.Privilege, g.Table, g.Role, c)
+		}
+	}
+	s := "GRANT " + g.Privilege
+	if len(list) > 0 {
+		quoted := make([]string, len(list))
+		for i, c := range list {
+			quoted[i] = pgx.Identifier{c}.Sanitize()
+		}
+		s += " (" + strings.Join(quoted, ", ") + ")"
+	}
+	return s + " ON " + pgx.Identifier{"public", g.Table}.Sanitize() + " TO " + pgx.Identifier{g.Role}.Sanitize(), nil
+}
+
+// tableColumns lists the columns of public.table, in order.
+func tableColumns(ctx context.Context, db DB, table string) ([]string, error) {
+	rows, err := db.Query(ctx, `
+		SELECT a.attname FROM pg_attribute a
+		 WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+		 ORDER BY a.attnum`, pgx.Identifier{"public", table}.Sanitize())
+	if err != nil {
+		return nil, fmt.Errorf("columns of %s: %w", table, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("columns of %s: %w", table, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("table %s does not exist: run 'hookinbox migrate' first", table)
+	}
+	return out, nil
+}
+
+// retryConcurrent runs fn in a transaction, again (a few times) when it
+// lost a race with another database of the same server changing the same
+// roles: roles are server-wide, grants are per database.
+func retryConcurrent(ctx context.Context, db TxBeginner, fn func(pgx.Tx) error) error {
+	var err error
+	for range 5 {
+		if err = pgx.BeginFunc(ctx, db, fn); err == nil || !concurrentRoleChange(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func concurrentRoleChange(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "23505", "42710", "40001", "40P01": // a role created at the same time, serialization, deadlock
+		return true
+	case "XX000":
+		return strings.Contains(pgErr.Message, "tuple concurrently updated")
+	}
+	return false
+}
+
+// IsPermissionDenied reports a 42501 error: the connection's role lacks a
+// privilege (see Grants).
+func IsPermissionDenied(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
+}
+
+// scramIterations is PostgreSQL's default (scram_iterations).
+const scramIterations = 4096
+
+func checkPassword(pw string) error {
+	for _, r := range pw {
+		if r < 0x20 || r > 0x7e {
+			return errors.New("must be printable ASCII (SASLprep is the identity there)")
+		}
+	}
+	return nil
+}
+
+// scramVerifier is PostgreSQL's SCRAM-SHA-256 verifier of password (what
+// psql's \password sends): the server stores it as is and never sees the
+// password. salt is random when nil.
+func scramVerifier(password string, salt []byte) (string, error) {
+	if salt == nil {
+		salt = make([]byte, 16)
+		if _, err := rand.Read(salt); err != nil {
+			return "", err
+		}
+	}
+	salted, err := pbkdf2.Key(sha256.New, password, salt, scramIterations, sha256.Size)
+	if err != nil {
+		return "", err
+	}
+	mac := func(key []byte, msg string) []byte {
+		h := hmac.New(sha256.New, key)
+		h.Write([]byte(msg))
+		return h.Sum(nil)
+	}
+	stored := sha256.Sum256(mac(salted, "Client Key"))
+	b64 := base64.StdEncoding.EncodeToString
+	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", scramIterations, b64(salt), b64(stored[:]),
+		b64(mac(salted, "Server Key"))), nil
+}

@@ -1,0 +1,502 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
+)
+
+// roleBundle is one fresh database (its grants come from the template,
+// applied by ApplyRoles) with the owner's store and fixtures: an endpoint
+// with an API key, one inbox row, one quarantine entry, one outbox row.
+type roleBundle struct {
+	ctx   context.Context
+	url   string
+	owner *store.Store
+	key   keys.Event
+	qid   int64
+	oid   int64
+}
+
+func roleSetup(t *testing.T) *roleBundle {
+	t.Helper()
+	ctx := context.Background()
+	url := testenv.DatabaseURL(t)
+	owner, err := store.Open(ctx, url, 4)
+	require.NoError(t, err)
+	t.Cleanup(owner.Close)
+	owner.Keys = testenv.Keys(t)
+	require.NoError(t, owner.InsertEndpoint(ctx, store.NewEndpoint{Slug: "ep", Provider: "stripe", Environment: "test",
+		APIBaseURL: "http://api.example", APIKey: "sk_test_secret", Secrets: []string{"whsec_a"}}))
+	require.NoError(t, owner.LinkAccount(ctx, "ep", "acct_1", "ws_1"))
+	ev := event("evt_fixture", `{"id":"evt_fixture","card":"4242"}`)
+	_, err = store.InsertInboxEvent(ctx, owner.Pool, ev)
+	require.NoError(t, err)
+	_, err = store.InsertQuarantine(ctx, owner.Pool, &store.QuarantineEntry{EndpointSlug: "ep", Provider: "stripe",
+		EventID: "evt_bad", Reason: store.ReasonMalformed, Payload: []byte("not json"), BodySHA256: []byte{1}})
+	require.NoError(t, err)
+	qs, err := store.ListQuarantine(ctx, owner.Pool, store.QuarantineFilter{Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	var oid int64
+	require.NoError(t, owner.Tx(ctx, func(tx pgx.Tx) error {
+		oid, err = store.InsertOutbox(ctx, tx, store.OutboxIntent{OperationKey: "op:1", Class: "confirmation", Kind: "email",
+			Destination: "a@example.com", WorkspaceID: "ws_1", ResourceKey: "r", Payload: map[string]string{"to": "a@example.com"}})
+		return err
+	}))
+	return &roleBundle{ctx: ctx, url: url, owner: owner, key: ev.Key, qid: qs[0].ID, oid: oid}
+}
+
+// as opens a store connecting as role.
+func (b *roleBundle) as(t *testing.T, role string) *store.Store {
+	t.Helper()
+	s, err := store.Open(b.ctx, testenv.RoleURL(t, b.url, role), 4)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	s.Keys = b.owner.Keys
+	return s
+}
+
+func requireDenied(t *testing.T, err error, what string) {
+	t.Helper()
+	require.Error(t, err, what)
+	require.True(t, store.IsPermissionDenied(err), "%s: want permission denied, got %v", what, err)
+}
+
+// denied runs sql on st and requires a permission error.
+func denied(t *testing.T, ctx context.Context, st *store.Store, sql string, args ...any) {
+	t.Helper()
+	_, err := st.Pool.Exec(ctx, sql, args...)
+	requireDenied(t, err, sql)
+}
+
+func TestIntakeRoleCannotReadAPIKeysOrPayloads(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	in := b.as(t, store.RoleIntake)
+
+	for _, sql := range []string{
+		`SELECT api_key FROM endpoints`,
+		`SELECT api_key_sealed FROM endpoints`,
+		`SELECT api_key_key_id FROM endpoints`,
+		`SELECT api_base_url FROM endpoints`,
+		`SELECT * FROM endpoints`,
+		`SELECT secret_fingerprint FROM endpoint_secrets`,
+		`SELECT payload FROM webhook_inbox`,
+		`SELECT * FROM webhook_inbox`,
+		`SELECT payload FROM inbox_quarantine`,
+		`SELECT id, reason FROM inbox_quarantine`,
+		`SELECT payload FROM outbox`,
+		`SELECT payload_bytes FROM webhook_inbox_payload_size`,
+		`SELECT * FROM credit_grants`,
+		`SELECT * FROM team_destinations`,
+		`SELECT * FROM operator_actions`,
+		`UPDATE webhook_inbox SET status = 'done'`,
+		`DELETE FROM webhook_inbox`,
+		`UPDATE endpoints SET api_key = 'x'`,
+		`INSERT INTO endpoint_secrets (endpoint_slug, secret) VALUES ('ep', 'mine')`,
+		`UPDATE workspaces SET credits_balance = 1000000`,
+	} {
+		denied(t, b.ctx, in, sql)
+	}
+	// The owner's endpoint query reads the API key: the intake cannot run it.
+	_, err := in.GetEndpoint(b.ctx, "ep")
+	requireDenied(t, err, "GetEndpoint as the intake")
+	_, err = store.GetInboxEvent(b.ctx, in.Pool, b.key)
+	requireDenied(t, err, "GetInboxEvent (reads the payload) as the intake")
+}
+
+func TestIntakeRoleCanDoEverythingTheIntakeDoes(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	in := b.as(t, store.RoleIntake)
+	ctx := b.ctx
+
+	require.NoError(t, in.Ping(ctx))
+	ep, err := in.GetIntakeEndpoint(ctx, "ep")
+	require.NoError(t, err)
+	require.Equal(t, "stripe", ep.Provider)
+	require.Len(t, ep.Secrets, 1)
+	require.Equal(t, "whsec_a", ep.Secrets[0].Value)
+	require.Equal(t, map[string]string{"acct_1": "ws_1"}, ep.Links)
+	require.Empty(t, ep.APIKey, "never the API key")
+	_, err = in.GetIntakeEndpoint(ctx, "nope")
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	ev := event("evt_in", `{"id":"evt_in"}`)
+	res, err := store.InsertInboxEvent(ctx, in.Pool, ev)
+	require.NoError(t, err)
+	require.Equal(t, store.Inserted, res.Outcome)
+	res, err = store.InsertInboxEvent(ctx, in.Pool, ev)
+	require.NoError(t, err)
+	require.Equal(t, store.Duplicate, res.Outcome)
+	require.Equal(t, keys.StatusPending, res.ExistingStatus)
+	other := event("evt_in", `{"id":"evt_in","changed":true}`)
+	res, err = store.InsertInboxEvent(ctx, in.Pool, other)
+	require.NoError(t, err)
+	require.Equal(t, store.Conflict, res.Outcome)
+	ignored := event("evt_ignored", `{}`)
+	ignored.Status, ignored.LastError = keys.StatusIgnored, "no handler"
+	res, err = store.InsertInboxEvent(ctx, in.Pool, ignored)
+	require.NoError(t, err)
+	require.Equal(t, store.Inserted, res.Outcome)
+
+	h := sha256.Sum256([]byte("x"))
+	q := &store.QuarantineEntry{EndpointSlug: "ep", Provider: "stripe", Account: "acct_1", Environment: "test",
+		EventID: "evt_in", Reason: store.ReasonConflictingDuplicate, Payload: []byte("x"), BodySHA256: h[:],
+		Headers: map[string]string{"Stripe-Signature": "t=1,v1=abc"}}
+	added, err := store.InsertQuarantine(ctx, in.Pool, q)
+	require.NoError(t, err)
+	require.True(t, added)
+	added, err = store.InsertQuarantine(ctx, in.Pool, q)
+	require.NoError(t, err)
+	require.False(t, added, "the same delivery is stored once")
+
+	// What the intake wrote is all there (read as the owner).
+	got, err := store.GetInboxEvent(ctx, b.owner.Pool, ev.Key)
+	require.NoError(t, err)
+	require.Equal(t, ev.Payload, got.Payload)
+}
+
+func TestOperatorRoleReadsWithoutPayloadsAndCannotWrite(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	op := b.as(t, store.RoleOperator)
+	ctx := b.ctx
+
+	evs, err := store.ListInboxEvents(ctx, op.Pool, store.InboxFilter{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	d, err := store.InspectInboxEvent(ctx, op.Pool, b.key, false)
+	require.NoError(t, err)
+	require.Equal(t, len(`{"id":"evt_fixture","card":"4242"}`), d.PayloadBytes, "the size, from the view")
+	require.Nil(t, d.Payload)
+	_, err = store.InspectInboxEvent(ctx, op.Pool, b.key, true)
+	requireDenied(t, err, "inbox show --payload as the operator")
+	qs, err := store.ListQuarantine(ctx, op.Pool, store.QuarantineFilter{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	require.Equal(t, len("not json"), qs[0].PayloadBytes)
+	_, err = store.GetQuarantineEntry(ctx, op.Pool, b.qid, false)
+	require.NoError(t, err)
+	_, err = store.GetQuarantineEntry(ctx, op.Pool, b.qid, true)
+	requireDenied(t, err, "quarantine show --payload as the operator")
+	rows, err := store.ListOutbox(ctx, op.Pool, "", 10)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Nil(t, rows[0].Payload)
+	_, err = store.GetOutbox(ctx, op.Pool, b.oid)
+	requireDenied(t, err, "outbox show (the payload) as the operator")
+	_, err = store.ReadBacklog(ctx, op.Pool)
+	require.NoError(t, err)
+	_, err = store.ListOperatorActions(ctx, op.Pool, b.key.String(), 10)
+	require.NoError(t, err)
+
+	for _, sql := range []string{
+		`SELECT payload FROM webhook_inbox`,
+		`SELECT payload FROM inbox_quarantine`,
+		`SELECT payload FROM outbox`,
+		`SELECT api_key FROM endpoints`,
+		`SELECT api_key_sealed FROM endpoints`,
+		`SELECT secret FROM endpoint_secrets`,
+		`SELECT secret_sealed FROM endpoint_secrets`,
+		`SELECT secret FROM team_destinations`,
+		`SELECT secret_sealed FROM team_destinations`,
+		`UPDATE webhook_inbox SET status = 'pending'`,
+		`DELETE FROM webhook_inbox`,
+		`INSERT INTO operator_actions (actor, action, target, reason) VALUES ('me', 'replay', 'x', 'y')`,
+		`UPDATE outbox SET status = 'pending'`,
+		`UPDATE workspaces SET credits_balance = 1`,
+		`DELETE FROM inbox_quarantine`,
+	} {
+		denied(t, ctx, op, sql)
+	}
+	_, err = store.ResetInboxEvent(ctx, op.Pool, b.key, keys.StatusPending)
+	requireDenied(t, err, "replay's reset as the operator")
+	requireDenied(t, store.SetWorkspaceEmail(ctx, op.Pool, "ws_1", "x@example.com"), "workspaces set as the operator")
+}
+
+var memberSeq atomic.Int64
+
+// A login role that is a member of the operator role reads payloads only
+// once it is also granted the payload reader. Role memberships are the
+// server's, not the database's, so the test makes its own login role rather
+// than granting hookinbox_payload_reader to hookinbox_operator itself.
+func TestPayloadReaderGrantedToAnOperatorReadsPayloads(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	ctx := b.ctx
+	alice := fmt.Sprintf("hookinbox_test_operator_%d_%d", os.Getpid(), memberSeq.Add(1))
+	admin, err := pgx.Connect(ctx, testenv.AdminURL(t, "postgres"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	create := "CREATE ROLE " + alice + " LOGIN IN ROLE " + store.RoleOperator
+	if pw := passwordOf(t, testenv.RoleURL(t, b.url, store.RoleOperator)); pw != "" {
+		create += " PASSWORD '" + pw + "'"
+	}
+	_, err = admin.Exec(ctx, create)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+alice) })
+
+	before := b.as(t, alice)
+	_, err = store.InspectInboxEvent(ctx, before.Pool, b.key, true)
+	requireDenied(t, err, "an operator not granted the payload reader")
+	before.Close()
+
+	_, err = admin.Exec(ctx, "GRANT "+store.RolePayloadReader+" TO "+alice)
+	require.NoError(t, err)
+	op := b.as(t, alice)
+	d, err := store.InspectInboxEvent(ctx, op.Pool, b.key, true)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id":"evt_fixture","card":"4242"}`, string(d.Payload))
+	q, err := store.GetQuarantineEntry(ctx, op.Pool, b.qid, true)
+	require.NoError(t, err)
+	require.Equal(t, []byte("not json"), q.Payload)
+	o, err := store.GetOutbox(ctx, op.Pool, b.oid)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"to":"a@example.com"}`, string(o.Payload))
+	// Reading payloads is all the payload reader adds: still no writes, no key.
+	denied(t, ctx, op, `UPDATE webhook_inbox SET status = 'pending'`)
+	denied(t, ctx, op, `SELECT api_key FROM endpoints`)
+}
+
+func passwordOf(t *testing.T, u string) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(u)
+	require.NoError(t, err)
+	return cfg.Password
+}
+
+func TestWorkerRoleCannotReadSigningSecretsOrTheAuditLog(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	w := b.as(t, store.RoleWorker)
+	ctx := b.ctx
+
+	denied(t, ctx, w, `SELECT secret FROM endpoint_secrets`)
+	denied(t, ctx, w, `SELECT secret_sealed FROM endpoint_secrets`)
+	denied(t, ctx, w, `SELECT * FROM operator_actions`)
+	denied(t, ctx, w, `SELECT payload FROM inbox_quarantine`)
+	denied(t, ctx, w, `UPDATE endpoints SET api_key = 'x'`)
+	denied(t, ctx, w, `INSERT INTO account_links (endpoint_slug, account, workspace_id) VALUES ('ep', 'acct_evil', 'ws_1')`)
+	_, err := w.GetEndpoint(ctx, "ep")
+	requireDenied(t, err, "GetEndpoint (reads the secrets) as the worker")
+
+	// What the worker's activities read of an endpoint: the API key.
+	ep, err := w.GetProviderEndpoint(ctx, "ep")
+	require.NoError(t, err)
+	require.Equal(t, "sk_test_secret", ep.APIKey)
+	require.Empty(t, ep.Secrets)
+	got, err := store.GetInboxEvent(ctx, w.Pool, b.key)
+	require.NoError(t, err)
+	require.NotEmpty(t, got.Payload, "handlers read the payload")
+	_, err = store.ReadBacklog(ctx, w.Pool)
+	require.NoError(t, err)
+}
+
+// ApplyRoles and ReapplyGrants converge: a privilege granted by hand is
+// revoked, and a column added by a migration is covered by the operator's
+// "every column but payload" grant once the grants are re-applied (what
+// `hookinbox migrate` does), while the payload stays hidden.
+func TestReapplyingGrantsConvergesAndCoversNewColumns(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	ctx := b.ctx
+	_, err := b.owner.Pool.Exec(ctx, `GRANT SELECT ON endpoints TO `+store.RoleIntake)
+	require.NoError(t, err)
+	_, err = b.owner.Pool.Exec(ctx, `ALTER TABLE webhook_inbox ADD COLUMN extra text`)
+	require.NoError(t, err)
+	in, op := b.as(t, store.RoleIntake), b.as(t, store.RoleOperator)
+	_, err = in.Pool.Exec(ctx, `SELECT api_key FROM endpoints`)
+	require.NoError(t, err, "the stray grant works before the re-apply")
+	denied(t, ctx, op, `SELECT extra FROM webhook_inbox`)
+
+	roles, n, err := store.ReapplyGrants(ctx, b.owner.Pool)
+	require.NoError(t, err)
+	require.Equal(t, store.Roles, roles)
+	require.Positive(t, n)
+
+	denied(t, ctx, in, `SELECT api_key FROM endpoints`)
+	_, err = op.Pool.Exec(ctx, `SELECT extra FROM webhook_inbox`)
+	require.NoError(t, err)
+	denied(t, ctx, op, `SELECT payload FROM webhook_inbox`)
+
+	// ApplyRoles over existing roles changes none of them and re-applies
+	// the same grants: the privileges are identical afterwards.
+	before := privileges(t, ctx, b.owner)
+	changes, _, err := store.ApplyRoles(ctx, b.owner.Pool, store.RoleOptions{})
+	require.NoError(t, err)
+	for _, c := range changes {
+		require.Equal(t, "unchanged", c.Action, c.Role)
+	}
+	require.Equal(t, before, privileges(t, ctx, b.owner))
+}
+
+// privileges lists every table and column privilege the roles hold here.
+func privileges(t *testing.T, ctx context.Context, st *store.Store) []string {
+	t.Helper()
+	rows, err := st.Pool.Query(ctx, `
+		SELECT grantee || ' ' || privilege_type || ' ' || table_name || coalesce('.' || column_name, '')
+		  FROM (SELECT grantee, privilege_type, table_name, NULL AS column_name FROM information_schema.role_table_grants
+		        UNION ALL
+		        SELECT grantee, privilege_type, table_name, column_name FROM information_schema.role_column_grants) g
+		 WHERE grantee = ANY($1)
+		 ORDER BY 1`, store.Roles)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.NotEmpty(t, out)
+	return out
+}
+
+// Every table and view of the schema is named by at least one grant, so a
+// migration adding one makes its author decide who may use it (a table no
+// process may touch is a table nothing needs). Only the migration
+// bookkeeping is nobody's.
+func TestEveryRelationIsDecidedInTheGrantList(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	rows, err := st.Pool.Query(context.Background(), `
+		SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		 WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm', 'p') ORDER BY 1`)
+	require.NoError(t, err)
+	rels, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	named := map[string]bool{}
+	for _, g := range store.Grants {
+		named[g.Table] = true
+	}
+	for _, r := range rels {
+		if r == "schema_version" {
+			continue
+		}
+		require.True(t, named[r], "table %s is in no grant of store.Grants: decide which roles may use it", r)
+	}
+}
+
+// The worker's role runs every store function the worker does: handling
+// (lock, complete, fail, stop), the three business effects, the outbox,
+// the sweepers, reconciliation, backfill's insert and retention.
+func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	w := b.as(t, store.RoleWorker)
+	ctx := b.ctx
+	require.NoError(t, store.UpsertDestination(ctx, b.owner.Pool, b.owner.Keys, store.Destination{WorkspaceID: "ws_1", Name: "team",
+		Kind: "webhook", Target: "http://hooks.example", Secret: "whsec_team", Enabled: true}))
+
+	r := keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "invoice", ID: "in_1"}
+	batch, err := store.LoadPending(ctx, w.Pool, r, 10)
+	require.NoError(t, err)
+	require.Len(t, batch.Events, 1)
+	require.NoError(t, w.Tx(ctx, func(tx pgx.Tx) error {
+		ev, err := store.LockInboxEvent(ctx, tx, b.key)
+		if err != nil {
+			return err
+		}
+		ws, err := store.GetWorkspace(ctx, tx, ev.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		granted, _, err := store.GrantCreditsOnce(ctx, tx, store.CreditGrant{Provider: "stripe", Account: "acct_1",
+			Environment: "test", InvoiceID: "in_1", Operation: "initial-credit-grant", WorkspaceID: ws.ID, Credits: 100,
+			AmountPaid: 1000, Currency: "usd", EventKey: ev.Key.String()})
+		if err != nil || !granted {
+			return fmt.Errorf("grant: %v %w", granted, err)
+		}
+		if _, again, err := store.GrantCreditsOnce(ctx, tx, store.CreditGrant{Provider: "stripe", Account: "acct_1",
+			Environment: "test", InvoiceID: "in_1", Operation: "initial-credit-grant", WorkspaceID: ws.ID, Credits: 100,
+			AmountPaid: 1000, Currency: "usd", EventKey: ev.Key.String()}); err != nil || again == nil {
+			return fmt.Errorf("grant again: %w", err)
+		}
+		if _, err := store.InsertFeedbackAlertOnce(ctx, tx, store.FeedbackAlert{Provider: "standard", Project: "p",
+			Environment: "test", FeedbackID: "f1", Operation: "initial-alert", WorkspaceID: ws.ID, EventKey: "k"}); err != nil {
+			return err
+		}
+		v := int64(1)
+		p := store.Projection{Provider: "stripe", Account: "acct_1", Environment: "test", ResourceID: "sub_1",
+			WorkspaceID: ws.ID, Version: &v, State: store.SubscriptionState{Status: "active"}, Access: true, WrittenBy: "k"}
+		if _, err := store.WriteProjectionIfNewer(ctx, tx, p); err != nil {
+			return err
+		}
+		cur, err := store.GetProjection(ctx, tx, "stripe", "acct_1", "test", "sub_1")
+		if err != nil {
+			return err
+		}
+		if _, err := store.WriteProjectionCAS(ctx, tx, p, cur.WriteSeq); err != nil {
+			return err
+		}
+		if _, err := store.GetProjections(ctx, tx, "stripe", "acct_1", "test", []string{"sub_1"}); err != nil {
+			return err
+		}
+		if _, err := store.WorkspaceHasAccess(ctx, tx, ws.ID); err != nil {
+			return err
+		}
+		if _, err := store.ListDestinations(ctx, tx, ws.ID, true); err != nil {
+			return err
+		}
+		if _, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{OperationKey: "op:2", Class: "alert", Kind: "webhook",
+			Destination: "team", WorkspaceID: ws.ID, ResourceKey: "r", Payload: map[string]string{}}); err != nil {
+			return err
+		}
+		if err := store.InsertDivergences(ctx, tx, "stripe", "acct_1", "test", "subscription", "sub_1", "test",
+			[]store.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "canceled", Corrected: true}}); err != nil {
+			return err
+		}
+		_, err = store.CompleteInboxEvent(ctx, tx, ev.Key, keys.StatusDone, "granted")
+		return err
+	}))
+	require.NoError(t, store.RecordInboxFailure(ctx, w.Pool, b.key, "x", time.Now()))
+	_, err = store.StopInboxEvent(ctx, w.Pool, b.key, keys.StatusFailed, "x")
+	require.NoError(t, err)
+
+	o, err := store.GetOutbox(ctx, w.Pool, b.oid)
+	require.NoError(t, err)
+	_, err = store.BeginOutboxAttempt(ctx, w.Pool, o.ID, "retry_same_key", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, store.OutboxAttemptFailed(ctx, w.Pool, o.ID, store.OutboxUncertain, "timeout", time.Now()))
+	require.NoError(t, store.MarkOutboxSent(ctx, w.Pool, o.ID, "remote", ""))
+	_, err = store.StopOutbox(ctx, w.Pool, o.ID, store.OutboxHeld, "x")
+	require.NoError(t, err)
+	_, err = store.UnsentOutbox(ctx, w.Pool, "r", 10)
+	require.NoError(t, err)
+	_, err = store.StaleOutboxResources(ctx, w.Pool, time.Millisecond, 10)
+	require.NoError(t, err)
+	_, err = store.StalePendingResources(ctx, w.Pool, time.Millisecond, 10)
+	require.NoError(t, err)
+
+	_, err = store.FindAPIEndpoint(ctx, w.Pool, "stripe", "acct_1", "test")
+	require.NoError(t, err)
+	scopes, err := store.ListScopes(ctx, w.Pool, "stripe", "")
+	require.NoError(t, err)
+	require.Len(t, scopes, 1)
+	cp, _, err := w.BeginPass(ctx, "pass", "run-1", false)
+	require.NoError(t, err)
+	_, _, err = store.AdvancePass(ctx, w.Pool, "pass", store.PageProgress{Owner: "run-1", Pages: cp.Pages, Next: "c", Seen: 1})
+	require.NoError(t, err)
+	_, err = store.GetCheckpoint(ctx, w.Pool, "pass")
+	require.NoError(t, err)
+	backfilled := event("evt_backfill", `{"id":"evt_backfill"}`)
+	backfilled.Origin = keys.OriginBackfill
+	res, err := store.InsertInboxEvent(ctx, w.Pool, backfilled)
+	require.NoError(t, err)
+	require.Equal(t, store.Inserted, res.Outcome)
+
+	_, err = store.RedactInboxPayloads(ctx, w.Pool, time.Hour, 10)
+	require.NoError(t, err)
+	_, err = store.DeleteExpiredInboxRows(ctx, w.Pool, store.MinDedupRetention, 10)
+	require.NoError(t, err)
+	_, err = store.DeleteResolvedQuarantine(ctx, w.Pool, time.Hour, 10)
+	require.NoError(t, err)
+}

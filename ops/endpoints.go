@@ -1,0 +1,451 @@
+package ops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// SlugPattern is what an endpoint slug (and a destination name) may be.
+var SlugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// EndpointView is an endpoint as shown: secrets and the API key as
+// fingerprints, never their values.
+type EndpointView struct {
+	Slug              string                `json:"slug"`
+	Provider          string                `json:"provider"`
+	Environment       string                `json:"environment"`
+	Account           string                `json:"account,omitempty"`
+	APIBaseURL        string                `json:"api_base_url,omitempty"`
+	APIKeySet         bool                  `json:"api_key_set"`
+	APIKeyFingerprint string                `json:"api_key_fingerprint,omitempty"`
+	Settings          keys.EndpointSettings `json:"settings"`
+	Secrets           []SecretView          `json:"secrets"`
+	Links             map[string]string     `json:"links"`
+}
+
+// SecretView is a signing secret as shown.
+type SecretView struct {
+	ID          int64  `json:"id"`
+	Fingerprint string `json:"fingerprint"`
+	// Accounts are the source accounts the secret may sign for (none: any
+	// account linked to the endpoint).
+	Accounts  []string `json:"accounts,omitempty"`
+	CreatedAt string   `json:"created_at"`
+}
+
+// Fingerprint is a short, non-reversible tag of a secret value.
+func Fingerprint(v string) string {
+	h := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(h[:4])
+}
+
+// NewEndpointView is the view of an endpoint.
+func NewEndpointView(e *store.Endpoint) EndpointView {
+	v := EndpointView{Slug: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: e.Account,
+		APIBaseURL: e.APIBaseURL, APIKeySet: e.HasAPIKey || e.APIKey != "", Settings: e.Settings, Links: e.Links, Secrets: []SecretView{}}
+	if e.APIKey != "" {
+		v.APIKeyFingerprint = Fingerprint(e.APIKey)
+	}
+	if v.Links == nil {
+		v.Links = map[string]string{}
+	}
+	for _, s := range e.Secrets {
+		v.Secrets = append(v.Secrets, SecretView{ID: s.ID, Fingerprint: s.Fingerprint(), Accounts: s.Accounts,
+			CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")})
+	}
+	return v
+}
+
+// SortedLinks renders an endpoint's links as "account→workspace", sorted.
+func (v EndpointView) SortedLinks() []string {
+	var links []string
+	for a, w := range v.Links {
+		links = append(links, a+"→"+w)
+	}
+	sort.Strings(links)
+	return links
+}
+
+// ListEndpoints lists every endpoint, by slug.
+func (s *Service) ListEndpoints(ctx context.Context) ([]EndpointView, error) {
+	eps, err := s.Store.ListEndpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]EndpointView, 0, len(eps))
+	for _, e := range eps {
+		out = append(out, NewEndpointView(e))
+	}
+	return out, nil
+}
+
+// ShowEndpoint reads one endpoint.
+func (s *Service) ShowEndpoint(ctx context.Context, slug string) (*EndpointView, error) {
+	e, err := s.Store.GetEndpoint(ctx, slug)
+	if err != nil {
+		return nil, err
+	}
+	v := NewEndpointView(e)
+	return &v, nil
+}
+
+func endpointTarget(slug string) string { return "endpoint:" + slug }
+
+func validateBaseURL(u string) error {
+	if u == "" {
+		return nil
+	}
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
+		return Invalidf("api base URL must be an http(s) URL without credentials")
+	}
+	return nil
+}
+
+func validatePath(name, p string) error {
+	if strings.ContainsAny(p, " \t\n") || len(p) > 200 {
+		return Invalidf("%s must be a gjson path such as data.object.id (got %q)", name, p)
+	}
+	return nil
+}
+
+func validateSettings(st keys.EndpointSettings) error {
+	for name, p := range map[string]string{"type path": st.TypePath, "resource path": st.ResourcePath,
+		"account path": st.AccountPath, "version path": st.VersionPath, "resource kind": st.ResourceKind} {
+		if err := validatePath(name, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateNewEndpoint checks an endpoint before it is registered.
+func ValidateNewEndpoint(e store.NewEndpoint) error {
+	if !SlugPattern.MatchString(e.Slug) {
+		return Invalidf("slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
+	}
+	if !slices.Contains(Providers, e.Provider) {
+		return Invalidf("provider must be stripe, github, standard or shopify (got %q)", e.Provider)
+	}
+	if e.Environment != keys.EnvLive && e.Environment != keys.EnvTest {
+		return Invalidf("environment must be live or test (got %q)", e.Environment)
+	}
+	if len(e.Secrets) == 0 {
+		return Invalidf("a secret is required (repeat it to register several)")
+	}
+	for _, sec := range e.Secrets {
+		if err := validateSecret(e.Provider, sec); err != nil {
+			return Invalidf("secret: %v", err)
+		}
+	}
+	if err := validateAccounts("secret accounts", e.SecretAccounts); err != nil {
+		return err
+	}
+	if e.Account != "" && len(e.SecretAccounts) > 0 && !slices.Contains(e.SecretAccounts, e.Account) {
+		return Invalidf("secret accounts %s do not include the endpoint's own account %s", strings.Join(e.SecretAccounts, ","), e.Account)
+	}
+	if err := validateBaseURL(e.APIBaseURL); err != nil {
+		return err
+	}
+	return validateSettings(e.Settings)
+}
+
+// EndpointWarnings are what registering e is allowed but should say: a
+// Shopify endpoint with neither its own account nor bound secrets trusts
+// the unsigned shop header only while it links exactly one shop.
+func EndpointWarnings(e store.NewEndpoint) []string {
+	var out []string
+	if e.Provider == keys.ProviderShopify && e.Account == "" && len(e.SecretAccounts) == 0 {
+		out = append(out, "Shopify's shop header is not signed; without an own account (--account) or secret accounts "+
+			"(--secret-accounts) this endpoint accepts deliveries only while it links exactly one shop")
+	}
+	return out
+}
+
+// ParseAccounts splits a comma-separated list of source accounts.
+func ParseAccounts(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// validateAccounts checks a list of source accounts a secret is bound to.
+func validateAccounts(what string, accounts []string) error {
+	for _, a := range accounts {
+		if strings.TrimSpace(a) == "" || strings.ContainsAny(a, ", \t\n") || len(a) > 255 {
+			return Invalidf("%s: %q is not a source account", what, a)
+		}
+	}
+	return nil
+}
+
+func secretFingerprints(secrets []string) []string {
+	out := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		out = append(out, Fingerprint(s))
+	}
+	return out
+}
+
+// AddEndpoint registers an endpoint. Audited (secrets as fingerprints).
+func (s *Service) AddEndpoint(ctx context.Context, who Actor, e store.NewEndpoint, reason string) error {
+	if err := who.check(); err != nil {
+		return err
+	}
+	if err := ValidateNewEndpoint(e); err != nil {
+		return err
+	}
+	if err := s.Store.InsertEndpoint(ctx, e); err != nil {
+		if strings.Contains(err.Error(), "already exists") {
+			return &ConflictError{Err: err}
+		}
+		return err
+	}
+	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_add", endpointTarget(e.Slug), reason, map[string]any{
+		"provider": e.Provider, "environment": e.Environment, "account": e.Account, "api_base_url": e.APIBaseURL,
+		"api_key_set": e.APIKey != "", "secrets": secretFingerprints(e.Secrets), "secret_accounts": e.SecretAccounts})
+	return err
+}
+
+// EndpointChange changes an endpoint; nil fields stay, "" clears an
+// optional one.
+type EndpointChange struct {
+	Account      *string `json:"account,omitempty"`
+	APIBaseURL   *string `json:"api_base_url,omitempty"`
+	APIKey       *string `json:"api_key,omitempty"`
+	TypePath     *string `json:"type_path,omitempty"`
+	ResourcePath *string `json:"resource_path,omitempty"`
+	ResourceKind *string `json:"resource_kind,omitempty"`
+	AccountPath  *string `json:"account_path,omitempty"`
+	VersionPath  *string `json:"version_path,omitempty"`
+}
+
+// Empty reports whether c changes nothing.
+func (c EndpointChange) Empty() bool { return c == EndpointChange{} }
+
+// UpdateEndpoint applies c to endpoint slug. Audited (the API key as a
+// fingerprint).
+func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c EndpointChange, reason string) (*EndpointView, error) {
+	if err := who.check(); err != nil {
+		return nil, err
+	}
+	if c.Empty() {
+		return nil, Invalidf("nothing to change: give at least one field")
+	}
+	if c.APIBaseURL != nil {
+		if err := validateBaseURL(*c.APIBaseURL); err != nil {
+			return nil, err
+		}
+	}
+	var changed []string
+	details := map[string]any{}
+	err := s.Store.Tx(ctx, func(tx pgx.Tx) error {
+		e, err := s.Store.GetEndpoint(ctx, slug)
+		if err != nil {
+			return err
+		}
+		u := store.EndpointUpdate{Account: c.Account, APIBaseURL: c.APIBaseURL, APIKey: c.APIKey}
+		set := e.Settings
+		for _, f := range []struct {
+			name string
+			v    *string
+			dst  *string
+		}{{"type_path", c.TypePath, &set.TypePath}, {"resource_path", c.ResourcePath, &set.ResourcePath},
+			{"resource_kind", c.ResourceKind, &set.ResourceKind}, {"account_path", c.AccountPath, &set.AccountPath},
+			{"version_path", c.VersionPath, &set.VersionPath}} {
+			if f.v != nil {
+				details["previous_"+f.name], details[f.name] = *f.dst, *f.v
+				*f.dst = *f.v
+				changed = append(changed, f.name)
+				u.Settings = &set
+			}
+		}
+		if err := validateSettings(set); err != nil {
+			return err
+		}
+		if c.Account != nil {
+			details["previous_account"], details["account"] = e.Account, *c.Account
+			changed = append(changed, "account")
+		}
+		if c.APIBaseURL != nil {
+			details["previous_api_base_url"], details["api_base_url"] = e.APIBaseURL, *c.APIBaseURL
+			changed = append(changed, "api_base_url")
+		}
+		if c.APIKey != nil {
+			if e.APIKey != "" {
+				details["previous_api_key_fingerprint"] = Fingerprint(e.APIKey)
+			}
+			if *c.APIKey != "" {
+				details["api_key_fingerprint"] = Fingerprint(*c.APIKey)
+			}
+			changed = append(changed, "api_key")
+		}
+		if err := store.UpdateEndpoint(ctx, tx, s.Store.Keys, slug, u); err != nil {
+			return err
+		}
+		details["changed"] = changed
+		_, err = s.audit(ctx, tx, who, "endpoint_update", endpointTarget(slug), reason, details)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.ShowEndpoint(ctx, slug)
+}
+
+// LinkAccount maps a source account of an endpoint to a workspace (created
+// if new). Audited.
+func (s *Service) LinkAccount(ctx context.Context, who Actor, slug, account, workspace, reason string) (store.LinkResult, error) {
+	if err := who.check(); err != nil {
+		return store.LinkResult{}, err
+	}
+	if strings.TrimSpace(account) == "" || strings.TrimSpace(workspace) == "" {
+		return store.LinkResult{}, Invalidf("account and workspace must not be empty")
+	}
+	res, err := s.Store.Link(ctx, slug, account, workspace)
+	if err != nil {
+		return res, err
+	}
+	_, err = s.audit(ctx, s.Store.Pool, who, "endpoint_link", endpointTarget(slug), reason,
+		map[string]any{"account": account, "workspace": workspace, "previous_workspace": res.PreviousWorkspace,
+			"own_account": res.OwnAccount, "pinned_own_account": res.PinnedOwnAccount})
+	return res, err
+}
+
+// UnlinkAccount removes an account mapping. Audited.
+func (s *Service) UnlinkAccount(ctx context.Context, who Actor, slug, account, reason string) error {
+	if err := who.check(); err != nil {
+		return err
+	}
+	if err := s.Store.UnlinkAccount(ctx, slug, account); err != nil {
+		return err
+	}
+	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_unlink", endpointTarget(slug), reason, map[string]any{"account": account})
+	return err
+}
+
+// RemoveEndpoint removes an endpoint, its secrets and links. Audited.
+func (s *Service) RemoveEndpoint(ctx context.Context, who Actor, slug, reason string) error {
+	if err := who.check(); err != nil {
+		return err
+	}
+	if err := s.Store.DeleteEndpoint(ctx, slug); err != nil {
+		return err
+	}
+	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_remove", endpointTarget(slug), reason, nil)
+	return err
+}
+
+// SecretAdded is a new signing secret, by id and fingerprint.
+type SecretAdded struct {
+	ID          int64  `json:"id"`
+	Fingerprint string `json:"fingerprint"`
+	// Retired are the ids of secrets removed with it (rotation done at once).
+	Retired []int64 `json:"retired,omitempty"`
+}
+
+// NewSecret is a signing secret to add.
+type NewSecret struct {
+	Secret string `json:"secret"`
+	// Accounts binds the secret to the source accounts it may sign for
+	// (none: any account linked to the endpoint). A secret already
+	// registered keeps its binding (BindSecret changes it).
+	Accounts []string `json:"accounts,omitempty"`
+	// RetireOthers removes every other secret in the same transaction.
+	RetireOthers bool `json:"retire_others"`
+}
+
+// AddSecret adds a signing secret (rotation: both are accepted until the
+// old one is removed), sealed with the store's keyring and checked against
+// the provider's strength rules; n.RetireOthers removes every other secret
+// in the same transaction. Audited by fingerprint.
+func (s *Service) AddSecret(ctx context.Context, who Actor, slug string, n NewSecret, reason string) (SecretAdded, error) {
+	var out SecretAdded
+	if err := who.check(); err != nil {
+		return out, err
+	}
+	if err := validateAccounts("accounts", n.Accounts); err != nil {
+		return out, err
+	}
+	// Never the API key: adding a secret has no use for it.
+	ep, err := s.Store.GetIntakeEndpoint(ctx, slug)
+	if err != nil {
+		return out, err
+	}
+	secret, retireOthers := n.Secret, n.RetireOthers
+	if err := validateSecret(ep.Provider, secret); err != nil {
+		return out, Invalidf("secret: %v", err)
+	}
+	err = s.Store.Tx(ctx, func(tx pgx.Tx) error {
+		id, err := store.InsertSecret(ctx, tx, s.Store.Keys, slug, secret, n.Accounts)
+		if err != nil {
+			return err
+		}
+		out = SecretAdded{ID: id, Fingerprint: Fingerprint(secret)}
+		if retireOthers {
+			for _, old := range ep.Secrets {
+				if old.ID == id {
+					continue
+				}
+				if _, err := tx.Exec(ctx, `DELETE FROM endpoint_secrets WHERE endpoint_slug = $1 AND id = $2`, slug, old.ID); err != nil {
+					return err
+				}
+				out.Retired = append(out.Retired, old.ID)
+			}
+		}
+		_, err = s.audit(ctx, tx, who, "endpoint_secret_add", endpointTarget(slug), reason,
+			map[string]any{"secret_id": id, "fingerprint": out.Fingerprint, "accounts": n.Accounts, "retired": out.Retired})
+		return err
+	})
+	return out, err
+}
+
+// BindSecret sets the source accounts signing secret id of endpoint slug
+// may sign for (none: any account linked to the endpoint); a delivery it
+// verifies that claims another account is quarantined as account_mismatch.
+// Audited.
+func (s *Service) BindSecret(ctx context.Context, who Actor, slug string, id int64, accounts []string, reason string) error {
+	if err := who.check(); err != nil {
+		return err
+	}
+	if err := validateAccounts("accounts", accounts); err != nil {
+		return err
+	}
+	if err := s.Store.BindSecret(ctx, slug, id, accounts); err != nil {
+		return err
+	}
+	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_secret_bind", endpointTarget(slug), reason,
+		map[string]any{"secret_id": id, "accounts": accounts})
+	return err
+}
+
+// RemoveSecret removes a signing secret by id (never the last one). Audited.
+func (s *Service) RemoveSecret(ctx context.Context, who Actor, slug string, id int64, reason string) error {
+	if err := who.check(); err != nil {
+		return err
+	}
+	if err := s.Store.DeleteSecret(ctx, slug, id); err != nil {
+		if !errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), "last secret") {
+			return &ConflictError{Err: err}
+		}
+		return err
+	}
+	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_secret_remove", endpointTarget(slug), reason, map[string]any{"secret_id": id})
+	return err
+}

@@ -1,0 +1,112 @@
+package ops
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// Roles, least to most privileged: a viewer reads (never payloads), an
+// operator also replays, resolves, releases and reads payloads, an admin
+// also manages endpoints, secrets and workspaces.
+var Roles = []string{store.TokenViewer, store.TokenOperator, store.TokenAdmin}
+
+// RoleAtLeast reports whether role grants at least least.
+func RoleAtLeast(role, least string) bool {
+	rank := func(r string) int {
+		for i, x := range Roles {
+			if x == r {
+				return i
+			}
+		}
+		return -1
+	}
+	return rank(role) >= 0 && rank(role) >= rank(least)
+}
+
+// TokenPrefix starts every API token, so one found in a log or a paste is
+// recognizable.
+const TokenPrefix = "hki_"
+
+var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$`)
+
+// HashToken is what is stored of a token.
+func HashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// NewToken is a token just created: Token is shown once and never again.
+type NewToken struct {
+	store.APIToken
+	Token string `json:"token"`
+}
+
+// CreateToken creates an API token with role for name and returns it; only
+// its SHA-256 is stored. Audited.
+func (s *Service) CreateToken(ctx context.Context, who Actor, name, role string) (*NewToken, error) {
+	if err := who.check(); err != nil {
+		return nil, err
+	}
+	if !tokenName.MatchString(name) {
+		return nil, Invalidf("name must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or digit (got %q)", name)
+	}
+	if !RoleAtLeast(role, store.TokenViewer) {
+		return nil, Invalidf("role must be one of %s (got %q)", strings.Join(Roles, ", "), role)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	tok := TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	t, err := store.InsertAPIToken(ctx, s.Store.Pool, name, role, who.Name, HashToken(tok))
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, &ConflictError{Err: err}
+		}
+		return nil, err
+	}
+	if _, err := s.audit(ctx, s.Store.Pool, who, "token_create", "token:"+name, "", map[string]any{"role": role}); err != nil {
+		return nil, err
+	}
+	return &NewToken{APIToken: *t, Token: tok}, nil
+}
+
+// ListTokens lists tokens (never their values, which are not stored).
+func (s *Service) ListTokens(ctx context.Context) ([]store.APIToken, error) {
+	return store.ListAPITokens(ctx, s.Store.Pool)
+}
+
+// RevokeToken revokes a token by name at once. Audited.
+func (s *Service) RevokeToken(ctx context.Context, who Actor, name string) (*store.APIToken, error) {
+	if err := who.check(); err != nil {
+		return nil, err
+	}
+	t, err := store.RevokeAPIToken(ctx, s.Store.Pool, name)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.audit(ctx, s.Store.Pool, who, "token_revoke", "token:"+name, "", map[string]any{"role": t.Role})
+	return t, err
+}
+
+// ErrBadToken is a missing, unknown or revoked token.
+var ErrBadToken = errors.New("missing, unknown or revoked API token")
+
+// Authenticate returns the token record of a presented token.
+func (s *Service) Authenticate(ctx context.Context, token string) (*store.APIToken, error) {
+	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 100 {
+		return nil, ErrBadToken
+	}
+	t, err := store.LookupAPIToken(ctx, s.Store.Pool, HashToken(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrBadToken
+	}
+	return t, err
+}
