@@ -113,6 +113,21 @@ func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (H
 	if out.NoHandler {
 		return a.noHandler(ctx, in.Key, out)
 	}
+	if out.Status == keys.StatusPending {
+		// The handler chose to wait (a credit note before its invoice's
+		// grant): the row holds its next attempt; the workflow moves on.
+		if a.Metrics != nil {
+			a.Metrics.EventRetries.WithLabelValues(orUnknown(out.Route)).Inc()
+		}
+		logger(ctx, a.Logger).Info("event waits", "event_key", in.Key.String(), "business_key", out.BusinessKey,
+			"handler", out.Route, "note", out.Note)
+		return HandleResult{Status: out.Status, Note: out.Note}, nil
+	}
+	if out.Status == keys.StatusDone && a.Metrics != nil && !out.ReceivedAt.IsZero() {
+		// After the handler's commit: receipt to effect, whatever the
+		// retries, waits and replays in between.
+		a.Metrics.EffectLatency.WithLabelValues(in.Key.Provider, out.EventType).Observe(time.Since(out.ReceivedAt).Seconds())
+	}
 	a.count(out.Route, out.Status)
 	if a.Metrics != nil {
 		for _, d := range out.Divergences {

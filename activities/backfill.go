@@ -20,6 +20,8 @@ import (
 func BackfillTypes() []string {
 	return []string{
 		"invoice.paid",
+		"credit_note.created",
+		"credit_note.voided",
 		"customer.subscription.created",
 		"customer.subscription.updated",
 		"customer.subscription.deleted",

@@ -14,7 +14,6 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/simulator"
 )
@@ -57,11 +56,11 @@ func TestAFailedMarkSentAfterASuccessfulSendKeepsTheRowUncertain(t *testing.T) {
 
 			_, err := b.send(t, id)
 			require.Error(t, err)
-			require.Equal(t, store.OutboxUncertain, b.row(t, id).Status, "the destination accepted: the outcome is not pending")
+			require.Equal(t, keys.OutboxUncertain, b.row(t, id).Status, "the destination accepted: the outcome is not pending")
 			res, err := b.send(t, id)
 			require.NoError(t, err)
-			require.Equal(t, store.OutboxHeld, res.Status)
-			require.Equal(t, store.OutboxHeld, b.row(t, id).Status)
+			require.Equal(t, keys.OutboxHeld, res.Status)
+			require.Equal(t, keys.OutboxHeld, b.row(t, id).Status)
 			require.Len(t, sim.Emails(), 1)
 			require.Equal(t, 1, sim.Emails()[0].Posts, "not sent blindly a second time")
 		}},
@@ -74,10 +73,10 @@ func TestAFailedMarkSentAfterASuccessfulSendKeepsTheRowUncertain(t *testing.T) {
 
 			_, err := b.send(t, id)
 			require.Error(t, err)
-			require.Equal(t, store.OutboxUncertain, b.row(t, id).Status)
+			require.Equal(t, keys.OutboxUncertain, b.row(t, id).Status)
 			require.Eventually(t, func() bool {
 				res, err := b.send(t, id)
-				return err == nil && res.Status == store.OutboxSent
+				return err == nil && res.Status == keys.OutboxSent
 			}, 10*time.Second, 200*time.Millisecond)
 			require.Len(t, mailpitMessages(t, mp.HTTPURL), 1, "looked up, not sent again")
 			require.Contains(t, b.row(t, id).LastError, "found at the destination")
@@ -135,7 +134,7 @@ func TestAnAttemptThatFindsTheDatabaseAwayIsAWait(t *testing.T) {
 		require.ErrorAs(t, err, &appErr)
 		require.Equal(t, activities.ErrDatabaseUnavailable, appErr.Type())
 		row := b.row(t, id)
-		require.Equal(t, store.OutboxUncertain, row.Status, "the send went out: uncertain until the database answers")
+		require.Equal(t, keys.OutboxUncertain, row.Status, "the send went out: uncertain until the database answers")
 		require.Equal(t, 1, row.Attempts)
 		require.Len(t, sim.Emails(), 1)
 	})

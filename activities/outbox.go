@@ -35,6 +35,7 @@ const (
 var DefaultPolicies = map[string]string{
 	keys.ClassCreditsConfirmation: PolicyAcceptDuplicate,
 	keys.ClassFeedbackAlert:       PolicyAcceptDuplicate,
+	keys.ClassCreditsReversal:     PolicyAcceptDuplicate,
 }
 
 // ParsePolicies reads "class=policy,class=policy" over the defaults.

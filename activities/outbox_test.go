@@ -88,11 +88,11 @@ func TestF5LostAnswerFromAnIdempotentEmailAPIIsRetriedWithTheSameKey(t *testing.
 	sim.LoseNextEmailAnswers(1) // accepted, then the answer is lost
 	_, err := b.send(t, id)
 	require.Error(t, err)
-	require.Equal(t, store.OutboxUncertain, b.row(t, id).Status)
+	require.Equal(t, keys.OutboxUncertain, b.row(t, id).Status)
 
 	res, err := b.send(t, id)
 	require.NoError(t, err)
-	require.Equal(t, store.OutboxSent, res.Status)
+	require.Equal(t, keys.OutboxSent, res.Status)
 	require.Equal(t, activities.PolicyRetrySameKey, res.Policy)
 	row := b.row(t, id)
 	require.Equal(t, activities.PolicyRetrySameKey, row.Policy, "the policy in force is on the row")
@@ -106,7 +106,7 @@ func TestF5LostAnswerFromAnIdempotentEmailAPIIsRetriedWithTheSameKey(t *testing.
 	// A sent row is never sent again.
 	res, err = b.send(t, id)
 	require.NoError(t, err)
-	require.Equal(t, store.OutboxSent, res.Status)
+	require.Equal(t, keys.OutboxSent, res.Status)
 	require.Equal(t, 2, sim.Emails()[0].Posts)
 }
 
@@ -117,8 +117,8 @@ func TestF5LostAnswerWithoutIdempotencyFollowsTheClassPolicy(t *testing.T) {
 		status   string
 		emails   int
 	}{
-		{"low-risk confirmation accepts a duplicate", nil, store.OutboxSent, 2},
-		{"high-impact class is held for review", map[string]string{keys.ClassCreditsConfirmation: activities.PolicyHoldForReview}, store.OutboxHeld, 1},
+		{"low-risk confirmation accepts a duplicate", nil, keys.OutboxSent, 2},
+		{"high-impact class is held for review", map[string]string{keys.ClassCreditsConfirmation: activities.PolicyHoldForReview}, keys.OutboxHeld, 1},
 	}
 	t.Parallel()
 	for _, tt := range tests {
@@ -140,14 +140,14 @@ func TestF5LostAnswerWithoutIdempotencyFollowsTheClassPolicy(t *testing.T) {
 			require.Equal(t, tt.status, res.Status)
 			require.Equal(t, tt.status, b.row(t, id).Status)
 			require.Len(t, sim.Emails(), tt.emails)
-			if tt.status == store.OutboxHeld {
+			if tt.status == keys.OutboxHeld {
 				require.Contains(t, b.row(t, id).LastError, "outcome is unknown")
 				// The operator checks and releases it: it is sent once more.
 				_, err := store.ReleaseOutbox(b.ctx, b.store.Pool, id)
 				require.NoError(t, err)
 				res, err := b.send(t, id)
 				require.NoError(t, err)
-				require.Equal(t, store.OutboxSent, res.Status)
+				require.Equal(t, keys.OutboxSent, res.Status)
 				require.Len(t, sim.Emails(), 2)
 			}
 		})
@@ -173,7 +173,7 @@ func TestF5WorkerDiesAfterTheDestinationAcceptedBeforeTheRowWasMarkedSent(t *tes
 	// (even though this class would otherwise be held).
 	require.Eventually(t, func() bool {
 		res, err := b.send(t, id)
-		return err == nil && res.Status == store.OutboxSent
+		return err == nil && res.Status == keys.OutboxSent
 	}, 10*time.Second, 200*time.Millisecond)
 	require.Len(t, mailpitMessages(t, mp.HTTPURL), 1)
 	require.Contains(t, b.row(t, id).LastError, "found at the destination")
@@ -189,13 +189,13 @@ func TestF5SMTPDownThenUp(t *testing.T) {
 		_, err := b.send(t, id)
 		require.Error(t, err)
 		row := b.row(t, id)
-		require.Equal(t, store.OutboxPending, row.Status, "connection refused: certainly not delivered")
+		require.Equal(t, keys.OutboxPending, row.Status, "connection refused: certainly not delivered")
 		require.Contains(t, row.LastError, "not delivered")
 	}
 	require.NoError(t, mp.Restart(context.Background()))
 	res, err := b.send(t, id)
 	require.NoError(t, err)
-	require.Equal(t, store.OutboxSent, res.Status)
+	require.Equal(t, keys.OutboxSent, res.Status)
 	require.Len(t, mailpitMessages(t, mp.HTTPURL), 1)
 	require.Equal(t, 4, b.row(t, id).Attempts)
 }

@@ -76,7 +76,7 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 		return ev, &Rejection{Reason: store.ReasonMalformed, Detail: err.Error()}
 	}
 	ev.WorkspaceID, ev.EventType, ev.ResourceKind, ev.ResourceID = workspace, n.EventType, kind, id
-	ev.ProviderVersion, ev.OccurredAt = n.version, n.OccurredAt
+	ev.ProviderVersion, ev.OccurredAt, ev.ObjectID = n.version, n.OccurredAt, n.ObjectID
 	ev.Status = keys.StatusPending
 	if !handled {
 		ev.Status = keys.StatusIgnored

@@ -49,7 +49,7 @@ func normalize(ep *store.Endpoint, p providers.Provider, h http.Header, payload 
 			n.version = &iv
 		}
 	}
-	if len(n.EventID) > 255 || len(n.ResourceID) > 255 || len(n.Account) > 255 || len(n.EventType) > 255 {
+	if len(n.EventID) > 255 || len(n.ResourceID) > 255 || len(n.ObjectID) > 255 || len(n.Account) > 255 || len(n.EventType) > 255 {
 		return normalized{}, providers.Malformedf("an identifier is longer than 255 bytes")
 	}
 	// PostgreSQL text holds neither NUL nor invalid UTF-8, and its timestamps
@@ -58,7 +58,7 @@ func normalize(ep *store.Endpoint, p providers.Provider, h http.Header, payload 
 	// failing the insert with a 503 the provider would retry forever.
 	for _, f := range []struct{ name, v string }{{"event id", n.EventID}, {"event type", n.EventType},
 		{"source account", n.Account}, {"environment", n.Environment}, {"resource kind", n.ResourceKind},
-		{"resource id", n.ResourceID}} {
+		{"resource id", n.ResourceID}, {"object id", n.ObjectID}} {
 		if !storableText(f.v) {
 			return normalized{}, providers.Malformedf("the %s is not valid UTF-8 text without NUL", f.name)
 		}

@@ -177,7 +177,7 @@ type Activities struct {
 }
 
 // NewActivities builds the worker's activities with the built-in handlers
-// (credits, subscriptions, feedback alerts), the reconcilers and the
+// (credits, credit notes, subscriptions, feedback alerts), the reconcilers and the
 // configured mailer.
 func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) (*Activities, error) {
 	policies, err := activities.ParsePolicies(cfg.UncertainPolicy)
@@ -187,7 +187,9 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 	providers := &handlers.EndpointProviders{Store: st}
 	subs := &handlers.Subscriptions{Store: st, Providers: providers, Logger: log}
 	set := handlers.Set{
-		handlers.RouteCredits:        &handlers.Credits{Store: st, Providers: providers, PerInvoice: cfg.CreditsPerInvoice},
+		handlers.RouteCredits: &handlers.Credits{Store: st, Providers: providers, PerInvoice: cfg.CreditsPerInvoice},
+		handlers.RouteCreditNotes: &handlers.CreditNotes{Store: st, Providers: providers, Policy: cfg.NegativeBalancePolicy,
+			WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax, WaitLimit: cfg.CreditNoteWait},
 		handlers.RouteSubscriptions:  subs,
 		handlers.RouteFeedbackAlerts: &handlers.FeedbackAlerts{Store: st},
 	}
@@ -226,7 +228,7 @@ func Mailer(cfg config.Config) outbound.Sender {
 // and /healthz until ctx ends.
 func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *Activities, m *metrics.Metrics, addr string, log *slog.Logger) error {
 	errc := make(chan error, 1)
-	if err := m.Registry.Register(&metrics.DBStats{Logger: log, Query: func(ctx context.Context) (store.Backlog, error) {
+	if err := m.Registry.Register(&metrics.DBStats{Logger: log, Query: func(ctx context.Context) (keys.Backlog, error) {
 		return store.ReadBacklog(ctx, a.Store.Pool)
 	}}); err != nil {
 		var already prometheus.AlreadyRegisteredError

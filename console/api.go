@@ -132,6 +132,30 @@ func inboxFilter(q url.Values, defLimit int) (store.InboxFilter, error) {
 	return f, ops.ValidateInboxFilter(f)
 }
 
+// filterParams keeps the inbox filters of q that are set, without the
+// listing's cursor and limit: what a bulk replay of the listing selects.
+func filterParams(q url.Values) url.Values {
+	out := url.Values{}
+	for _, k := range inboxParams {
+		if k != "cursor" && k != "limit" && q.Get(k) != "" {
+			out[k] = q[k]
+		}
+	}
+	return out
+}
+
+// replayFilter reads a bulk replay's filter from q (which it changes): the
+// filters are checked as a listing's, then the job takes up to limit events.
+func replayFilter(q url.Values, limit int) (store.InboxFilter, error) {
+	q.Set("limit", "1")
+	f, err := inboxFilter(q, 1)
+	if err != nil {
+		return f, err
+	}
+	f.Limit = limit
+	return f, nil
+}
+
 func (s *Server) apiInbox(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	q := r.URL.Query()
 	f, err := inboxFilter(q, 50)
@@ -166,21 +190,31 @@ func wantPayload(r *http.Request, p *principal) (bool, error) {
 	return want, nil
 }
 
-func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request, p *principal) error {
+// showEvent reads the event whose key is in the path, with its payload when
+// asked for and allowed (and logs who read it), for the API and the console.
+func (s *Server) showEvent(r *http.Request, p *principal) (keys.Event, *ops.EventDetail, error) {
 	k, err := parseEventKey(r.PathValue("key"))
 	if err != nil {
-		return err
+		return k, nil, err
 	}
 	withPayload, err := wantPayload(r, p)
 	if err != nil {
-		return err
+		return k, nil, err
 	}
 	d, err := s.ops.ShowEvent(r.Context(), k, withPayload)
 	if err != nil {
-		return err
+		return k, nil, err
 	}
 	if withPayload {
 		s.log.Info("payload read", "event_key", k.String(), "token", p.token.Name)
+	}
+	return k, d, nil
+}
+
+func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request, p *principal) error {
+	_, d, err := s.showEvent(r, p)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, d)
 	return nil
@@ -255,13 +289,10 @@ func (b replayJobBody) request() (ops.ReplayRequest, error) {
 		if limit == 0 {
 			limit = 1000
 		}
-		q := b.Filter.values()
-		q.Set("limit", "1")
-		f, err := inboxFilter(q, 1)
+		f, err := replayFilter(b.Filter.values(), limit)
 		if err != nil {
 			return req, err
 		}
-		f.Limit = limit
 		req.Filter = &f
 	}
 	for _, raw := range b.Keys {
@@ -374,16 +405,22 @@ func (s *Server) apiQuarantine(w http.ResponseWriter, r *http.Request, _ *princi
 	return nil
 }
 
-func (s *Server) apiQuarantineGet(w http.ResponseWriter, r *http.Request, p *principal) error {
+// showQuarantine reads the quarantine entry whose id is in the path, with its
+// payload when asked for and allowed, for the API and the console.
+func (s *Server) showQuarantine(r *http.Request, p *principal) (*ops.QuarantineDetail, error) {
 	id, err := pathID(r, "id")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	withPayload, err := wantPayload(r, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d, err := s.ops.ShowQuarantine(r.Context(), id, withPayload)
+	return s.ops.ShowQuarantine(r.Context(), id, withPayload)
+}
+
+func (s *Server) apiQuarantineGet(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.showQuarantine(r, p)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ var funcs = template.FuncMap{
 		}
 		return "-"
 	},
-	"age": func(t time.Time) string { return fmtAge(time.Since(t)) },
+	"age": func(t time.Time) string { return ops.FormatAge(time.Since(t)) },
 	"dur": func(d time.Duration) string {
 		if d == 0 {
 			return "-"
@@ -82,19 +82,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func fmtAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d.Minutes())) + "m"
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	default:
-		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
-	}
 }
 
 func (s *Server) parseTemplates() error {
@@ -267,31 +254,14 @@ func (s *Server) webInbox(w http.ResponseWriter, r *http.Request, p *principal) 
 		data["Next"] = "/inbox?" + next.Encode()
 	}
 	// The bulk replay form carries the same filters.
-	hidden := url.Values{}
-	for _, k := range inboxParams {
-		if k != "cursor" && k != "limit" && q.Get(k) != "" {
-			hidden[k] = q[k]
-		}
-	}
-	data["Hidden"] = hidden
+	data["Hidden"] = filterParams(q)
 	return s.render(w, r, p, http.StatusOK, "inbox", "Inbox", data)
 }
 
 func (s *Server) webEvent(w http.ResponseWriter, r *http.Request, p *principal) error {
-	k, err := parseEventKey(r.PathValue("key"))
+	k, d, err := s.showEvent(r, p)
 	if err != nil {
 		return err
-	}
-	withPayload, err := wantPayload(r, p)
-	if err != nil {
-		return err
-	}
-	d, err := s.ops.ShowEvent(r.Context(), k, withPayload)
-	if err != nil {
-		return err
-	}
-	if withPayload {
-		s.log.Info("payload read", "event_key", k.String(), "token", p.token.Name)
 	}
 	l, err := s.ops.Explain(r.Context(), ops.LineageEvent, k.String())
 	if err != nil {
@@ -325,20 +295,10 @@ func (s *Server) webReplayBulk(w http.ResponseWriter, r *http.Request, p *princi
 	if err := r.ParseForm(); err != nil {
 		return badRequest("bad form: %v", err)
 	}
-	q := url.Values{}
-	for _, k := range inboxParams {
-		if k != "cursor" && k != "limit" {
-			if v := r.PostForm[k]; len(v) > 0 && v[0] != "" {
-				q[k] = v
-			}
-		}
-	}
-	q.Set("limit", "1")
-	f, err := inboxFilter(q, 1)
+	f, err := replayFilter(filterParams(r.PostForm), 1000)
 	if err != nil {
 		return err
 	}
-	f.Limit = 1000
 	if v := r.PostFormValue("max"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -399,19 +359,11 @@ func (s *Server) webQuarantine(w http.ResponseWriter, r *http.Request, p *princi
 }
 
 func (s *Server) webQuarantineEntry(w http.ResponseWriter, r *http.Request, p *principal) error {
-	id, err := pathID(r, "id")
+	d, err := s.showQuarantine(r, p)
 	if err != nil {
 		return err
 	}
-	withPayload, err := wantPayload(r, p)
-	if err != nil {
-		return err
-	}
-	d, err := s.ops.ShowQuarantine(r.Context(), id, withPayload)
-	if err != nil {
-		return err
-	}
-	return s.render(w, r, p, http.StatusOK, "quarantine_entry", fmt.Sprintf("Quarantine %d", id), map[string]any{"Q": d, "Payload": string(d.RawPayload)})
+	return s.render(w, r, p, http.StatusOK, "quarantine_entry", fmt.Sprintf("Quarantine %d", d.ID), map[string]any{"Q": d, "Payload": string(d.RawPayload)})
 }
 
 func (s *Server) webQuarantineResolve(w http.ResponseWriter, r *http.Request, p *principal) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/simulator"
 )
 
@@ -276,4 +277,40 @@ func TestFeedbackCreatesOneAlertWhateverRepeatsIt(t *testing.T) {
 	w.allDone(t, 1)
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM feedback_alerts`))
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM outbox WHERE class = 'feedback_alert'`))
+}
+
+// Credit notes end to end (issue #16, F2-style): a credit note delivered
+// before its invoice's event waits and applies after the grant; two event
+// ids for one credit note take back once; a second credit note voided
+// before created nets to zero; everything in the invoice's workflow.
+func TestCreditNotesInAnyOrderTakeBackOnce(t *testing.T) {
+	mp := testenv.Mailpit(t)
+	w := newSimWorld(t, newStack(t, stackOptions{configure: withMailpit(mp)}), simulator.Config{})
+	inv, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account, Amount: 4000})
+	require.NoError(t, err)
+	cn, created, err := w.sim.CreateCreditNote(inv.ID, 1000) // 25 credits
+	require.NoError(t, err)
+	again, err := w.sim.CreditNoteCreatedAgain(cn.ID)
+	require.NoError(t, err)
+	cn2, created2, err := w.sim.CreateCreditNote(inv.ID, 2000) // 50 credits, then voided
+	require.NoError(t, err)
+	voided2, err := w.sim.VoidCreditNote(cn2.ID)
+	require.NoError(t, err)
+
+	// The credit note first, then its invoice's event, the void before its
+	// credit note, and the second event id last.
+	w.send(t, created)
+	w.send(t, paid, voided2, created2, again)
+	w.allDone(t, 5)
+	require.EqualValues(t, 75, w.balance(t), "100 granted, 25 taken back once, 50 taken and given back")
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM credit_grants WHERE invoice_id = $1`, inv.ID))
+	require.Equal(t, 3, w.count(t, `SELECT count(*) FROM credit_adjustments WHERE invoice_id = $1`, inv.ID))
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM credit_adjustments WHERE reference = $1 AND operation = 'credit-reversal-void' AND applied = 50`, cn2.ID))
+	require.Equal(t, 3, w.count(t, `SELECT count(*) FROM outbox WHERE class = 'credits_reversal'`), "a notice per reversal and void")
+	eventually(t, 60*time.Second, "the confirmation and the three notices sent", func() bool {
+		return w.count(t, `SELECT count(*) FROM outbox WHERE status = 'sent'`) == 4
+	})
+	require.Equal(t, 4, mailpitCount(t, mp))
+	// The first credit note waited for the grant rather than failing.
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM webhook_inbox WHERE event_id = $1 AND attempts >= 2`, created.ID))
 }

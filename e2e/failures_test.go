@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/simulator"
 )
 
@@ -55,7 +55,7 @@ func f5LostAnswerFromTheEmailAPI(t *testing.T) {
 	require.NoError(t, err)
 	w.send(t, paid)
 	w.allDone(t, 1)
-	eventually(t, 60*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == store.OutboxSent })
+	eventually(t, 60*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == keys.OutboxSent })
 	emails := email.Emails()
 	require.Len(t, emails, 1, "one email: the API deduped the retries on the operation key")
 	require.Equal(t, 3, emails[0].Posts)

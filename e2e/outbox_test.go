@@ -63,7 +63,7 @@ func TestConfirmationEmailLeavesAfterTheCommitAndOnlyOnce(t *testing.T) {
 	require.NoError(t, err)
 	w.send(t, paid, again, paid)
 	w.allDone(t, 2)
-	eventually(t, 30*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == store.OutboxSent })
+	eventually(t, 30*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == keys.OutboxSent })
 	require.Equal(t, 1, mailpitCount(t, mp))
 }
 
@@ -80,9 +80,9 @@ func f5SMTPDownThenUp(t *testing.T) {
 		require.NoError(t, w.store.Pool.QueryRow(w.ctx, `SELECT attempts FROM outbox`).Scan(&attempts))
 		return attempts >= 2
 	})
-	require.Equal(t, store.OutboxPending, w.outboxStatus(t))
+	require.Equal(t, keys.OutboxPending, w.outboxStatus(t))
 	require.NoError(t, mp.Restart(context.Background()))
-	eventually(t, 60*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == store.OutboxSent })
+	eventually(t, 60*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == keys.OutboxSent })
 	require.Equal(t, 1, mailpitCount(t, mp))
 }
 
@@ -98,7 +98,7 @@ func f5OutboxOfATerminatedWorkflow(t *testing.T) {
 	// An operator terminates the workflow while the send is being retried.
 	require.NoError(t, w.client.TerminateWorkflow(w.ctx, id, "", "test: terminated mid-send"))
 	require.NoError(t, mp.Restart(context.Background()))
-	eventually(t, 60*time.Second, "the sweeper to re-dispatch the unsent row", func() bool { return w.outboxStatus(t) == store.OutboxSent })
+	eventually(t, 60*time.Second, "the sweeper to re-dispatch the unsent row", func() bool { return w.outboxStatus(t) == keys.OutboxSent })
 	require.Equal(t, 1, mailpitCount(t, mp))
 }
 
@@ -128,7 +128,7 @@ func TestFeedbackAlertReachesTheTeamWebhookSigned(t *testing.T) {
 		WorkspaceID: w.workspace, Name: "oncall", Kind: "webhook", Target: team.URL, Secret: secret, Enabled: true}))
 	item, ev := w.sim.CreateFeedback(w.project, "the mobile app crashes on login")
 	w.send(t, ev, ev)
-	eventually(t, 30*time.Second, "the alert to be sent", func() bool { return w.outboxStatus(t) == store.OutboxSent })
+	eventually(t, 30*time.Second, "the alert to be sent", func() bool { return w.outboxStatus(t) == keys.OutboxSent })
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, got, 1)

@@ -18,7 +18,6 @@ import (
 	"github.com/hookinbox/hookinbox/app"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/simulator"
 	"github.com/hookinbox/hookinbox/workflows"
@@ -51,7 +50,7 @@ func TestRealHistoriesReplayDeterministically(t *testing.T) {
 	w.allDone(t, 5)
 	subRes := keys.Resource{Provider: "stripe", Account: w.account, Environment: "test", Kind: "subscription", ID: sub.ID}
 	require.NoError(t, app.Resources(w.cfg, w.client).Ring(w.ctx, subRes, keys.SignalReconcile, "replay test"))
-	eventually(t, 30*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == store.OutboxSent })
+	eventually(t, 30*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == keys.OutboxSent })
 	time.Sleep(2 * time.Second) // let the reconcile activity finish
 
 	replayer := worker.NewWorkflowReplayer()

@@ -12,7 +12,8 @@ import (
 )
 
 // OperationInitialGrant is the business operation of the first credit grant
-// of an invoice. Corrections and refunds would be operations of their own.
+// of an invoice. Corrections and refunds are operations of their own
+// (credit_notes.go, store.AdjustCreditsOnce).
 const OperationInitialGrant = "initial-credit-grant"
 
 // Credits grants a workspace its credits once per paid invoice (SPEC
@@ -73,6 +74,11 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 			return Outcome{Status: keys.StatusDone, Note: "already granted by " + existing.EventKey}, nil
 		}
 		out := Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("granted %d credits for %s", grant.Credits, inv.ID)}
+		// Credit notes of this invoice that arrived first wait for the
+		// grant: make them due now, in the grant's own commit.
+		if _, err := store.WakeResource(ctx, tx, row.Resource()); err != nil {
+			return Outcome{}, err
+		}
 		ws, err := store.GetWorkspace(ctx, tx, grant.WorkspaceID)
 		if err != nil {
 			return Outcome{}, err

@@ -65,7 +65,7 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 	}
 	out, err := h.Handle(ctx, ev)
 	return ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox,
-		Divergences: out.Divergences}, err
+		Divergences: out.Divergences, EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}, err
 }
 
 // RecordFailure notes a failed attempt on the row.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -69,6 +70,9 @@ func TestEventsRoutesSkipsAndIgnores(t *testing.T) {
 	ok := insert("evt_ok", "invoice.paid")
 	h, err := ev.Handle(ctx, ok)
 	require.NoError(t, err)
+	require.Equal(t, "invoice.paid", h.EventType)
+	require.WithinDuration(t, time.Now(), h.ReceivedAt, time.Minute, "what the effect latency is measured from")
+	h.EventType, h.ReceivedAt = "", time.Time{}
 	require.Equal(t, ports.Handled{Route: handlers.RouteCredits, Status: keys.StatusDone, Note: "granted", BusinessKey: "bk"}, h)
 	h, err = ev.Handle(ctx, ok)
 	require.NoError(t, err)

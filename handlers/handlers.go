@@ -15,6 +15,9 @@ const (
 	RouteCredits = "credits"
 	// RouteSubscriptions keeps the subscription projection and access current.
 	RouteSubscriptions = "subscriptions"
+	// RouteCreditNotes takes credits back for a credit note of a granted
+	// invoice, and gives them back when it is voided.
+	RouteCreditNotes = "credit_notes"
 	// RouteFeedbackAlerts creates the initial alert of a new feedback item.
 	RouteFeedbackAlerts = "feedback_alerts"
 )
@@ -28,6 +31,8 @@ type Route struct {
 var routes = map[string]map[string]Route{
 	keys.ProviderStripe: {
 		"invoice.paid":                                 {RouteCredits},
+		EventCreditNoteCreated:                         {RouteCreditNotes},
+		EventCreditNoteVoided:                          {RouteCreditNotes},
 		"customer.subscription.created":                {RouteSubscriptions},
 		"customer.subscription.updated":                {RouteSubscriptions},
 		"customer.subscription.deleted":                {RouteSubscriptions},

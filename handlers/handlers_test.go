@@ -201,6 +201,41 @@ func TestVersionedSnapshotsNeverGoBackwards(t *testing.T) {
 	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM webhook_inbox WHERE status = 'done'`))
 }
 
+// Seed 004: a jump in a resource's version (v1 stored, v3 arrives: v2 was
+// never applied) is recorded as a divergence and the current resource is
+// fetched and written, not just the event's snapshot.
+func TestVersionGapIsADivergenceAndFetchesTheCurrentResource(t *testing.T) {
+	t.Parallel()
+	b := setup(t, simulator.Config{Seed: 5, Versions: true}, "data.object.version")
+	h := &handlers.Subscriptions{Store: b.store, Providers: b.provs}
+	sub, created := b.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
+	_, err := b.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.CancelAtPeriodEnd = true })
+	require.NoError(t, err)
+	third, err := b.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.Status = simulator.StatusPastDue })
+	require.NoError(t, err)
+	_, err = b.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.Status = simulator.StatusActive })
+	require.NoError(t, err)
+
+	_, err = h.Handle(b.ctx, b.accept(t, created))
+	require.NoError(t, err)
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM reconcile_divergences`))
+	before := b.sim.Stats().API.Requests
+
+	out, err := h.Handle(b.ctx, b.accept(t, third))
+	require.NoError(t, err)
+	require.Contains(t, out.Note, "version jumped v1→v3")
+	require.Greater(t, b.sim.Stats().API.Requests, before, "the gap fetched the current subscription")
+	p := b.projection(t, sub.ID)
+	require.EqualValues(t, 4, *p.Version, "the current resource (v4), not the event's v3")
+	require.Equal(t, "active", p.State.Status)
+	require.True(t, p.State.CancelAtPeriodEnd, "v2's change, never delivered, is not lost")
+	var field, local, remote string
+	var corrected bool
+	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT field, local_value, provider_value, corrected FROM reconcile_divergences`).
+		Scan(&field, &local, &remote, &corrected))
+	require.Equal(t, []any{"version_gap", "1", "3", true}, []any{field, local, remote, corrected})
+}
+
 func TestNoticesFetchTheCurrentStateInAnyOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 5}, "")
@@ -391,7 +426,7 @@ func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 	require.NoError(t, err)
 	out, err = h.Reconcile(b.ctx, r, "schedule run 1")
 	require.NoError(t, err)
-	fields := map[string]store.Divergence{}
+	fields := map[string]keys.Divergence{}
 	for _, d := range out.Divergences {
 		fields[d.Field] = d
 	}
@@ -483,7 +518,7 @@ func TestSameVersionWithOtherContentIsRecordedAsADivergence(t *testing.T) {
 	require.Equal(t, keys.StatusDone, out.Status)
 	require.Contains(t, out.Note, "differs from the stored v1")
 	require.Contains(t, out.Note, "status active → past_due")
-	require.Equal(t, []store.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "past_due", SameVersion: true}}, out.Divergences)
+	require.Equal(t, []keys.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "past_due", SameVersion: true}}, out.Divergences)
 
 	p := b.projection(t, sub.ID)
 	require.Equal(t, "active", p.State.Status, "not overwritten")

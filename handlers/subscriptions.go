@@ -56,6 +56,8 @@ type SubscriptionPlan struct {
 	ReadSeq int64
 	Current *store.Projection
 	Fetched time.Time
+	// Gap is the divergence of a version jump (versioned events only).
+	Gap *keys.Divergence
 }
 
 // Handle applies a customer.subscription.* event.
@@ -75,16 +77,7 @@ func (s *Subscriptions) Handle(ctx context.Context, ev *store.StoredEvent) (Outc
 func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (SubscriptionPlan, error) {
 	plan := SubscriptionPlan{Deleted: ev.EventType == "customer.subscription.deleted"}
 	if ev.ProviderVersion != nil {
-		snap, err := stripe.SubscriptionFromEvent(ev.Key.Account, ev.Payload)
-		if err != nil {
-			return plan, ports.Permanent(err)
-		}
-		if snap.ID != ev.ResourceID {
-			return plan, ports.Permanent(fmt.Errorf("event snapshot is subscription %q, resource is %q", snap.ID, ev.ResourceID))
-		}
-		snap.Version, snap.HasVersion = *ev.ProviderVersion, true
-		plan.Versioned, plan.Snapshot = true, snap
-		return plan, nil
+		return s.prepareVersioned(ctx, ev, plan)
 	}
 	cur, err := store.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
 	switch {
@@ -111,6 +104,66 @@ func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (Sub
 	return plan, nil
 }
 
+// prepareVersioned plans a versioned event: its own snapshot, unless the
+// version jumps past the stored one by more than one (seed 004: with
+// partial changes, skipped versions hide facts) or its payload was erased.
+// Then the current subscription is fetched and written, still guarded by
+// its version, and a jump is recorded as a divergence.
+func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *store.StoredEvent, plan SubscriptionPlan) (SubscriptionPlan, error) {
+	v := *ev.ProviderVersion
+	plan.Versioned = true
+	cur, err := store.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return plan, err
+	default:
+		plan.Current = cur
+	}
+	var snap providers.Subscription
+	haveSnap := len(ev.Payload) > 0
+	if haveSnap {
+		if snap, err = stripe.SubscriptionFromEvent(ev.Key.Account, ev.Payload); err != nil {
+			return plan, ports.Permanent(err)
+		}
+		if snap.ID != ev.ResourceID {
+			return plan, ports.Permanent(fmt.Errorf("event snapshot is subscription %q, resource is %q", snap.ID, ev.ResourceID))
+		}
+		snap.Version, snap.HasVersion = v, true
+	}
+	gap := cur != nil && cur.Version != nil && v > *cur.Version+1
+	if haveSnap && !gap {
+		plan.Snapshot = snap
+		return plan, nil
+	}
+	if gap {
+		plan.Gap = &keys.Divergence{Field: "version_gap", LocalValue: fmt.Sprint(*cur.Version), ProviderValue: fmt.Sprint(v)}
+	}
+	client, err := s.Providers.For(ctx, ev.EndpointSlug)
+	if err != nil {
+		return plan, err
+	}
+	fetched, err := client.FetchSubscription(ctx, ev.Key.Account, ev.ResourceID)
+	if err != nil {
+		return plan, providerErr(err)
+	}
+	if fetched.ID != ev.ResourceID {
+		return plan, ports.Permanent(fmt.Errorf("provider answered subscription %q for %q", fetched.ID, ev.ResourceID))
+	}
+	if !fetched.HasVersion {
+		// The API does not say its version: the event's is the most that
+		// can be claimed for it.
+		fetched.Version, fetched.HasVersion = v, true
+	}
+	plan.Fetched = time.Now()
+	plan.Snapshot = fetched
+	if haveSnap && fetched.Version < v {
+		plan.Snapshot = snap // the API lags behind the event: the event's snapshot is newer
+	}
+	plan.Deleted = plan.Deleted && plan.Snapshot.Status == subCanceled
+	return plan, nil
+}
+
 // Commit writes the plan in the event's one transaction.
 func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan SubscriptionPlan) (Outcome, error) {
 	p := projectionOf(ev, plan)
@@ -119,6 +172,17 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 			applied, err := store.WriteProjectionIfNewer(ctx, tx, p)
 			if err != nil {
 				return Outcome{}, err
+			}
+			if g := plan.Gap; g != nil {
+				g.Corrected = applied
+				if err := store.InsertDivergences(ctx, tx, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceKind,
+					ev.ResourceID, "version gap: "+ev.Key.String(), []keys.Divergence{*g}); err != nil {
+					return Outcome{}, err
+				}
+				if applied {
+					return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("version jumped v%s→v%s: fetched and applied v%d (%s)",
+						g.LocalValue, g.ProviderValue, *p.Version, p.State.Status)}, nil
+				}
 			}
 			if !applied {
 				return s.notApplied(ctx, tx, ev, p)
@@ -159,7 +223,7 @@ func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *store.Sto
 		return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d not applied: the projection is at %s (%s)",
 			*p.Version, stored, cur.State.Status)}, nil
 	}
-	var divs []store.Divergence
+	var divs []keys.Divergence
 	for _, d := range diffProjection(cur, p) {
 		if d.Field != "version" {
 			d.SameVersion = true
@@ -302,14 +366,14 @@ func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, sc keys.Scop
 
 // diffProjection lists the fields where the stored projection and the
 // provider's state differ.
-func diffProjection(cur *store.Projection, p store.Projection) []store.Divergence {
+func diffProjection(cur *store.Projection, p store.Projection) []keys.Divergence {
 	if cur == nil {
-		return []store.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
+		return []keys.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
 	}
-	var out []store.Divergence
+	var out []keys.Divergence
 	add := func(field, local, remote string) {
 		if local != remote {
-			out = append(out, store.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
+			out = append(out, keys.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
 		}
 	}
 	add("status", cur.State.Status, p.State.Status)

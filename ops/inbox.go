@@ -246,6 +246,20 @@ func ParseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// FormatAge renders a duration compactly: 45s, 12m, 3h12m, 2d4h.
+func FormatAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+	}
+}
+
 // ParseTime accepts RFC 3339 (2026-05-01T10:00:00Z) or a date (2026-05-01, UTC).
 func ParseTime(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {

@@ -168,24 +168,16 @@ func (d *Doorbells) Warning() string {
 		"Temporal is reachable (pending rows due for longer than HOOKINBOX_SWEEP_AFTER, 1m by default)", d.Failed, d.Missed)
 }
 
-// AuditEntry is an operator action as shown.
-type AuditEntry struct {
-	ID       int64          `json:"id"`
-	At       time.Time      `json:"at"`
-	Actor    string         `json:"actor"`
-	Action   string         `json:"action"`
-	Target   string         `json:"target"`
-	EventKey string         `json:"event_key,omitempty"`
-	Reason   string         `json:"reason"`
-	Details  map[string]any `json:"details,omitempty"`
-}
+// AuditEntry is an operator action as shown: the audit row, its time in UTC.
+type AuditEntry store.OperatorAction
 
 // AuditEntries converts audit rows to views.
 func AuditEntries(acts []store.OperatorAction) []AuditEntry {
 	out := make([]AuditEntry, 0, len(acts))
 	for _, a := range acts {
-		out = append(out, AuditEntry{ID: a.ID, At: a.At.UTC(), Actor: a.Actor, Action: a.Action, Target: a.Target,
-			EventKey: a.EventKey, Reason: a.Reason, Details: a.Details})
+		e := AuditEntry(a)
+		e.At = a.At.UTC()
+		out = append(out, e)
 	}
 	return out
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // OutboxStatuses are the statuses of an outbox row.
-var OutboxStatuses = []string{store.OutboxPending, store.OutboxSent, store.OutboxUncertain, store.OutboxHeld, store.OutboxFailed}
+var OutboxStatuses = []string{keys.OutboxPending, keys.OutboxSent, keys.OutboxUncertain, keys.OutboxHeld, keys.OutboxFailed}
 
 // ValidateOutboxStatus accepts "" (any) or one of OutboxStatuses.
 func ValidateOutboxStatus(status string) error {

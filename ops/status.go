@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/worker"
@@ -18,7 +19,7 @@ import (
 type StatusView struct {
 	Database  string         `json:"database"`
 	Temporal  string         `json:"temporal"`
-	Backlog   *store.Backlog `json:"backlog,omitempty"`
+	Backlog   *keys.Backlog  `json:"backlog,omitempty"`
 	Schedules []ScheduleView `json:"schedules,omitempty"`
 	Warnings  []string       `json:"warnings,omitempty"`
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // A same-version divergence (seed 004: investigate) is counted apart and
@@ -14,7 +14,7 @@ func TestStatusWarnsOfSameVersionDivergences(t *testing.T) {
 	t.Parallel()
 	s := &Service{}
 	v := StatusView{Database: "ok", Temporal: "unavailable: test",
-		Backlog: &store.Backlog{Outbox: map[string]int64{}, Divergences24h: 3, SameVersionDivergences24h: 1}}
+		Backlog: &keys.Backlog{Outbox: map[string]int64{}, Divergences24h: 3, SameVersionDivergences24h: 1}}
 	w := s.statusWarnings(v)
 	require.Contains(t, w[len(w)-1], "1 same-version divergence(s) in 24h")
 

@@ -47,7 +47,9 @@ type Invoice struct {
 	// Paid is Status == "paid".
 	Paid bool
 	// AmountPaid in the currency's smallest unit.
-	AmountPaid     int64
+	AmountPaid int64
+	// Total of the invoice, what a credit note's total is a part of.
+	Total          int64
 	Currency       string
 	SubscriptionID string // "" when the invoice has no subscription parent
 	Livemode       bool
@@ -71,6 +73,27 @@ type Subscription struct {
 	Livemode   bool
 	Raw        json.RawMessage
 }
+
+// CreditNote is what the credit-note handler needs to know about a credit
+// note: which invoice it credits, how much of it, and whether it still
+// stands.
+type CreditNote struct {
+	ID      string
+	Account string // the account it was fetched for
+	Invoice string // the invoice it credits
+	Status  string // issued or void
+	// Total credited, in the invoice currency's smallest unit.
+	Total    int64
+	Currency string
+	Livemode bool
+	Raw      json.RawMessage
+}
+
+// Credit note statuses.
+const (
+	CreditNoteIssued = "issued"
+	CreditNoteVoid   = "void"
+)
 
 // Event is one entry of the provider's events list.
 type Event struct {
@@ -110,6 +133,7 @@ type Client interface {
 	OwnAccount(ctx context.Context) (string, error)
 	FetchInvoice(ctx context.Context, account, id string) (Invoice, error)
 	FetchSubscription(ctx context.Context, account, id string) (Subscription, error)
+	FetchCreditNote(ctx context.Context, account, id string) (CreditNote, error)
 	// ListSubscriptions lists every subscription, canceled ones included.
 	ListSubscriptions(ctx context.Context, account string, q ListQuery) (Page[Subscription], error)
 	ListEvents(ctx context.Context, account string, q EventQuery) (Page[Event], error)

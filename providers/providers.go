@@ -87,6 +87,10 @@ type Normalized struct {
 	Environment  string
 	ResourceKind string
 	ResourceID   string
+	// ObjectID is the object the event is about when the resource is its
+	// parent (a Stripe credit note, whose resource is its invoice); "" when
+	// the object is the resource.
+	ObjectID string
 	// OccurredAt is when the provider says the event happened, if it says.
 	OccurredAt *time.Time
 	// UnsignedEventID: the signature covers neither the event id nor a

@@ -43,6 +43,7 @@ func (s *Simulator) InjectAPIFault(f Fault) {
 }
 
 // Handler serves the Stripe API subset (GET /v1/account, /v1/invoices/{id},
+// /v1/credit_notes/{id},
 // /v1/subscriptions/{id}, /v1/subscriptions, /v1/events, /v1/events/{id}),
 // the email API (POST and GET /v1/emails) and the ground truth
 // (GET /_sim/truth).
@@ -51,6 +52,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/account", s.stripeAPI(s.getAccount))
 	mux.HandleFunc("GET /v1/invoices/{id}", s.stripeAPI(s.getInvoice))
 	mux.HandleFunc("GET /v1/subscriptions/{id}", s.stripeAPI(s.getSubscription))
+	mux.HandleFunc("GET /v1/credit_notes/{id}", s.stripeAPI(s.getCreditNote))
 	mux.HandleFunc("GET /v1/subscriptions", s.stripeAPI(s.listSubscriptions))
 	mux.HandleFunc("GET /v1/events/{id}", s.stripeAPI(s.getEvent))
 	mux.HandleFunc("GET /v1/events", s.stripeAPI(s.listEvents))
@@ -251,6 +253,22 @@ func (s *Simulator) getInvoice(w http.ResponseWriter, r *http.Request, account s
 	var body []byte
 	if ok && inv.Account == account {
 		body = mustJSON(s.invoiceWire(inv))
+	}
+	s.mu.Unlock()
+	if body == nil {
+		s.countAPI(http.StatusNotFound)
+		writeError(w, http.StatusNotFound, missing(r))
+		return
+	}
+	writeRaw(w, http.StatusOK, body)
+}
+
+func (s *Simulator) getCreditNote(w http.ResponseWriter, r *http.Request, account string) {
+	s.mu.Lock()
+	cn, ok := s.cnotes[r.PathValue("id")]
+	var body []byte
+	if ok && cn.Account == account {
+		body = mustJSON(s.creditNoteWire(cn))
 	}
 	s.mu.Unlock()
 	if body == nil {

@@ -15,6 +15,7 @@ const (
 	KindInvoice      = "invoice"
 	KindSubscription = "subscription"
 	KindFeedback     = "feedback"
+	KindCreditNote   = "credit_note"
 )
 
 // Defaults used when a Config field is left zero.
@@ -77,6 +78,13 @@ type ScenarioKnobs struct {
 	// SecondEventRate of paid invoices that get a second, distinct invoice.paid
 	// event (another evt_ id for the same invoice).
 	SecondEventRate float64
+	// CreditNoteRate of paid invoices that get a credit note (of a quarter,
+	// half, three quarters or all of the invoice), its event right after the
+	// invoice's. Default 0: none (the random streams of older seeds stay as
+	// they were).
+	CreditNoteRate float64
+	// VoidRate of credit notes voided afterwards (credit_note.voided).
+	VoidRate float64
 }
 
 // DeliveryKnobs shape how events reach the receiver. Durations are provider

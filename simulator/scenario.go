@@ -106,6 +106,17 @@ func (s *Simulator) subscriptionScript(acct string) *script {
 				if rng.Float64() < sc.SecondEventRate {
 					evs = append(evs, s.invoicePaidEvent(inv))
 				}
+				// Guarded so that runs without credit notes draw nothing
+				// more from the scenario stream.
+				if sc.CreditNoteRate > 0 && rng.Float64() < sc.CreditNoteRate {
+					total := inv.AmountPaid * int64(1+rng.IntN(4)) / 4
+					cn, cev := s.createCreditNote(inv, total)
+					evs = append(evs, cev)
+					if sc.VoidRate > 0 && rng.Float64() < sc.VoidRate {
+						cn.Status, cn.VoidedAt = CreditNoteVoid, s.now()
+						evs = append(evs, s.creditNoteEvent(cn, EventCreditNoteVoided))
+					}
+				}
 				return evs
 			})
 			continue

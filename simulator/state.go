@@ -25,6 +25,14 @@ const (
 	EventSubscriptionUpdated = "customer.subscription.updated"
 	EventSubscriptionDeleted = "customer.subscription.deleted"
 	EventFeedbackCreated     = "feedback.created"
+	EventCreditNoteCreated   = "credit_note.created"
+	EventCreditNoteVoided    = "credit_note.voided"
+)
+
+// Credit note statuses.
+const (
+	CreditNoteIssued = "issued"
+	CreditNoteVoid   = "void"
 )
 
 const period = 30 * 24 * time.Hour
@@ -44,6 +52,8 @@ type Simulator struct {
 	invoices  map[string]*Invoice
 	subs      map[string]*Subscription
 	feedback  map[string]*FeedbackItem
+	cnotes    map[string]*CreditNote
+	cnOrder   []string
 	invOrder  []string
 	subOrder  []string
 	fbOrder   []string
@@ -89,6 +99,24 @@ type Invoice struct {
 	// EventIDs are the invoice.paid events emitted for it (two when a second
 	// distinct event was sent).
 	EventIDs []string `json:"event_ids"`
+}
+
+// CreditNote is a Stripe credit note on a paid invoice: it credits Total of
+// the invoice's total back to the customer, until it is voided.
+type CreditNote struct {
+	ID       string    `json:"id"`
+	Account  string    `json:"account"`
+	Invoice  string    `json:"invoice"`
+	Customer string    `json:"customer"`
+	Total    int64     `json:"total"`
+	Currency string    `json:"currency"`
+	Status   string    `json:"status"`
+	Created  time.Time `json:"created"`
+	VoidedAt time.Time `json:"voided_at"`
+	// EventIDs are its credit_note.created events (two when a second
+	// distinct event was sent); VoidEventIDs its credit_note.voided ones.
+	EventIDs     []string `json:"event_ids"`
+	VoidEventIDs []string `json:"void_event_ids,omitempty"`
 }
 
 // SubscriptionState is the mutable part of a subscription.
@@ -149,14 +177,16 @@ type FeedbackItem struct {
 // Standard Webhooks message (ID msg_…). Body is the exact bytes sent and
 // must not be modified.
 type Event struct {
-	Provider     string    // ProviderStripe or ProviderStandard
-	ID           string    // evt_… or msg_… (the webhook-id)
-	Type         string    // e.g. invoice.paid, feedback.created
-	Account      string    // source account: acct_… or proj_…
-	ResourceKind string    // KindInvoice, KindSubscription or KindFeedback
-	ResourceID   string    // in_…, sub_… or fb_…
-	Created      time.Time // the event's created time
-	Body         []byte
+	Provider     string // ProviderStripe or ProviderStandard
+	ID           string // evt_… or msg_… (the webhook-id)
+	Type         string // e.g. invoice.paid, feedback.created
+	Account      string // source account: acct_… or proj_…
+	ResourceKind string // KindInvoice, KindSubscription, KindCreditNote or KindFeedback
+	ResourceID   string // in_…, sub_…, cn_… or fb_…
+	// Invoice is the invoice a credit note event credits.
+	Invoice string
+	Created time.Time // the event's created time
+	Body    []byte
 	// Conflicting marks a copy made by Conflicting: same ID, other Body.
 	Conflicting bool
 	seq         int64
@@ -178,6 +208,7 @@ func New(cfg Config) *Simulator {
 		invoices:  map[string]*Invoice{},
 		subs:      map[string]*Subscription{},
 		feedback:  map[string]*FeedbackItem{},
+		cnotes:    map[string]*CreditNote{},
 		eventIdx:  map[string]int{},
 		messages:  map[string]*Event{},
 		delivered: map[string]*eventFate{},
@@ -426,6 +457,88 @@ func (s *Simulator) InvoicePaidAgain(invoiceID string) (Event, error) {
 		return Event{}, fmt.Errorf("simulator: no invoice %q", invoiceID)
 	}
 	return *s.invoicePaidEvent(inv), nil
+}
+
+// CreateCreditNote issues a credit note of total on a paid invoice (total 0:
+// the whole invoice) and records its credit_note.created event.
+func (s *Simulator) CreateCreditNote(invoiceID string, total int64) (CreditNote, Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inv, ok := s.invoices[invoiceID]
+	if !ok {
+		return CreditNote{}, Event{}, fmt.Errorf("simulator: no invoice %q", invoiceID)
+	}
+	if total <= 0 {
+		total = inv.AmountPaid
+	}
+	cn, ev := s.createCreditNote(inv, total)
+	return cn.clone(), *ev, nil
+}
+
+func (s *Simulator) createCreditNote(inv *Invoice, total int64) (*CreditNote, *Event) {
+	cn := &CreditNote{
+		ID: s.newID("cn"), Account: inv.Account, Invoice: inv.ID, Customer: inv.Customer, Total: total,
+		Currency: inv.Currency, Status: CreditNoteIssued, Created: s.now(),
+	}
+	s.cnotes[cn.ID] = cn
+	s.cnOrder = append(s.cnOrder, cn.ID)
+	return cn, s.creditNoteEvent(cn, EventCreditNoteCreated)
+}
+
+func (s *Simulator) creditNoteEvent(cn *CreditNote, typ string) *Event {
+	ev := s.recordStripe(typ, cn.Account, KindCreditNote, cn.ID, s.creditNoteWire(cn), nil)
+	ev.Invoice = cn.Invoice
+	if typ == EventCreditNoteVoided {
+		cn.VoidEventIDs = append(cn.VoidEventIDs, ev.ID)
+	} else {
+		cn.EventIDs = append(cn.EventIDs, ev.ID)
+	}
+	return ev
+}
+
+// CreditNoteCreatedAgain records a second, distinct credit_note.created
+// event (a new evt_ id) for a credit note.
+func (s *Simulator) CreditNoteCreatedAgain(id string) (Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cn, ok := s.cnotes[id]
+	if !ok {
+		return Event{}, fmt.Errorf("simulator: no credit note %q", id)
+	}
+	return *s.creditNoteEvent(cn, EventCreditNoteCreated), nil
+}
+
+// VoidCreditNote voids a credit note and records its credit_note.voided event.
+func (s *Simulator) VoidCreditNote(id string) (Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cn, ok := s.cnotes[id]
+	if !ok {
+		return Event{}, fmt.Errorf("simulator: no credit note %q", id)
+	}
+	if cn.Status == CreditNoteVoid {
+		return Event{}, fmt.Errorf("simulator: credit note %q is already void", id)
+	}
+	cn.Status, cn.VoidedAt = CreditNoteVoid, s.now()
+	return *s.creditNoteEvent(cn, EventCreditNoteVoided), nil
+}
+
+// CreditNote returns a credit note.
+func (s *Simulator) CreditNote(id string) (CreditNote, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cn, ok := s.cnotes[id]
+	if !ok {
+		return CreditNote{}, false
+	}
+	return cn.clone(), true
+}
+
+func (cn *CreditNote) clone() CreditNote {
+	c := *cn
+	c.EventIDs = slices.Clone(cn.EventIDs)
+	c.VoidEventIDs = slices.Clone(cn.VoidEventIDs)
+	return c
 }
 
 // CreateFeedback adds a feedback item to project ("" means the first project)

@@ -109,6 +109,8 @@ type Truth struct {
 	PaidInvoices  []TruthInvoice      `json:"paid_invoices"`
 	Subscriptions []TruthSubscription `json:"subscriptions"`
 	Feedback      []TruthFeedback     `json:"feedback"`
+	// CreditNotes on paid invoices, issued or void now.
+	CreditNotes []TruthCreditNote `json:"credit_notes"`
 	// DroppedEvents are Stripe events that no delivery ever carried (dropped
 	// on purpose or never sent): only reconciliation can recover them.
 	DroppedEvents []TruthEvent `json:"dropped_events"`
@@ -144,6 +146,20 @@ type TruthSubscription struct {
 	LastEventID       string `json:"last_event_id"`
 }
 
+// TruthCreditNote is a credit note: while issued, it takes back
+// floor(credits per invoice × Total / InvoiceTotal) of its invoice's grant;
+// void, nothing (what it took is given back).
+type TruthCreditNote struct {
+	Account      string   `json:"account"`
+	ID           string   `json:"id"`
+	Invoice      string   `json:"invoice"`
+	Total        int64    `json:"total"`
+	InvoiceTotal int64    `json:"invoice_total"`
+	Status       string   `json:"status"`
+	EventIDs     []string `json:"event_ids"`
+	VoidEventIDs []string `json:"void_event_ids,omitempty"`
+}
+
 // TruthFeedback is a feedback item: one initial alert each.
 type TruthFeedback struct {
 	Project string `json:"project"`
@@ -169,6 +185,7 @@ func (s *Simulator) Truth() Truth {
 		Seed: s.cfg.Seed, Connect: s.cfg.Connect, Livemode: s.cfg.Livemode, Versions: s.cfg.Versions,
 		Accounts: slices.Clone(s.accounts), Projects: slices.Clone(s.cfg.Projects),
 		PaidInvoices: []TruthInvoice{}, Subscriptions: []TruthSubscription{}, Feedback: []TruthFeedback{},
+		CreditNotes:   []TruthCreditNote{},
 		DroppedEvents: []TruthEvent{}, UnackedEvents: []TruthEvent{},
 		Stats: s.stats.clone(),
 	}
@@ -180,6 +197,14 @@ func (s *Simulator) Truth() Truth {
 		t.PaidInvoices = append(t.PaidInvoices, TruthInvoice{
 			Account: inv.Account, ID: inv.ID, Customer: inv.Customer, Subscription: inv.Subscription,
 			Amount: inv.AmountPaid, Currency: inv.Currency, EventIDs: slices.Clone(inv.EventIDs),
+		})
+	}
+	for _, id := range s.cnOrder {
+		cn := s.cnotes[id]
+		t.CreditNotes = append(t.CreditNotes, TruthCreditNote{
+			Account: cn.Account, ID: cn.ID, Invoice: cn.Invoice, Total: cn.Total,
+			InvoiceTotal: s.invoices[cn.Invoice].AmountPaid, Status: cn.Status,
+			EventIDs: slices.Clone(cn.EventIDs), VoidEventIDs: slices.Clone(cn.VoidEventIDs),
 		})
 	}
 	for _, id := range s.subOrder {

@@ -85,6 +85,27 @@ type wireInvoiceTransitions struct {
 	VoidedAt              *int64 `json:"voided_at"`
 }
 
+type wireCreditNote struct {
+	ID       string            `json:"id"`
+	Object   string            `json:"object"`
+	Amount   int64             `json:"amount"`
+	Created  int64             `json:"created"`
+	Currency string            `json:"currency"`
+	Customer string            `json:"customer"`
+	Invoice  string            `json:"invoice"`
+	Lines    wireList[any]     `json:"lines"`
+	Livemode bool              `json:"livemode"`
+	Memo     *string           `json:"memo"`
+	Metadata map[string]string `json:"metadata"`
+	Number   string            `json:"number"`
+	Reason   *string           `json:"reason"`
+	Status   string            `json:"status"`
+	Subtotal int64             `json:"subtotal"`
+	Total    int64             `json:"total"`
+	Type     string            `json:"type"`
+	VoidedAt *int64            `json:"voided_at"`
+}
+
 type wireSubscription struct {
 	ID                  string                `json:"id"`
 	Object              string                `json:"object"`
@@ -220,6 +241,18 @@ func (s *Simulator) invoiceWire(inv *Invoice) wireInvoice {
 		}
 	}
 	return w
+}
+
+func (s *Simulator) creditNoteWire(cn *CreditNote) wireCreditNote {
+	reason := "order_change"
+	return wireCreditNote{
+		ID: cn.ID, Object: "credit_note", Amount: cn.Total, Created: cn.Created.Unix(), Currency: cn.Currency,
+		Customer: cn.Customer, Invoice: cn.Invoice,
+		Lines:    wireList[any]{Object: "list", Data: []any{}, URL: "/v1/credit_notes/" + cn.ID + "/lines"},
+		Livemode: s.cfg.Livemode, Metadata: map[string]string{}, Number: "SIM-" + cn.ID[len(cn.ID)-6:],
+		Reason: &reason, Status: cn.Status, Subtotal: cn.Total, Total: cn.Total, Type: "post_payment",
+		VoidedAt: unixOrNil(cn.VoidedAt),
+	}
 }
 
 func (s *Simulator) subscriptionWire(sub *Subscription, snap SubscriptionSnapshot) wireSubscription {

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/workflows"
@@ -25,6 +26,10 @@ type Scope struct {
 // Backlog is where a scope's work stands.
 type Backlog struct {
 	Rows, Pending, Done, Ignored, Failed, Exhausted int64
+	// Waiting are pending rows that wait, not yet due, for another fact to
+	// arrive (a credit note for its invoice's grant: the invoice's event may
+	// have been dropped, so only the backfill brings it).
+	Waiting int64
 	// OldestPending is the age of the oldest pending row.
 	OldestPending time.Duration
 	// Outbox rows: Unsent (pending or uncertain), sent, held for review, failed.
@@ -33,15 +38,19 @@ type Backlog struct {
 	At time.Time `json:"-"`
 }
 
-// Settled reports whether nothing is left to do: no pending inbox row, no
-// unsent outbox row.
-func (b Backlog) Settled() bool { return b.Pending == 0 && b.OutboxUnsent == 0 }
+// Settled reports whether nothing is left to do: no pending inbox row but
+// those waiting for another fact, no unsent outbox row. (Rows still waiting
+// when the run ends are violations of the inbox-settled invariant.)
+func (b Backlog) Settled() bool { return b.Pending == b.Waiting && b.OutboxUnsent == 0 }
 
 // String is the backlog in one progress line.
 func (b Backlog) String() string {
 	s := fmt.Sprintf("inbox %d rows: %d pending", b.Rows, b.Pending)
 	if b.Pending > 0 {
 		s += fmt.Sprintf(" (oldest %s)", b.OldestPending.Round(time.Second))
+	}
+	if b.Waiting > 0 {
+		s += fmt.Sprintf(", %d waiting for a grant", b.Waiting)
 	}
 	s += fmt.Sprintf(", %d done, %d ignored", b.Done, b.Ignored)
 	if b.Failed+b.Exhausted > 0 {
@@ -62,9 +71,10 @@ func ReadBacklog(ctx context.Context, db store.DB, sc Scope) (Backlog, error) {
 		SELECT count(*), count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'done'),
 		       count(*) FILTER (WHERE status = 'ignored'), count(*) FILTER (WHERE status = 'failed'),
 		       count(*) FILTER (WHERE status = 'exhausted'),
-		       extract(epoch FROM now() - min(received_at) FILTER (WHERE status = 'pending'))::float8
-		  FROM webhook_inbox WHERE source_account = ANY($1)`, sc.Accounts).
-		Scan(&b.Rows, &b.Pending, &b.Done, &b.Ignored, &b.Failed, &b.Exhausted, &oldest)
+		       extract(epoch FROM now() - min(coalesce(pending_since, received_at)) FILTER (WHERE status = 'pending'))::float8,
+		       count(*) FILTER (WHERE status = 'pending' AND next_attempt_at > now() AND starts_with(coalesce(last_error, ''), $2))
+		  FROM webhook_inbox WHERE source_account = ANY($1)`, sc.Accounts, handlers.WaitingForGrant).
+		Scan(&b.Rows, &b.Pending, &b.Done, &b.Ignored, &b.Failed, &b.Exhausted, &oldest, &b.Waiting)
 	if err != nil {
 		return b, fmt.Errorf("read inbox backlog: %w", err)
 	}

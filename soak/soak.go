@@ -590,6 +590,10 @@ func (h *harness) simConfig(account string, versions bool, customers, feedback i
 		Scenario: simulator.ScenarioKnobs{
 			CustomersPerAccount: customers, InvoicesPerSubscription: 2, UpdatesPerSubscription: 2,
 			CancelRate: 0.5, FeedbackPerProject: feedback, SecondEventRate: 0.3,
+			// Credit notes ride in their invoice's step, so reordering puts
+			// some before their invoice's event and some voids before
+			// their credit note's.
+			CreditNoteRate: 0.2, VoidRate: 0.3,
 		},
 		Delivery: simulator.DeliveryKnobs{
 			DuplicateRate: 0.1, ReorderWindow: 8, DelayRate: 0.05, ConflictRate: 0.02, DropRate: 0.01,

@@ -104,6 +104,10 @@ type Handled struct {
 	// Divergences the handler recorded (same provider version, other
 	// content), for the metrics.
 	Divergences []keys.Divergence
+	// EventType and ReceivedAt of the row (set whenever it was read): what
+	// the receipt-to-effect latency is measured by and from.
+	EventType  string
+	ReceivedAt time.Time
 }
 
 // Reconciler compares one resource with the provider and corrects the

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
+	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -42,6 +43,7 @@ type demoFlags struct {
 	versions   bool
 	loseRate   float64
 	keep       bool
+	erase      bool
 	timeout    time.Duration
 }
 
@@ -87,6 +89,7 @@ Exit status 1 if the local stack is not running or an invariant does not hold.`,
 	fl.BoolVar(&f.versions, "versions", false, `subscription snapshots carry a monotonic "version" (Stripe's do not)`)
 	fl.Float64Var(&f.loseRate, "lose-answer-rate", 0.15, "share of the intake's 2xx answers lost on the way back")
 	fl.BoolVar(&f.keep, "keep-endpoints", false, "keep the run's endpoints registered after the demo")
+	fl.BoolVar(&f.erase, "erase", true, "end by erasing the run's workspace (hookinbox workspaces erase) and redelivering an erased event")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "longest wait for the work to drain")
 	return cmd
 }
@@ -250,6 +253,11 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	if err := report.WriteTable(indent(out, "  ")); err != nil {
 		return err
 	}
+	if f.erase {
+		if err := demoErase(ctx, out, st, run, sim, targets, rep); err != nil {
+			return err
+		}
+	}
 	demoWhereToLook(out, f, cfg, run, truth, backfill)
 	if !report.OK {
 		return cli.ExitCode{Code: 1}
@@ -268,6 +276,54 @@ func demoConverge(ctx context.Context, out io.Writer, st *store.Store, scope soa
 		return ctx.Err()
 	}
 	fmt.Fprintf(out, "  hookinbox did not converge: %v\n  (is the worker running? the invariants below show what is stuck)\n", err)
+	return nil
+}
+
+// demoErase erases the run's workspace as an operator would (hookinbox
+// workspaces erase), then redelivers one erased event: a duplicate that
+// changes nothing, the counts the same as before.
+func demoErase(ctx context.Context, out io.Writer, st *store.Store, run demoRun, sim *simulator.Simulator, t simulator.Targets, rep simulator.Report) error {
+	before, err := verify.TallyRun(ctx, st.Pool, run.account, run.project, run.workspace)
+	if err != nil {
+		return err
+	}
+	res, err := st.EraseWorkspace(ctx, store.EraseRequest{Workspace: run.workspace, Actor: "hookinbox-lab demo", Reason: "demo: per-tenant erasure"})
+	if err != nil {
+		return fmt.Errorf("erase %s: %w", run.workspace, err)
+	}
+	c := res.Counts
+	fmt.Fprintf(out, `
+erasing workspace %s (as 'hookinbox workspaces erase --workspace %s --reason …' would; audited, operator action #%d):
+  redacted %d inbox bodies, %d quarantine bodies, %d outbox payloads (%d feedback texts), %d email addresses; %d unsent intents stopped
+  kept: event keys and body hashes, grants, reversals, projections, alerts, balances, the lineage
+`, run.workspace, run.workspace, res.ActionID, c.InboxPayloads, c.QuarantinePayloads, c.OutboxPayloads, c.FeedbackAlertTexts, c.EmailAddresses, c.OutboxStopped)
+	var again simulator.Event
+	for _, r := range rep.Results {
+		if r.Outcome == simulator.OutcomeAcked && !r.Event.Conflicting && r.Event.Type == simulator.EventInvoicePaid {
+			again = r.Event
+			break
+		}
+	}
+	if again.ID == "" {
+		return nil
+	}
+	sent, err := sim.Send(ctx, t, again)
+	if err != nil {
+		return fmt.Errorf("redeliver %s: %w", again.ID, err)
+	}
+	after, err := verify.TallyRun(ctx, st.Pool, run.account, run.project, run.workspace)
+	if err != nil {
+		return err
+	}
+	outcome := "not acknowledged"
+	if len(sent.Results) > 0 && sent.Results[0].Outcome == simulator.OutcomeAcked {
+		outcome = "acknowledged 2xx"
+	}
+	fmt.Fprintf(out, "  redelivered the erased event %s (%s, %s): a duplicate; inbox rows %d → %d, grants %d → %d, balance %d → %d\n",
+		again.ID, again.Type, outcome, before.InboxRows, after.InboxRows, before.Grants, after.Grants, before.Balance, after.Balance)
+	if after.InboxRows != before.InboxRows || after.Grants != before.Grants || after.Balance != before.Balance {
+		return fmt.Errorf("the redelivery of an erased event changed the counts: %+v → %+v", before, after)
+	}
 	return nil
 }
 
@@ -324,6 +380,7 @@ func demoSimConfig(f *demoFlags, run demoRun) simulator.Config {
 		Scenario: simulator.ScenarioKnobs{
 			CustomersPerAccount: max(f.customers, 1), InvoicesPerSubscription: 2, UpdatesPerSubscription: 2,
 			CancelRate: 0.5, FeedbackPerProject: max(f.feedback, 1), SecondEventRate: 0.3,
+			CreditNoteRate: 0.4, VoidRate: 0.3,
 		},
 		Delivery: simulator.DeliveryKnobs{
 			DuplicateRate: 0.25, ReorderWindow: 5, DelayRate: 0.1, ConflictRate: 0.1, Concurrency: 4,
@@ -446,7 +503,18 @@ func demoSideBySide(ctx context.Context, out io.Writer, st *store.Store, run dem
 	fmt.Fprintf(tw, "  events\t%d distinct, %d deliveries (%d duplicates, %d same id/other body, %d answers lost)\t%d inbox rows, %d done; %d quarantined\n",
 		len(verify.SentFrom(rep).Events), st2.Planned, st2.Duplicates, st2.Conflicts, relay.Stats().LostAnswers, n.InboxRows, n.InboxDone, n.Quarantined)
 	fmt.Fprintf(tw, "  paid invoices\t%d (%d announced twice)\t%d credit grants\n", paid, second, n.Grants)
-	fmt.Fprintf(tw, "  credits of %s\t%d × 100 = %d\t%d\n", run.workspace, paid, paid*100, n.Balance)
+	var issued, voided, taken int64
+	for _, cn := range truth.CreditNotes {
+		if cn.Status == simulator.CreditNoteVoid {
+			voided++
+			continue
+		}
+		issued++
+		taken += handlers.ReversalCredits(100, cn.Total, cn.InvoiceTotal)
+	}
+	fmt.Fprintf(tw, "  credit notes\t%d issued, %d of them voided since\t%d reversals, %d given back by a void\n",
+		issued+voided, voided, n.Reversals, n.Voids)
+	fmt.Fprintf(tw, "  credits of %s\t%d × 100 − %d taken back = %d\t%d\n", run.workspace, paid, taken, int64(paid)*100-taken, n.Balance)
 	fmt.Fprintf(tw, "  subscriptions\t%d, %d canceled, %d with access\t%d projections, %d canceled, %d with access\n",
 		len(truth.Subscriptions), canceled, access, len(projs), pCanceled, pAccess)
 	fmt.Fprintf(tw, "  feedback items\t%d\t%d alerts; team endpoint got %d (%d refused with 503 first)\n", len(truth.Feedback), n.Alerts, team.Stats().Distinct, team.Stats().Refused)

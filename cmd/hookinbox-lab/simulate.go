@@ -99,6 +99,8 @@ Register the endpoints it prints before the first run (see docs/simulator.md).`,
 	fl.Float64Var(&s.CancelRate, "cancel-rate", 0.5, "share of subscriptions cancelled (half at once, half at period end)")
 	fl.IntVar(&s.FeedbackPerProject, "feedback", 3, "feedback items per project")
 	fl.Float64Var(&s.SecondEventRate, "second-event-rate", 0, "share of paid invoices announced by a second, distinct event")
+	fl.Float64Var(&s.CreditNoteRate, "credit-note-rate", 0, "share of paid invoices that get a credit note (credit_note.created)")
+	fl.Float64Var(&s.VoidRate, "void-rate", 0, "share of credit notes voided afterwards (credit_note.voided)")
 
 	d := &c.Delivery
 	fl.Float64Var(&d.DuplicateRate, "duplicate-rate", 0, "share of deliveries sent twice (same id, same body)")

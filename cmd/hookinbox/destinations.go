@@ -14,7 +14,7 @@ import (
 func newWorkspacesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workspaces",
-		Short: "Workspaces: credits balance, access, confirmation email and team destinations",
+		Short: "Workspaces: credits balance and corrections, access, email, team destinations, erasure",
 	}
 	var id, email string
 	var saf auditFlags
@@ -143,6 +143,6 @@ variable or standard input (or, visible in the process list, --secret) and store
 	}
 	ls.Flags().IntVar(&limit, "limit", 200, "at most this many workspaces")
 	ls.Flags().Var(&lformat, "output", "table or json")
-	cmd.AddCommand(set, add, list, show, ls)
+	cmd.AddCommand(set, add, list, show, ls, newAdjustCmd(), newEraseCmd())
 	return cmd
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"strconv"
 	"strings"
 	"time"
 
@@ -103,22 +102,8 @@ func fmtTimePtr(t *time.Time) string {
 	return fmtTime(*t)
 }
 
-// fmtAge renders a duration compactly: 45s, 12m, 3h12m, 2d4h.
-func fmtAge(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d.Minutes())) + "m"
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	default:
-		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
-	}
-}
+// fmtAge is ops.FormatAge, with a negative duration (clock skew) shown as 0s.
+func fmtAge(d time.Duration) string { return ops.FormatAge(max(d, 0)) }
 
 func fmtRelative(now, t time.Time) string {
 	if t.After(now) {

@@ -162,15 +162,15 @@ func (o *reconcileOptions) resource(ctx context.Context, st *store.Store, args [
 
 // reconcileReport is what `reconcile RESOURCE` prints.
 type reconcileReport struct {
-	Resource   string             `json:"resource"`
-	WorkflowID string             `json:"workflow_id"`
-	RunID      string             `json:"run_id"`
-	Reason     string             `json:"reason"`
-	Waited     bool               `json:"waited"`
-	Outcome    string             `json:"outcome,omitempty"`
-	Note       string             `json:"note,omitempty"`
-	Error      string             `json:"error,omitempty"`
-	Divergence []store.Divergence `json:"divergences,omitempty"`
+	Resource   string            `json:"resource"`
+	WorkflowID string            `json:"workflow_id"`
+	RunID      string            `json:"run_id"`
+	Reason     string            `json:"reason"`
+	Waited     bool              `json:"waited"`
+	Outcome    string            `json:"outcome,omitempty"`
+	Note       string            `json:"note,omitempty"`
+	Error      string            `json:"error,omitempty"`
+	Divergence []keys.Divergence `json:"divergences,omitempty"`
 }
 
 func runReconcileResource(ctx context.Context, out io.Writer, cfg config.Config, c client.Client, r keys.Resource, o reconcileOptions) error {

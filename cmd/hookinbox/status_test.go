@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/ops"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestStatusShowsSameVersionDivergences(t *testing.T) {
 	t.Parallel()
 	v := ops.StatusView{Database: "ok", Temporal: "unavailable: test",
-		Backlog:  &store.Backlog{Outbox: map[string]int64{}, Divergences24h: 3, SameVersionDivergences24h: 1},
+		Backlog:  &keys.Backlog{Outbox: map[string]int64{}, Divergences24h: 3, SameVersionDivergences24h: 1},
 		Warnings: []string{"1 same-version divergence(s) in 24h"}}
 	var out bytes.Buffer
 	printStatus(&out, v)

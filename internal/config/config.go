@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
 // Local stack defaults. `make run` and the tests start the services there.
@@ -115,6 +117,16 @@ type Config struct {
 
 	// HOOKINBOX_CREDITS_PER_INVOICE: credits granted once per paid invoice.
 	CreditsPerInvoice int64
+	// HOOKINBOX_NEGATIVE_BALANCE_POLICY: what a credit reversal (or an
+	// operator correction) that would take a balance below zero does:
+	// "allow" (default: it goes negative), "clamp" (down to zero, the
+	// shortfall recorded) or "hold" (nothing changes; held for review). The
+	// decision is recorded with each change.
+	NegativeBalancePolicy string
+	// HOOKINBOX_CREDIT_NOTE_WAIT: how long after receipt a credit note may
+	// wait for its invoice's grant (arriving later, or backfilled) before
+	// its retries count against the budget (then it ends exhausted).
+	CreditNoteWait time.Duration
 
 	// HOOKINBOX_MAILER: "smtp" (Mailpit in the local stack) or "http" (an
 	// email API taking an Idempotency-Key header).
@@ -227,40 +239,42 @@ type Config struct {
 // Default returns the configuration of the local stack.
 func Default() Config {
 	return Config{
-		DatabaseURL:        fmt.Sprintf("postgres://hookinbox@127.0.0.1:%d/hookinbox?sslmode=disable", DefaultPostgresPort),
-		TemporalAddress:    fmt.Sprintf("127.0.0.1:%d", DefaultTemporalPort),
-		TemporalNamespace:  "default",
-		TaskQueue:          "hookinbox",
-		HTTPAddr:           fmt.Sprintf(":%d", DefaultIntakePort),
-		InternalAddr:       "127.0.0.1:9090",
-		WorkerAddr:         "127.0.0.1:9091",
-		RequestTimeout:     5 * time.Second,
-		MaxBodyBytes:       1 << 20,
-		SignatureTolerance: 5 * time.Minute,
-		EndpointCacheTTL:   10 * time.Second,
-		HandoffQueue:       10000,
-		HandoffWorkers:     8,
-		HandoffTimeout:     5 * time.Second,
-		SweepInterval:      30 * time.Second,
-		SweepAfter:         time.Minute,
-		IdleTimeout:        10 * time.Minute,
-		MaxEventsPerRun:    500,
-		HandleMode:         "local",
-		RetryBudget:        10,
-		RetryInitial:       time.Second,
-		RetryMax:           5 * time.Minute,
-		ActivityTimeout:    30 * time.Second,
-		CreditsPerInvoice:  100,
-		Mailer:             "smtp",
-		SMTPAddr:           "127.0.0.1:1025",
-		SMTPTLS:            "starttls",
-		EmailFrom:          "hookinbox@localhost",
-		OutboxBudget:       8,
-		EmailAPIIdempotent: true,
-		LogFormat:          "json",
-		LogLevel:           "info",
-		ConsoleAddr:        "127.0.0.1:9092",
-		TemporalUIURL:      fmt.Sprintf("http://127.0.0.1:%d", DefaultTemporalUI),
+		DatabaseURL:           fmt.Sprintf("postgres://hookinbox@127.0.0.1:%d/hookinbox?sslmode=disable", DefaultPostgresPort),
+		TemporalAddress:       fmt.Sprintf("127.0.0.1:%d", DefaultTemporalPort),
+		TemporalNamespace:     "default",
+		TaskQueue:             "hookinbox",
+		HTTPAddr:              fmt.Sprintf(":%d", DefaultIntakePort),
+		InternalAddr:          "127.0.0.1:9090",
+		WorkerAddr:            "127.0.0.1:9091",
+		RequestTimeout:        5 * time.Second,
+		MaxBodyBytes:          1 << 20,
+		SignatureTolerance:    5 * time.Minute,
+		EndpointCacheTTL:      10 * time.Second,
+		HandoffQueue:          10000,
+		HandoffWorkers:        8,
+		HandoffTimeout:        5 * time.Second,
+		SweepInterval:         30 * time.Second,
+		SweepAfter:            time.Minute,
+		IdleTimeout:           10 * time.Minute,
+		MaxEventsPerRun:       500,
+		HandleMode:            "local",
+		RetryBudget:           10,
+		RetryInitial:          time.Second,
+		RetryMax:              5 * time.Minute,
+		ActivityTimeout:       30 * time.Second,
+		CreditsPerInvoice:     100,
+		Mailer:                "smtp",
+		SMTPAddr:              "127.0.0.1:1025",
+		SMTPTLS:               "starttls",
+		EmailFrom:             "hookinbox@localhost",
+		OutboxBudget:          8,
+		EmailAPIIdempotent:    true,
+		LogFormat:             "json",
+		LogLevel:              "info",
+		ConsoleAddr:           "127.0.0.1:9092",
+		TemporalUIURL:         fmt.Sprintf("http://127.0.0.1:%d", DefaultTemporalUI),
+		NegativeBalancePolicy: keys.BalanceAllow,
+		CreditNoteWait:        72 * time.Hour,
 
 		ReconcileInterval:    time.Hour,
 		ReconcilePageSize:    100,
@@ -335,6 +349,8 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_ACTIVITY_TIMEOUT", &c.ActivityTimeout)
 	p.str("HOOKINBOX_HANDLE_MODE", &c.HandleMode)
 	p.int64("HOOKINBOX_CREDITS_PER_INVOICE", &c.CreditsPerInvoice)
+	p.str("HOOKINBOX_NEGATIVE_BALANCE_POLICY", &c.NegativeBalancePolicy)
+	p.duration("HOOKINBOX_CREDIT_NOTE_WAIT", &c.CreditNoteWait)
 	p.str("HOOKINBOX_MAILER", &c.Mailer)
 	p.str("HOOKINBOX_SMTP_ADDR", &c.SMTPAddr)
 	p.str("HOOKINBOX_EMAIL_FROM", &c.EmailFrom)
@@ -430,6 +446,11 @@ func (c Config) Validate() error {
 	if c.CreditsPerInvoice <= 0 {
 		errs = append(errs, "HOOKINBOX_CREDITS_PER_INVOICE must be positive")
 	}
+	switch c.NegativeBalancePolicy {
+	case keys.BalanceAllow, keys.BalanceClamp, keys.BalanceHold:
+	default:
+		errs = append(errs, `HOOKINBOX_NEGATIVE_BALANCE_POLICY must be "allow", "clamp" or "hold"`)
+	}
 	if c.HandleMode != "local" && c.HandleMode != "activity" {
 		errs = append(errs, `HOOKINBOX_HANDLE_MODE must be "local" or "activity"`)
 	}
@@ -460,7 +481,7 @@ func (c Config) Validate() error {
 	if c.ProviderRPS <= 0 {
 		errs = append(errs, "HOOKINBOX_PROVIDER_RPS must be positive")
 	}
-	if c.DedupRetention < 72*time.Hour { // store.MinDedupRetention
+	if c.DedupRetention < 72*time.Hour { // keys.MinDedupRetention
 		errs = append(errs, "HOOKINBOX_DEDUP_RETENTION must be at least 72h (the longest sender retry window: Stripe retries for 3 days)")
 	}
 	if c.BackfillLookback+c.BackfillOverlap > c.DedupRetention {

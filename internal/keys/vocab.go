@@ -48,6 +48,20 @@ const (
 const (
 	ClassCreditsConfirmation = "credits_confirmation"
 	ClassFeedbackAlert       = "feedback_alert"
+	// ClassCreditsReversal is the notice of credits taken back (a credit
+	// note) or given back (its void).
+	ClassCreditsReversal = "credits_reversal"
+)
+
+// Negative-balance policies: what a change that would take a workspace's
+// balance below zero does (HOOKINBOX_NEGATIVE_BALANCE_POLICY).
+const (
+	// BalanceAllow applies the change; the balance goes negative (default).
+	BalanceAllow = "allow"
+	// BalanceClamp takes back only down to zero and records the shortfall.
+	BalanceClamp = "clamp"
+	// BalanceHold changes nothing and records the change held for review.
+	BalanceHold = "hold"
 )
 
 // MinDedupRetention is the shortest time an inbox row (its event key, what

@@ -61,6 +61,8 @@ func TestImportRules(t *testing.T) {
 		{"providers", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "the provider contract needs no database"},
 		{"handlers", []string{"go.temporal.io"}, "business handlers are Temporal-free"},
 		{"webhook", []string{"go.temporal.io/sdk/workflow"}, "the HTTP intake runs no workflow code"},
+		{"console", []string{module + "app", module + "webhook"}, "the console is HTTP over ops"},
+		{"ops", []string{module + "app", module + "console", module + "webhook"}, "operator acts sit below their two front ends"},
 		{"cmd/hookinbox", []string{module + "simulator", module + "soak", module + "bench", module + "lab/"}, "the service binary carries no harness"},
 	}
 	for _, tt := range tests {

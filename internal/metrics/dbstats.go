@@ -28,7 +28,7 @@ type DBStats struct {
 
 var (
 	descPending    = prometheus.NewDesc("hookinbox_inbox_pending", "Inbox events not yet handled.", nil, nil)
-	descOldest     = prometheus.NewDesc("hookinbox_inbox_oldest_pending_age_seconds", "Age of the oldest pending inbox event (0 when none): the first thing to alert on.", nil, nil)
+	descOldest     = prometheus.NewDesc("hookinbox_inbox_oldest_pending_age_seconds", "How long the oldest pending inbox event has been pending (since it was accepted, or replayed by an operator; 0 when none): the first thing to alert on.", nil, nil)
 	descExhausted  = prometheus.NewDesc("hookinbox_inbox_exhausted", "Inbox events whose retry budget is spent (replayable).", nil, nil)
 	descFailed     = prometheus.NewDesc("hookinbox_inbox_failed", "Inbox events that failed validation (replayable).", nil, nil)
 	descQuarantine = prometheus.NewDesc("hookinbox_quarantine_open", "Quarantined deliveries not yet resolved.", nil, nil)

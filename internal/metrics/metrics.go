@@ -22,8 +22,10 @@ type Metrics struct {
 	HandoffQueueSize prometheus.Gauge
 
 	// Processing.
-	EventsHandled  *prometheus.CounterVec // kind (handler), outcome
-	EventRetries   *prometheus.CounterVec // kind
+	EventsHandled *prometheus.CounterVec // kind (handler), outcome
+	EventRetries  *prometheus.CounterVec // kind
+	// EffectLatency: from an event's receipt to its effect's commit.
+	EffectLatency  *prometheus.HistogramVec // provider, event_type
 	SweepResignals prometheus.Counter
 	Divergences    *prometheus.CounterVec // kind, field
 	// SameVersionDivergences: provider, field.
@@ -63,6 +65,11 @@ func New() *Metrics {
 			Name: "hookinbox_event_retries_total",
 			Help: "Failed handling attempts that will be retried, by handler.",
 		}, []string{"handler"}),
+		EffectLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookinbox_effect_latency_seconds",
+			Help:    "Time from an event's receipt (received_at) to the commit of its business effect, observed by the worker after the handler's commit, by provider and event type (only handled types: bounded).",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600},
+		}, []string{"provider", "event_type"}),
 		SweepResignals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookinbox_sweeper_resignals_total",
 			Help: "Resource workflows signalled again by the sweeper for stale pending rows.",
@@ -81,6 +88,6 @@ func New() *Metrics {
 		}, []string{"class", "result"}),
 	}
 	r.MustRegister(m.Requests, m.AckSeconds, m.HandoffSignals, m.HandoffQueueSize,
-		m.EventsHandled, m.EventRetries, m.SweepResignals, m.Divergences, m.SameVersionDivergences, m.OutboxSends)
+		m.EventsHandled, m.EventRetries, m.EffectLatency, m.SweepResignals, m.Divergences, m.SameVersionDivergences, m.OutboxSends)
 	return m
 }

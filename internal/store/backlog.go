@@ -8,21 +8,18 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
-// Backlog is the state of the work (keys.Backlog).
-type Backlog = keys.Backlog
-
 // ReadBacklog counts pending, exhausted and failed inbox rows, the age of the
 // oldest pending one, open quarantine entries, outbox rows by status and the
 // divergences found in the last 24 hours (and how many of them at the same
 // provider version), in one round trip.
-func ReadBacklog(ctx context.Context, db DB) (Backlog, error) {
-	b := Backlog{Outbox: map[string]int64{}}
+func ReadBacklog(ctx context.Context, db DB) (keys.Backlog, error) {
+	b := keys.Backlog{Outbox: map[string]int64{}}
 	var oldest *float64
 	var outbox map[string]int64
 	err := db.QueryRow(ctx, `
 		SELECT
 		  (SELECT count(*) FROM webhook_inbox WHERE status = 'pending'),
-		  (SELECT extract(epoch FROM now() - min(received_at)) FROM webhook_inbox WHERE status = 'pending'),
+		  (SELECT extract(epoch FROM now() - min(coalesce(pending_since, received_at))) FROM webhook_inbox WHERE status = 'pending'),
 		  (SELECT count(*) FROM webhook_inbox WHERE status = 'exhausted'),
 		  (SELECT count(*) FROM webhook_inbox WHERE status = 'failed'),
 		  (SELECT count(*) FROM inbox_quarantine WHERE resolved_at IS NULL),

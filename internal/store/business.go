@@ -389,11 +389,8 @@ func FindAPIEndpoint(ctx context.Context, db DB, provider, account, env string) 
 	return e, nil
 }
 
-// Divergence is a difference reconciliation found (keys.Divergence).
-type Divergence = keys.Divergence
-
 // InsertDivergences records divergences of one resource.
-func InsertDivergences(ctx context.Context, tx pgx.Tx, provider, account, env, kind, id, detectedBy string, ds []Divergence) error {
+func InsertDivergences(ctx context.Context, tx pgx.Tx, provider, account, env, kind, id, detectedBy string, ds []keys.Divergence) error {
 	for _, d := range ds {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO reconcile_divergences (provider, source_account, environment, resource_kind, resource_id,

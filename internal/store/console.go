@@ -70,16 +70,7 @@ func ListAPITokens(ctx context.Context, db DB) ([]APIToken, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
-	defer rows.Close()
-	out := []APIToken{}
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *t)
-	}
-	return out, rows.Err()
+	return appendRows([]APIToken{}, rows, byValue(scanToken))
 }
 
 // RevokeAPIToken revokes the token called name; revoking twice is an error.
@@ -225,16 +216,7 @@ func ListReplayJobs(ctx context.Context, db DB, limit int) ([]ReplayJob, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list replay jobs: %w", err)
 	}
-	defer rows.Close()
-	out := []ReplayJob{}
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *j)
-	}
-	return out, rows.Err()
+	return appendRows([]ReplayJob{}, rows, byValue(scanJob))
 }
 
 // ClaimReplayJob takes the oldest queued job, or a running one whose runner
@@ -315,15 +297,7 @@ func jobWindow(after, upto int64) func(arg func(any) string) string {
 // CountInboxForJob counts the rows f matches with ids in (after, upto], up
 // to max.
 func CountInboxForJob(ctx context.Context, db DB, f InboxFilter, after, upto int64, max int) (int, error) {
-	f.Before, f.Limit = nil, 0
-	where, args := f.where(jobWindow(after, upto))
-	args = append(args, max)
-	var n int
-	err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM webhook_inbox`+where+` LIMIT $`+strconv.Itoa(len(args))+`) s`, args...).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count inbox: %w", err)
-	}
-	return n, nil
+	return countInbox(ctx, db, f, max, jobWindow(after, upto))
 }
 
 // NextInboxForJob lists at most limit rows f matches with ids in
@@ -337,22 +311,18 @@ func NextInboxForJob(ctx context.Context, db DB, f InboxFilter, after, upto int6
 	if err != nil {
 		return nil, fmt.Errorf("next inbox rows: %w", err)
 	}
-	defer rows.Close()
-	var out []InboxSummary
-	for rows.Next() {
-		var s InboxSummary
-		if err := scanSummary(rows, &s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return appendRows(nil, rows, scanSummary)
 }
 
 // CountInbox counts the rows f matches (up to max, to stay cheap).
 func CountInbox(ctx context.Context, db DB, f InboxFilter, max int) (int, error) {
+	return countInbox(ctx, db, f, max)
+}
+
+// countInbox counts the rows f and extra match, up to max.
+func countInbox(ctx context.Context, db DB, f InboxFilter, max int, extra ...func(arg func(any) string) string) (int, error) {
 	f.Before, f.Limit = nil, 0
-	where, args := f.where()
+	where, args := f.where(extra...)
 	args = append(args, max)
 	var n int
 	err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM webhook_inbox`+where+` LIMIT $`+strconv.Itoa(len(args))+`) s`, args...).Scan(&n)
@@ -430,19 +400,13 @@ func ResourceLineage(ctx context.Context, db DB, r keys.Resource) ([]LineageEven
 	if err != nil {
 		return nil, fmt.Errorf("lineage of %s: %w", r, err)
 	}
-	defer rows.Close()
-	out := []LineageEvent{}
-	for rows.Next() {
-		var e LineageEvent
-		if err := rows.Scan(&e.Source, &e.SourceID, &e.Key.Provider, &e.Key.Account, &e.Key.Environment, &e.Key.EventID,
+	return appendRows([]LineageEvent{}, rows, func(row pgx.Row) (e LineageEvent, err error) {
+		err = row.Scan(&e.Source, &e.SourceID, &e.Key.Provider, &e.Key.Account, &e.Key.Environment, &e.Key.EventID,
 			&e.EndpointSlug, &e.WorkspaceID, &e.EventType, &e.ResourceKind, &e.ResourceID, &e.BodySHA256, &e.Origin,
 			&e.Status, &e.Attempts, &e.LastError, &e.Note, &e.QuarantineReason, &e.Resolution, &e.ReceivedAt,
-			&e.ProcessedAt, &e.PayloadRedacted, &e.Deleted); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+			&e.ProcessedAt, &e.PayloadRedacted, &e.Deleted)
+		return e, err
+	})
 }
 
 // FindLineageEvent returns what event_lineage kept of a deleted inbox row.
@@ -469,13 +433,10 @@ func FindLineageEvent(ctx context.Context, db DB, k keys.Event) (*LineageEvent, 
 const grantColumns = `id, provider, source_account, environment, invoice_id, operation, workspace_id, credits,
 	amount_paid, currency, event_key, created_at`
 
-func scanGrant(row pgx.Row) (*CreditGrant, error) {
-	var g CreditGrant
-	if err := row.Scan(&g.ID, &g.Provider, &g.Account, &g.Environment, &g.InvoiceID, &g.Operation, &g.WorkspaceID,
-		&g.Credits, &g.AmountPaid, &g.Currency, &g.EventKey, &g.CreatedAt); err != nil {
-		return nil, interpret(err)
-	}
-	return &g, nil
+func scanGrant(row pgx.Row) (g CreditGrant, err error) {
+	err = row.Scan(&g.ID, &g.Provider, &g.Account, &g.Environment, &g.InvoiceID, &g.Operation, &g.WorkspaceID,
+		&g.Credits, &g.AmountPaid, &g.Currency, &g.EventKey, &g.CreatedAt)
+	return g, interpret(err)
 }
 
 // FindCreditGrants finds grants by id (id > 0) or by invoice id, optionally
@@ -488,16 +449,7 @@ func FindCreditGrants(ctx context.Context, db DB, id int64, provider, account, e
 	if err != nil {
 		return nil, fmt.Errorf("find credit grants: %w", err)
 	}
-	defer rows.Close()
-	var out []CreditGrant
-	for rows.Next() {
-		g, err := scanGrant(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *g)
-	}
-	return out, rows.Err()
+	return appendRows(nil, rows, scanGrant)
 }
 
 // StoredFeedbackAlert is a feedback_alerts row.
@@ -518,17 +470,11 @@ func FindFeedbackAlerts(ctx context.Context, db DB, id int64, provider, project,
 	if err != nil {
 		return nil, fmt.Errorf("find feedback alerts: %w", err)
 	}
-	defer rows.Close()
-	var out []StoredFeedbackAlert
-	for rows.Next() {
-		var a StoredFeedbackAlert
-		if err := rows.Scan(&a.ID, &a.Provider, &a.Project, &a.Environment, &a.FeedbackID, &a.Operation, &a.WorkspaceID,
-			&a.EventKey, &a.CreatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return appendRows(nil, rows, func(row pgx.Row) (a StoredFeedbackAlert, err error) {
+		err = row.Scan(&a.ID, &a.Provider, &a.Project, &a.Environment, &a.FeedbackID, &a.Operation, &a.WorkspaceID,
+			&a.EventKey, &a.CreatedAt)
+		return a, err
+	})
 }
 
 // FindProjections finds subscription projections by subscription id,
@@ -542,16 +488,11 @@ func FindProjections(ctx context.Context, db DB, provider, account, env, id stri
 	if err != nil {
 		return nil, fmt.Errorf("find subscriptions: %w", err)
 	}
-	defer rows.Close()
-	var out []keys.Resource
-	for rows.Next() {
+	return appendRows(nil, rows, func(row pgx.Row) (keys.Resource, error) {
 		r := keys.Resource{Kind: "subscription"}
-		if err := rows.Scan(&r.Provider, &r.Account, &r.Environment, &r.ID); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		err := row.Scan(&r.Provider, &r.Account, &r.Environment, &r.ID)
+		return r, err
+	})
 }
 
 // FindOutboxByOperation reads the outbox row of an operation key.
@@ -569,16 +510,7 @@ func ResourceOutbox(ctx context.Context, db DB, r keys.Resource) ([]*OutboxRow, 
 	if err != nil {
 		return nil, fmt.Errorf("outbox of %s: %w", r, err)
 	}
-	defer rows.Close()
-	out := []*OutboxRow{}
-	for rows.Next() {
-		o, err := scanOutbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return appendRows([]*OutboxRow{}, rows, scanOutbox)
 }
 
 // StoredDivergence is one reconcile_divergences row.
@@ -601,16 +533,10 @@ func ResourceDivergences(ctx context.Context, db DB, r keys.Resource) ([]StoredD
 	if err != nil {
 		return nil, fmt.Errorf("divergences of %s: %w", r, err)
 	}
-	defer rows.Close()
-	out := []StoredDivergence{}
-	for rows.Next() {
-		var d StoredDivergence
-		if err := rows.Scan(&d.Field, &d.LocalValue, &d.ProviderValue, &d.Corrected, &d.DetectedBy, &d.DetectedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return appendRows([]StoredDivergence{}, rows, func(row pgx.Row) (d StoredDivergence, err error) {
+		err = row.Scan(&d.Field, &d.LocalValue, &d.ProviderValue, &d.Corrected, &d.DetectedBy, &d.DetectedAt)
+		return d, err
+	})
 }
 
 // ListOperatorActionsFor returns the audit entries whose target or event
@@ -638,20 +564,7 @@ func queryActions(ctx context.Context, db DB, sql string, args ...any) ([]Operat
 	if err != nil {
 		return nil, fmt.Errorf("operator actions: %w", err)
 	}
-	defer rows.Close()
-	out := []OperatorAction{}
-	for rows.Next() {
-		var a OperatorAction
-		var details []byte
-		if err := rows.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.Target, &a.EventKey, &a.Reason, &details); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(details, &a.Details); err != nil {
-			return nil, fmt.Errorf("operator action %d details: %w", a.ID, err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return appendRows([]OperatorAction{}, rows, scanAction)
 }
 
 // EndpointUpdate changes an endpoint's fields; nil fields stay. An empty
@@ -727,14 +640,8 @@ func ListWorkspaces(ctx context.Context, db DB, limit int) ([]WorkspaceSummary, 
 	if err != nil {
 		return nil, fmt.Errorf("list workspaces: %w", err)
 	}
-	defer rows.Close()
-	out := []WorkspaceSummary{}
-	for rows.Next() {
-		var w WorkspaceSummary
-		if err := rows.Scan(&w.ID, &w.CreditsBalance, &w.Email, &w.HasAccess, &w.Accounts, &w.Destinations); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return appendRows([]WorkspaceSummary{}, rows, func(row pgx.Row) (w WorkspaceSummary, err error) {
+		err = row.Scan(&w.ID, &w.CreditsBalance, &w.Email, &w.HasAccess, &w.Accounts, &w.Destinations)
+		return w, err
+	})
 }

@@ -15,12 +15,15 @@ import (
 
 // InboxEvent is an event as the intake accepts it.
 type InboxEvent struct {
-	Key             keys.Event
-	EndpointSlug    string
-	WorkspaceID     string
-	EventType       string
-	ResourceKind    string
-	ResourceID      string
+	Key          keys.Event
+	EndpointSlug string
+	WorkspaceID  string
+	EventType    string
+	ResourceKind string
+	ResourceID   string
+	// ObjectID is the object the event is about when the resource is its
+	// parent (a credit note of an invoice); "" otherwise.
+	ObjectID        string
 	ProviderVersion *int64
 	OccurredAt      *time.Time
 	Payload         []byte
@@ -147,8 +150,9 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 		WITH ins AS (
 			INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
 				workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
-				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19)
+				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
+				NULLIF($20, ''))
 			ON CONFLICT DO NOTHING
 			RETURNING id
 		)
@@ -157,7 +161,7 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 		(SELECT * FROM (`+wonRows+`) won WHERE NOT EXISTS (SELECT 1 FROM ins) ORDER BY replayed LIMIT 1)`,
 		e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug,
 		e.WorkspaceID, e.EventType, e.ResourceKind, e.ResourceID, e.ProviderVersion, e.OccurredAt,
-		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, replaySHA,
+		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, replaySHA, e.ObjectID,
 	).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version,
 		&x.occurredAt, &replayed)
 	if err == pgx.ErrNoRows {
@@ -336,14 +340,15 @@ type StoredEvent struct {
 
 const inboxColumns = `id, provider, source_account, environment, event_id, endpoint_slug, workspace_id,
 	event_type, resource_kind, resource_id, provider_version, occurred_at, payload, body_sha256,
-	coalesce(secret_id, 0), origin, status, coalesce(last_error, ''), attempts, next_attempt_at, received_at, processed_at`
+	coalesce(secret_id, 0), origin, status, coalesce(last_error, ''), attempts, next_attempt_at, received_at, processed_at,
+	coalesce(object_id, '')`
 
 func scanStored(row pgx.Row) (*StoredEvent, error) {
 	var e StoredEvent
 	err := row.Scan(&e.ID, &e.Key.Provider, &e.Key.Account, &e.Key.Environment, &e.Key.EventID,
 		&e.EndpointSlug, &e.WorkspaceID, &e.EventType, &e.ResourceKind, &e.ResourceID,
 		&e.ProviderVersion, &e.OccurredAt, &e.Payload, &e.BodySHA256, &e.SecretID, &e.Origin,
-		&e.Status, &e.LastError, &e.Attempts, &e.NextAttemptAt, &e.ReceivedAt, &e.ProcessedAt)
+		&e.Status, &e.LastError, &e.Attempts, &e.NextAttemptAt, &e.ReceivedAt, &e.ProcessedAt, &e.ObjectID)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -482,4 +487,22 @@ func StalePendingResources(ctx context.Context, db DB, olderThan time.Duration, 
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// WakeResource makes the resource's pending rows that wait for a later
+// attempt due now, inside the transaction of an effect they wait for (a
+// credit note waiting for its invoice's grant): the workflow's next load
+// finds them without sitting out their backoff. It returns how many rows it
+// woke.
+func WakeResource(ctx context.Context, db DB, r keys.Resource) (int64, error) {
+	tag, err := db.Exec(ctx, `
+		UPDATE webhook_inbox SET next_attempt_at = now()
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3
+		   AND resource_kind = $4 AND resource_id = $5
+		   AND status = 'pending' AND next_attempt_at > now()`,
+		r.Provider, r.Account, r.Environment, r.Kind, r.ID)
+	if err != nil {
+		return 0, fmt.Errorf("wake pending rows of %s: %w", r, err)
+	}
+	return tag.RowsAffected(), nil
 }

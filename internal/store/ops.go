@@ -80,20 +80,20 @@ func ListOperatorActions(ctx context.Context, db DB, ref string, limit int) ([]O
 	if err != nil {
 		return nil, fmt.Errorf("operator actions on %s: %w", ref, err)
 	}
-	defer rows.Close()
-	var out []OperatorAction
-	for rows.Next() {
-		var a OperatorAction
-		var details []byte
-		if err := rows.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.Target, &a.EventKey, &a.Reason, &details); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(details, &a.Details); err != nil {
-			return nil, fmt.Errorf("operator action %d details: %w", a.ID, err)
-		}
-		out = append(out, a)
+	return appendRows(nil, rows, scanAction)
+}
+
+// scanAction reads an operator_actions row selected as id, at, actor,
+// action, target, coalesce(event_key, ''), reason, details.
+func scanAction(row pgx.Row) (a OperatorAction, err error) {
+	var details []byte
+	if err := row.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.Target, &a.EventKey, &a.Reason, &details); err != nil {
+		return a, err
 	}
-	return out, rows.Err()
+	if err := json.Unmarshal(details, &a.Details); err != nil {
+		return a, fmt.Errorf("operator action %d details: %w", a.ID, err)
+	}
+	return a, nil
 }
 
 // InboxFilter selects inbox rows for the operator. Zero values do not filter.
@@ -233,10 +233,11 @@ const inboxSummaryColumns = `id, provider, source_account, environment, event_id
 	event_type, resource_kind, resource_id, origin, status, attempts, coalesce(last_error, ''),
 	coalesce(note, ''), next_attempt_at, received_at, processed_at`
 
-func scanSummary(row pgx.Row, s *InboxSummary) error {
-	return row.Scan(&s.ID, &s.Key.Provider, &s.Key.Account, &s.Key.Environment, &s.Key.EventID,
+func scanSummary(row pgx.Row) (s InboxSummary, err error) {
+	err = row.Scan(&s.ID, &s.Key.Provider, &s.Key.Account, &s.Key.Environment, &s.Key.EventID,
 		&s.EndpointSlug, &s.WorkspaceID, &s.EventType, &s.ResourceKind, &s.ResourceID, &s.Origin,
 		&s.Status, &s.Attempts, &s.LastError, &s.Note, &s.NextAttemptAt, &s.ReceivedAt, &s.ProcessedAt)
+	return s, err
 }
 
 // ListInboxEvents lists inbox rows matching f, newest first. It never reads
@@ -252,16 +253,7 @@ func ListInboxEvents(ctx context.Context, db DB, f InboxFilter) ([]InboxSummary,
 	if err != nil {
 		return nil, fmt.Errorf("list inbox events: %w", err)
 	}
-	defer rows.Close()
-	var out []InboxSummary
-	for rows.Next() {
-		var s InboxSummary
-		if err := scanSummary(rows, &s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return appendRows(nil, rows, scanSummary)
 }
 
 // InboxDetail is one inbox row for the operator. Payload is only read when
@@ -388,7 +380,7 @@ func lockReplayState(ctx context.Context, tx pgx.Tx, k keys.Event) (replayState,
 func ResetInboxEvent(ctx context.Context, db DB, k keys.Event, from string) (bool, error) {
 	tag, err := db.Exec(ctx, `
 		UPDATE webhook_inbox
-		   SET status = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL, note = NULL, processed_at = NULL
+		   SET status = 'pending', attempts = 0, next_attempt_at = now(), pending_since = now(), last_error = NULL, note = NULL, processed_at = NULL
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
 		   AND status = $5`,
 		k.Provider, k.Account, k.Environment, k.EventID, from)
@@ -517,16 +509,7 @@ func ListQuarantine(ctx context.Context, db DB, f QuarantineFilter) ([]Quarantin
 	if err != nil {
 		return nil, fmt.Errorf("list quarantine: %w", err)
 	}
-	defer rows.Close()
-	var out []QuarantineItem
-	for rows.Next() {
-		q, err := scanQuarantine(rows, false)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *q)
-	}
-	return out, rows.Err()
+	return appendRows(nil, rows, byValue(func(row pgx.Row) (*QuarantineItem, error) { return scanQuarantine(row, false) }))
 }
 
 // GetQuarantineEntry reads one entry; its payload only when withPayload.

@@ -12,15 +12,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
-// Outbox statuses (the CHECK constraint's values; see keys).
-const (
-	OutboxPending   = keys.OutboxPending
-	OutboxSent      = keys.OutboxSent
-	OutboxFailed    = keys.OutboxFailed
-	OutboxUncertain = keys.OutboxUncertain
-	OutboxHeld      = keys.OutboxHeld
-)
-
 // OutboxRow is one outbound effect.
 type OutboxRow struct {
 	ID            int64           `json:"id"`
@@ -112,7 +103,7 @@ func MarkOutboxSent(ctx context.Context, db DB, id int64, remoteID, note string)
 // OutboxAttemptFailed records a failed attempt: status pending when the
 // destination certainly did not act, uncertain when it may have.
 func OutboxAttemptFailed(ctx context.Context, db DB, id int64, status, lastErr string, next time.Time) error {
-	if status != OutboxPending && status != OutboxUncertain {
+	if status != keys.OutboxPending && status != keys.OutboxUncertain {
 		return fmt.Errorf("outbox %d: attempt failure status %q", id, status)
 	}
 	_, err := db.Exec(ctx, `
@@ -127,7 +118,7 @@ func OutboxAttemptFailed(ctx context.Context, db DB, id int64, status, lastErr s
 // StopOutbox ends automatic sending of a row: failed, or held for an
 // operator's review. It reports whether the row changed.
 func StopOutbox(ctx context.Context, db DB, id int64, status, note string) (bool, error) {
-	if status != OutboxFailed && status != OutboxHeld {
+	if status != keys.OutboxFailed && status != keys.OutboxHeld {
 		return false, fmt.Errorf("outbox %d: stop status %q", id, status)
 	}
 	tag, err := db.Exec(ctx, `

@@ -14,10 +14,6 @@ import (
 // by a later batch. Business records (credit_grants, feedback_alerts,
 // subscription_projection, outbox) are never touched here.
 
-// MinDedupRetention is the shortest time an inbox row is ever kept
-// (keys.MinDedupRetention).
-const MinDedupRetention = keys.MinDedupRetention
-
 // RedactInboxPayloads sets the payload of at most limit finished (done or
 // ignored) inbox rows received and processed more than olderThan ago to NULL;
 // the body hash stays. Failed, exhausted and pending rows keep their payload
@@ -49,8 +45,8 @@ func RedactInboxPayloads(ctx context.Context, db DB, olderThan time.Duration, li
 // MinDedupRetention is refused: a key still inside a sender's retry window
 // is never removed. Failed, exhausted and pending rows are never deleted.
 func DeleteExpiredInboxRows(ctx context.Context, db DB, olderThan time.Duration, limit int) (int64, error) {
-	if olderThan < MinDedupRetention {
-		return 0, fmt.Errorf("delete inbox rows: %s is inside the dedup window (at least %s)", olderThan, MinDedupRetention)
+	if olderThan < keys.MinDedupRetention {
+		return 0, fmt.Errorf("delete inbox rows: %s is inside the dedup window (at least %s)", olderThan, keys.MinDedupRetention)
 	}
 	if limit <= 0 {
 		return 0, fmt.Errorf("delete inbox rows: batch %d must be positive", limit)

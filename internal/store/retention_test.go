@@ -84,7 +84,7 @@ func TestRetentionRedactsOldFinishedPayloadsAndKeepsKeysInsideTheWindow(t *testi
 	require.Equal(t, 9, hashes, "the body hash stays")
 
 	// Deleting inside the dedup floor is refused.
-	_, err = store.DeleteExpiredInboxRows(ctx, s.Pool, store.MinDedupRetention-time.Second, 10)
+	_, err = store.DeleteExpiredInboxRows(ctx, s.Pool, keys.MinDedupRetention-time.Second, 10)
 	require.Error(t, err)
 
 	// Delete finished rows past 7 days, one per statement.

@@ -85,7 +85,7 @@ var Grants = []Grant{
 	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
 		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
-		"replay_sha256")},
+		"replay_sha256", "object_id")},
 	// The duplicate check reads the existing row's body hash, and the facts
 	// that tell a backfilled event from a conflicting one (never the payload);
 	// a body replayed under a new id is found by (endpoint_slug,
@@ -122,6 +122,10 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "workspace_access"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "credit_grants"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "credit_grants"},
+	// Credit notes and their voids (operator corrections go through the
+	// owner's CLI): insert once per business key, read back the existing one.
+	{Role: RoleWorker, Privilege: "SELECT", Table: "credit_adjustments"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "credit_adjustments"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "subscription_projection"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "subscription_projection"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "subscription_projection"},
@@ -159,6 +163,7 @@ var Grants = []Grant{
 	{Role: RoleOperator, Privilege: "SELECT", Table: "workspaces"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "workspace_access"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "credit_grants"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "credit_adjustments"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "subscription_projection"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "feedback_alerts"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "team_destinations", Except: cols("secret", "secret_sealed")},

@@ -451,7 +451,7 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 			return err
 		}
 		if err := store.InsertDivergences(ctx, tx, "stripe", "acct_1", "test", "subscription", "sub_1", "test",
-			[]store.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "canceled", Corrected: true}}); err != nil {
+			[]keys.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "canceled", Corrected: true}}); err != nil {
 			return err
 		}
 		_, err = store.CompleteInboxEvent(ctx, tx, ev.Key, keys.StatusDone, "granted")
@@ -465,9 +465,9 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.BeginOutboxAttempt(ctx, w.Pool, o.ID, "retry_same_key", time.Now())
 	require.NoError(t, err)
-	require.NoError(t, store.OutboxAttemptFailed(ctx, w.Pool, o.ID, store.OutboxUncertain, "timeout", time.Now()))
+	require.NoError(t, store.OutboxAttemptFailed(ctx, w.Pool, o.ID, keys.OutboxUncertain, "timeout", time.Now()))
 	require.NoError(t, store.MarkOutboxSent(ctx, w.Pool, o.ID, "remote", ""))
-	_, err = store.StopOutbox(ctx, w.Pool, o.ID, store.OutboxHeld, "x")
+	_, err = store.StopOutbox(ctx, w.Pool, o.ID, keys.OutboxHeld, "x")
 	require.NoError(t, err)
 	_, err = store.UnsentOutbox(ctx, w.Pool, "r", 10)
 	require.NoError(t, err)
@@ -495,7 +495,7 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 
 	_, err = store.RedactInboxPayloads(ctx, w.Pool, time.Hour, 10)
 	require.NoError(t, err)
-	_, err = store.DeleteExpiredInboxRows(ctx, w.Pool, store.MinDedupRetention, 10)
+	_, err = store.DeleteExpiredInboxRows(ctx, w.Pool, keys.MinDedupRetention, 10)
 	require.NoError(t, err)
 	_, err = store.DeleteResolvedQuarantine(ctx, w.Pool, time.Hour, 10)
 	require.NoError(t, err)

@@ -127,6 +127,34 @@ func interpret(err error) error {
 	return err
 }
 
+// appendRows appends every row scan reads to out and closes rows. out says
+// what no rows answer: nil, or an empty slice where callers show "[]".
+// (pgx.AppendRows wants a scanner of pgx.CollectableRow; these scanners also
+// read the pgx.Row of QueryRow.)
+func appendRows[T any](out []T, rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// byValue turns a scanner of *T into one of T, for appendRows into a []T.
+func byValue[T any](scan func(pgx.Row) (*T, error)) func(pgx.Row) (T, error) {
+	return func(row pgx.Row) (T, error) {
+		p, err := scan(row)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return *p, nil
+	}
+}
+
 // IsUniqueViolation reports a 23505 error.
 func IsUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError

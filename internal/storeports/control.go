@@ -66,10 +66,10 @@ func (r Retention) RedactPayloads(ctx context.Context, olderThan time.Duration, 
 }
 
 // DeleteInboxRows deletes finished inbox rows past the dedup window; it
-// refuses a window shorter than store.MinDedupRetention.
+// refuses a window shorter than keys.MinDedupRetention.
 func (r Retention) DeleteInboxRows(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	if olderThan < store.MinDedupRetention {
-		return 0, ports.Permanent(fmt.Errorf("refusing to delete inbox rows younger than %s (the dedup window is at least %s)", olderThan, store.MinDedupRetention))
+	if olderThan < keys.MinDedupRetention {
+		return 0, ports.Permanent(fmt.Errorf("refusing to delete inbox rows younger than %s (the dedup window is at least %s)", olderThan, keys.MinDedupRetention))
 	}
 	return store.DeleteExpiredInboxRows(ctx, r.Store.Pool, olderThan, limit)
 }

@@ -38,7 +38,8 @@ func (o *Outbox) Get(ctx context.Context, id int64) (*ports.OutboxRow, error) {
 }
 
 // Sender returns the sender and message of a row: the configured mailer for
-// email (a workspace's confirmation or a team's email destination), or a
+// email (a workspace's confirmation or credits notice, or a team's email
+// destination), or a
 // Standard Webhooks sender for a team's webhook destination.
 func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sender, outbound.Message, error) {
 	var p struct {
@@ -52,7 +53,9 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 		return nil, outbound.Message{}, ports.Permanent(fmt.Errorf("outbox %d payload: %w", row.ID, err))
 	}
 	msg := outbound.Message{Key: row.OperationKey, To: p.To, Subject: p.Subject, Text: p.Text, Body: row.Payload}
-	if row.Class == keys.ClassCreditsConfirmation {
+	switch row.Class {
+	case keys.ClassCreditsConfirmation, keys.ClassCreditsReversal:
+		// To the workspace's own address, written with the intent.
 		return o.mailer(row, msg)
 	}
 	dests, err := store.ListDestinations(ctx, o.Store.Pool, row.WorkspaceID, false)

@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ func (d *runData) check(results map[string]*Result) {
 	d.grantPerInvoice(results[GrantPerInvoice])
 	d.noStrayGrant(results[NoStrayGrant])
 	d.balanceMatches(results[BalanceMatches])
+	d.reversalPerCreditNote(results[ReversalPerCreditNote])
 	d.projectionNotBehind(results[ProjectionNotBehind])
 	d.projectionMatches(results[ProjectionMatches])
 	d.noCanceledAccess(results[NoCanceledAccess])
@@ -268,15 +270,79 @@ func (d *runData) balanceMatches(r *Result) {
 	r.checked++
 	for _, ws := range d.workspaces {
 		bal, ok := d.wsBalance[ws]
-		want := d.in.CreditsPerInvoice * d.wsGrants[ws]
+		want := d.in.CreditsPerInvoice*d.wsGrants[ws] + d.wsAdjusted[ws]
 		r.Expected += want
 		r.Actual += bal
 		switch {
 		case !ok:
 			r.offend(d.label(), "workspace %s does not exist", ws)
 		case bal != want:
-			r.offend(d.label(), "workspace %s: balance %d, %d grant(s) × %d = %d", ws, bal, d.wsGrants[ws], d.in.CreditsPerInvoice, want)
+			r.offend(d.label(), "workspace %s: balance %d, %d grant(s) × %d %+d adjusted = %d", ws, bal, d.wsGrants[ws],
+				d.in.CreditsPerInvoice, d.wsAdjusted[ws], want)
 		}
+	}
+}
+
+// reversalPerCreditNote: every credit note that reached the receiver, of
+// an invoice that was granted, took back its share of the grant once
+// (floor(credits × total / invoice total), whatever the policy then
+// applied); every voided one whose void reached it gave back exactly what
+// was applied, once; an issued one has no void; and no reversal exists for
+// a credit note the provider never had.
+func (d *runData) reversalPerCreditNote(r *Result) {
+	if len(d.run.Truth.CreditNotes) == 0 && len(d.creditNotes) == 0 {
+		d.skip(r, "no credit notes in the run")
+		return
+	}
+	r.checked++
+	known := map[string]bool{}
+	unreached := 0
+	for _, cn := range d.run.Truth.CreditNotes {
+		known[cn.ID] = true
+		reached, voidReached := false, false
+		for _, id := range cn.EventIDs {
+			reached = reached || d.delivered(id)
+		}
+		for _, id := range cn.VoidEventIDs {
+			voidReached = voidReached || d.delivered(id)
+		}
+		gs := d.grants[cn.Invoice]
+		if !(reached || voidReached) || len(gs) != 1 {
+			unreached++
+			continue
+		}
+		r.Expected++
+		rows := d.creditNotes[cn.ID]
+		if rows == nil {
+			rows = &creditNoteRows{}
+		}
+		want := -handlers.ReversalCredits(gs[0].credits, cn.Total, cn.InvoiceTotal)
+		switch {
+		case len(rows.reversals) != 1:
+			r.offend(d.label(), "%s (invoice %s): %d reversal(s)", cn.ID, cn.Invoice, len(rows.reversals))
+		case rows.reversals[0].requested != want:
+			r.offend(d.label(), "%s: reversal asked %d, its share is %d", cn.ID, rows.reversals[0].requested, want)
+		case rows.reversals[0].workspace != gs[0].workspace:
+			r.offend(d.label(), "%s: reversed from %s, the grant went to %s", cn.ID, rows.reversals[0].workspace, gs[0].workspace)
+		case len(rows.voids) > 1:
+			r.offend(d.label(), "%s: %d voids", cn.ID, len(rows.voids))
+		case cn.Status == simulator.CreditNoteIssued && len(rows.voids) > 0:
+			r.offend(d.label(), "%s: issued at the provider, but voided here", cn.ID)
+		case cn.Status == simulator.CreditNoteVoid && voidReached && len(rows.voids) == 0:
+			r.offend(d.label(), "%s: voided (event reached), nothing given back", cn.ID)
+		case len(rows.voids) == 1 && rows.voids[0].applied != -rows.reversals[0].applied:
+			r.offend(d.label(), "%s: void gave back %d, the reversal took %d", cn.ID, rows.voids[0].applied, -rows.reversals[0].applied)
+		default:
+			r.Actual++
+		}
+	}
+	for _, id := range sortedKeys(d.creditNotes) {
+		if !known[id] {
+			r.offend(d.label(), "%s: %d reversal(s) for a credit note the provider never had", id, len(d.creditNotes[id].reversals))
+		}
+	}
+	if unreached > 0 {
+		r.note("%d credit note(s) whose events never reached the receiver, or whose invoice was not granted, not counted", unreached)
 	}
 }
 
@@ -492,6 +558,24 @@ func (d *runData) outboxIntents(r *Result) {
 		}
 		r.Actual++
 	}
+	for _, id := range sortedKeys(d.creditNotes) {
+		c := d.creditNotes[id]
+		for _, a := range append(slices.Clone(c.reversals), c.voids...) {
+			if d.wsEmail[a.workspace] == "" {
+				continue
+			}
+			r.Expected++
+			key := handlers.CreditReversalKey(d.stripe, a.account, d.env, a.invoice, a.reference) + ":notice"
+			if a.operation == store.OperationCreditReversalVoid {
+				key = handlers.CreditReversalVoidKey(d.stripe, a.account, d.env, a.invoice, a.reference) + ":notice"
+			}
+			if _, ok := d.outbox[key]; !ok {
+				r.offend(d.label(), "%s %s: no notice intent", a.reference, a.operation)
+				continue
+			}
+			r.Actual++
+		}
+	}
 	for _, k := range sortedAlertKeys(d.alerts) {
 		for _, dest := range d.dests[d.alertWS[k]] {
 			r.Expected++
@@ -512,9 +596,9 @@ func (d *runData) outboxSettled(r *Result) {
 		o := d.outbox[k]
 		r.Expected++
 		switch o.status {
-		case store.OutboxSent:
+		case keys.OutboxSent:
 			r.Actual++
-		case store.OutboxHeld:
+		case keys.OutboxHeld:
 			r.Actual++
 			held++
 		default:
@@ -548,7 +632,7 @@ func (d *runData) emailPerConfirmation(r *Result) {
 	}
 	for _, k := range d.outboxOrder {
 		o := d.outbox[k]
-		if o.class != keys.ClassCreditsConfirmation || o.status != store.OutboxSent {
+		if o.class != keys.ClassCreditsConfirmation || o.status != keys.OutboxSent {
 			continue
 		}
 		r.Expected++

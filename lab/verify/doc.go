@@ -28,14 +28,20 @@
 //     in the quarantine, and the inbox row keeps the original body's hash;
 //   - one grant per paid invoice (right workspace, credits and amount), none
 //     for anything else, and each workspace's balance equals credits per
-//     invoice × its grants;
+//     invoice × its grants plus what its adjustments applied;
+//   - one reversal per credit note that reached the receiver on a granted
+//     invoice, asking its share floor(credits × total / invoice total); one
+//     void per voided credit note whose void reached it, giving back exactly
+//     what the reversal applied; no void of an issued one, no reversal of a
+//     credit note the provider never had;
 //   - projections: never behind the newest version sent (with versions), equal
 //     to the provider's latest state for every subscription whose latest
 //     state reached the receiver, no canceled subscription with access, and
 //     access as the product rule of the truth gives it;
 //   - one initial alert per feedback item;
-//   - outbox: one intent per effect (a confirmation per grant when the
-//     workspace has an email, an alert per enabled team destination), every
+//   - outbox: one intent per effect (a confirmation per grant and a notice
+//     per reversal or void when the workspace has an email, an alert per
+//     enabled team destination), every
 //     row sent or visibly held for review (pending, uncertain or failed is a
 //     violation) and, when the email API's record is given, exactly one email
 //     per sent confirmation.

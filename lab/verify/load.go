@@ -53,6 +53,17 @@ type quarantineRow struct {
 
 type alertKey struct{ project, feedback string }
 
+// adjustmentRow is one credit_adjustments row of a credit note.
+type adjustmentRow struct {
+	account, invoice, reference, operation, workspace, decision string
+	requested, applied                                          int64
+}
+
+// creditNoteRows are a credit note's reversal and void, as recorded.
+type creditNoteRows struct {
+	reversals, voids []adjustmentRow
+}
+
 // runData is one run's truth, what its sender did and the database rows in
 // its scope.
 type runData struct {
@@ -79,7 +90,9 @@ type runData struct {
 	wsBalance   map[string]int64
 	wsEmail     map[string]string
 	wsGrants    map[string]int64
-	dests       map[string][]string // workspace → enabled destination names
+	wsAdjusted  map[string]int64           // workspace → Σ applied of its adjustments
+	creditNotes map[string]*creditNoteRows // credit note id → rows
+	dests       map[string][]string        // workspace → enabled destination names
 	outbox      map[string]outboxRow
 	outboxOrder []string
 	quarantine  []quarantineRow
@@ -119,7 +132,7 @@ func load(ctx context.Context, db store.DB, run Run, in Input) (*runData, error)
 	}
 	steps := []func(context.Context, store.DB) error{
 		d.loadLinks, d.loadInbox, d.loadGrants, d.loadProjections, d.loadAlerts,
-		d.loadWorkspaces, d.loadOutbox, d.loadQuarantine,
+		d.loadWorkspaces, d.loadAdjustments, d.loadOutbox, d.loadQuarantine,
 	}
 	for _, step := range steps {
 		if err := step(ctx, db); err != nil {
@@ -316,6 +329,48 @@ func (d *runData) loadWorkspaces(ctx context.Context, db store.DB) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("destinations: %w", err)
+	}
+	return nil
+}
+
+func (d *runData) loadAdjustments(ctx context.Context, db store.DB) error {
+	d.wsAdjusted, d.creditNotes = map[string]int64{}, map[string]*creditNoteRows{}
+	rows, err := db.Query(ctx, `SELECT workspace_id, sum(applied) FROM credit_adjustments WHERE workspace_id = ANY($1) GROUP BY 1`, d.workspaces)
+	if err != nil {
+		return fmt.Errorf("adjustments per workspace: %w", err)
+	}
+	var id string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+		d.wsAdjusted[id] = n
+		return nil
+	}); err != nil {
+		return fmt.Errorf("adjustments per workspace: %w", err)
+	}
+	rows, err = db.Query(ctx, `
+		SELECT source_account, invoice_id, reference, operation, workspace_id, decision, requested, applied
+		  FROM credit_adjustments
+		 WHERE provider = $1 AND environment = $2 AND source_account = ANY($3)
+		 ORDER BY id`, d.stripe, d.env, d.accounts)
+	if err != nil {
+		return fmt.Errorf("credit adjustments: %w", err)
+	}
+	var a adjustmentRow
+	_, err = pgx.ForEachRow(rows, []any{&a.account, &a.invoice, &a.reference, &a.operation, &a.workspace, &a.decision, &a.requested, &a.applied}, func() error {
+		c := d.creditNotes[a.reference]
+		if c == nil {
+			c = &creditNoteRows{}
+			d.creditNotes[a.reference] = c
+		}
+		if a.operation == store.OperationCreditReversalVoid {
+			c.voids = append(c.voids, a)
+		} else {
+			c.reversals = append(c.reversals, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("credit adjustments: %w", err)
 	}
 	return nil
 }

@@ -78,7 +78,8 @@ func eventOf(e simulator.Event) Event {
 }
 
 // sentFromTruth is what the truth alone tells: the events that made each
-// invoice paid, each feedback item and each subscription's latest state,
+// invoice paid, each credit note, each feedback item and each
+// subscription's latest state,
 // acknowledged unless the truth lists them as dropped or unacknowledged.
 func sentFromTruth(t simulator.Truth) *Sent {
 	s := &Sent{Events: map[string]Event{}, Acked: map[string]bool{}, Conflicts: map[string]Event{}, derived: true}
@@ -111,6 +112,16 @@ func sentFromTruth(t simulator.Truth) *Sent {
 	for _, sub := range t.Subscriptions {
 		add(Event{Provider: simulator.ProviderStripe, ID: sub.LastEventID, Account: sub.Account,
 			ResourceKind: simulator.KindSubscription, ResourceID: sub.ID, Version: sub.Version})
+	}
+	for _, cn := range t.CreditNotes {
+		for _, id := range cn.EventIDs {
+			add(Event{Provider: simulator.ProviderStripe, ID: id, Type: simulator.EventCreditNoteCreated, Account: cn.Account,
+				ResourceKind: simulator.KindCreditNote, ResourceID: cn.ID})
+		}
+		for _, id := range cn.VoidEventIDs {
+			add(Event{Provider: simulator.ProviderStripe, ID: id, Type: simulator.EventCreditNoteVoided, Account: cn.Account,
+				ResourceKind: simulator.KindCreditNote, ResourceID: cn.ID})
+		}
 	}
 	for _, fb := range t.Feedback {
 		add(Event{Provider: simulator.ProviderStandard, ID: fb.EventID, Type: simulator.EventFeedbackCreated, Account: fb.Project,

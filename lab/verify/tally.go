@@ -12,6 +12,8 @@ import (
 // side of the demo's side-by-side table.
 type Tally struct {
 	Grants      int64 // credit grants of the account
+	Reversals   int64 // credit-note reversals of the account
+	Voids       int64 // of which given back by a void
 	Alerts      int64 // feedback alerts of the project
 	Quarantined int64 // quarantined deliveries of either
 	Backfilled  int64 // inbox rows of the account written by the facts backfill
@@ -26,13 +28,15 @@ func TallyRun(ctx context.Context, db store.DB, account, project, workspace stri
 	var t Tally
 	err := db.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM credit_grants WHERE source_account = $1),
+		       (SELECT count(*) FROM credit_adjustments WHERE source_account = $1 AND operation = 'credit-reversal'),
+		       (SELECT count(*) FROM credit_adjustments WHERE source_account = $1 AND operation = 'credit-reversal-void'),
 		       (SELECT count(*) FROM feedback_alerts WHERE project = $2),
 		       (SELECT count(*) FROM inbox_quarantine WHERE source_account = ANY(ARRAY[$1, $2])),
 		       (SELECT count(*) FROM webhook_inbox WHERE source_account = $1 AND origin = 'backfill'),
 		       (SELECT count(*) FROM webhook_inbox WHERE source_account = ANY(ARRAY[$1, $2])),
 		       (SELECT count(*) FROM webhook_inbox WHERE source_account = ANY(ARRAY[$1, $2]) AND status = 'done'),
 		       (SELECT credits_balance FROM workspaces WHERE id = $3)`,
-		account, project, workspace).Scan(&t.Grants, &t.Alerts, &t.Quarantined, &t.Backfilled, &t.InboxRows, &t.InboxDone, &t.Balance)
+		account, project, workspace).Scan(&t.Grants, &t.Reversals, &t.Voids, &t.Alerts, &t.Quarantined, &t.Backfilled, &t.InboxRows, &t.InboxDone, &t.Balance)
 	if err != nil {
 		return Tally{}, fmt.Errorf("read the receiver's state: %w", err)
 	}

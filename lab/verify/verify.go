@@ -25,6 +25,7 @@ const (
 	GrantPerInvoice        = "one-grant-per-paid-invoice"
 	NoStrayGrant           = "no-grant-without-paid-invoice"
 	BalanceMatches         = "balance-equals-grants"
+	ReversalPerCreditNote  = "one-reversal-per-credit-note"
 	ProjectionNotBehind    = "projection-not-behind"
 	ProjectionMatches      = "projection-matches-provider"
 	NoCanceledAccess       = "no-canceled-with-access"
@@ -52,20 +53,21 @@ var descriptions = map[string]string{
 	NoUnexpectedQuarantine: "nothing else of the run is in the quarantine",
 	GrantPerInvoice:        "exactly one grant per paid invoice (workspace, credits, amount)",
 	NoStrayGrant:           "no grant for an invoice that is not paid",
-	BalanceMatches:         "each workspace's balance = credits per invoice × its grants",
+	BalanceMatches:         "each workspace's balance = credits per invoice × its grants + what its adjustments applied",
+	ReversalPerCreditNote:  "one reversal per credit note of a granted invoice (its share of the credits), one void per voided one, none else",
 	ProjectionNotBehind:    "no projection older than the newest version sent",
 	ProjectionMatches:      "each projection equals the provider's latest state",
 	NoCanceledAccess:       "no canceled subscription gives access",
 	AccessMatches:          "access equals the product rule applied to the provider's state",
 	AlertPerFeedback:       "exactly one initial alert per feedback item",
-	OutboxIntents:          "one outbox intent per effect (confirmation per grant, alert per destination)",
+	OutboxIntents:          "one outbox intent per effect (confirmation per grant, notice per reversal or void, alert per destination)",
 	OutboxSettled:          "every outbox row is sent or visibly held for review",
 	EmailPerConfirmation:   "exactly one email per sent confirmation",
 }
 
 var order = []string{
 	DeliveriesAcked, AckedSettled, InboxSettled, DroppedRecovered, ConflictsQuarantined, NoUnexpectedQuarantine,
-	GrantPerInvoice, NoStrayGrant, BalanceMatches, ProjectionNotBehind, ProjectionMatches, NoCanceledAccess,
+	GrantPerInvoice, NoStrayGrant, BalanceMatches, ReversalPerCreditNote, ProjectionNotBehind, ProjectionMatches, NoCanceledAccess,
 	AccessMatches, AlertPerFeedback, OutboxIntents, OutboxSettled, EmailPerConfirmation,
 }
 

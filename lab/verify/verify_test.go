@@ -78,7 +78,12 @@ func setup(t *testing.T) *bundle {
 			{Account: acct, ID: "sub_c", Status: "canceled", CurrentPeriodEnd: periodEnd.Unix(), CanceledAt: now.Unix(),
 				EndedAt: now.Unix(), Version: &v2, Access: false, LastEventID: "evt_c2"},
 		},
-		Feedback:      []simulator.TruthFeedback{{Project: proj, ID: "fb_1", EventID: "msg_1"}},
+		Feedback: []simulator.TruthFeedback{{Project: proj, ID: "fb_1", EventID: "msg_1"}},
+		CreditNotes: []simulator.TruthCreditNote{
+			{Account: acct, ID: "cn_1", Invoice: "in_1", Total: 500, InvoiceTotal: 2000, Status: "void",
+				EventIDs: []string{"evt_cn1"}, VoidEventIDs: []string{"evt_cn1v"}},
+			{Account: acct, ID: "cn_2", Invoice: "in_2", Total: 1000, InvoiceTotal: 2000, Status: "issued", EventIDs: []string{"evt_cn2"}},
+		},
 		DroppedEvents: []simulator.TruthEvent{{Provider: "stripe", ID: "evt_i2", Type: "invoice.paid", Account: acct, ResourceID: "in_2"}},
 		UnackedEvents: []simulator.TruthEvent{},
 	}
@@ -91,6 +96,9 @@ func setup(t *testing.T) *bundle {
 		stripeEvent("evt_c2", "customer.subscription.deleted", "subscription", "sub_c", 2),
 		{Provider: simulator.ProviderStandard, ID: "msg_1", Type: "feedback.created", Account: proj,
 			ResourceKind: "feedback", ResourceID: "fb_1", Body: body("msg_1", "fb_1", 0)},
+		stripeEvent("evt_cn1", "credit_note.created", "credit_note", "cn_1", 0),
+		stripeEvent("evt_cn1v", "credit_note.voided", "credit_note", "cn_1", 0),
+		stripeEvent("evt_cn2", "credit_note.created", "credit_note", "cn_2", 0),
 	}
 	dropped := stripeEvent("evt_i2", "invoice.paid", "invoice", "in_2", 0)
 	conflicting := events[2]
@@ -139,7 +147,23 @@ func setup(t *testing.T) *bundle {
 			VALUES ($1, $2, 'email', 'billing@ws-t.example', $3, 'r', '{}', 'sent', now())`,
 			handlers.CreditGrantKey("stripe", acct, "test", inv)+":confirmation", keys.ClassCreditsConfirmation, ws)
 	}
-	b.exec(t, `UPDATE workspaces SET credits_balance = 200 WHERE id = $1`, ws)
+	// cn_1 took back 25 of in_1's 100 and its void gave them back; cn_2
+	// took back 50 of in_2's.
+	for _, a := range []struct {
+		cn, inv, op string
+		n           int64
+	}{{"cn_1", "in_1", store.OperationCreditReversal, -25}, {"cn_1", "in_1", store.OperationCreditReversalVoid, 25}, {"cn_2", "in_2", store.OperationCreditReversal, -50}} {
+		b.exec(t, `INSERT INTO credit_adjustments (provider, source_account, environment, invoice_id, reference, operation, workspace_id,
+			requested, applied, policy, decision, balance_before, balance_after, event_key)
+			VALUES ('stripe', $1, 'test', $2, $3, $4, $5, $6, $6, 'allow', 'applied', 0, 0, 'k')`, acct, a.inv, a.cn, a.op, ws, a.n)
+		key := handlers.CreditReversalKey("stripe", acct, "test", a.inv, a.cn)
+		if a.op == store.OperationCreditReversalVoid {
+			key = handlers.CreditReversalVoidKey("stripe", acct, "test", a.inv, a.cn)
+		}
+		b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
+			VALUES ($1, $2, 'email', 'billing@ws-t.example', $3, 'r', '{}', 'sent', now())`, key+":notice", keys.ClassCreditsReversal, ws)
+	}
+	b.exec(t, `UPDATE workspaces SET credits_balance = 150 WHERE id = $1`, ws)
 	active, _ := json.Marshal(store.SubscriptionState{Status: "active", CurrentPeriodEnd: &periodEnd})
 	canceled, _ := json.Marshal(store.SubscriptionState{Status: "canceled", CurrentPeriodEnd: &periodEnd, CanceledAt: &now, EndedAt: &now})
 	b.exec(t, `INSERT INTO subscription_projection (provider, source_account, environment, resource_id, workspace_id,
@@ -195,11 +219,12 @@ func TestACorrectOutcomeHoldsEveryInvariant(t *testing.T) {
 		require.Equal(t, verify.StatusOK, res.Status, "%s\n%s", name, out)
 		require.Equal(t, res.Expected, res.Actual, name)
 	}
-	require.EqualValues(t, 7, rep.Get(verify.AckedSettled).Expected, "7 distinct acknowledged events")
-	require.EqualValues(t, 8, rep.Get(verify.InboxSettled).Expected)
+	require.EqualValues(t, 10, rep.Get(verify.AckedSettled).Expected, "10 distinct acknowledged events")
+	require.EqualValues(t, 11, rep.Get(verify.InboxSettled).Expected)
 	require.EqualValues(t, 2, rep.Get(verify.GrantPerInvoice).Expected)
-	require.EqualValues(t, 200, rep.Get(verify.BalanceMatches).Expected)
-	require.EqualValues(t, 3, rep.Get(verify.OutboxIntents).Expected, "two confirmations, one alert")
+	require.EqualValues(t, 150, rep.Get(verify.BalanceMatches).Expected, "2 × 100, less cn_2's 50")
+	require.EqualValues(t, 2, rep.Get(verify.ReversalPerCreditNote).Expected)
+	require.EqualValues(t, 6, rep.Get(verify.OutboxIntents).Expected, "two confirmations, three credit-note notices, one alert")
 	require.EqualValues(t, 1, rep.Get(verify.ConflictsQuarantined).Expected)
 	require.Contains(t, out, "all invariants hold")
 }
@@ -243,7 +268,11 @@ func TestEveryInvariantCanFail(t *testing.T) {
 		}, "in_unpaid (acct_t): 100 credits to ws_t, but the invoice is not paid at the provider"},
 		{verify.BalanceMatches, func(t *testing.T, b *bundle) {
 			b.exec(t, `UPDATE workspaces SET credits_balance = 300 WHERE id = $1`, ws)
-		}, "workspace ws_t: balance 300, 2 grant(s) × 100 = 200"},
+		}, "workspace ws_t: balance 300, 2 grant(s) × 100 -50 adjusted = 150"},
+		{verify.ReversalPerCreditNote, func(t *testing.T, b *bundle) {
+			b.exec(t, `DELETE FROM credit_adjustments WHERE operation = 'credit-reversal-void'`)
+			b.exec(t, `UPDATE workspaces SET credits_balance = 125 WHERE id = $1`, ws)
+		}, "cn_1: voided (event reached), nothing given back"},
 		{verify.ProjectionNotBehind, func(t *testing.T, b *bundle) {
 			b.exec(t, `UPDATE subscription_projection SET provider_version = 1 WHERE resource_id = 'sub_a'`)
 		}, "sub_a: projection v1 (active) behind v2 sent"},
@@ -317,6 +346,7 @@ func TestWithoutTheBackfillDroppedFactsAreNotExpected(t *testing.T) {
 	b.input.BackfillRan = false
 	b.exec(t, `DELETE FROM webhook_inbox WHERE event_id = 'evt_i2'`)
 	b.exec(t, `DELETE FROM credit_grants WHERE invoice_id = 'in_2'`)
+	b.exec(t, `DELETE FROM credit_adjustments WHERE invoice_id = 'in_2'`)
 	b.exec(t, `DELETE FROM outbox WHERE operation_key LIKE '%in_2%'`)
 	b.exec(t, `UPDATE workspaces SET credits_balance = 100`)
 	b.input.Emails = b.input.Emails[:1]
@@ -338,7 +368,7 @@ func TestTheTruthAloneFromItsJSONIsEnough(t *testing.T) {
 	rep := b.check(t)
 	require.True(t, rep.OK, table(t, rep))
 	require.Equal(t, verify.StatusSkipped, rep.Get(verify.ConflictsQuarantined).Status)
-	require.EqualValues(t, 5, rep.Get(verify.AckedSettled).Expected, "invoice events (the dropped one aside), last snapshots, feedback")
+	require.EqualValues(t, 8, rep.Get(verify.AckedSettled).Expected, "invoice and credit note events (the dropped one aside), last snapshots, feedback")
 
 	// A lost event is still seen from the truth alone.
 	b.exec(t, `DELETE FROM webhook_inbox WHERE event_id = 'evt_c2'`)
@@ -357,9 +387,9 @@ func TestSeveralRunsAddUpAndNameTheirOffenders(t *testing.T) {
 	b.exec(t, `UPDATE workspaces SET credits_balance = 0`)
 	rep := b.check(t)
 	res := rep.Get(verify.BalanceMatches)
-	require.EqualValues(t, 400, res.Expected)
+	require.EqualValues(t, 300, res.Expected)
 	require.Equal(t, 2, res.OffenderCount)
-	require.Equal(t, "[first] workspace ws_t: balance 0, 2 grant(s) × 100 = 200", res.Offenders[0])
+	require.Equal(t, "[first] workspace ws_t: balance 0, 2 grant(s) × 100 -50 adjusted = 150", res.Offenders[0])
 
 	var buf bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&buf))

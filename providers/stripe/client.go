@@ -142,6 +142,35 @@ func (c *Client) FetchSubscription(ctx context.Context, account, id string) (pro
 	return toSubscription(account, sub, sub.LastResponse.RawJSON)
 }
 
+// FetchCreditNote retrieves a credit note (GET /v1/credit_notes/{id}).
+func (c *Client) FetchCreditNote(ctx context.Context, account, id string) (providers.CreditNote, error) {
+	op := "fetch credit note " + id
+	if id == "" {
+		return providers.CreditNote{}, &providers.Error{Op: op, Message: "empty id", Kind: providers.ErrPermanent}
+	}
+	var cn *stripe.CreditNote
+	err := c.call(ctx, op, func(ctx context.Context) error {
+		p := &stripe.CreditNoteRetrieveParams{}
+		p.StripeAccount = c.stripeAccount(account)
+		var err error
+		cn, err = c.sc.V1CreditNotes.Retrieve(ctx, id, p)
+		return err
+	})
+	if err != nil {
+		return providers.CreditNote{}, err
+	}
+	if cn.ID != id || cn.Object != "credit_note" {
+		return providers.CreditNote{}, malformed(op, fmt.Sprintf("answer is %s %q", cn.Object, cn.ID))
+	}
+	if cn.Invoice == nil || cn.Invoice.ID == "" {
+		return providers.CreditNote{}, malformed(op, "the credit note names no invoice")
+	}
+	return providers.CreditNote{
+		ID: cn.ID, Account: account, Invoice: cn.Invoice.ID, Status: string(cn.Status), Total: cn.Total,
+		Currency: string(cn.Currency), Livemode: cn.Livemode, Raw: cn.LastResponse.RawJSON,
+	}, nil
+}
+
 // ListSubscriptions lists subscriptions of every status, newest first.
 func (c *Client) ListSubscriptions(ctx context.Context, account string, q providers.ListQuery) (providers.Page[providers.Subscription], error) {
 	op := "list subscriptions"
@@ -260,7 +289,7 @@ func rawItems(op string, res *stripe.APIResource, n int) ([]json.RawMessage, err
 func toInvoice(account string, inv *stripe.Invoice, raw []byte) providers.Invoice {
 	out := providers.Invoice{
 		ID: inv.ID, Account: account, Status: string(inv.Status), Paid: inv.Status == stripe.InvoiceStatusPaid,
-		AmountPaid: inv.AmountPaid, Currency: string(inv.Currency), Livemode: inv.Livemode, Raw: raw,
+		AmountPaid: inv.AmountPaid, Total: inv.Total, Currency: string(inv.Currency), Livemode: inv.Livemode, Raw: raw,
 	}
 	if inv.Customer != nil {
 		out.Customer = inv.Customer.ID

@@ -92,11 +92,29 @@ func (Provider) Normalize(_ keys.EndpointSettings, _ http.Header, doc gjson.Resu
 	}
 	n.ResourceKind = doc.Get("data.object.object").String()
 	n.ResourceID = doc.Get("data.object.id").String()
+	if n.ResourceKind == "credit_note" {
+		// A credit note is serialized with the invoice it credits: its
+		// resource is the invoice, so its reversal and the invoice's grant
+		// run one at a time in one workflow and can never race.
+		n.ObjectID = n.ResourceID
+		n.ResourceKind, n.ResourceID = "invoice", stringOrID(doc.Get("data.object.invoice"))
+		if n.ResourceID == "" {
+			return n, providers.Malformedf("credit note %s names no invoice", n.ObjectID)
+		}
+	}
 	if c := doc.Get("created"); c.Type == gjson.Number {
 		t := time.Unix(c.Int(), 0).UTC()
 		n.OccurredAt = &t
 	}
 	return n, nil
+}
+
+// stringOrID reads an expandable field: an id, or an object with an id.
+func stringOrID(v gjson.Result) string {
+	if v.IsObject() {
+		return v.Get("id").String()
+	}
+	return v.String()
 }
 
 // KeepHeader keeps nothing of Stripe's own: the event is the body.

@@ -64,10 +64,10 @@ BEGIN
     IF EXISTS (SELECT 1 FROM endpoint_secrets WHERE secret IS NULL)
        OR EXISTS (SELECT 1 FROM endpoints WHERE api_key_sealed IS NOT NULL AND api_key IS NULL)
        OR EXISTS (SELECT 1 FROM team_destinations WHERE secret_sealed IS NOT NULL AND secret IS NULL) THEN
-        RAISE EXCEPTION 'secrets are sealed: rolling back 0010 would lose them';
+        RAISE EXCEPTION 'secrets are sealed: rolling back 0011 would lose them';
     END IF;
     IF EXISTS (SELECT 1 FROM inbox_quarantine WHERE reason = 'account_mismatch') THEN
-        RAISE EXCEPTION 'account_mismatch quarantine entries exist: rolling back 0010 would lose them';
+        RAISE EXCEPTION 'account_mismatch quarantine entries exist: rolling back 0011 would lose them';
     END IF;
 END $$;
 DROP INDEX inbox_quarantine_body;
