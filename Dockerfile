@@ -27,7 +27,10 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 hookinbox \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-       --shell /usr/sbin/nologin hookinbox
+       --shell /usr/sbin/nologin hookinbox \
+    && install -d -o 10001 -g 10001 -m 0700 /var/lib/hookinbox
+# /var/lib/hookinbox: where docker-compose.yml keeps the secrets key file (a
+# named volume takes this directory's owner and mode).
 COPY --from=build /out/hookinbox /usr/local/bin/hookinbox
 USER 10001:10001
 # The intake's public port (HOOKINBOX_HTTP_ADDR), its internal listener

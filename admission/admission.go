@@ -83,7 +83,10 @@ const (
 	Ignored
 	// Duplicate: the event key was already in the inbox with the same body,
 	// or with the same event in another serialization (a backfilled row and
-	// its webhook; Detail says so), and the row was left alone.
+	// its webhook; Detail says so), and the row was left alone; or, for a
+	// provider that signs no event id (GitHub, Shopify), the endpoint
+	// already holds the same body under another id (a replay; Detail says
+	// so). Nothing is stored.
 	Duplicate
 	// Quarantined: stored in the quarantine with Reason and Detail.
 	Quarantined
@@ -155,12 +158,12 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		return Result{}, err
 	}
 
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, "")
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
 	var rej *Rejection
-	if errors.As(err, &rej) && rej.Reason == store.ReasonUnknownAccount {
+	if errors.As(err, &rej) && (rej.Reason == store.ReasonUnknownAccount || rej.Reason == store.ReasonAccountMismatch) {
 		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
 			ep = fresh
-			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, "")
+			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
 		}
 	}
 	res := Result{Key: ev.Key}
@@ -168,7 +171,7 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		if !errors.As(err, &rej) {
 			return res, err
 		}
-		return a.quarantine(ctx, ep, d, ev, rej, res)
+		return a.quarantine(ctx, ep, d, ev, v.SecretID, rej, res)
 	}
 	ev.SecretID, ev.Origin = v.SecretID, keys.OriginWebhook
 	res, ins, err := insert(ctx, a.o.Store.Pool, ev)
@@ -183,17 +186,35 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 			a.o.Handoff.Notify(res.Resource, res.Key)
 		}
 		return res, nil
+	case store.BodyReplay:
+		// A body the endpoint already has, under a new (unsigned) event id:
+		// a replay. Nothing stored, no doorbell: its key names no row.
+		return res, nil
 	default: // Conflict: same event key, different body.
-		return a.quarantine(ctx, ep, d, ev, &Rejection{Reason: store.ReasonConflictingDuplicate,
+		return a.quarantine(ctx, ep, d, ev, v.SecretID, &Rejection{Reason: store.ReasonConflictingDuplicate,
 			Detail: "event key already accepted with a different body; the original is kept"}, res)
 	}
 }
 
-// quarantine stores the delivery for investigation.
-func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev *store.InboxEvent, rej *Rejection, res Result) (Result, error) {
+// quarantine stores the delivery for investigation, unless its event id is
+// unsigned and the endpoint already holds its body under another id (in the
+// inbox or an open quarantine entry): that is a captured body replayed, a
+// duplicate, and storing it again would let a replayer fill the quarantine.
+func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev *store.InboxEvent, secretID int64, rej *Rejection, res Result) (Result, error) {
+	if ev.DedupBody {
+		status, seen, err := store.BodySeen(ctx, a.o.Store.Pool, ev.EndpointSlug, ev.BodySHA256, ev.Key.EventID)
+		if err != nil {
+			return res, storeError{err}
+		}
+		if seen {
+			res.Outcome, res.Status, res.Detail = Duplicate, status, "replay of a body this endpoint already holds"
+			return res, nil
+		}
+	}
 	q := &store.QuarantineEntry{EndpointSlug: ev.EndpointSlug, Provider: ev.Key.Provider, Account: ev.Key.Account,
 		Environment: ev.Key.Environment, EventID: ev.Key.EventID, Reason: rej.Reason, Detail: rej.Detail,
-		Payload: ev.Payload, BodySHA256: ev.BodySHA256, Headers: providers.KeptHeaders(ep.provider, d.Header)}
+		Payload: ev.Payload, BodySHA256: ev.BodySHA256, Headers: providers.KeptHeaders(ep.provider, d.Header),
+		SecretID: secretID}
 	if _, err := store.InsertQuarantine(ctx, a.o.Store.Pool, q); err != nil {
 		return res, storeError{err}
 	}
@@ -210,7 +231,7 @@ func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev 
 func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Result, error) {
 	// The account is the scope's the pass listed under (Stripe-Account),
 	// whether or not the listed JSON names one; naming another is refused.
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body, d.Account)
+	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body, 0, d.Account)
 	if err == nil && d.Account != "" && ev.Key.Account != d.Account {
 		err = fmt.Errorf("the event names account %s, the pass lists %s", ev.Key.Account, d.Account)
 	}
@@ -245,6 +266,9 @@ func insert(ctx context.Context, db store.DB, ev *store.InboxEvent) (Result, sto
 		if ins.Equivalent {
 			res.Detail = "the same event as the " + ins.ExistingOrigin + " row, serialized differently"
 		}
+	case store.BodyReplay:
+		res.Outcome, res.Status = Duplicate, ins.ExistingStatus
+		res.Detail = fmt.Sprintf("replay of inbox row %d's body under a new event id", ins.ID)
 	}
 	return res, ins, nil
 }

@@ -100,6 +100,7 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 		return nil, store.ErrNotFound
 	}
 	v, err, _ := c.group.Do(slug, func() (any, error) {
+		// Never the API key: the intake has no use for it.
 		ep, err := c.store.GetIntakeEndpoint(ctx, slug)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {

@@ -23,6 +23,7 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 	ctx := context.Background()
 	seed, err := store.Open(ctx, url, 2)
 	require.NoError(t, err)
+	seed.Keys = testenv.Keys(t)
 	t.Cleanup(seed.Close)
 
 	st, err := store.Open(ctx, url, 2)
@@ -41,11 +42,12 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 
 	st2, err := store.Open(ctx, url, 2)
 	require.NoError(t, err)
+	st2.Keys = seed.Keys
 	t.Cleanup(st2.Close)
 	adm = admission.New(admission.Options{Store: st2, CacheTTL: time.Minute, NegativeTTL: negTTL})
 	_, err = adm.Endpoint(ctx, "late")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	require.NoError(t, seed.InsertEndpoint(ctx, store.NewEndpoint{Slug: "late", Provider: "stripe", Environment: "test", Secrets: []string{"whsec_late"}}))
+	require.NoError(t, seed.InsertEndpoint(ctx, store.NewEndpoint{Slug: "late", Provider: "stripe", Environment: "test", Secrets: []string{"whsec_late0123456789abcdefghijklmnopqrstuvwxyz"}}))
 	time.Sleep(negTTL + 50*time.Millisecond)
 	ep, err := adm.Endpoint(ctx, "late")
 	require.NoError(t, err, "a slug registered after a miss works once the negative TTL passed")

@@ -2,7 +2,9 @@ package admission
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/hookinbox/hookinbox/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
@@ -28,10 +30,15 @@ func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 // delivery was listed under (the backfill): an event naming no account is
 // that account's, never the endpoint's own. It does no I/O.
 //
+// secretID is the secret that verified the delivery (0: none, e.g. the
+// backfill, whose bytes come from the provider's API): the account the
+// delivery claims must be one that secret may sign for, and an account read
+// from an unsigned header must be bound (checkBinding).
+//
 // On rejection the returned event still carries the key parts that could be
 // derived (for the quarantine row); err is a *Rejection, or another error for
 // a provider without a normalizer.
-func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, scope string) (*store.InboxEvent, error) {
+func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, secretID int64, scope string) (*store.InboxEvent, error) {
 	sum := sha256.Sum256(raw)
 	ev := &store.InboxEvent{EndpointSlug: ep.Slug, Payload: raw, BodySHA256: sum[:], Key: keys.Event{Provider: ep.Provider}}
 	n, err := normalize(ep, p, h, payload)
@@ -41,7 +48,7 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 		}
 		return ev, err
 	}
-	ev.Key.EventID = n.EventID
+	ev.Key.EventID, ev.DedupBody = n.EventID, n.UnsignedEventID
 	if n.Environment != "" && n.Environment != ep.Environment {
 		ev.Key.Environment = n.Environment
 		return ev, &Rejection{Reason: store.ReasonEnvironmentMismatch, Detail: "a " + n.Environment + " event on a " + ep.Environment + " endpoint"}
@@ -55,6 +62,9 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 		account, _ = ep.OwnAccount()
 	}
 	ev.Key.Account = account
+	if rej := checkBinding(ep, secretID, account, n.UnsignedAccount); rej != nil {
+		return ev, rej
+	}
 	workspace, linked := ep.Links[account]
 	if !linked || account == "" {
 		return ev, &Rejection{Reason: store.ReasonUnknownAccount,
@@ -73,4 +83,44 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 		ev.LastError = "no handler for " + ep.Provider + " event type " + n.EventType
 	}
 	return ev, nil
+}
+
+// checkBinding refuses a delivery claiming an account it may not claim:
+// one the secret that verified it is not bound to (so one tenant holding an
+// endpoint's secret cannot sign events into another tenant's workspace), or,
+// for an account read from an unsigned header (Shopify's shop), one that
+// the secret's binding, else the endpoint's own account, does not name. With neither
+// binding, an unsigned account is only trusted while the endpoint links
+// exactly one account (which it must then be, or it is unknown).
+func checkBinding(ep *store.Endpoint, secretID int64, account string, unsignedAccount bool) *Rejection {
+	var sec *keys.Secret
+	for i := range ep.Secrets {
+		if secretID != 0 && ep.Secrets[i].ID == secretID {
+			sec = &ep.Secrets[i]
+		}
+	}
+	if sec != nil && !sec.MayClaim(account) {
+		return &Rejection{Reason: store.ReasonAccountMismatch, Detail: fmt.Sprintf(
+			"secret #%d may sign for %s only; the delivery claims source account %s", sec.ID,
+			strings.Join(sec.Accounts, ", "), orDefault(account, "(none)"))}
+	}
+	if !unsignedAccount {
+		return nil
+	}
+	switch {
+	case sec != nil && len(sec.Accounts) > 0:
+		// Checked above: the secret's own binding is the most specific, and
+		// wins over the endpoint's own account (which a second link may
+		// have pinned to the first shop, store.Link).
+	case ep.Account != "":
+		if account != ep.Account {
+			return &Rejection{Reason: store.ReasonAccountMismatch, Detail: fmt.Sprintf(
+				"the unsigned account header names %s; endpoint %s is bound to %s", orDefault(account, "(none)"), ep.Slug, ep.Account)}
+		}
+	case len(ep.Links) > 1:
+		return &Rejection{Reason: store.ReasonAccountMismatch, Detail: fmt.Sprintf(
+			"the account header (%s) is not signed and endpoint %s links %d accounts: bind one to the endpoint "+
+				"(--account) or to each secret (endpoints secrets bind)", orDefault(account, "none"), ep.Slug, len(ep.Links))}
+	}
+	return nil
 }

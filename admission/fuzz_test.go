@@ -122,7 +122,7 @@ func FuzzDerive(f *testing.F) {
 		if err != nil {
 			return // the verifier refuses it before derivation
 		}
-		ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, "")
+		ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, 0, "")
 		if ev == nil {
 			t.Fatal("derive returned no event")
 		}

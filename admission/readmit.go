@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -60,7 +61,7 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 			"(quarantine resolve %d --action discard) or, if the original needs another pass, replay it "+
 			"(replay %s)", id, ErrCannotReadmit, k, id, k)
 	}
-	sep, err := st.GetEndpoint(ctx, q.EndpointSlug)
+	sep, err := st.GetIntakeEndpoint(ctx, q.EndpointSlug)
 	if errors.Is(err, store.ErrNotFound) {
 		return ReadmitResult{}, fmt.Errorf("quarantine %d: %w: endpoint %s no longer exists", id, ErrCannotReadmit, q.EndpointSlug)
 	}
@@ -89,7 +90,7 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 		res = ReadmitResult{Key: ev.Key, Resource: r.Resource, Outcome: ins.Outcome, InboxID: r.InboxID,
 			Workspace: ev.WorkspaceID, Status: r.Status}
 		switch ins.Outcome {
-		case store.Inserted, store.Duplicate:
+		case store.Inserted, store.Duplicate, store.BodyReplay:
 		default:
 			return fmt.Errorf("quarantine %d: %w: event key %s is already in the inbox with a different body; "+
 				"discard this entry or replay the original (replay %s)", id, ErrCannotReadmit, ev.Key, ev.Key)
@@ -136,7 +137,15 @@ func readmission(ep *Endpoint, q *store.QuarantineItem) (*store.InboxEvent, erro
 		}
 		payload = p
 	}
-	ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, "")
+	// The secret that verified it must still allow the account it claims
+	// (derive checks its binding). One that was removed since can no longer
+	// vouch for an entry quarantined for claiming an account it was not
+	// bound to.
+	if q.Reason == store.ReasonAccountMismatch && !slices.ContainsFunc(ep.Secrets, func(s keys.Secret) bool { return s.ID == q.SecretID }) {
+		return nil, fmt.Errorf("secret #%d, which verified this delivery, was removed: its account binding "+
+			"cannot be checked again; discard the entry", q.SecretID)
+	}
+	ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, q.SecretID, "")
 	var rej *Rejection
 	if errors.As(err, &rej) {
 		switch rej.Reason {
@@ -147,6 +156,9 @@ func readmission(ep *Endpoint, q *store.QuarantineItem) (*store.InboxEvent, erro
 			}
 			return nil, fmt.Errorf("source account %s is still not linked to a workspace: run "+
 				"'hookinbox endpoints link --slug %s --account %s --workspace WORKSPACE' first", ev.Key.Account, ep.Slug, ev.Key.Account)
+		case store.ReasonAccountMismatch:
+			return nil, fmt.Errorf("still an account mismatch: %s; if the account is rightly this secret's, "+
+				"bind it first (hookinbox endpoints secrets bind --slug %s --id N --accounts …)", rej.Detail, ep.Slug)
 		case store.ReasonEnvironmentMismatch:
 			return nil, fmt.Errorf("still an environment mismatch: %s %s; discard it (the sender should deliver "+
 				"it to an endpoint of its environment)", rej.Detail, ep.Slug)

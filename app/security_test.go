@@ -63,6 +63,7 @@ func startSecIntake(t *testing.T) *secIntake {
 	cfg.HandoffTimeout = 200 * time.Millisecond
 	st, err := store.Open(ctx, cfg.DatabaseURL, 0)
 	require.NoError(t, err)
+	st.Keys = testenv.Keys(t)
 	t.Cleanup(st.Close)
 	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: secSlug, Provider: "stripe", Environment: "test", Secrets: []string{secSecret}}))
 	require.NoError(t, st.LinkAccount(ctx, secSlug, "acct_sec", "ws_sec"))

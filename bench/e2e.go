@@ -200,10 +200,12 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 			}
 		}
 	}()
+	kr := benchKeys()
 	wst, err := store.Open(ctx, cfg.DatabaseURL, 0)
 	if err != nil {
 		return nil, err
 	}
+	wst.Keys = kr
 	closers = append(closers, wst.Close)
 	wc, err := starter.Dial(ctx, cfg, log)
 	if err != nil {
@@ -222,6 +224,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	if err != nil {
 		return nil, err
 	}
+	ist.Keys = kr
 	closers = append(closers, ist.Close)
 	if err := registerEndpoint(ctx, ist); err != nil {
 		return nil, err

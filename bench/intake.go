@@ -22,6 +22,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -117,6 +118,7 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 		drop()
 		return nil, err
 	}
+	st.Keys = benchKeys()
 	if err := registerEndpoint(ctx, st); err != nil {
 		st.Close()
 		drop()
@@ -403,4 +405,13 @@ var runSeq atomic.Int64
 // runID is unique per target in this process and across processes.
 func runID() string {
 	return strconv.FormatInt(time.Now().UnixNano()%1e12, 36) + strconv.FormatInt(runSeq.Add(1), 36)
+}
+
+// benchKeys is a fresh keyring for a benchmark's own database.
+func benchKeys() *secretbox.Keyring {
+	k, err := secretbox.ParseKey(secretbox.GenerateKey())
+	if err != nil {
+		panic(err) // a generated key always parses
+	}
+	return k
 }

@@ -40,12 +40,13 @@ func (s *Server) apiRoutes() []route {
 		{api: true, method: "POST", pattern: "/api/outbox/{id}/release", role: operator, summary: "Send a held_for_review or failed row again: {reason}", h: s.apiOutboxRelease},
 		{api: true, method: "GET", pattern: "/api/endpoints", role: viewer, summary: "Endpoints with secret and API key fingerprints (never values)", h: s.apiEndpoints},
 		{api: true, method: "GET", pattern: "/api/endpoints/{slug}", role: viewer, summary: "One endpoint", h: s.apiEndpointGet},
-		{api: true, method: "POST", pattern: "/api/endpoints", role: admin, summary: "Register an endpoint: {slug, provider, environment, secrets, account, api_base_url, api_key, settings, reason}", h: s.apiEndpointAdd},
+		{api: true, method: "POST", pattern: "/api/endpoints", role: admin, summary: "Register an endpoint: {slug, provider, environment, secrets, secret_accounts, account, api_base_url, api_key, settings, reason}", h: s.apiEndpointAdd},
 		{api: true, method: "PATCH", pattern: "/api/endpoints/{slug}", role: admin, summary: "Change account, api_base_url, api_key or paths (null/absent: unchanged, \"\": cleared)", h: s.apiEndpointUpdate},
 		{api: true, method: "DELETE", pattern: "/api/endpoints/{slug}", role: admin, summary: "Remove an endpoint (its inbox rows stay)", h: s.apiEndpointRemove, params: []string{"reason"}},
 		{api: true, method: "POST", pattern: "/api/endpoints/{slug}/links", role: admin, summary: "Map a source account to a workspace: {account, workspace, reason}", h: s.apiEndpointLink},
 		{api: true, method: "DELETE", pattern: "/api/endpoints/{slug}/links/{account}", role: admin, summary: "Remove an account mapping", h: s.apiEndpointUnlink, params: []string{"reason"}},
-		{api: true, method: "POST", pattern: "/api/endpoints/{slug}/secrets", role: admin, summary: "Rotate: add a signing secret {secret, retire_others, reason}; answers its fingerprint", h: s.apiSecretAdd},
+		{api: true, method: "POST", pattern: "/api/endpoints/{slug}/secrets", role: admin, summary: "Rotate: add a signing secret {secret, accounts, retire_others, reason}; answers its fingerprint", h: s.apiSecretAdd},
+		{api: true, method: "PUT", pattern: "/api/endpoints/{slug}/secrets/{id}/accounts", role: admin, summary: "Bind a signing secret to the source accounts it may sign for: {accounts, reason} (empty: any linked account)", h: s.apiSecretBind},
 		{api: true, method: "DELETE", pattern: "/api/endpoints/{slug}/secrets/{id}", role: admin, summary: "Remove a signing secret (never the last)", h: s.apiSecretRemove, params: []string{"reason"}},
 		{api: true, method: "GET", pattern: "/api/workspaces", role: viewer, summary: "Workspaces: credits, access, links, destinations", h: s.apiWorkspaces, params: []string{"limit"}},
 		{api: true, method: "GET", pattern: "/api/workspaces/{id}", role: viewer, summary: "One workspace", h: s.apiWorkspaceGet},
@@ -533,15 +534,17 @@ func (s *Server) apiEndpointGet(w http.ResponseWriter, r *http.Request, _ *princ
 }
 
 type endpointBody struct {
-	Slug        string                `json:"slug"`
-	Provider    string                `json:"provider"`
-	Environment string                `json:"environment"`
-	Secrets     []string              `json:"secrets"`
-	Account     string                `json:"account"`
-	APIBaseURL  string                `json:"api_base_url"`
-	APIKey      string                `json:"api_key"`
-	Settings    keys.EndpointSettings `json:"settings"`
-	Reason      string                `json:"reason"`
+	Slug        string   `json:"slug"`
+	Provider    string   `json:"provider"`
+	Environment string   `json:"environment"`
+	Secrets     []string `json:"secrets"`
+	// SecretAccounts binds every secret to these source accounts.
+	SecretAccounts []string              `json:"secret_accounts"`
+	Account        string                `json:"account"`
+	APIBaseURL     string                `json:"api_base_url"`
+	APIKey         string                `json:"api_key"`
+	Settings       keys.EndpointSettings `json:"settings"`
+	Reason         string                `json:"reason"`
 }
 
 func (s *Server) apiEndpointAdd(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -550,7 +553,7 @@ func (s *Server) apiEndpointAdd(w http.ResponseWriter, r *http.Request, p *princ
 		return err
 	}
 	e := store.NewEndpoint{Slug: b.Slug, Provider: b.Provider, Environment: b.Environment, Account: b.Account,
-		APIBaseURL: b.APIBaseURL, APIKey: b.APIKey, Settings: b.Settings, Secrets: b.Secrets}
+		APIBaseURL: b.APIBaseURL, APIKey: b.APIKey, Settings: b.Settings, Secrets: b.Secrets, SecretAccounts: b.SecretAccounts}
 	if err := s.ops.AddEndpoint(r.Context(), p.actor(), e, b.Reason); err != nil {
 		return err
 	}
@@ -620,9 +623,8 @@ func (s *Server) apiEndpointUnlink(w http.ResponseWriter, r *http.Request, p *pr
 }
 
 type secretBody struct {
-	Secret       string `json:"secret"`
-	RetireOthers bool   `json:"retire_others"`
-	Reason       string `json:"reason"`
+	ops.NewSecret
+	Reason string `json:"reason"`
 }
 
 func (s *Server) apiSecretAdd(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -630,11 +632,37 @@ func (s *Server) apiSecretAdd(w http.ResponseWriter, r *http.Request, p *princip
 	if err := decode(r, &b); err != nil {
 		return err
 	}
-	res, err := s.ops.AddSecret(r.Context(), p.actor(), r.PathValue("slug"), b.Secret, b.RetireOthers, b.Reason)
+	res, err := s.ops.AddSecret(r.Context(), p.actor(), r.PathValue("slug"), b.NewSecret, b.Reason)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, res)
+	return nil
+}
+
+type bindBody struct {
+	Accounts []string `json:"accounts"`
+	Reason   string   `json:"reason"`
+}
+
+func (s *Server) apiSecretBind(w http.ResponseWriter, r *http.Request, p *principal) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var b bindBody
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	slug := r.PathValue("slug")
+	if err := s.ops.BindSecret(r.Context(), p.actor(), slug, id, b.Accounts, b.Reason); err != nil {
+		return err
+	}
+	v, err := s.ops.ShowEndpoint(r.Context(), slug)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 

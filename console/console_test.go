@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -153,7 +154,7 @@ func TestRolesGateEveryActAndAdminActsAreAudited(t *testing.T) {
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM operator_actions WHERE action = 'replay' AND actor = 'operator-token'`),
 		"audited under the token's name")
 
-	newEndpoint := map[string]any{"slug": "gh", "provider": "github", "environment": "live", "secrets": []string{"ghsecret-ONE"},
+	newEndpoint := map[string]any{"slug": "gh", "provider": "github", "environment": "live", "secrets": []string{"ghsecret-ONE-k2oBvwfyqY1Ad5ATpJwQLSYz1f5"},
 		"api_key": "ghp_APIKEYTWO", "api_base_url": "https://api.github.com", "reason": "onboarding"}
 	for _, role := range []string{"viewer", "operator"} {
 		code, body = b.call(role, "POST", "/api/endpoints", newEndpoint)
@@ -169,7 +170,7 @@ func TestRolesGateEveryActAndAdminActsAreAudited(t *testing.T) {
 	require.Equal(t, http.StatusCreated, code, body)
 	code, body2 := b.call("admin", "PATCH", "/api/endpoints/stripe", map[string]any{"api_key": "sk_test_ROTATEDKEY", "reason": "rotated"})
 	require.Equal(t, http.StatusOK, code, body2)
-	code, body3 := b.call("admin", "POST", "/api/endpoints/stripe/secrets", map[string]any{"secret": "whsec_ROTATEDSECRET", "retire_others": true})
+	code, body3 := b.call("admin", "POST", "/api/endpoints/stripe/secrets", map[string]any{"secret": "whsec_ROTATEDSECRETk2oBvwfyqY1Ad5ATpJwQ", "retire_others": true})
 	require.Equal(t, http.StatusCreated, code, body3)
 	code, list := b.call("viewer", "GET", "/api/endpoints", nil)
 	require.Equal(t, http.StatusOK, code)
@@ -358,4 +359,30 @@ func TestConsoleLoginCookieCSRFAndRoles(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM operator_actions WHERE action = 'replay'`))
+}
+
+// The API binds secrets to accounts and refuses weak ones, as the CLI does
+// (both through ops): only an admin may, and a weak secret stores nothing.
+func TestSecretBindingAndWeakSecretsThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, body := b.call("admin", "POST", "/api/endpoints/stripe/secrets", map[string]any{"secret": "whsec_short"})
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM endpoint_secrets`), "nothing stored")
+
+	code, body = b.call("admin", "POST", "/api/endpoints/stripe/secrets",
+		map[string]any{"secret": "whsec_BOUNDk2oBvwfyqY1Ad5ATpJwQLSYz1f5QS", "accounts": []string{"acct_1"}})
+	require.Equal(t, http.StatusCreated, code, body)
+	var added ops.SecretAdded
+	require.NoError(t, json.Unmarshal([]byte(body), &added))
+	path := "/api/endpoints/stripe/secrets/" + strconv.FormatInt(added.ID, 10) + "/accounts"
+	for _, role := range []string{"viewer", "operator"} {
+		code, _ = b.call(role, "PUT", path, map[string]any{"accounts": []string{"acct_2"}})
+		require.Equal(t, http.StatusForbidden, code)
+	}
+	code, body = b.call("admin", "PUT", path, map[string]any{"accounts": []string{"acct_1", "acct_2"}, "reason": "two accounts"})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"acct_2"`)
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM endpoint_secrets WHERE accounts = '{acct_1,acct_2}'`))
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM operator_actions WHERE action = 'endpoint_secret_bind'`))
 }

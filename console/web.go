@@ -177,6 +177,7 @@ func (s *Server) webRoutes() []route {
 		{method: "GET", pattern: "/endpoints", role: viewer, h: s.webEndpoints},
 		{method: "POST", pattern: "/endpoints/{slug}", role: admin, h: s.webEndpointUpdate},
 		{method: "POST", pattern: "/endpoints/{slug}/secrets", role: admin, h: s.webSecretAdd},
+		{method: "POST", pattern: "/endpoints/{slug}/secrets/bind", role: admin, h: s.webSecretBind},
 		{method: "GET", pattern: "/resources/{key...}", role: viewer, h: s.webResource},
 		{method: "GET", pattern: "/explain", role: viewer, h: s.webExplain},
 		{method: "GET", pattern: "/audit", role: viewer, h: s.webAudit},
@@ -457,12 +458,30 @@ func (s *Server) webEndpointUpdate(w http.ResponseWriter, r *http.Request, p *pr
 
 func (s *Server) webSecretAdd(w http.ResponseWriter, r *http.Request, p *principal) error {
 	slug := r.PathValue("slug")
-	res, err := s.ops.AddSecret(r.Context(), p.actor(), slug, r.PostFormValue("secret"), r.PostFormValue("retire_others") == "on",
+	res, err := s.ops.AddSecret(r.Context(), p.actor(), slug, ops.NewSecret{Secret: r.PostFormValue("secret"),
+		Accounts: ops.ParseAccounts(r.PostFormValue("accounts")), RetireOthers: r.PostFormValue("retire_others") == "on"},
 		r.PostFormValue("reason"))
 	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), fmt.Sprintf("Secret #%d (%s) added to %s.", res.ID, res.Fingerprint, slug))
+}
+
+func (s *Server) webSecretBind(w http.ResponseWriter, r *http.Request, p *principal) error {
+	slug := r.PathValue("slug")
+	id, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("id")), 10, 64)
+	if err != nil {
+		return ops.Invalidf("secret id must be a number")
+	}
+	accounts := ops.ParseAccounts(r.PostFormValue("accounts"))
+	if err := s.ops.BindSecret(r.Context(), p.actor(), slug, id, accounts, r.PostFormValue("reason")); err != nil {
+		return err
+	}
+	to := "any linked account"
+	if len(accounts) > 0 {
+		to = strings.Join(accounts, ", ")
+	}
+	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), fmt.Sprintf("Secret #%d of %s may sign for %s.", id, slug, to))
 }
 
 func (s *Server) webResource(w http.ResponseWriter, r *http.Request, p *principal) error {

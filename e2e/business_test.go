@@ -270,7 +270,7 @@ func f6TimedOutAttemptWritesLate(t *testing.T) {
 func TestFeedbackCreatesOneAlertWhateverRepeatsIt(t *testing.T) {
 	t.Parallel()
 	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
-	require.NoError(t, store.UpsertDestination(w.ctx, w.store.Pool, store.Destination{
+	require.NoError(t, store.UpsertDestination(w.ctx, w.store.Pool, w.store.Keys, store.Destination{
 		WorkspaceID: w.workspace, Name: "oncall", Kind: "webhook", Target: "http://127.0.0.1:1/hook", Enabled: true}))
 	_, ev := w.sim.CreateFeedback(w.project, "search is slow")
 	w.send(t, ev, ev, ev)

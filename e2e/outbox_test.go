@@ -124,7 +124,7 @@ func TestFeedbackAlertReachesTheTeamWebhookSigned(t *testing.T) {
 	}))
 	defer team.Close()
 	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
-	require.NoError(t, store.UpsertDestination(w.ctx, w.store.Pool, store.Destination{
+	require.NoError(t, store.UpsertDestination(w.ctx, w.store.Pool, w.store.Keys, store.Destination{
 		WorkspaceID: w.workspace, Name: "oncall", Kind: "webhook", Target: team.URL, Secret: secret, Enabled: true}))
 	item, ev := w.sim.CreateFeedback(w.project, "the mobile app crashes on login")
 	w.send(t, ev, ev)

@@ -80,6 +80,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if cfg.DatabaseURL == "" {
 		cfg.DatabaseURL = testenv.DatabaseURL(t)
 	}
+	cfg.SecretsKey = testenv.SecretsKey()
 	// Each process as its own role, so every e2e test also proves the
 	// grants (store.Grants) are enough; s.store (the owner) sets up and checks.
 	cfg.IntakeDatabaseURL = testenv.RoleURL(t, cfg.DatabaseURL, store.RoleIntake)
@@ -105,12 +106,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	ctx := context.Background()
 	st, err := store.Open(ctx, cfg.DatabaseURL, 20)
 	require.NoError(t, err)
+	st.Keys = testenv.Keys(t)
 	t.Cleanup(st.Close)
 	intakeSt, err := store.Open(ctx, cfg.IntakeDB(), 20)
 	require.NoError(t, err)
+	intakeSt.Keys = st.Keys
 	t.Cleanup(intakeSt.Close)
 	workerSt, err := store.Open(ctx, cfg.WorkerDB(), 20)
 	require.NoError(t, err)
+	workerSt.Keys = st.Keys
 	t.Cleanup(workerSt.Close)
 	s := &stack{t: t, cfg: cfg, store: st, intakeStore: intakeSt, workerStore: workerSt, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
 	if s.handlers == nil {

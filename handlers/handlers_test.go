@@ -161,8 +161,7 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 func TestCreditsWithoutAPIKeyFailPermanently(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 3}, "")
-	_, err := b.store.Pool.Exec(b.ctx, `UPDATE endpoints SET api_key = NULL`)
-	require.NoError(t, err)
+	require.NoError(t, b.store.SetAPIKey(b.ctx, "sim", ""))
 	_, paid, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: account})
 	require.NoError(t, err)
 	h := &handlers.Credits{Store: b.store, Providers: &handlers.EndpointProviders{Store: b.store}, PerInvoice: 100}
@@ -343,7 +342,7 @@ func TestFeedbackAlertOncePerItemAndOneIntentPerDestination(t *testing.T) {
 		{WorkspaceID: "ws", Name: "team-mail", Kind: "email", Target: "team@ws.example", Enabled: true},
 		{WorkspaceID: "ws", Name: "off", Kind: "email", Target: "x@ws.example", Enabled: false},
 	} {
-		require.NoError(t, store.UpsertDestination(ctx, st.Pool, d))
+		require.NoError(t, store.UpsertDestination(ctx, st.Pool, st.Keys, d))
 	}
 	h := &handlers.FeedbackAlerts{Store: st}
 	insert := func(id string) *store.StoredEvent {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,7 +41,10 @@ type EndpointView struct {
 type SecretView struct {
 	ID          int64  `json:"id"`
 	Fingerprint string `json:"fingerprint"`
-	CreatedAt   string `json:"created_at"`
+	// Accounts are the source accounts the secret may sign for (none: any
+	// account linked to the endpoint).
+	Accounts  []string `json:"accounts,omitempty"`
+	CreatedAt string   `json:"created_at"`
 }
 
 // Fingerprint is a short, non-reversible tag of a secret value.
@@ -52,7 +56,7 @@ func Fingerprint(v string) string {
 // NewEndpointView is the view of an endpoint.
 func NewEndpointView(e *store.Endpoint) EndpointView {
 	v := EndpointView{Slug: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: e.Account,
-		APIBaseURL: e.APIBaseURL, APIKeySet: e.APIKey != "", Settings: e.Settings, Links: e.Links, Secrets: []SecretView{}}
+		APIBaseURL: e.APIBaseURL, APIKeySet: e.HasAPIKey || e.APIKey != "", Settings: e.Settings, Links: e.Links, Secrets: []SecretView{}}
 	if e.APIKey != "" {
 		v.APIKeyFingerprint = Fingerprint(e.APIKey)
 	}
@@ -60,7 +64,8 @@ func NewEndpointView(e *store.Endpoint) EndpointView {
 		v.Links = map[string]string{}
 	}
 	for _, s := range e.Secrets {
-		v.Secrets = append(v.Secrets, SecretView{ID: s.ID, Fingerprint: s.Fingerprint(), CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")})
+		v.Secrets = append(v.Secrets, SecretView{ID: s.ID, Fingerprint: s.Fingerprint(), Accounts: s.Accounts,
+			CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")})
 	}
 	return v
 }
@@ -147,6 +152,12 @@ func ValidateNewEndpoint(e store.NewEndpoint) error {
 			return Invalidf("secret: %v", err)
 		}
 	}
+	if err := validateAccounts("secret accounts", e.SecretAccounts); err != nil {
+		return err
+	}
+	if e.Account != "" && len(e.SecretAccounts) > 0 && !slices.Contains(e.SecretAccounts, e.Account) {
+		return Invalidf("secret accounts %s do not include the endpoint's own account %s", strings.Join(e.SecretAccounts, ","), e.Account)
+	}
 	if err := validateBaseURL(e.APIBaseURL); err != nil {
 		return err
 	}
@@ -154,6 +165,39 @@ func ValidateNewEndpoint(e store.NewEndpoint) error {
 		return err
 	}
 	return validateSettings(e.Settings)
+}
+
+// EndpointWarnings are what registering e is allowed but should say: a
+// Shopify endpoint with neither its own account nor bound secrets trusts
+// the unsigned shop header only while it links exactly one shop.
+func EndpointWarnings(e store.NewEndpoint) []string {
+	var out []string
+	if e.Provider == keys.ProviderShopify && e.Account == "" && len(e.SecretAccounts) == 0 {
+		out = append(out, "Shopify's shop header is not signed; without an own account (--account) or secret accounts "+
+			"(--secret-accounts) this endpoint accepts deliveries only while it links exactly one shop")
+	}
+	return out
+}
+
+// ParseAccounts splits a comma-separated list of source accounts.
+func ParseAccounts(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// validateAccounts checks a list of source accounts a secret is bound to.
+func validateAccounts(what string, accounts []string) error {
+	for _, a := range accounts {
+		if strings.TrimSpace(a) == "" || strings.ContainsAny(a, ", \t\n") || len(a) > 255 {
+			return Invalidf("%s: %q is not a source account", what, a)
+		}
+	}
+	return nil
 }
 
 func secretFingerprints(secrets []string) []string {
@@ -180,7 +224,7 @@ func (s *Service) AddEndpoint(ctx context.Context, who Actor, e store.NewEndpoin
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_add", endpointTarget(e.Slug), reason, map[string]any{
 		"provider": e.Provider, "environment": e.Environment, "account": e.Account, "api_base_url": e.APIBaseURL,
-		"api_key_set": e.APIKey != "", "secrets": secretFingerprints(e.Secrets)})
+		"api_key_set": e.APIKey != "", "secrets": secretFingerprints(e.Secrets), "secret_accounts": e.SecretAccounts})
 	return err
 }
 
@@ -287,7 +331,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 			}
 			changed = append(changed, "api_key")
 		}
-		if err := store.UpdateEndpoint(ctx, tx, slug, u); err != nil {
+		if err := store.UpdateEndpoint(ctx, tx, s.Store.Keys, slug, u); err != nil {
 			return err
 		}
 		details["changed"] = changed
@@ -351,23 +395,40 @@ type SecretAdded struct {
 	Retired []int64 `json:"retired,omitempty"`
 }
 
+// NewSecret is a signing secret to add.
+type NewSecret struct {
+	Secret string `json:"secret"`
+	// Accounts binds the secret to the source accounts it may sign for
+	// (none: any account linked to the endpoint). A secret already
+	// registered keeps its binding (BindSecret changes it).
+	Accounts []string `json:"accounts,omitempty"`
+	// RetireOthers removes every other secret in the same transaction.
+	RetireOthers bool `json:"retire_others"`
+}
+
 // AddSecret adds a signing secret (rotation: both are accepted until the
-// old one is removed); retireOthers removes every other secret in the same
-// transaction. Audited by fingerprint.
-func (s *Service) AddSecret(ctx context.Context, who Actor, slug, secret string, retireOthers bool, reason string) (SecretAdded, error) {
+// old one is removed), sealed with the store's keyring and checked against
+// the provider's strength rules; n.RetireOthers removes every other secret
+// in the same transaction. Audited by fingerprint.
+func (s *Service) AddSecret(ctx context.Context, who Actor, slug string, n NewSecret, reason string) (SecretAdded, error) {
 	var out SecretAdded
 	if err := who.check(); err != nil {
 		return out, err
 	}
-	ep, err := s.Store.GetEndpoint(ctx, slug)
+	if err := validateAccounts("accounts", n.Accounts); err != nil {
+		return out, err
+	}
+	// Never the API key: adding a secret has no use for it.
+	ep, err := s.Store.GetIntakeEndpoint(ctx, slug)
 	if err != nil {
 		return out, err
 	}
+	secret, retireOthers := n.Secret, n.RetireOthers
 	if err := validateSecret(ep.Provider, secret); err != nil {
 		return out, Invalidf("secret: %v", err)
 	}
 	err = s.Store.Tx(ctx, func(tx pgx.Tx) error {
-		id, err := store.InsertSecret(ctx, tx, slug, secret)
+		id, err := store.InsertSecret(ctx, tx, s.Store.Keys, slug, secret, n.Accounts)
 		if err != nil {
 			return err
 		}
@@ -384,10 +445,29 @@ func (s *Service) AddSecret(ctx context.Context, who Actor, slug, secret string,
 			}
 		}
 		_, err = s.audit(ctx, tx, who, "endpoint_secret_add", endpointTarget(slug), reason,
-			map[string]any{"secret_id": id, "fingerprint": out.Fingerprint, "retired": out.Retired})
+			map[string]any{"secret_id": id, "fingerprint": out.Fingerprint, "accounts": n.Accounts, "retired": out.Retired})
 		return err
 	})
 	return out, err
+}
+
+// BindSecret sets the source accounts signing secret id of endpoint slug
+// may sign for (none: any account linked to the endpoint); a delivery it
+// verifies that claims another account is quarantined as account_mismatch.
+// Audited.
+func (s *Service) BindSecret(ctx context.Context, who Actor, slug string, id int64, accounts []string, reason string) error {
+	if err := who.check(); err != nil {
+		return err
+	}
+	if err := validateAccounts("accounts", accounts); err != nil {
+		return err
+	}
+	if err := s.Store.BindSecret(ctx, slug, id, accounts); err != nil {
+		return err
+	}
+	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_secret_bind", endpointTarget(slug), reason,
+		map[string]any{"secret_id": id, "accounts": accounts})
+	return err
 }
 
 // RemoveSecret removes a signing secret by id (never the last one). Audited.

@@ -15,7 +15,7 @@ import (
 
 // QuarantineReasons are the reasons the intake quarantines a delivery.
 var QuarantineReasons = []string{store.ReasonUnknownAccount, store.ReasonMalformed, store.ReasonEnvironmentMismatch,
-	store.ReasonConflictingDuplicate}
+	store.ReasonConflictingDuplicate, store.ReasonAccountMismatch}
 
 // Quarantine resolutions.
 const (
@@ -133,6 +133,10 @@ func QuarantineHint(q *store.QuarantineItem) string {
 		k, _ := q.EventKey()
 		return fmt.Sprintf("compare with the original ('hookinbox inbox show %s'); it cannot be re-admitted under the same key: "+
 			"'hookinbox quarantine resolve %s --action discard --reason …' (replay the original if it needs another pass)", k, id)
+	case store.ReasonAccountMismatch:
+		return "a secret or an unsigned shop header claimed an account it is not bound to: possibly a forgery by another " +
+			"tenant; if the account is rightly the secret's, bind it ('hookinbox endpoints secrets bind --slug " + q.EndpointSlug +
+			" --id N --accounts …') and readmit, else 'hookinbox quarantine resolve " + id + " --action discard --reason …'"
 	case store.ReasonEnvironmentMismatch:
 		return "the sender delivered to the wrong environment's endpoint; fix its configuration, then " +
 			"'hookinbox quarantine resolve " + id + " --action discard --reason …'"

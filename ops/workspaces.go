@@ -63,7 +63,7 @@ func (s *Service) ListDestinations(ctx context.Context, workspace string) ([]Des
 	}
 	out := []DestinationView{}
 	for _, d := range ds {
-		out = append(out, DestinationView{d.ID, d.WorkspaceID, d.Name, d.Kind, d.Target, d.Secret != "", d.Enabled})
+		out = append(out, DestinationView{d.ID, d.WorkspaceID, d.Name, d.Kind, d.Target, d.Signed, d.Enabled})
 	}
 	return out, nil
 }
@@ -130,7 +130,8 @@ func (s *Service) UpsertDestination(ctx context.Context, who Actor, n NewDestina
 	if strings.TrimSpace(n.Workspace) == "" {
 		return DestinationView{}, Invalidf("a workspace id is required")
 	}
-	if err := store.UpsertDestination(ctx, s.Store.Pool, d); err != nil {
+	// The secret is sealed with the store's keyring.
+	if err := store.UpsertDestination(ctx, s.Store.Pool, s.Store.Keys, d); err != nil {
 		return DestinationView{}, err
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "destination_upsert", "workspace:"+n.Workspace, reason,

@@ -93,6 +93,16 @@ type Normalized struct {
 	ObjectID string
 	// OccurredAt is when the provider says the event happened, if it says.
 	OccurredAt *time.Time
+	// UnsignedEventID: the signature covers neither the event id nor a
+	// time (GitHub, Shopify), so a captured body could be replayed forever
+	// under a new id. Admission also deduplicates such events on (endpoint,
+	// body SHA-256).
+	UnsignedEventID bool
+	// UnsignedAccount: Account comes from an unsigned header (Shopify's
+	// shop), so admission accepts it only where the endpoint (its own
+	// account) or the secret that verified the delivery (its accounts) is
+	// bound to it, or the endpoint links that one account alone.
+	UnsignedAccount bool
 }
 
 // Unauthenticated is any failed signature check. Reason is for the log;

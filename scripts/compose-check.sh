@@ -172,6 +172,7 @@ hookinbox_services = {n: s for n, s in services.items() if isinstance(s, dict) a
 process_db = {"webhook": ("HOOKINBOX_INTAKE_DATABASE_URL", "hookinbox_intake"),
               "worker": ("HOOKINBOX_WORKER_DATABASE_URL", "hookinbox_worker"),
               "operator": ("HOOKINBOX_OPERATOR_DATABASE_URL", "hookinbox_operator")}
+no_db = {"secrets-key"}
 for want in ("migrate", "webhook", "worker"):
     if want not in hookinbox_services:
         fail(f"{compose_path}: service {want} must be built from the Dockerfile")
@@ -183,9 +184,18 @@ for name, svc in hookinbox_services.items():
             fail(f"{compose_path}: service {name} sets {var}, which internal/config/config.go does not read")
     # Each process connects as its own role (internal/store/roles.go), never
     # with the schema owner's DATABASE_URL; the migration (and the owner's
-    # commands) use DATABASE_URL.
-    want, role = process_db.get(name, ("DATABASE_URL", None))
-    if want not in env:
+    # commands) use DATABASE_URL. The secrets-key service only writes the
+    # key file: it gets no database URL at all.
+    if name in no_db:
+        for var in ["DATABASE_URL"] + [v for v, _ in process_db.values()]:
+            if var in env:
+                fail(f"{compose_path}: service {name} connects to no database and must not get {var}")
+        want, role = None, None
+    else:
+        want, role = process_db.get(name, ("DATABASE_URL", None))
+    if want is None:
+        pass
+    elif want not in env:
         fail(f"{compose_path}: service {name} has no {want}")
     elif role and not re.match(rf"postgres(ql)?://{role}[:@]", str(env[want])):
         fail(f"{compose_path}: service {name} must connect as {role} ({want})")
@@ -229,7 +239,9 @@ if "/readyz" in hc and f":{internal_port}/readyz" not in hc:
 # Workflow settings travel in workflow input: intake and worker must agree.
 shared = ("HOOKINBOX_TASK_QUEUE", "TEMPORAL_NAMESPACE", "HOOKINBOX_IDLE_TIMEOUT", "HOOKINBOX_MAX_EVENTS_PER_RUN",
           "HOOKINBOX_RETRY_BUDGET", "HOOKINBOX_RETRY_INITIAL", "HOOKINBOX_RETRY_MAX", "HOOKINBOX_ACTIVITY_TIMEOUT",
-          "HOOKINBOX_SWEEP_INTERVAL", "HOOKINBOX_SWEEP_AFTER")
+          "HOOKINBOX_SWEEP_INTERVAL", "HOOKINBOX_SWEEP_AFTER",
+          # Both open the secrets the other sealed.
+          "HOOKINBOX_SECRETS_KEY", "HOOKINBOX_SECRETS_KEY_FILE")
 we = env_map((hookinbox_services.get("webhook") or {}).get("environment"))
 wo = env_map((hookinbox_services.get("worker") or {}).get("environment"))
 for var in shared:

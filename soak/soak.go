@@ -24,6 +24,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/devenv"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/lab/verify"
 	"github.com/hookinbox/hookinbox/migrations"
@@ -312,7 +313,10 @@ type harness struct {
 	simN     *simulator.Simulator
 	plans    [2]simulator.Plan
 	emailAPI string
-	drops    *dropAfterSend
+	// secretsKey seals the endpoints' secrets: the harness's store and
+	// every process it starts share it.
+	secretsKey string
+	drops      *dropAfterSend
 
 	mu               sync.Mutex
 	temporalRestarts int
@@ -525,6 +529,10 @@ func (h *harness) startServices(ctx context.Context) error {
 	if h.st, err = store.Open(ctx, h.pg.URL("hookinbox", "hookinbox")+"&application_name=hookinbox-soak-harness", 8); err != nil {
 		return err
 	}
+	h.secretsKey = secretbox.GenerateKey()
+	if h.st.Keys, err = secretbox.ParseKey(h.secretsKey); err != nil {
+		return err
+	}
 	h.onTeardown(h.st.Close)
 	if h.admin, err = pgxpool.New(ctx, h.pg.AdminURL("hookinbox")+"&application_name=hookinbox-soak-chaos&pool_max_conns=2"); err != nil {
 		return err
@@ -665,7 +673,7 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 			return targetsV, targetsN, err
 		}
 	}
-	if err := store.UpsertDestination(ctx, st.Pool, store.Destination{WorkspaceID: wsVersions, Name: teamDestination, Kind: "webhook",
+	if err := store.UpsertDestination(ctx, st.Pool, st.Keys, store.Destination{WorkspaceID: wsVersions, Name: teamDestination, Kind: "webhook",
 		Target: teamURL + "/alerts", Secret: secretTeam, Enabled: true}); err != nil {
 		return targetsV, targetsN, err
 	}
@@ -717,6 +725,7 @@ func (h *harness) processEnv() []string {
 	return append(env,
 		"TEMPORAL_ADDRESS="+h.temporal.Address,
 		"TEMPORAL_NAMESPACE=default",
+		"HOOKINBOX_SECRETS_KEY="+h.secretsKey,
 		// Short sweeps so what a kill interrupted is picked up quickly.
 		"HOOKINBOX_SWEEP_INTERVAL=2s",
 		"HOOKINBOX_SWEEP_AFTER=2s",

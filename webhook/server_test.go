@@ -248,7 +248,7 @@ func TestRotationAcceptsEitherSecretAndRecordsWhichOne(t *testing.T) {
 	}
 
 	// A secret added after the endpoint was cached works at once.
-	_, err = store.InsertSecret(b.ctx, b.store.Pool, "stripe-connect", "whsec_third")
+	_, err = store.InsertSecret(b.ctx, b.store.Pool, b.store.Keys, "stripe-connect", "whsec_third", nil)
 	require.NoError(t, err)
 	time.Sleep(1100 * time.Millisecond) // the reload-on-failure floor
 	body := []byte(`{"id":"evt_rot3","object":"event","type":"customer.subscription.updated","livemode":true,"account":"acct_c1","created":1760000000,"data":{"object":{"id":"sub_1","object":"subscription"}}}`)

@@ -347,10 +347,15 @@ func demoPreflight(ctx context.Context, cfg config.Config, f *demoFlags) (*store
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	kr, err := cli.Keyring(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the demo registers endpoints with sealed secrets: %w", err)
+	}
 	st, err := store.Open(pctx, cfg.DatabaseURL, 4)
 	if err != nil {
 		return nil, nil, fmt.Errorf("PostgreSQL (DATABASE_URL): %w", err)
 	}
+	st.Keys = kr
 	tc, err := starter.Dial(pctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		st.Close()
@@ -455,7 +460,7 @@ func demoRegister(ctx context.Context, st *store.Store, run demoRun, apiURL, tea
 	if err := store.SetWorkspaceEmail(ctx, st.Pool, run.workspace, run.email); err != nil {
 		return err
 	}
-	return store.UpsertDestination(ctx, st.Pool, store.Destination{WorkspaceID: run.workspace, Name: run.destination,
+	return store.UpsertDestination(ctx, st.Pool, st.Keys, store.Destination{WorkspaceID: run.workspace, Name: run.destination,
 		Kind: "webhook", Target: teamURL + "/alerts", Secret: run.teamSecret, Enabled: true})
 }
 

@@ -26,7 +26,7 @@ const (
 	simDefaultTarget       = "http://127.0.0.1:8080"
 	simDefaultStripeSlug   = "stripe-sim"
 	simDefaultFeedbackSlug = "feedback-sim"
-	simDefaultStripeSecret = "whsec_hookinbox_simulator_stripe"
+	simDefaultStripeSecret = "whsec_hookinbox_simulator_stripe_signing_secret"
 )
 
 var simDefaultFeedbackSecret = simulator.StandardSecret("hookinbox-simulator-feedback-key")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/migrations"
 	"github.com/hookinbox/hookinbox/starter"
@@ -40,11 +43,56 @@ func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, opts
 	}
 }
 
-// migrate applies pending migrations to url, printing each to out, then
-// re-applies the process roles' grants when those roles exist (a migration
-// may have added a column an "every column but" grant must cover, or a table
-// a role is granted), so no one has to remember `hookinbox db roles`.
-func migrate(ctx context.Context, url string, out io.Writer) error {
+// migrate applies pending migrations to cfg's database (the schema
+// owner's, DATABASE_URL), printing each to out, re-applies the process
+// roles' grants, then seals the secrets still kept in plain columns when a
+// secrets key is configured (or says how many remain when none is).
+func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
+	if err := migrateSchema(ctx, ownerDB(cfg).url, out); err != nil {
+		return err
+	}
+	kr, err := cli.Keyring(cfg)
+	if err != nil && !errors.Is(err, secretbox.ErrNoKey) {
+		return err
+	}
+	st, err := openStore(ctx, cfg, ownerDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if kr == nil {
+		n, err := st.PlaintextSecrets(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			fmt.Fprintf(out, "secrets: %d still in plain columns; configure a key and run migrate again to seal them (%v)\n", n, secretbox.ErrNoKey)
+		}
+		return nil
+	}
+	counts, err := st.SealPlaintext(ctx)
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, c := range counts {
+		if c.Sealed > 0 {
+			fmt.Fprintf(out, "secrets: %d plain %s sealed under key %s\n", c.Sealed, c.Column, kr.CurrentID())
+		}
+		total += c.Sealed
+	}
+	if total == 0 {
+		fmt.Fprintln(out, "secrets: none in plain columns")
+	}
+	return nil
+}
+
+// migrateSchema applies pending migrations to url, printing each to out,
+// then re-applies the process roles' grants when those roles exist (a
+// migration may have added a column an "every column but" grant must cover,
+// or a table a role is granted), so no one has to remember `hookinbox db
+// roles`.
+func migrateSchema(ctx context.Context, url string, out io.Writer) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return fmt.Errorf("connect to database: %w", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 )
@@ -25,7 +26,9 @@ func TestMigrateReappliesTheRolesGrants(t *testing.T) {
 	require.NoError(t, err)
 
 	var out bytes.Buffer
-	require.NoError(t, migrate(ctx, url, &out))
+	cfg := config.Default()
+	cfg.DatabaseURL, cfg.SecretsKey = url, testenv.SecretsKey()
+	require.NoError(t, migrate(ctx, cfg, &out))
 	require.Contains(t, out.String(), "grants: re-applied for hookinbox_intake, hookinbox_worker, hookinbox_operator, hookinbox_payload_reader")
 
 	intake, err := pgx.Connect(ctx, testenv.RoleURL(t, url, store.RoleIntake))

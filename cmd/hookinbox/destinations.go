@@ -45,27 +45,34 @@ func newWorkspacesCmd() *cobra.Command {
 	var d ops.NewDestination
 	var daf auditFlags
 	add := &cobra.Command{
-		Use:   "add-destination --workspace W --name N (--webhook URL --secret whsec_… | --email ADDRESS)",
+		Use:   "add-destination --workspace W --name N (--webhook URL (--secret-file F | --secret-env VAR | --secret-stdin | --secret whsec_…) | --email ADDRESS)",
 		Short: "Add a team destination for feedback alerts (a Standard Webhooks-signed HTTP endpoint or an email)",
 		Long: `Add or replace a team destination. Each new feedback item's initial alert gets one outbox intent
 per enabled destination, the destination's name being part of its operation key. Webhook
-destinations receive a JSON body signed with Standard Webhooks (webhook-id stable per operation).`,
+destinations receive a JSON body signed with Standard Webhooks (webhook-id stable per operation);
+the secret (whsec_ + base64 of at least 24 random bytes) is read from a file, an environment
+variable or standard input (or, visible in the process list, --secret) and stored sealed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withOps(cmd, func(env opsEnv) error {
-				v, err := env.svc.UpsertDestination(cmd.Context(), daf.actor(), d, daf.reason)
-				if err != nil {
-					return asUsage(err)
-				}
-				fmt.Fprintf(env.out, "workspace %s: destination %s (%s) saved\n", v.Workspace, v.Name, v.Kind)
-				return nil
-			})
-		},
+	}
+	secretIn := addSecretFlags(add, "secret", "Standard Webhooks signing secret (whsec_…) for --webhook", false)
+	add.RunE = func(cmd *cobra.Command, _ []string) error {
+		secret, err := secretIn.one(cmd, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		d.Secret = secret
+		return withOps(cmd, func(env opsEnv) error {
+			v, err := env.svc.UpsertDestination(cmd.Context(), daf.actor(), d, daf.reason)
+			if err != nil {
+				return asUsage(err)
+			}
+			fmt.Fprintf(env.out, "workspace %s: destination %s (%s) saved\n", v.Workspace, v.Name, v.Kind)
+			return nil
+		})
 	}
 	add.Flags().StringVar(&d.Workspace, "workspace", "", "workspace id (required)")
 	add.Flags().StringVar(&d.Name, "name", "", "destination name (required)")
 	add.Flags().StringVar(&d.Webhook, "webhook", "", "HTTP endpoint URL")
-	add.Flags().StringVar(&d.Secret, "secret", "", "Standard Webhooks signing secret (whsec_…) for --webhook")
 	add.Flags().StringVar(&d.Email, "email", "", "email address")
 	daf.register(add)
 	_ = add.MarkFlagRequired("workspace")

@@ -25,10 +25,11 @@ func newDevCmd() *cobra.Command {
 		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker, console",
 		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the Temporal CLI
 and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, progress shown) and
-creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root). It reuses
-services already listening on their ports, applies migrations, creates the database roles
-('hookinbox db roles'), then runs the intake (as hookinbox_intake) and the worker (as
-hookinbox_worker) in this process. Ctrl-C stops everything it started.
+creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root) and a secrets
+key in .data/secrets.key (unless HOOKINBOX_SECRETS_KEY or _FILE is set). It reuses services
+already listening on their ports, applies migrations, creates the database roles ('hookinbox db
+roles'), then runs the intake (as hookinbox_intake) and the worker (as hookinbox_worker) in this
+process. Ctrl-C stops everything it started.
 
 Everything listens on 127.0.0.1 only: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit
 SMTP 1025 (UI 8025), the intake's public port HOOKINBOX_HTTP_ADDR (here 127.0.0.1:8080), its
@@ -166,7 +167,18 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	if err := s.pg.EnsureDatabase(ctx, "hookinbox", "hookinbox"); err != nil {
 		return err
 	}
-	if err := migrate(ctx, cfg.DatabaseURL, out); err != nil {
+	if cfg.SecretsKey == "" && cfg.SecretsKeyFile == "" {
+		// The local stack's key: made once, kept beside its database.
+		path, created, err := devenv.EnsureSecretsKey(root)
+		if err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(out, "secrets key: created %s (0600); the database's secrets are sealed with it\n", path)
+		}
+		cfg.SecretsKeyFile = path
+	}
+	if err := migrate(ctx, cfg, out); err != nil {
 		return err
 	}
 	// The processes' roles (trust authentication on loopback: no
@@ -221,13 +233,15 @@ hookinbox local stack is up
                   operator (read-only CLI: HOOKINBOX_OPERATOR_DATABASE_URL) %s
   logs            %s
 
-Register an endpoint:  .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret whsec_demo
+Register an endpoint:  export DEMO_SECRET=whsec_$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
+                       .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret-env DEMO_SECRET
                        .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
 Operator console:      .tools/bin/hookinbox tokens create --role admin --name YOU   (then sign in with it)
+Secrets are sealed with %s (operator commands on the local stack find it by themselves).
 Press Ctrl-C to stop everything started here.
 `, intakeURL, intakeURL, internalURL, internalURL, app.DisplayAddr(cfg.WorkerAddr), cfg.ConsoleBaseURL(), cfg.ConsoleBaseURL(),
 		s.temporal.Address, s.temporal.UIURL, s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, cfg.IntakeDB(), cfg.WorkerDB(),
-		cfg.OperatorDB(), logDir)
+		cfg.OperatorDB(), logDir, orDefault(cfg.SecretsKeyFile, "HOOKINBOX_SECRETS_KEY"))
 
 	if servicesOnly {
 		<-ctx.Done()
@@ -241,7 +255,7 @@ Press Ctrl-C to stop everything started here.
 		return err
 	}
 	defer svc.Close()
-	intakeSt, err := openStore(ctx, intakeDB(cfg))
+	intakeSt, err := openStore(ctx, cfg, intakeDB(cfg))
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func withOperatorStore(cmd *cobra.Command, fn func(st *store.Store) error) error
 	if err != nil {
 		return err
 	}
-	st, err := openStore(cmd.Context(), operatorDB(cfg))
+	st, err := openStore(cmd.Context(), cfg, operatorDB(cfg))
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func withConfigStore(cmd *cobra.Command, fn func(cfg config.Config, st *store.St
 	if err != nil {
 		return err
 	}
-	st, err := openStore(cmd.Context(), ownerDB(cfg))
+	st, err := openStore(cmd.Context(), cfg, ownerDB(cfg))
 	if err != nil {
 		return err
 	}
@@ -95,14 +95,28 @@ func (a *auditFlags) actor() ops.Actor { return ops.Actor{Name: a.by} }
 
 func newEndpointsAddCmd() *cobra.Command {
 	var e store.NewEndpoint
+	var secretAccounts string
 	var af auditFlags
 	cmd := &cobra.Command{
-		Use:   "add --slug S --provider " + strings.Join(providers.Names(), "|") + " --environment live|test --secret SECRET [--secret SECRET2]",
+		Use: "add --slug S --provider " + strings.Join(providers.Names(), "|") + " --environment live|test " +
+			"(--secret-file F | --secret-env VAR | --secret-stdin | --secret SECRET)… [--secret-accounts A,B]",
 		Short: "Register an endpoint",
-		Long: `Register an endpoint. Give --secret once per active signing secret (two while rotating).
+		Long: `Register an endpoint. Give one signing secret per active secret (two while rotating), from a file
+(--secret-file), an environment variable (--secret-env), standard input (--secret-stdin, one per
+line) or, visible in the process list and shell history, the command line (--secret). Each flag
+may be repeated. Secrets are checked against the provider's format (at least 24 random bytes)
+and stored sealed (HOOKINBOX_SECRETS_KEY); the API key likewise (--api-key-file, --api-key-env,
+--api-key-stdin or --api-key).
+
+--secret-accounts binds the secrets to the source accounts they may sign for: a delivery they
+verify that claims another account is quarantined (account_mismatch), so one tenant holding a
+secret cannot sign events into another tenant's workspace. Without it a secret may sign for any
+linked account.
 
 Source accounts: Stripe Connect events name theirs (the event's "account"); for other events the
 account is --account, or, when --account is not given, the endpoint's single linked account.
+Shopify's shop header is not signed: bind the shop with --account (or --secret-accounts), else
+deliveries are only accepted while the endpoint links exactly one shop.
 Standard Webhooks endpoints locate fields with gjson paths: --type-path (default "type"),
 --resource-path (default "data.id"), --account-path (e.g. "data.project_id"), --resource-kind
 (default: the type before its first dot). --version-path names a monotonic per-resource version
@@ -114,34 +128,54 @@ repo:OWNER/NAME or org:LOGIN with --github-hook-id, or app with --github-app-id)
 private key) and the recover-github schedule recovers what never reached the inbox:
 --github-recovery redeliver (default: GitHub sends it again, signed) or fetch (read from the
 delivery log and admitted as a backfill). See docs/reconciliation.md.`,
-		Example: `  hookinbox endpoints add --slug stripe-live --provider stripe --environment live --secret whsec_…
-  hookinbox endpoints add --slug sinalio --provider standard --environment live --secret whsec_… \
-      --account-path data.project_id --resource-path data.id
-  hookinbox endpoints add --slug gh-acme --provider github --environment live --secret … \
-      --api-key github_pat_… --github-hook repo:acme/widgets --github-hook-id 123456`,
+		Example: `  hookinbox endpoints add --slug stripe-live --provider stripe --environment live --secret-file stripe.secret
+  printf '%s\n' "$SECRET" | hookinbox endpoints add --slug sinalio --provider standard --environment live \
+      --secret-stdin --account-path data.project_id --resource-path data.id
+  hookinbox endpoints add --slug shop-a --provider shopify --environment live --secret-env SHOPIFY_SECRET \
+      --account shop-a.myshopify.com
+  hookinbox endpoints add --slug gh-acme --provider github --environment live --secret-env GH_SECRET \
+      --api-key-env GH_TOKEN --github-hook repo:acme/widgets --github-hook-id 123456`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := ops.ValidateNewEndpoint(e); err != nil {
+	}
+	secrets := addSecretFlags(cmd, "secret", "signing secret", true)
+	apiKey := addSecretFlags(cmd, "api-key", "provider API key", false)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := bothStdin(secrets, apiKey); err != nil {
+			return err
+		}
+		var err error
+		if e.Secrets, err = secrets.read(cmd, cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+		if len(e.Secrets) == 0 {
+			return cli.Usagef("a signing secret is required: --secret-file, --secret-env, --secret-stdin or --secret (repeat to register several)")
+		}
+		if e.APIKey, err = apiKey.one(cmd, cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+		e.SecretAccounts = ops.ParseAccounts(secretAccounts)
+		if err := ops.ValidateNewEndpoint(e); err != nil {
+			return asUsage(err)
+		}
+		for _, w := range ops.EndpointWarnings(e) {
+			fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w)
+		}
+		return withOps(cmd, func(env opsEnv) error {
+			if err := env.svc.AddEndpoint(cmd.Context(), af.actor(), e, af.reason); err != nil {
 				return asUsage(err)
 			}
-			return withOps(cmd, func(env opsEnv) error {
-				if err := env.svc.AddEndpoint(cmd.Context(), af.actor(), e, af.reason); err != nil {
-					return asUsage(err)
-				}
-				fmt.Fprintf(env.out, "endpoint %s registered: POST /webhooks/%s (%s, %s, %d secret(s))\n",
-					e.Slug, e.Slug, e.Provider, e.Environment, len(e.Secrets))
-				return nil
-			})
-		},
+			fmt.Fprintf(env.out, "endpoint %s registered: POST /webhooks/%s (%s, %s, %d secret(s))\n",
+				e.Slug, e.Slug, e.Provider, e.Environment, len(e.Secrets))
+			return nil
+		})
 	}
 	f := cmd.Flags()
 	f.StringVar(&e.Slug, "slug", "", "endpoint slug, the last part of its URL (required)")
 	f.StringVar(&e.Provider, "provider", "", providers.OneOf()+" (required)")
 	f.StringVar(&e.Environment, "environment", "", "live or test (required)")
-	f.StringArrayVar(&e.Secrets, "secret", nil, "signing secret; repeat for several (required)")
+	f.StringVar(&secretAccounts, "secret-accounts", "", "comma-separated source accounts the secrets may sign for (default: any linked account)")
 	f.StringVar(&e.Account, "account", "", "the endpoint's own source account (default: its single linked account)")
 	f.StringVar(&e.APIBaseURL, "api-base-url", "", "provider API base URL for fetches and reconciliation")
-	f.StringVar(&e.APIKey, "api-key", "", "provider API key (stored, never printed)")
 	f.StringVar(&e.Settings.TypePath, "type-path", "", "JSON path of the event type (standard)")
 	f.StringVar(&e.Settings.ResourcePath, "resource-path", "", "JSON path of the resource id (standard)")
 	f.StringVar(&e.Settings.ResourceKind, "resource-kind", "", "resource kind (standard; default from the type)")
@@ -149,7 +183,7 @@ delivery log and admitted as a backfill). See docs/reconciliation.md.`,
 	f.StringVar(&e.Settings.VersionPath, "version-path", "", "JSON path of a monotonic per-resource version")
 	af.register(cmd)
 	hookFlags(cmd, &e.Settings)
-	for _, n := range []string{"slug", "provider", "environment", "secret"} {
+	for _, n := range []string{"slug", "provider", "environment"} {
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
@@ -173,7 +207,6 @@ func newEndpointsUpdateCmd() *cobra.Command {
 	names := []struct{ flag, help string }{
 		{"account", "the endpoint's own source account (\"\" clears it)"},
 		{"api-base-url", "provider API base URL (\"\" clears it)"},
-		{"api-key", "provider API key (stored, never printed; \"\" clears it)"},
 		{"type-path", "JSON path of the event type (standard)"},
 		{"resource-path", "JSON path of the resource id (standard)"},
 		{"resource-kind", "resource kind (standard)"},
@@ -181,56 +214,72 @@ func newEndpointsUpdateCmd() *cobra.Command {
 		{"version-path", "JSON path of a monotonic per-resource version"},
 	}
 	cmd := &cobra.Command{
-		Use:   "update --slug S [--account A] [--api-base-url URL] [--api-key KEY] [--type-path P] [--resource-path P] [--resource-kind K] [--account-path P] [--version-path P] [--github-hook H --github-hook-id N] [--github-recovery M]",
+		Use: "update --slug S [--account A] [--api-base-url URL] [--api-key-file F | --api-key-env VAR | --api-key-stdin | --api-key KEY] " +
+			"[--type-path P] [--resource-path P] [--resource-kind K] [--account-path P] [--version-path P] [--github-hook H --github-hook-id N] [--github-recovery M]",
 		Short: "Change an endpoint's account, provider API settings or extraction paths (audited)",
 		Long: `Change only the fields given; an empty value clears an optional one (--account "", --api-key "").
-Secrets are rotated with 'endpoints secrets add' and 'endpoints secrets remove'. The intake
-picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
-		Example: `  hookinbox endpoints update --slug stripe-live --api-key sk_live_… --reason "key rotated (SEC-12)"
+The API key is read from a file, an environment variable or standard input (--api-key-file,
+--api-key-env, --api-key-stdin) or, visible in the process list, the command line (--api-key), and
+stored sealed. Secrets are rotated with 'endpoints secrets add' and 'endpoints secrets remove'.
+The intake picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
+		Example: `  hookinbox endpoints update --slug stripe-live --api-key-env STRIPE_KEY --reason "key rotated (SEC-12)"
   hookinbox endpoints update --slug sinalio --resource-path data.item.id`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var c ops.EndpointChange
-			set := func(flag string) *string {
-				if !cmd.Flags().Changed(flag) {
-					return nil
+	}
+	apiKey := addSecretFlags(cmd, "api-key", "provider API key (\"\" clears it)", false)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var c ops.EndpointChange
+		set := func(flag string) *string {
+			if !cmd.Flags().Changed(flag) {
+				return nil
+			}
+			return vals[flag]
+		}
+		c.Account, c.APIBaseURL = set("account"), set("api-base-url")
+		c.TypePath, c.ResourcePath, c.ResourceKind = set("type-path"), set("resource-path"), set("resource-kind")
+		c.AccountPath, c.VersionPath = set("account-path"), set("version-path")
+		f := cmd.Flags()
+		if f.Changed("github-hook") {
+			c.GitHubHook = &hook.GitHubHook
+		}
+		if f.Changed("github-hook-id") {
+			c.GitHubHookID = &hook.GitHubHookID
+		}
+		if f.Changed("github-app-id") {
+			c.GitHubAppID = &hook.GitHubAppID
+		}
+		if f.Changed("github-recovery") {
+			c.GitHubRecovery = &hook.GitHubRecovery
+		}
+		changedKey := cmd.Flags().Changed("api-key") || apiKey.given()
+		if changedKey {
+			key, err := apiKey.one(cmd, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			c.APIKey = &key
+		}
+		if c.Empty() {
+			return cli.Usagef("nothing to change: give at least one of --%s", strings.Join(append(flagNames(names), "api-key",
+				"github-hook", "github-hook-id", "github-app-id", "github-recovery"), ", --"))
+		}
+		return withOps(cmd, func(env opsEnv) error {
+			v, err := env.svc.UpdateEndpoint(cmd.Context(), af.actor(), slug, c, af.reason)
+			if err != nil {
+				return asUsage(err)
+			}
+			var changed []string
+			for _, n := range append(flagNames(names), "github-hook", "github-hook-id", "github-app-id", "github-recovery") {
+				if cmd.Flags().Changed(n) {
+					changed = append(changed, n)
 				}
-				return vals[flag]
 			}
-			c.Account, c.APIBaseURL, c.APIKey = set("account"), set("api-base-url"), set("api-key")
-			c.TypePath, c.ResourcePath, c.ResourceKind = set("type-path"), set("resource-path"), set("resource-kind")
-			c.AccountPath, c.VersionPath = set("account-path"), set("version-path")
-			f := cmd.Flags()
-			if f.Changed("github-hook") {
-				c.GitHubHook = &hook.GitHubHook
+			if changedKey {
+				changed = append(changed, "api-key")
 			}
-			if f.Changed("github-hook-id") {
-				c.GitHubHookID = &hook.GitHubHookID
-			}
-			if f.Changed("github-app-id") {
-				c.GitHubAppID = &hook.GitHubAppID
-			}
-			if f.Changed("github-recovery") {
-				c.GitHubRecovery = &hook.GitHubRecovery
-			}
-			if c.Empty() {
-				return cli.Usagef("nothing to change: give at least one of --%s or a --github-* flag", strings.Join(flagNames(names), ", --"))
-			}
-			return withOps(cmd, func(env opsEnv) error {
-				v, err := env.svc.UpdateEndpoint(cmd.Context(), af.actor(), slug, c, af.reason)
-				if err != nil {
-					return asUsage(err)
-				}
-				var changed []string
-				for _, n := range append(flagNames(names), "github-hook", "github-hook-id", "github-app-id", "github-recovery") {
-					if cmd.Flags().Changed(n) {
-						changed = append(changed, n)
-					}
-				}
-				fmt.Fprintf(env.out, "endpoint %s updated: %s\n", v.Slug, strings.Join(changed, ", "))
-				return describeRecovery(cmd.Context(), env.svc.Store, env.out, slug)
-			})
-		},
+			fmt.Fprintf(env.out, "endpoint %s updated: %s\n", v.Slug, strings.Join(changed, ", "))
+			return describeRecovery(cmd.Context(), env.svc.Store, env.out, slug)
+		})
 	}
 	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
 	for _, n := range names {
@@ -429,7 +478,11 @@ func newEndpointsListCmd() *cobra.Command {
 				for _, v := range views {
 					var secs []string
 					for _, s := range v.Secrets {
-						secs = append(secs, "#"+strconv.FormatInt(s.ID, 10)+":"+s.Fingerprint)
+						sec := "#" + strconv.FormatInt(s.ID, 10) + ":" + s.Fingerprint
+						if len(s.Accounts) > 0 {
+							sec += "[" + strings.Join(s.Accounts, ",") + "]"
+						}
+						secs = append(secs, sec)
 					}
 					rows = append(rows, []string{v.Slug, v.Provider, v.Environment, orDash(v.Account),
 						strings.Join(secs, " "), orDash(strings.Join(v.SortedLinks(), " ")), orDash(v.APIBaseURL)})
@@ -471,33 +524,76 @@ func newEndpointsSecretsCmd() *cobra.Command {
 		Use:   "secrets",
 		Short: "Rotate signing secrets: add the new one, let the sender switch, remove the old one",
 	}
-	var slug, secret string
+	var slug, accounts string
 	var retire bool
 	var af auditFlags
 	add := &cobra.Command{
-		Use:   "add --slug S --secret SECRET [--retire-others]",
+		Use:   "add --slug S (--secret-file F | --secret-env VAR | --secret-stdin | --secret SECRET) [--secret-accounts A,B] [--retire-others]",
 		Short: "Add a signing secret (both old and new are accepted until the old one is removed)",
+		Long: `Add a signing secret, read from a file, an environment variable or standard input (--secret-file,
+--secret-env, --secret-stdin) or, visible in the process list, the command line (--secret). It is
+checked against the provider's format and stored sealed. --secret-accounts binds it to the source
+accounts it may sign for (default: any linked account); a secret already registered keeps its
+binding ('endpoints secrets bind' changes it).`,
+		Args: cobra.NoArgs,
+	}
+	secret := addSecretFlags(add, "secret", "new signing secret", false)
+	add.RunE = func(cmd *cobra.Command, _ []string) error {
+		value, err := secret.one(cmd, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		if value == "" {
+			return cli.Usagef("the new secret is required: --secret-file, --secret-env, --secret-stdin or --secret")
+		}
+		return withOps(cmd, func(env opsEnv) error {
+			res, err := env.svc.AddSecret(cmd.Context(), af.actor(), slug,
+				ops.NewSecret{Secret: value, Accounts: ops.ParseAccounts(accounts), RetireOthers: retire}, af.reason)
+			if err != nil {
+				return asUsage(err)
+			}
+			fmt.Fprintf(env.out, "endpoint %s: secret #%d (%s) added\n", slug, res.ID, res.Fingerprint)
+			for _, id := range res.Retired {
+				fmt.Fprintf(env.out, "endpoint %s: secret #%d removed\n", slug, id)
+			}
+			return nil
+		})
+	}
+	add.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
+	add.Flags().StringVar(&accounts, "secret-accounts", "", "comma-separated source accounts the secret may sign for (default: any linked account)")
+	add.Flags().BoolVar(&retire, "retire-others", false, "remove every other secret at once (the sender already switched)")
+	af.register(add)
+	_ = add.MarkFlagRequired("slug")
+
+	var bslug, baccounts string
+	var bid int64
+	var bany bool
+	var baf auditFlags
+	bind := &cobra.Command{
+		Use:   "bind --slug S --id N (--accounts A,B | --any)",
+		Short: "Set the source accounts a signing secret may sign for (others are quarantined as account_mismatch)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			list := ops.ParseAccounts(baccounts)
+			if bany == (len(list) > 0) {
+				return cli.Usagef("give exactly one of --accounts A,B or --any")
+			}
 			return withOps(cmd, func(env opsEnv) error {
-				res, err := env.svc.AddSecret(cmd.Context(), af.actor(), slug, secret, retire, af.reason)
-				if err != nil {
+				if err := env.svc.BindSecret(cmd.Context(), baf.actor(), bslug, bid, list, baf.reason); err != nil {
 					return asUsage(err)
 				}
-				fmt.Fprintf(env.out, "endpoint %s: secret #%d (%s) added\n", slug, res.ID, res.Fingerprint)
-				for _, id := range res.Retired {
-					fmt.Fprintf(env.out, "endpoint %s: secret #%d removed\n", slug, id)
-				}
+				fmt.Fprintf(env.out, "endpoint %s: secret #%d may sign for %s\n", bslug, bid, orDefault(strings.Join(list, ", "), "any linked account"))
 				return nil
 			})
 		},
 	}
-	add.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
-	add.Flags().StringVar(&secret, "secret", "", "the new secret (required)")
-	add.Flags().BoolVar(&retire, "retire-others", false, "remove every other secret at once (the sender already switched)")
-	af.register(add)
-	_ = add.MarkFlagRequired("slug")
-	_ = add.MarkFlagRequired("secret")
+	bind.Flags().StringVar(&bslug, "slug", "", "endpoint slug (required)")
+	bind.Flags().Int64Var(&bid, "id", 0, "secret id (required; see 'endpoints list')")
+	bind.Flags().StringVar(&baccounts, "accounts", "", "comma-separated source accounts")
+	bind.Flags().BoolVar(&bany, "any", false, "any account linked to the endpoint")
+	baf.register(bind)
+	_ = bind.MarkFlagRequired("slug")
+	_ = bind.MarkFlagRequired("id")
 
 	var rslug string
 	var id int64
@@ -521,6 +617,6 @@ func newEndpointsSecretsCmd() *cobra.Command {
 	raf.register(remove)
 	_ = remove.MarkFlagRequired("slug")
 	_ = remove.MarkFlagRequired("id")
-	cmd.AddCommand(add, remove)
+	cmd.AddCommand(add, bind, remove)
 	return cmd
 }

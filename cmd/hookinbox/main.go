@@ -56,6 +56,7 @@ the defaults point at the local stack that 'hookinbox dev' (make run) starts.`,
 		newStatusCmd(),
 		newReconcileCmd(),
 		newSchedulesCmd(),
+		newSecretsCmd(),
 		newVersionCmd(),
 	)
 	cli.WrapErrors(root, asUsage)

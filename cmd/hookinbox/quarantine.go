@@ -27,9 +27,10 @@ func newQuarantineCmd() *cobra.Command {
 		Short: "Inspect and resolve deliveries kept out of the inbox (unknown account, malformed, conflicts)",
 		Long: `The quarantine holds authenticated deliveries the intake would not put in the inbox as they
 were: unknown_account (the source account is not linked to a workspace), malformed (the body
-cannot be used), environment_mismatch (a live event on a test endpoint or the reverse) and
+cannot be used), environment_mismatch (a live event on a test endpoint or the reverse),
 conflicting_duplicate (an event key already accepted with a different body; the original is
-kept). Resolve each entry by re-admitting it (after fixing the cause, e.g. linking the account)
+kept) and account_mismatch (the secret that signed it, or the endpoint, is not bound to the
+account it claims: possibly another tenant's forgery). Resolve each entry by re-admitting it (after fixing the cause, e.g. linking the account)
 or discarding it; both are audited. See docs/operations.md.`,
 	}
 	cmd.AddCommand(newQuarantineListCmd(), newQuarantineShowCmd(), newQuarantineResolveCmd())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,8 +11,10 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/app"
+	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -82,11 +85,24 @@ type service struct {
 // openService opens the store on db and the Temporal client: lazily for
 // the intake (it must start and accept while Temporal is down), waiting for
 // Temporal otherwise.
+//
+// Both refuse to start without a secrets key: the intake could verify no
+// sealed secret, the worker open no API key, and neither may keep working
+// on plaintext. A secret still kept in a plain column (written before
+// secrets were sealed) still works, with a warning until `hookinbox
+// migrate` seals it.
 func openService(ctx context.Context, cfg config.Config, db dbURL, lazy bool) (*service, error) {
 	s := &service{log: app.NewLogger(cfg), m: metrics.New()}
 	var err error
-	if s.st, err = openStore(ctx, db); err != nil {
+	if s.st, err = openStore(ctx, cfg, db); err != nil {
 		return nil, err
+	}
+	if s.st.Keys == nil {
+		s.st.Close()
+		return nil, fmt.Errorf("refusing to start: %w", secretbox.ErrNoKey)
+	}
+	if n, err := s.st.PlaintextSecrets(ctx); err == nil && n > 0 {
+		s.log.Warn("secrets still stored in plain columns: run 'hookinbox migrate' to seal them", "count", n)
 	}
 	sdkMetrics, err := starter.PrometheusMetrics(s.m.Registry, s.log)
 	if err == nil {
@@ -137,12 +153,21 @@ func processDB(own, resolved, variable string) dbURL {
 	return dbURL{resolved, variable}
 }
 
-func openStore(ctx context.Context, db dbURL) (*store.Store, error) {
+// openStore opens the store on db with the secrets keyring of cfg (none
+// when no key is configured: commands that touch no secret still work, and
+// those that do fail with secretbox.ErrNoKey's message; a key that does not
+// load is an error at once).
+func openStore(ctx context.Context, cfg config.Config, db dbURL) (*store.Store, error) {
+	kr, err := cli.Keyring(cfg)
+	if err != nil && !errors.Is(err, secretbox.ErrNoKey) {
+		return nil, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	st, err := store.Open(cctx, db.url, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s; for the local stack run 'make run')", err, db.from)
 	}
+	st.Keys = kr
 	return st, nil
 }

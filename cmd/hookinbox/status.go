@@ -34,7 +34,7 @@ HOOKINBOX_SWEEP_INTERVAL, a paused or missing schedule, a service down).`,
 			}
 			ctx := cmd.Context()
 			svc := &ops.Service{Config: cfg}
-			if st, err := openStore(ctx, operatorDB(cfg)); err == nil {
+			if st, err := openStore(ctx, cfg, operatorDB(cfg)); err == nil {
 				defer st.Close()
 				svc.Store = st
 			} else {

@@ -23,6 +23,7 @@ import (
 func runWorkspacesCmd(t *testing.T, url string, args ...string) (string, error) {
 	t.Helper()
 	t.Setenv("DATABASE_URL", url)
+	t.Setenv("HOOKINBOX_SECRETS_KEY", testenv.SecretsKey())
 	cmd := newWorkspacesCmd()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
@@ -45,12 +46,13 @@ func setupErase(t *testing.T) *eraseBundle {
 	url := testenv.DatabaseURL(t)
 	st, err := store.Open(ctx, url, 4)
 	require.NoError(t, err)
+	st.Keys = testenv.Keys(t)
 	t.Cleanup(st.Close)
 	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
 		Account: "acct_1", Secrets: []string{"whsec_erase"}}))
 	require.NoError(t, st.LinkAccount(ctx, "stripe", "acct_1", "ws_1"))
 	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, "ws_1", "billing@ws1.example"))
-	require.NoError(t, store.UpsertDestination(ctx, st.Pool, store.Destination{WorkspaceID: "ws_1", Name: "team", Kind: "email", Target: "team@ws1.example", Enabled: true}))
+	require.NoError(t, store.UpsertDestination(ctx, st.Pool, st.Keys, store.Destination{WorkspaceID: "ws_1", Name: "team", Kind: "email", Target: "team@ws1.example", Enabled: true}))
 	return &eraseBundle{ctx: ctx, url: url, st: st, adm: admission.New(admission.Options{Store: st, Tolerance: 5 * time.Minute})}
 }
 

@@ -220,6 +220,15 @@ type Config struct {
 	// HOOKINBOX_RETENTION_BATCH: rows per retention statement.
 	RetentionBatch int
 
+	// HOOKINBOX_SECRETS_KEY: the key-encryption key of the secrets kept in
+	// the database (signing secrets, API keys, destination secrets), base64
+	// of 32 random bytes. Or HOOKINBOX_SECRETS_KEY_FILE: a file of
+	// `id:base64key` lines, the first sealing and the others only opening
+	// (rotation). Not both. The intake and the worker refuse to start with
+	// neither; see docs/security.md.
+	SecretsKey     string
+	SecretsKeyFile string
+
 	// HOOKINBOX_CONSOLE_ADDR: listen address of the operator console and
 	// API (`hookinbox console`, and `make run`). Internal like the intake's
 	// internal listener: loopback by default, never the public webhook port.
@@ -385,6 +394,8 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_DEDUP_RETENTION", &c.DedupRetention)
 	p.duration("HOOKINBOX_QUARANTINE_RETENTION", &c.QuarantineRetention)
 	p.integer("HOOKINBOX_RETENTION_BATCH", &c.RetentionBatch)
+	p.str("HOOKINBOX_SECRETS_KEY", &c.SecretsKey)
+	p.str("HOOKINBOX_SECRETS_KEY_FILE", &c.SecretsKeyFile)
 	p.str("HOOKINBOX_CONSOLE_ADDR", &c.ConsoleAddr)
 	p.str("HOOKINBOX_TEMPORAL_UI_URL", &c.TemporalUIURL)
 	p.str("HOOKINBOX_CONSOLE_URL", &c.ConsoleURL)

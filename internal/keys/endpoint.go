@@ -13,9 +13,25 @@ import (
 
 // Secret is a signing secret. Its String and LogValue never reveal it.
 type Secret struct {
-	ID        int64
-	Value     string
+	ID    int64
+	Value string
+	// Accounts are the source accounts the secret may sign for; empty means
+	// any account linked to the endpoint.
+	Accounts  []string
 	CreatedAt time.Time
+}
+
+// MayClaim reports whether a delivery verified by s may belong to account.
+func (s Secret) MayClaim(account string) bool {
+	if len(s.Accounts) == 0 {
+		return true
+	}
+	for _, a := range s.Accounts {
+		if a == account {
+			return true
+		}
+	}
+	return false
 }
 
 // String redacts the secret.

@@ -54,6 +54,7 @@ func TestImportRules(t *testing.T) {
 		why    string
 	}{
 		{"internal/keys", []string{""}, "the domain leaf imports only the standard library"},
+		{"internal/secretbox", []string{""}, "secrets are sealed with the standard library's crypto only"},
 		{"workflows", []string{"github.com/jackc/pgx", module + "internal/store"}, "workflow code never reaches the database"},
 		{"activities", []string{"github.com/jackc/pgx", module + "internal/store"}, "activities hold ports, never the store"},
 		{"activities/ports", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "ports are plain interfaces"},

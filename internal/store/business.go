@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 )
 
 // Workspace is a tenant.
@@ -255,38 +256,77 @@ type Destination struct {
 	Name        string
 	Kind        string
 	Target      string
-	Secret      string
-	Enabled     bool
+	// Secret is the signing secret to store (UpsertDestination). Listing
+	// leaves it empty for sealed secrets: Store.DestinationSecret opens it.
+	Secret string
+	// Signed: the destination has a secret.
+	Signed  bool
+	Enabled bool
+
+	sealed []byte
+	keyID  string
 }
 
 // ListDestinations returns a workspace's destinations (enabled ones only
-// when enabledOnly), by name.
+// when enabledOnly), by name. Their secrets stay sealed.
 func ListDestinations(ctx context.Context, db DB, workspace string, enabledOnly bool) ([]Destination, error) {
 	rows, err := db.Query(ctx, `
-		SELECT id, workspace_id, name, kind, target, coalesce(secret, ''), enabled FROM team_destinations
+		SELECT id, workspace_id, name, kind, target, coalesce(secret, ''), secret_sealed, coalesce(secret_key_id, ''), enabled
+		  FROM team_destinations
 		 WHERE ($1 = '' OR workspace_id = $1) AND (enabled OR NOT $2) ORDER BY workspace_id, name`, workspace, enabledOnly)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Destination, error) {
 		var d Destination
-		err := r.Scan(&d.ID, &d.WorkspaceID, &d.Name, &d.Kind, &d.Target, &d.Secret, &d.Enabled)
+		err := r.Scan(&d.ID, &d.WorkspaceID, &d.Name, &d.Kind, &d.Target, &d.Secret, &d.sealed, &d.keyID, &d.Enabled)
+		d.Signed = d.Secret != "" || d.sealed != nil
 		return d, err
 	})
 }
 
+// DestinationSecret opens a listed destination's signing secret ("" for a
+// destination without one).
+func (s *Store) DestinationSecret(d Destination) (string, error) {
+	if d.sealed == nil {
+		return d.Secret, nil
+	}
+	kr, err := s.keyring()
+	if err != nil {
+		return "", err
+	}
+	b, err := kr.Open(d.sealed, d.keyID, destinationContext(d.WorkspaceID, d.Name))
+	if err != nil {
+		return "", fmt.Errorf("destination %s/%s secret: %w", d.WorkspaceID, d.Name, err)
+	}
+	return string(b), nil
+}
+
 // UpsertDestination adds or replaces a team destination (creating the
-// workspace if it is new).
-func UpsertDestination(ctx context.Context, db DB, d Destination) error {
+// workspace if it is new), its secret sealed with kr.
+func UpsertDestination(ctx context.Context, db DB, kr *secretbox.Keyring, d Destination) error {
+	var sealed []byte
+	var keyID *string
+	if d.Secret != "" {
+		if kr == nil {
+			return secretbox.ErrNoKey
+		}
+		b, id, err := kr.Seal([]byte(d.Secret), destinationContext(d.WorkspaceID, d.Name))
+		if err != nil {
+			return err
+		}
+		sealed, keyID = b, &id
+	}
 	if _, err := db.Exec(ctx, `INSERT INTO workspaces (id) VALUES ($1) ON CONFLICT DO NOTHING`, d.WorkspaceID); err != nil {
 		return err
 	}
 	_, err := db.Exec(ctx, `
-		INSERT INTO team_destinations (workspace_id, name, kind, target, secret, enabled)
-		VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6)
+		INSERT INTO team_destinations (workspace_id, name, kind, target, secret, secret_sealed, secret_key_id, enabled)
+		VALUES ($1, $2, $3, $4, NULL, $5, $6, $7)
 		ON CONFLICT (workspace_id, name) DO UPDATE
-		   SET kind = EXCLUDED.kind, target = EXCLUDED.target, secret = EXCLUDED.secret, enabled = EXCLUDED.enabled`,
-		d.WorkspaceID, d.Name, d.Kind, d.Target, d.Secret, d.Enabled)
+		   SET kind = EXCLUDED.kind, target = EXCLUDED.target, secret = NULL, secret_sealed = EXCLUDED.secret_sealed,
+		       secret_key_id = EXCLUDED.secret_key_id, enabled = EXCLUDED.enabled`,
+		d.WorkspaceID, d.Name, d.Kind, d.Target, sealed, keyID, d.Enabled)
 	return err
 }
 
@@ -341,7 +381,7 @@ func FindAPIEndpoint(ctx context.Context, db DB, provider, account, env string) 
 	err := db.QueryRow(ctx, `
 		SELECT e.slug, l.workspace_id
 		  FROM endpoints e JOIN account_links l ON l.endpoint_slug = e.slug
-		 WHERE e.provider = $1 AND l.account = $2 AND e.environment = $3 AND e.api_key IS NOT NULL
+		 WHERE e.provider = $1 AND l.account = $2 AND e.environment = $3 AND (e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL)
 		 ORDER BY e.slug LIMIT 1`, provider, account, env).Scan(&e.Slug, &e.WorkspaceID)
 	if err != nil {
 		return e, fmt.Errorf("API endpoint for %s %s (%s): %w", provider, account, env, interpret(err))

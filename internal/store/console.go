@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 )
 
 // This file holds the statements of the operator console and API (issue
@@ -575,8 +576,9 @@ type EndpointUpdate struct {
 	Settings   *keys.EndpointSettings
 }
 
-// UpdateEndpoint applies u to the endpoint slug.
-func UpdateEndpoint(ctx context.Context, db DB, slug string, u EndpointUpdate) error {
+// UpdateEndpoint applies u to the endpoint slug, a new API key sealed with
+// kr (needed only when u sets one).
+func UpdateEndpoint(ctx context.Context, db DB, kr *secretbox.Keyring, slug string, u EndpointUpdate) error {
 	var settings []byte
 	if u.Settings != nil {
 		var err error
@@ -584,14 +586,30 @@ func UpdateEndpoint(ctx context.Context, db DB, slug string, u EndpointUpdate) e
 			return err
 		}
 	}
+	var apiSealed []byte
+	var apiKeyID *string
+	if u.APIKey != nil && *u.APIKey != "" {
+		if kr == nil {
+			return secretbox.ErrNoKey
+		}
+		b, id, err := kr.Seal([]byte(*u.APIKey), apiKeyContext(slug))
+		if err != nil {
+			return err
+		}
+		apiSealed, apiKeyID = b, &id
+	}
+	// The plain api_key column is nulled whenever the key changes: only the
+	// sealed value is ever written.
 	tag, err := db.Exec(ctx, `
 		UPDATE endpoints SET
 		       account = CASE WHEN $2 THEN NULLIF($3, '') ELSE account END,
 		       api_base_url = CASE WHEN $4 THEN NULLIF($5, '') ELSE api_base_url END,
-		       api_key = CASE WHEN $6 THEN NULLIF($7, '') ELSE api_key END,
-		       settings = coalesce($8::jsonb, settings)
+		       api_key = CASE WHEN $6 THEN NULL ELSE api_key END,
+		       api_key_sealed = CASE WHEN $6 THEN $7 ELSE api_key_sealed END,
+		       api_key_key_id = CASE WHEN $6 THEN $8 ELSE api_key_key_id END,
+		       settings = coalesce($9::jsonb, settings)
 		 WHERE slug = $1`, slug, u.Account != nil, deref(u.Account), u.APIBaseURL != nil, deref(u.APIBaseURL),
-		u.APIKey != nil, deref(u.APIKey), settings)
+		u.APIKey != nil, apiSealed, apiKeyID, settings)
 	if err != nil {
 		return fmt.Errorf("update endpoint %q: %w", slug, err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 )
 
 // Endpoint is a registered intake URL with what verifying and mapping need.
@@ -20,9 +22,13 @@ type Endpoint struct {
 	// Account is the endpoint's own account; "" means the only linked account.
 	Account    string
 	APIBaseURL string
-	APIKey     string
-	Settings   keys.EndpointSettings
-	Secrets    []keys.Secret
+	// APIKey is opened by GetEndpoint, GetProviderEndpoint and
+	// ListEndpoints; the intake's GetIntakeEndpoint never reads it (nor may
+	// its role). HasAPIKey says whether one is set.
+	APIKey    string
+	HasAPIKey bool
+	Settings  keys.EndpointSettings
+	Secrets   []keys.Secret
 	// Links maps a verified source account to its workspace.
 	Links     map[string]string
 	CreatedAt time.Time
@@ -52,19 +58,36 @@ type NewEndpoint struct {
 	APIKey      string
 	Settings    keys.EndpointSettings
 	Secrets     []string
+	// SecretAccounts binds every secret in Secrets to these source accounts
+	// (empty: any linked account).
+	SecretAccounts []string
 }
 
-// InsertEndpoint registers an endpoint and its secrets in one transaction.
+// InsertEndpoint registers an endpoint and its secrets in one transaction,
+// the secrets and the API key sealed with s.Keys.
 func (s *Store) InsertEndpoint(ctx context.Context, e NewEndpoint) error {
 	settings, err := json.Marshal(e.Settings)
 	if err != nil {
 		return err
 	}
+	kr, err := s.keyring()
+	if err != nil {
+		return err
+	}
+	var apiKey []byte
+	var apiKeyID *string
+	if e.APIKey != "" {
+		sealed, id, err := kr.Seal([]byte(e.APIKey), apiKeyContext(e.Slug))
+		if err != nil {
+			return err
+		}
+		apiKey, apiKeyID = sealed, &id
+	}
 	return s.Tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
-			INSERT INTO endpoints (slug, provider, environment, account, api_base_url, api_key, settings)
-			VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), $7)`,
-			e.Slug, e.Provider, e.Environment, e.Account, e.APIBaseURL, e.APIKey, settings)
+			INSERT INTO endpoints (slug, provider, environment, account, api_base_url, api_key_sealed, api_key_key_id, settings)
+			VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), $6, $7, $8)`,
+			e.Slug, e.Provider, e.Environment, e.Account, e.APIBaseURL, apiKey, apiKeyID, settings)
 		if err != nil {
 			if IsUniqueViolation(err) {
 				return fmt.Errorf("endpoint %q already exists", e.Slug)
@@ -72,7 +95,7 @@ func (s *Store) InsertEndpoint(ctx context.Context, e NewEndpoint) error {
 			return fmt.Errorf("insert endpoint: %w", err)
 		}
 		for _, sec := range e.Secrets {
-			if _, err := InsertSecret(ctx, tx, e.Slug, sec); err != nil {
+			if _, err := InsertSecret(ctx, tx, kr, e.Slug, sec, e.SecretAccounts); err != nil {
 				return err
 			}
 		}
@@ -81,13 +104,24 @@ func (s *Store) InsertEndpoint(ctx context.Context, e NewEndpoint) error {
 }
 
 // InsertSecret adds a signing secret to an endpoint (rotation: add the new
-// one, let senders switch, then remove the old one).
-func InsertSecret(ctx context.Context, db DB, slug, secret string) (int64, error) {
+// one, let senders switch, then remove the old one), sealed with kr and
+// bound to accounts (empty: any linked account). The same secret added
+// again is the same row: its id is returned and its accounts are left as
+// they were (BindSecret changes them).
+func InsertSecret(ctx context.Context, db DB, kr *secretbox.Keyring, slug, secret string, accounts []string) (int64, error) {
+	if kr == nil {
+		return 0, secretbox.ErrNoKey
+	}
+	sealed, keyID, err := kr.Seal([]byte(secret), secretContext(slug))
+	if err != nil {
+		return 0, err
+	}
 	var id int64
-	err := db.QueryRow(ctx, `
-		INSERT INTO endpoint_secrets (endpoint_slug, secret) VALUES ($1, $2)
-		ON CONFLICT (endpoint_slug, secret) DO UPDATE SET secret = EXCLUDED.secret
-		RETURNING id`, slug, secret).Scan(&id)
+	err = db.QueryRow(ctx, `
+		INSERT INTO endpoint_secrets (endpoint_slug, secret_sealed, secret_key_id, secret_fingerprint, accounts)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (endpoint_slug, secret_fingerprint) DO UPDATE SET secret_fingerprint = EXCLUDED.secret_fingerprint
+		RETURNING id`, slug, sealed, keyID, secretFingerprint(kr, secret), accountsArg(accounts)).Scan(&id)
 	if IsForeignKeyViolation(err) {
 		return 0, fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
 	}
@@ -95,6 +129,53 @@ func InsertSecret(ctx context.Context, db DB, slug, secret string) (int64, error
 		return 0, fmt.Errorf("insert secret: %w", err)
 	}
 	return id, nil
+}
+
+// BindSecret sets the source accounts secret id of an endpoint may sign for
+// (empty: any linked account).
+func (s *Store) BindSecret(ctx context.Context, slug string, id int64, accounts []string) error {
+	tag, err := s.Pool.Exec(ctx, `UPDATE endpoint_secrets SET accounts = $3 WHERE endpoint_slug = $1 AND id = $2`,
+		slug, id, accountsArg(accounts))
+	if err != nil {
+		return fmt.Errorf("bind secret %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("secret %d of endpoint %q: %w", id, slug, ErrNotFound)
+	}
+	return nil
+}
+
+// SetAPIKey replaces (or, with "", removes) an endpoint's provider API key.
+func (s *Store) SetAPIKey(ctx context.Context, slug, apiKey string) error {
+	var sealed []byte
+	var keyID *string
+	if apiKey != "" {
+		kr, err := s.keyring()
+		if err != nil {
+			return err
+		}
+		b, id, err := kr.Seal([]byte(apiKey), apiKeyContext(slug))
+		if err != nil {
+			return err
+		}
+		sealed, keyID = b, &id
+	}
+	tag, err := s.Pool.Exec(ctx, `UPDATE endpoints SET api_key = NULL, api_key_sealed = $2, api_key_key_id = $3 WHERE slug = $1`,
+		slug, sealed, keyID)
+	if err != nil {
+		return fmt.Errorf("set API key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("endpoint %q: %w", slug, ErrNotFound)
+	}
+	return nil
+}
+
+func accountsArg(accounts []string) []string {
+	if len(accounts) == 0 {
+		return nil
+	}
+	return accounts
 }
 
 // DeleteSecret removes secret id from an endpoint. The last secret cannot be
@@ -264,17 +345,20 @@ func (s *Store) DeleteEndpoint(ctx context.Context, slug string) error {
 	return nil
 }
 
-// endpointColumns is what scanEndpoint reads. The intake's role may not
-// read endpoints.api_key (nor api_base_url) and the worker's may not read
-// endpoint_secrets, so each asks for its part only; the rest scans empty.
+// endpointColumns is what scanEndpoint reads. The intake's role may read
+// no API key column (plain or sealed, nor api_base_url) and the worker's may
+// not read endpoint_secrets, so each asks for its part only; the rest scans
+// empty.
 func endpointColumns(withAPI, withSecrets bool) string {
-	api := `'', ''`
+	api := `'', NULL::text, NULL::bytea, NULL::text, false`
 	if withAPI {
-		api = `coalesce(e.api_base_url, ''), coalesce(e.api_key, '')`
+		api = `coalesce(e.api_base_url, ''), e.api_key, e.api_key_sealed, e.api_key_key_id,
+	(e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL)`
 	}
 	secrets := `'[]'::json`
 	if withSecrets {
-		secrets = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'created_at', s.created_at) ORDER BY s.id)
+		secrets = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'sealed', encode(s.secret_sealed, 'hex'),
+	          'key_id', s.secret_key_id, 'accounts', s.accounts, 'created_at', s.created_at) ORDER BY s.id)
 	          FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
 	}
 	return `e.slug, e.provider, e.environment, coalesce(e.account, ''), ` + api + `, e.settings, e.created_at,
@@ -284,26 +368,52 @@ func endpointColumns(withAPI, withSecrets bool) string {
 
 type secretRow struct {
 	ID        int64     `json:"id"`
-	Secret    string    `json:"secret"`
+	Secret    *string   `json:"secret"`
+	Sealed    *string   `json:"sealed"`
+	KeyID     *string   `json:"key_id"`
+	Accounts  []string  `json:"accounts"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func scanEndpoint(row pgx.Row) (*Endpoint, error) {
+// scanEndpoint reads one endpoint row, opening its secrets with kr and,
+// when openAPIKey, its API key.
+func scanEndpoint(row pgx.Row, kr *secretbox.Keyring, openAPIKey bool) (*Endpoint, error) {
 	var e Endpoint
 	var settings, secrets, links []byte
-	if err := row.Scan(&e.Slug, &e.Provider, &e.Environment, &e.Account, &e.APIBaseURL, &e.APIKey,
-		&settings, &e.CreatedAt, &secrets, &links); err != nil {
+	var apiPlain, apiKeyID *string
+	var apiSealed []byte
+	if err := row.Scan(&e.Slug, &e.Provider, &e.Environment, &e.Account, &e.APIBaseURL, &apiPlain, &apiSealed, &apiKeyID,
+		&e.HasAPIKey, &settings, &e.CreatedAt, &secrets, &links); err != nil {
 		return nil, interpret(err)
 	}
 	if err := json.Unmarshal(settings, &e.Settings); err != nil {
 		return nil, fmt.Errorf("endpoint %s settings: %w", e.Slug, err)
+	}
+	if openAPIKey {
+		v, err := openValue(kr, apiPlain, apiSealed, apiKeyID, apiKeyContext(e.Slug))
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s API key: %w", e.Slug, err)
+		}
+		e.APIKey = v
 	}
 	var rows []secretRow
 	if err := json.Unmarshal(secrets, &rows); err != nil {
 		return nil, fmt.Errorf("endpoint %s secrets: %w", e.Slug, err)
 	}
 	for _, r := range rows {
-		e.Secrets = append(e.Secrets, keys.Secret{ID: r.ID, Value: r.Secret, CreatedAt: r.CreatedAt})
+		var sealed []byte
+		if r.Sealed != nil {
+			b, err := hex.DecodeString(*r.Sealed)
+			if err != nil {
+				return nil, fmt.Errorf("endpoint %s secret #%d: %w", e.Slug, r.ID, err)
+			}
+			sealed = b
+		}
+		v, err := openValue(kr, r.Secret, sealed, r.KeyID, secretContext(e.Slug))
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s secret #%d: %w", e.Slug, r.ID, err)
+		}
+		e.Secrets = append(e.Secrets, keys.Secret{ID: r.ID, Value: v, Accounts: r.Accounts, CreatedAt: r.CreatedAt})
 	}
 	if err := json.Unmarshal(links, &e.Links); err != nil {
 		return nil, fmt.Errorf("endpoint %s links: %w", e.Slug, err)
@@ -318,28 +428,32 @@ func (s *Store) GetEndpoint(ctx context.Context, slug string) (*Endpoint, error)
 }
 
 // GetIntakeEndpoint loads what verifying and mapping a delivery needs: the
-// endpoint with its signing secrets and links, without its API credentials
-// (the intake's role cannot read endpoints.api_key).
+// endpoint with its signing secrets (opened with s.Keys) and links, and
+// never its API credentials: its query does not name the API key columns
+// (plain or sealed), which the intake's role cannot read, so the intake
+// never holds a provider API key.
 func (s *Store) GetIntakeEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
 	return s.getEndpoint(ctx, slug, false, true)
 }
 
 // GetProviderEndpoint loads what calling the provider API needs: the
-// endpoint with its API credentials and links, without its signing secrets
-// (the worker's role cannot read endpoint_secrets).
+// endpoint with its API credentials (opened with s.Keys) and links, without
+// its signing secrets (the worker's role cannot read endpoint_secrets).
 func (s *Store) GetProviderEndpoint(ctx context.Context, slug string) (*Endpoint, error) {
 	return s.getEndpoint(ctx, slug, true, false)
 }
 
 func (s *Store) getEndpoint(ctx context.Context, slug string, withAPI, withSecrets bool) (*Endpoint, error) {
-	e, err := scanEndpoint(s.Pool.QueryRow(ctx, `SELECT `+endpointColumns(withAPI, withSecrets)+` FROM endpoints e WHERE e.slug = $1`, slug))
+	e, err := scanEndpoint(s.Pool.QueryRow(ctx, `SELECT `+endpointColumns(withAPI, withSecrets)+` FROM endpoints e WHERE e.slug = $1`, slug),
+		s.Keys, withAPI)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %q: %w", slug, err)
 	}
 	return e, nil
 }
 
-// ListEndpoints loads every endpoint, by slug.
+// ListEndpoints loads every endpoint, by slug, with its secrets and API
+// key opened (the owner's listing shows their fingerprints, never values).
 func (s *Store) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
 	rows, err := s.Pool.Query(ctx, `SELECT `+endpointColumns(true, true)+` FROM endpoints e ORDER BY e.slug`)
 	if err != nil {
@@ -348,7 +462,7 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
 	defer rows.Close()
 	var out []*Endpoint
 	for rows.Next() {
-		e, err := scanEndpoint(rows)
+		e, err := scanEndpoint(rows, s.Keys, true)
 		if err != nil {
 			return nil, err
 		}

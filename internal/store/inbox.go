@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,6 +30,10 @@ type InboxEvent struct {
 	BodySHA256      []byte
 	SecretID        int64
 	Origin          string
+	// DedupBody: the provider signs neither an event id nor a timestamp
+	// (GitHub, Shopify), so the same body on the same endpoint under a new
+	// event id is a replay, answered as a duplicate of the row that has it.
+	DedupBody bool
 	// Status is pending, or ignored for types no handler takes (LastError says why).
 	Status    string
 	LastError string
@@ -52,6 +57,10 @@ const (
 	// Conflict means the key existed with another body that is not the
 	// same event; nothing changed.
 	Conflict
+	// BodyReplay means the event key is new but the endpoint already has the
+	// same body (InboxEvent.DedupBody): a replay under a new delivery id;
+	// nothing changed. ID and ExistingStatus are the row that has it.
+	BodyReplay
 )
 
 func (o InsertOutcome) String() string {
@@ -62,6 +71,8 @@ func (o InsertOutcome) String() string {
 		return "duplicate"
 	case Conflict:
 		return "conflict"
+	case BodyReplay:
+		return "body_replay"
 	}
 	return "unknown"
 }
@@ -123,37 +134,42 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 		now := time.Now()
 		processedAt = &now
 	}
+	var replaySHA []byte
+	if e.DedupBody {
+		replaySHA = e.BodySHA256
+	}
 	var id int64
-	var inserted bool
+	var inserted, replayed bool
 	var x existingRow
 	var existingStatus, existingOrigin, existingType, existingKind, existingResID *string
-	// One round trip: insert, or read the row that won. The read sees the
-	// statement's snapshot, so a row committed by a concurrent insert after
-	// it began is read again below.
+	// One round trip: insert, or read the row that won (the event key's
+	// first, else the same body's). The read sees the statement's snapshot,
+	// so a row committed by a concurrent insert after it began is read again
+	// below. Both UNIQUE indexes settle races: ON CONFLICT names neither.
 	err := db.QueryRow(ctx, `
 		WITH ins AS (
 			INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
 				workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
-				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, object_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, NULLIF($19, ''))
-			ON CONFLICT (provider, source_account, environment, event_id) DO NOTHING
+				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
+				NULLIF($20, ''))
+			ON CONFLICT DO NOTHING
 			RETURNING id
 		)
-		SELECT id, true, NULL::bytea, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::timestamptz FROM ins
+		SELECT id, true, NULL::bytea, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::timestamptz, false FROM ins
 		UNION ALL
-		SELECT `+existingColumns+` FROM webhook_inbox
-		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
-		   AND NOT EXISTS (SELECT 1 FROM ins)`,
+		(SELECT * FROM (`+wonRows+`) won WHERE NOT EXISTS (SELECT 1 FROM ins) ORDER BY replayed LIMIT 1)`,
 		e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug,
 		e.WorkspaceID, e.EventType, e.ResourceKind, e.ResourceID, e.ProviderVersion, e.OccurredAt,
-		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, e.ObjectID,
-	).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version, &x.occurredAt)
+		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, replaySHA, e.ObjectID,
+	).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version,
+		&x.occurredAt, &replayed)
 	if err == pgx.ErrNoRows {
 		err = db.QueryRow(ctx, `
-			SELECT `+existingColumns+` FROM webhook_inbox
-			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4`,
-			e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID,
-		).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version, &x.occurredAt)
+			SELECT * FROM (`+strings.NewReplacer("$19", "$6").Replace(wonRows)+`) won ORDER BY replayed LIMIT 1`,
+			e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug, replaySHA,
+		).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version,
+			&x.occurredAt, &replayed)
 	}
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert inbox event %s: %w", e.Key, err)
@@ -163,6 +179,9 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 	}
 	x.status, x.origin, x.eventType, x.resourceKind, x.resID = deref(existingStatus), deref(existingOrigin),
 		deref(existingType), deref(existingKind), deref(existingResID)
+	if replayed {
+		return InsertResult{Outcome: BodyReplay, ID: id, ExistingStatus: x.status, ExistingOrigin: x.origin}, nil
+	}
 	res := InsertResult{Outcome: Conflict, ID: id, ExistingStatus: x.status, ExistingOrigin: x.origin}
 	switch {
 	case bytes.Equal(x.hash, e.BodySHA256):
@@ -176,11 +195,43 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 // existingColumns is what InsertInboxEvent reads of an existing row.
 const existingColumns = `id, false, body_sha256, status, origin, event_type, resource_kind, resource_id, provider_version, occurred_at`
 
+// wonRows are the rows that hold an event key ($1–$4) or, for a body that
+// dedups ($19 not NULL), its body on endpoint $5 (replayed).
+const wonRows = `
+			SELECT ` + existingColumns + `, false AS replayed FROM webhook_inbox
+			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
+			UNION ALL
+			SELECT ` + existingColumns + `, true FROM webhook_inbox
+			 WHERE $19::bytea IS NOT NULL AND endpoint_slug = $5 AND replay_sha256 = $19`
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
+}
+
+// BodySeen reports whether endpoint slug already holds body sha under an
+// event id other than eventID: an inbox row that dedups on its body
+// (InboxEvent.DedupBody; status is its status) or an open quarantine entry
+// (status "quarantined"). The intake asks before quarantining a delivery
+// whose event id is unsigned, so a captured body replayed under fresh ids
+// cannot fill the quarantine.
+func BodySeen(ctx context.Context, db DB, slug string, sha []byte, eventID string) (status string, seen bool, err error) {
+	err = db.QueryRow(ctx, `
+		SELECT status FROM (
+			SELECT status, 0 AS pri FROM webhook_inbox WHERE endpoint_slug = $1 AND replay_sha256 = $2
+			UNION ALL
+			SELECT 'quarantined', 1 FROM inbox_quarantine
+			 WHERE endpoint_slug = $1 AND body_sha256 = $2 AND resolved_at IS NULL AND event_id IS DISTINCT FROM NULLIF($3, '')
+		) seen ORDER BY pri LIMIT 1`, slug, sha, eventID).Scan(&status)
+	if err == pgx.ErrNoRows {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("body seen on %s: %w", slug, err)
+	}
+	return status, true, nil
 }
 
 // Quarantine reasons (the CHECK constraint's values).
@@ -189,6 +240,9 @@ const (
 	ReasonUnknownAccount       = "unknown_account"
 	ReasonMalformed            = "malformed"
 	ReasonEnvironmentMismatch  = "environment_mismatch"
+	// ReasonAccountMismatch: the delivery claims a source account that the
+	// secret which verified it, or the endpoint, is not bound to.
+	ReasonAccountMismatch = "account_mismatch"
 )
 
 // QuarantineEntry is a delivery set aside for investigation.
@@ -204,10 +258,12 @@ type QuarantineEntry struct {
 	Payload      []byte
 	BodySHA256   []byte
 	Headers      map[string]string
-	ReceivedAt   time.Time
-	ResolvedAt   *time.Time
-	ResolvedBy   string
-	Resolution   string
+	// SecretID is the secret that verified the delivery (0: unknown).
+	SecretID   int64
+	ReceivedAt time.Time
+	ResolvedAt *time.Time
+	ResolvedBy string
+	Resolution string
 }
 
 // InsertQuarantine stores a delivery for investigation. The same delivery
@@ -219,11 +275,11 @@ func InsertQuarantine(ctx context.Context, db DB, q *QuarantineEntry) (bool, err
 	}
 	tag, err := db.Exec(ctx, `
 		INSERT INTO inbox_quarantine (endpoint_slug, provider, source_account, environment, event_id,
-			reason, detail, payload, body_sha256, headers)
-		VALUES ($1, $2, NULLIF($3, ''), NULLIF($4, ''), NULLIF($5, ''), $6, $7, $8, $9, $10)
+			reason, detail, payload, body_sha256, headers, secret_id)
+		VALUES ($1, $2, NULLIF($3, ''), NULLIF($4, ''), NULLIF($5, ''), $6, $7, $8, $9, $10, NULLIF($11, 0))
 		ON CONFLICT (endpoint_slug, event_id, body_sha256) DO NOTHING`,
 		q.EndpointSlug, q.Provider, q.Account, q.Environment, q.EventID, q.Reason, q.Detail,
-		q.Payload, q.BodySHA256, headers)
+		q.Payload, q.BodySHA256, headers, q.SecretID)
 	if err != nil {
 		return false, fmt.Errorf("insert quarantine (%s): %w", q.Reason, err)
 	}

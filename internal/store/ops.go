@@ -475,13 +475,14 @@ type QuarantineItem struct {
 const quarantineColumns = `id, endpoint_slug, provider, coalesce(source_account, ''), coalesce(environment, ''),
 	coalesce(event_id, ''), reason, detail, body_sha256, headers, received_at, resolved_at,
 	coalesce(resolved_by, ''), coalesce(resolution, ''),
-	coalesce((SELECT s.payload_bytes FROM inbox_quarantine_payload_size s WHERE s.id = inbox_quarantine.id), 0)`
+	coalesce((SELECT s.payload_bytes FROM inbox_quarantine_payload_size s WHERE s.id = inbox_quarantine.id), 0),
+	coalesce(secret_id, 0)`
 
 func scanQuarantine(row pgx.Row, withPayload bool) (*QuarantineItem, error) {
 	var q QuarantineItem
 	var headers []byte
 	dest := []any{&q.ID, &q.EndpointSlug, &q.Provider, &q.Account, &q.Environment, &q.EventID, &q.Reason,
-		&q.Detail, &q.BodySHA256, &headers, &q.ReceivedAt, &q.ResolvedAt, &q.ResolvedBy, &q.Resolution, &q.PayloadBytes}
+		&q.Detail, &q.BodySHA256, &headers, &q.ReceivedAt, &q.ResolvedAt, &q.ResolvedBy, &q.Resolution, &q.PayloadBytes, &q.SecretID}
 	if withPayload {
 		dest = append(dest, &q.Payload)
 	}

@@ -157,7 +157,7 @@ func ListScopes(ctx context.Context, db DB, provider, endpoint string) ([]keys.S
 	rows, err := db.Query(ctx, `
 		SELECT DISTINCT ON (l.account, e.environment) e.provider, e.slug, l.account, e.environment, l.workspace_id
 		  FROM endpoints e JOIN account_links l ON l.endpoint_slug = e.slug
-		 WHERE e.provider = $1 AND e.api_key IS NOT NULL AND ($2 = '' OR e.slug = $2)
+		 WHERE e.provider = $1 AND (e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL) AND ($2 = '' OR e.slug = $2)
 		 ORDER BY l.account, e.environment, e.slug`, provider, endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("list scopes: %w", err)

@@ -29,7 +29,7 @@ import (
 // does: it is granted to an operator who may read payloads.
 const (
 	// RoleIntake verifies, maps and inserts deliveries: reads endpoints
-	// (never their provider API key), secrets and links, inserts inbox and
+	// (never their provider API key, plain or sealed), secrets and links, inserts inbox and
 	// quarantine rows, and never reads a payload back.
 	RoleIntake = "hookinbox_intake"
 	// RoleWorker handles events: what the activities, the sweepers,
@@ -73,29 +73,41 @@ var Grants = []Grant{
 	// existing row's hash and status for the duplicate comparison) and
 	// InsertQuarantine. RETURNING, the read-back and ON CONFLICT's arbiter
 	// columns need SELECT on those columns only; the payload is written,
-	// never read.
+	// never read. No API key column, plain or sealed (api_key,
+	// api_key_sealed, api_key_key_id): the intake never holds a provider API
+	// key. The signing secrets: the plain column left from before sealing
+	// (NULL once sealed), the sealed value with its key id, and the accounts
+	// each may sign for; never their fingerprints (nothing to compare).
 	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoints", Columns: cols("slug", "provider", "environment", "account", "settings", "created_at")},
-	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoint_secrets", Columns: cols("id", "endpoint_slug", "secret", "created_at")},
+	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoint_secrets", Columns: cols("id", "endpoint_slug", "secret",
+		"secret_sealed", "secret_key_id", "accounts", "created_at")},
 	{Role: RoleIntake, Privilege: "SELECT", Table: "account_links", Columns: cols("endpoint_slug", "account", "workspace_id")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
 		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
-		"object_id")},
+		"replay_sha256", "object_id")},
 	// The duplicate check reads the existing row's body hash, and the facts
-	// that tell a backfilled event from a conflicting one (never the payload).
+	// that tell a backfilled event from a conflicting one (never the payload);
+	// a body replayed under a new id is found by (endpoint_slug,
+	// replay_sha256), store.BodySeen too.
 	{Role: RoleIntake, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("id", "provider", "source_account",
 		"environment", "event_id", "body_sha256", "status", "origin", "event_type", "resource_kind", "resource_id",
-		"provider_version", "occurred_at")},
+		"provider_version", "occurred_at", "endpoint_slug", "replay_sha256")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "inbox_quarantine", Columns: cols("endpoint_slug", "provider",
-		"source_account", "environment", "event_id", "reason", "detail", "payload", "body_sha256", "headers")},
-	// ON CONFLICT (endpoint_slug, event_id, body_sha256) reads its arbiter columns.
-	{Role: RoleIntake, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("endpoint_slug", "event_id", "body_sha256")},
+		"source_account", "environment", "event_id", "reason", "detail", "payload", "body_sha256", "headers", "secret_id")},
+	// ON CONFLICT (endpoint_slug, event_id, body_sha256) reads its arbiter
+	// columns; store.BodySeen looks for an open entry holding the same body.
+	{Role: RoleIntake, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("endpoint_slug", "event_id", "body_sha256",
+		"resolved_at")},
 
 	// The worker: handlers (credits, subscriptions, feedback alerts), the
 	// outbox, the sweepers, reconciliation and backfill (provider API keys:
 	// GetProviderEndpoint, FindAPIEndpoint, ListScopes), retention and the
 	// backlog gauges. Retention's batches lock with FOR UPDATE SKIP LOCKED,
-	// which needs UPDATE on one column of the table (inbox_quarantine).
+	// which needs UPDATE on one column of the table (inbox_quarantine). The
+	// whole of endpoints and team_destinations: the sealed API key and
+	// destination secret (with their key ids) are opened with the worker's
+	// secrets key to call providers and sign team webhooks.
 	{Role: RoleWorker, Privilege: "SELECT", Table: "endpoints"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "account_links"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "webhook_inbox"},
@@ -141,15 +153,16 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "hook_recoveries"},
 
 	// The operator: read-only, no payload (the *_payload_size views give the
-	// sizes), no provider API key, no secret (endpoint_secrets is not read at
-	// all), nor the migration bookkeeping.
+	// sizes), no provider API key and no destination secret, plain or sealed
+	// (it may see which key sealed them), no signing secret (endpoint_secrets
+	// is not read at all), nor the migration bookkeeping.
 	{Role: RoleOperator, Privilege: "SELECT", Table: "webhook_inbox", Except: cols("payload")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "webhook_inbox_payload_size"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "inbox_quarantine", Except: cols("payload")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "inbox_quarantine_payload_size"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "outbox", Except: cols("payload")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "operator_actions"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "endpoints", Except: cols("api_key")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "endpoints", Except: cols("api_key", "api_key_sealed")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "account_links"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "workspaces"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "workspace_access"},
@@ -157,7 +170,7 @@ var Grants = []Grant{
 	{Role: RoleOperator, Privilege: "SELECT", Table: "credit_adjustments"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "subscription_projection"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "feedback_alerts"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "team_destinations", Except: cols("secret")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "team_destinations", Except: cols("secret", "secret_sealed")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_divergences"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_checkpoints"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "event_lineage"},

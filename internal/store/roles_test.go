@@ -36,6 +36,7 @@ func roleSetup(t *testing.T) *roleBundle {
 	owner, err := store.Open(ctx, url, 4)
 	require.NoError(t, err)
 	t.Cleanup(owner.Close)
+	owner.Keys = testenv.Keys(t)
 	require.NoError(t, owner.InsertEndpoint(ctx, store.NewEndpoint{Slug: "ep", Provider: "stripe", Environment: "test",
 		APIBaseURL: "http://api.example", APIKey: "sk_test_secret", Secrets: []string{"whsec_a"}}))
 	require.NoError(t, owner.LinkAccount(ctx, "ep", "acct_1", "ws_1"))
@@ -63,6 +64,7 @@ func (b *roleBundle) as(t *testing.T, role string) *store.Store {
 	s, err := store.Open(b.ctx, testenv.RoleURL(t, b.url, role), 4)
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
+	s.Keys = b.owner.Keys
 	return s
 }
 
@@ -86,8 +88,11 @@ func TestIntakeRoleCannotReadAPIKeysOrPayloads(t *testing.T) {
 
 	for _, sql := range []string{
 		`SELECT api_key FROM endpoints`,
+		`SELECT api_key_sealed FROM endpoints`,
+		`SELECT api_key_key_id FROM endpoints`,
 		`SELECT api_base_url FROM endpoints`,
 		`SELECT * FROM endpoints`,
+		`SELECT secret_fingerprint FROM endpoint_secrets`,
 		`SELECT payload FROM webhook_inbox`,
 		`SELECT * FROM webhook_inbox`,
 		`SELECT payload FROM inbox_quarantine`,
@@ -203,8 +208,11 @@ func TestOperatorRoleReadsWithoutPayloadsAndCannotWrite(t *testing.T) {
 		`SELECT payload FROM inbox_quarantine`,
 		`SELECT payload FROM outbox`,
 		`SELECT api_key FROM endpoints`,
+		`SELECT api_key_sealed FROM endpoints`,
 		`SELECT secret FROM endpoint_secrets`,
+		`SELECT secret_sealed FROM endpoint_secrets`,
 		`SELECT secret FROM team_destinations`,
+		`SELECT secret_sealed FROM team_destinations`,
 		`UPDATE webhook_inbox SET status = 'pending'`,
 		`DELETE FROM webhook_inbox`,
 		`INSERT INTO operator_actions (actor, action, target, reason) VALUES ('me', 'replay', 'x', 'y')`,
@@ -277,6 +285,7 @@ func TestWorkerRoleCannotReadSigningSecretsOrTheAuditLog(t *testing.T) {
 	ctx := b.ctx
 
 	denied(t, ctx, w, `SELECT secret FROM endpoint_secrets`)
+	denied(t, ctx, w, `SELECT secret_sealed FROM endpoint_secrets`)
 	denied(t, ctx, w, `SELECT * FROM operator_actions`)
 	denied(t, ctx, w, `SELECT payload FROM inbox_quarantine`)
 	denied(t, ctx, w, `UPDATE endpoints SET api_key = 'x'`)
@@ -384,7 +393,7 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 	b := roleSetup(t)
 	w := b.as(t, store.RoleWorker)
 	ctx := b.ctx
-	require.NoError(t, store.UpsertDestination(ctx, b.owner.Pool, store.Destination{WorkspaceID: "ws_1", Name: "team",
+	require.NoError(t, store.UpsertDestination(ctx, b.owner.Pool, b.owner.Keys, store.Destination{WorkspaceID: "ws_1", Name: "team",
 		Kind: "webhook", Target: "http://hooks.example", Secret: "whsec_team", Enabled: true}))
 
 	r := keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "invoice", ID: "in_1"}

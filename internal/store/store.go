@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 )
 
 // ErrNotFound is returned when a looked-up row does not exist.
@@ -28,9 +30,13 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Store wraps the pool.
+// Store wraps the pool and the keyring that seals and opens the secrets
+// kept in the database (signing secrets, API keys, destination secrets).
+// Without Keys, reading a sealed secret or writing any secret fails with
+// secretbox.ErrNoKey.
 type Store struct {
 	Pool *pgxpool.Pool
+	Keys *secretbox.Keyring
 }
 
 // Pool defaults, applied when the connection string does not say. A

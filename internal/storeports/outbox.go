@@ -68,7 +68,11 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 		}
 		switch d.Kind {
 		case "webhook":
-			return &outbound.WebhookSender{URL: d.Target, Secret: d.Secret, Guard: o.Guard}, msg, nil
+			secret, err := o.Store.DestinationSecret(d)
+			if err != nil {
+				return nil, msg, err
+			}
+			return &outbound.WebhookSender{URL: d.Target, Secret: secret, Guard: o.Guard}, msg, nil
 		case "email":
 			msg.To = d.Target
 			if msg.Subject == "" {

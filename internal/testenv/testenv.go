@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/devenv"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/migrations"
 	"github.com/jackc/pgx/v5"
@@ -196,6 +197,24 @@ func DatabaseURL(t testing.TB) string {
 	return AdminURL(t, name)
 }
 
+// secretsKey is the test binary's key-encryption key: random, so no test
+// can depend on a key written in the code.
+var secretsKey = sync.OnceValue(secretbox.GenerateKey)
+
+// SecretsKey is the test binary's HOOKINBOX_SECRETS_KEY (base64), for
+// processes and configurations the tests start.
+func SecretsKey() string { return secretsKey() }
+
+// Keys is the keyring of SecretsKey.
+func Keys(t testing.TB) *secretbox.Keyring {
+	t.Helper()
+	k, err := secretbox.ParseKey(SecretsKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 // rolePasswords gives the process roles the admin URL's password, if it has
 // one (a server that asks for passwords, via HOOKINBOX_TEST_DATABASE_URL);
 // the throw-away cluster trusts loopback and needs none.
@@ -232,7 +251,8 @@ func RoleURL(t testing.TB, dbURL, role string) string {
 	return u.String()
 }
 
-// Store opens a pool on a fresh database (closed at cleanup).
+// Store opens a pool on a fresh database (closed at cleanup), sealing
+// secrets with Keys.
 func Store(t testing.TB) *store.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -241,6 +261,7 @@ func Store(t testing.TB) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Keys = Keys(t)
 	t.Cleanup(s.Close)
 	return s
 }

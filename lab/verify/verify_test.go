@@ -121,7 +121,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, st.LinkAccount(ctx, "stripe-t", acct, ws))
 	require.NoError(t, st.LinkAccount(ctx, "fb-t", proj, ws))
 	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@ws-t.example"))
-	require.NoError(t, store.UpsertDestination(ctx, st.Pool, store.Destination{WorkspaceID: ws, Name: "oncall", Kind: "webhook",
+	require.NoError(t, store.UpsertDestination(ctx, st.Pool, st.Keys, store.Destination{WorkspaceID: ws, Name: "oncall", Kind: "webhook",
 		Target: "http://127.0.0.1:1/hook", Secret: simulator.StandardSecret("team"), Enabled: true}))
 
 	for _, ev := range append(events, dropped) {

@@ -1,7 +1,9 @@
 package all_test
 
 import (
+	"encoding/base64"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,7 +54,51 @@ func TestSecretChecks(t *testing.T) {
 	}
 	require.Error(t, providers.ValidateSecret(keys.ProviderStandard, "not-whsec"))
 	require.NoError(t, providers.ValidateSecret(keys.ProviderStandard, "whsec_c3RhbmRhcmQtc2VjcmV0LW9uZS0zMi1ieXRlcyEhISE="))
-	require.NoError(t, providers.ValidateSecret(keys.ProviderStripe, "whsec_anything"))
+}
+
+// The attack: register a secret an attacker can guess (whsec_ alone is an
+// empty HMAC key; "secret", a short word, a repeated character). Each
+// provider refuses it and accepts its own real format.
+func TestWeakSecretsAreRefused(t *testing.T) {
+	t.Parallel()
+	std := func(n int, fill byte) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = fill + byte(i%40)
+		}
+		return "whsec_" + base64.StdEncoding.EncodeToString(b)
+	}
+	tests := []struct {
+		provider, secret string
+		ok               bool
+	}{
+		{keys.ProviderStripe, "whsec_", false},
+		{keys.ProviderStripe, "whsec_anything", false},
+		{keys.ProviderStripe, "whsec_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false},
+		{keys.ProviderStripe, "Hk2oBvwfyqY1Ad5ATpJwQLSYz1f5QS8m", false}, // no whsec_
+		{keys.ProviderStripe, "whsec_Hk2oBvwfyqY1Ad5ATpJwQLSYz1f5QS8m", true},
+		{keys.ProviderStripe, "whsec_" + strings.Repeat("0123456789abcdef", 4), true}, // the Stripe CLI's 64 hex
+		{keys.ProviderGitHub, "gh-secret", false},
+		{keys.ProviderGitHub, "0123456789abcdef0123456789abcdef", false}, // 16 bytes of hex
+		{keys.ProviderGitHub, strings.Repeat("ab", 30), false},
+		{keys.ProviderGitHub, "c2VjcmV0LWZvci1naXRodWItMjQtYnl0ZXMhIQ", true},
+		{keys.ProviderShopify, "shpss_secret", false},
+		{keys.ProviderShopify, "shpss_0123456789abcdef0123456789abcdef", true},
+		{keys.ProviderShopify, "0123456789abcdef0123456789abcdef", true},
+		{keys.ProviderShopify, "c2VjcmV0LWZvci1zaG9waWZ5LTI0LWJ5dGVzIQ", true},
+		{keys.ProviderStandard, "whsec_", false},
+		{keys.ProviderStandard, std(16, 'a'), false},
+		{keys.ProviderStandard, "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32)), false}, // 32 zero bytes
+		{keys.ProviderStandard, std(24, 'a'), true},
+	}
+	for _, tt := range tests {
+		err := providers.ValidateSecret(tt.provider, tt.secret)
+		if tt.ok {
+			require.NoError(t, err, "%s %q", tt.provider, tt.secret)
+		} else {
+			require.Error(t, err, "%s %q", tt.provider, tt.secret)
+		}
+	}
 }
 
 func TestOnlyStripeHasAnAPIClient(t *testing.T) {

@@ -73,7 +73,8 @@ func (Provider) Unwrap(h http.Header, body []byte) ([]byte, error) {
 // Normalize: X-GitHub-Delivery is the id kept across redeliveries, the
 // installation is the account, the repository the resource.
 func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
-	var n providers.Normalized
+	// X-GitHub-Delivery is a header and GitHub signs the body only.
+	n := providers.Normalized{UnsignedEventID: true}
 	n.EventID = h.Get("X-GitHub-Delivery")
 	if n.EventID == "" {
 		return n, providers.Malformedf("missing X-GitHub-Delivery")
@@ -109,5 +110,11 @@ func (Provider) KeepHeader(name string) bool {
 	return strings.HasPrefix(name, "x-github-") && name != "x-github-hook-installation-target-id"
 }
 
-// CheckSecret accepts any non-empty secret.
-func (Provider) CheckSecret(string) error { return nil }
+// CheckSecret requires at least 24 random bytes: GitHub accepts any string,
+// so the strength is ours to demand.
+func (Provider) CheckSecret(secret string) error {
+	if err := providers.CheckRandom(secret); err != nil {
+		return fmt.Errorf("github: %w", err)
+	}
+	return nil
+}

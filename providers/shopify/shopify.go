@@ -9,7 +9,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -52,7 +54,9 @@ func (v verifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Tim
 // Normalize: X-Shopify-Event-Id is kept across retries; the shop domain is
 // the account; the topic's noun and the body's id the resource.
 func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
-	var n providers.Normalized
+	// Shopify signs the body only: the event id, topic and shop are
+	// headers anyone replaying a captured body may change.
+	n := providers.Normalized{UnsignedEventID: true, UnsignedAccount: true}
 	n.EventID = h.Get("X-Shopify-Event-Id")
 	if n.EventID == "" {
 		return n, providers.Malformedf("missing X-Shopify-Event-Id")
@@ -84,5 +88,17 @@ func (Provider) KeepHeader(name string) bool {
 	return strings.HasPrefix(name, "x-shopify-") && name != "x-shopify-hmac-sha256"
 }
 
-// CheckSecret accepts any non-empty secret.
-func (Provider) CheckSecret(string) error { return nil }
+// shopifyFormat is an app's client secret: 32 hex characters, with shpss_
+// before them for custom apps.
+var shopifyFormat = regexp.MustCompile(`^(shpss_)?[0-9a-f]{32}$`)
+
+// CheckSecret accepts Shopify's own format, or at least 24 random bytes.
+func (Provider) CheckSecret(secret string) error {
+	if shopifyFormat.MatchString(secret) {
+		return nil
+	}
+	if err := providers.CheckRandom(strings.TrimPrefix(secret, "shpss_")); err != nil {
+		return fmt.Errorf("shopify: not an app secret (shpss_ and 32 hex characters) and %w", err)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@
 package standard
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -109,10 +110,23 @@ func (Provider) KeepHeader(name string) bool {
 	return name == "webhook-id" || name == "webhook-timestamp"
 }
 
-// CheckSecret requires whsec_ + base64, the library's format.
+// CheckSecret requires the library's format, whsec_ + base64, of at least
+// 24 random bytes (the specification's minimum).
 func (Provider) CheckSecret(secret string) error {
 	if _, err := standardwebhooks.NewWebhook(secret); err != nil {
 		return fmt.Errorf("standard webhooks secret must be whsec_<base64>: %w", err)
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return fmt.Errorf("standard webhooks secret must be whsec_<base64>: %w", err)
+	}
+	distinct := map[byte]bool{}
+	for _, b := range key {
+		distinct[b] = true
+	}
+	if len(key) < providers.MinSecretBytes || len(distinct) < 8 {
+		return fmt.Errorf("standard webhooks secret holds %d bytes (%d distinct): use at least %d random bytes",
+			len(key), len(distinct), providers.MinSecretBytes)
 	}
 	return nil
 }

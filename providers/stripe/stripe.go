@@ -6,6 +6,7 @@ package stripe
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -119,8 +120,18 @@ func stringOrID(v gjson.Result) string {
 // KeepHeader keeps nothing of Stripe's own: the event is the body.
 func (Provider) KeepHeader(string) bool { return false }
 
-// CheckSecret accepts any non-empty secret.
-func (Provider) CheckSecret(string) error { return nil }
+// CheckSecret requires Stripe's format: whsec_ followed by random material
+// (32 base62 characters for dashboard endpoints, 64 hex for the CLI's).
+func (Provider) CheckSecret(secret string) error {
+	rest, ok := strings.CutPrefix(secret, "whsec_")
+	if !ok {
+		return errors.New("a Stripe signing secret starts with whsec_")
+	}
+	if err := providers.CheckRandom(rest); err != nil {
+		return fmt.Errorf("stripe: %w", err)
+	}
+	return nil
+}
 
 // NewClient is the Stripe API client of an endpoint: calls for its own
 // account go without a Stripe-Account header.
