@@ -10,8 +10,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 

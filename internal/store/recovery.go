@@ -29,7 +29,7 @@ func ListHookScopes(ctx context.Context, db DB, provider, endpoint string) ([]ke
 	rows, err := db.Query(ctx, `
 		SELECT e.provider, e.slug, e.settings->>'github_hook', e.environment
 		  FROM endpoints e
-		 WHERE e.provider = $1 AND e.api_key IS NOT NULL AND coalesce(e.settings->>'github_hook', '') <> ''
+		 WHERE e.provider = $1 AND (e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL) AND coalesce(e.settings->>'github_hook', '') <> ''
 		   AND ($2 = '' OR e.slug = $2)
 		 ORDER BY e.slug`, provider, endpoint)
 	if err != nil {
