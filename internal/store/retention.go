@@ -12,12 +12,18 @@ import (
 // limit rows, so a large backlog is worked off in short statements that
 // never hold many locks; rows locked by someone else are skipped and taken
 // by a later batch. Business records (credit_grants, feedback_alerts,
-// subscription_projection, outbox) are never touched here.
+// subscription_projection) are never touched here; of the outbox, only the
+// payload and email destination of rows sent long ago are redacted, never
+// the row (operation key, status, remote id and times stay).
 
-// RedactInboxPayloads sets the payload of at most limit finished (done or
-// ignored) inbox rows received and processed more than olderThan ago to NULL;
-// the body hash stays. Failed, exhausted and pending rows keep their payload
-// (they may be replayed). It returns how many rows it redacted.
+// RedactInboxPayloads sets the payload of at most limit settled (done,
+// ignored, failed or exhausted) inbox rows received and processed more than
+// olderThan ago to NULL; the keys and the body hash stay, so a redelivery is
+// still a duplicate, and the lineage trigger records the redaction. Failed
+// and exhausted rows are redacted too (security issue #14): a payload is not
+// kept forever just because its event failed; a later replay of such a row
+// is warned that its payload is gone. Pending rows keep their payload. It
+// returns how many rows it redacted.
 func RedactInboxPayloads(ctx context.Context, db DB, olderThan time.Duration, limit int) (int64, error) {
 	if olderThan <= 0 || limit <= 0 {
 		return 0, fmt.Errorf("redact payloads: window %s and batch %d must be positive", olderThan, limit)
@@ -25,7 +31,7 @@ func RedactInboxPayloads(ctx context.Context, db DB, olderThan time.Duration, li
 	tag, err := db.Exec(ctx, `
 		WITH batch AS (
 			SELECT id FROM webhook_inbox
-			 WHERE status IN ('done', 'ignored') AND payload IS NOT NULL
+			 WHERE status IN ('done', 'ignored', 'failed', 'exhausted') AND payload IS NOT NULL
 			   AND received_at < now() - make_interval(secs => $1)
 			   AND coalesce(processed_at, received_at) < now() - make_interval(secs => $1)
 			 ORDER BY received_at
@@ -36,6 +42,70 @@ func RedactInboxPayloads(ctx context.Context, db DB, olderThan time.Duration, li
 		olderThan.Seconds(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("redact payloads: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// RedactResolvedQuarantinePayloads sets the payload of at most limit
+// quarantine entries resolved more than olderThan ago to NULL. The entry
+// (endpoint, event id, body hash, reason, resolution, times) stays, so the
+// sender's retry of the same bad delivery still meets its entry, and its
+// lineage is kept when the entry is deleted later. Open entries keep their
+// payload: re-admitting one needs it. Whether a payload is left is read from
+// inbox_quarantine_payload_size, so the worker never needs to read a
+// quarantined body.
+func RedactResolvedQuarantinePayloads(ctx context.Context, db DB, olderThan time.Duration, limit int) (int64, error) {
+	if olderThan <= 0 || limit <= 0 {
+		return 0, fmt.Errorf("redact quarantine payloads: window %s and batch %d must be positive", olderThan, limit)
+	}
+	tag, err := db.Exec(ctx, `
+		WITH batch AS (
+			SELECT q.id FROM inbox_quarantine q
+			  JOIN inbox_quarantine_payload_size s ON s.id = q.id
+			 WHERE q.resolved_at IS NOT NULL AND q.resolved_at < now() - make_interval(secs => $1)
+			   AND s.payload_bytes IS NOT NULL
+			 ORDER BY q.resolved_at
+			 LIMIT $2
+			 FOR UPDATE OF q SKIP LOCKED
+		)
+		UPDATE inbox_quarantine q SET payload = NULL FROM batch WHERE q.id = batch.id`,
+		olderThan.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("redact quarantine payloads: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// RedactedOutboxPayload replaces the payload of a redacted outbox row (the
+// column is NOT NULL).
+const RedactedOutboxPayload = `{"redacted": true}`
+
+// RedactSentOutboxPayloads replaces, in at most limit outbox rows sent more
+// than olderThan ago, the payload (email address, subject, feedback text)
+// with RedactedOutboxPayload and an email destination with RedactedEmail.
+// The operation key, class, kind, status, remote id, attempts and times
+// stay, so the intent is still deduplicated by its operation key. Unsent
+// rows (pending, uncertain, held for review, failed) are not touched: they
+// may still be sent or reviewed.
+func RedactSentOutboxPayloads(ctx context.Context, db DB, olderThan time.Duration, limit int) (int64, error) {
+	if olderThan <= 0 || limit <= 0 {
+		return 0, fmt.Errorf("redact outbox payloads: window %s and batch %d must be positive", olderThan, limit)
+	}
+	tag, err := db.Exec(ctx, `
+		WITH batch AS (
+			SELECT id FROM outbox
+			 WHERE status = 'sent' AND payload <> $3::jsonb
+			   AND coalesce(sent_at, created_at) < now() - make_interval(secs => $1)
+			 ORDER BY id
+			 LIMIT $2
+			 FOR UPDATE SKIP LOCKED
+		)
+		UPDATE outbox o SET payload = $3::jsonb,
+		       destination = CASE WHEN o.destination LIKE '%@%' THEN $4 ELSE o.destination END
+		  FROM batch WHERE o.id = batch.id`,
+		olderThan.Seconds(), limit, RedactedOutboxPayload, RedactedEmail)
+	if err != nil {
+		return 0, fmt.Errorf("redact outbox payloads: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }

@@ -116,7 +116,10 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "DELETE", Table: "webhook_inbox"},
 	// The GitHub recovery asks whether a delivery was quarantined (ReceivedDeliveries).
 	{Role: RoleWorker, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("id", "resolved_at", "endpoint_slug", "event_id")},
-	{Role: RoleWorker, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("resolved_at")},
+	// Retention redacts resolved entries' payloads (UPDATE of payload) and
+	// learns whether one is left from the size view, never reading a body.
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("resolved_at", "payload")},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "inbox_quarantine_payload_size"},
 	{Role: RoleWorker, Privilege: "DELETE", Table: "inbox_quarantine"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "workspaces"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "workspaces", Columns: cols("credits_balance")},
@@ -137,6 +140,7 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "team_destinations"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "outbox"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "outbox"},
+	// UPDATE covers retention's redaction of sent rows' payload and email destination.
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "outbox"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "reconcile_divergences"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "reconcile_divergences"},

@@ -305,6 +305,34 @@ func TestWorkerRoleCannotReadSigningSecretsOrTheAuditLog(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// Retention's redactions run as the worker: inbox rows, resolved quarantine
+// entries (without reading their bodies) and sent outbox rows.
+func TestWorkerRoleRunsRetentionRedactions(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	ctx := b.ctx
+	_, err := b.owner.Pool.Exec(ctx, `UPDATE webhook_inbox SET status = 'exhausted',
+		received_at = now() - interval '40 days', processed_at = now() - interval '40 days'`)
+	require.NoError(t, err)
+	_, err = b.owner.Pool.Exec(ctx, `UPDATE inbox_quarantine SET resolved_at = now() - interval '40 days', resolved_by = 'op'`)
+	require.NoError(t, err)
+	_, err = b.owner.Pool.Exec(ctx, `UPDATE outbox SET status = 'sent', sent_at = now() - interval '40 days'`)
+	require.NoError(t, err)
+	w := b.as(t, store.RoleWorker)
+	const window = 30 * 24 * time.Hour
+	for name, redact := range map[string]func(context.Context, store.DB, time.Duration, int) (int64, error){
+		"inbox": store.RedactInboxPayloads, "quarantine": store.RedactResolvedQuarantinePayloads, "outbox": store.RedactSentOutboxPayloads,
+	} {
+		n, err := redact(ctx, w.Pool, window, 10)
+		require.NoError(t, err, name)
+		require.EqualValues(t, 1, n, name)
+	}
+	denied(t, ctx, w, `SELECT payload FROM inbox_quarantine`)
+	var lineage int
+	require.NoError(t, b.owner.Pool.QueryRow(ctx, `SELECT count(*) FROM event_lineage WHERE source = 'inbox' AND payload_redacted_at IS NOT NULL`).Scan(&lineage))
+	require.Equal(t, 1, lineage, "the trigger recorded the redaction as the worker")
+}
+
 // ApplyRoles and ReapplyGrants converge: a privilege granted by hand is
 // revoked, and a column added by a migration is covered by the operator's
 // "every column but payload" grant once the grants are re-applied (what

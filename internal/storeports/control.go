@@ -66,9 +66,27 @@ type Retention struct{ Store *store.Store }
 
 var _ ports.Retention = Retention{}
 
-// RedactPayloads redacts payloads of old finished inbox rows.
+// RedactPayloads is retention's "redact_payloads" step: one batch of each
+// kind of payload past the payload window, each its own short statement:
+// settled inbox rows (done, ignored, failed, exhausted), resolved quarantine
+// entries and sent outbox rows (security issue #14). It returns the sum. A
+// kind whose batch was full makes the sum reach limit, so the step runs
+// again until every kind has run dry; the workflow's control flow (and so
+// its recorded histories) is the same as when only inbox rows were redacted.
 func (r Retention) RedactPayloads(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	return store.RedactInboxPayloads(ctx, r.Store.Pool, olderThan, limit)
+	var total int64
+	for _, redact := range []func(context.Context, store.DB, time.Duration, int) (int64, error){
+		store.RedactInboxPayloads,
+		store.RedactResolvedQuarantinePayloads,
+		store.RedactSentOutboxPayloads,
+	} {
+		n, err := redact(ctx, r.Store.Pool, olderThan, limit)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // DeleteInboxRows deletes finished inbox rows past the dedup window; it
