@@ -13,7 +13,8 @@ import (
 
 // Retention steps, in the order the retention workflow runs them.
 const (
-	// RetentionRedact redacts payloads of old finished inbox rows.
+	// RetentionRedact redacts old payloads: settled inbox rows, resolved
+	// quarantine entries, sent outbox rows (ports.Retention.RedactPayloads).
 	RetentionRedact = "redact_payloads"
 	// RetentionDeleteInbox deletes finished inbox rows past the dedup window.
 	RetentionDeleteInbox = "delete_inbox_rows"

@@ -63,12 +63,15 @@ type retentionStep struct {
 }
 
 // RetentionWorkflow applies the retention policy (SPEC R21), run by the
-// daily retention schedule: it redacts the payloads of finished (done,
-// ignored) inbox rows past the payload window, deletes finished rows past
+// daily retention schedule: it redacts the payloads of settled (done,
+// ignored, failed, exhausted) inbox rows, resolved quarantine entries and
+// sent outbox rows past the payload window (one step, "redact_payloads",
+// whose activity covers every kind, so recorded histories replay), deletes finished rows past
 // max(dedup window, payload window) so an event key is never forgotten
 // while a sender may still retry it, and deletes quarantine entries resolved
-// long ago. Failed, exhausted and pending rows, open quarantine entries and
-// the business records are never touched. Work goes in batches (one short
+// long ago. Failed, exhausted and pending rows and open quarantine entries
+// are never deleted; pending rows, open entries, unsent outbox rows and the
+// business records are never redacted. Work goes in batches (one short
 // statement each), with progress in the current details.
 func RetentionWorkflow(ctx workflow.Context, in RetentionInput) (RetentionResult, error) {
 	payload := orDuration(in.PayloadRetention, DefaultPayloadRetention)

@@ -220,6 +220,9 @@ type Projections interface {
 // Retention deletes and redacts old rows in batches; each call is one
 // short statement touching at most limit rows older than olderThan.
 type Retention interface {
+	// RedactPayloads redacts a batch of each kind of old payload (settled
+	// inbox rows, resolved quarantine entries, sent outbox rows) and returns
+	// the sum: below limit means every kind is done for now.
 	RedactPayloads(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 	// DeleteInboxRows refuses (Permanent) a window inside the dedup window.
 	DeleteInboxRows(ctx context.Context, olderThan time.Duration, limit int) (int64, error)

@@ -207,8 +207,9 @@ type Config struct {
 	// HOOKINBOX_RETENTION_INTERVAL: how often the retention schedule runs; 0
 	// disables (deletes) the schedule.
 	RetentionInterval time.Duration
-	// HOOKINBOX_PAYLOAD_RETENTION: payloads of finished (done, ignored) inbox
-	// rows older than this are redacted (the body hash stays).
+	// HOOKINBOX_PAYLOAD_RETENTION: payloads of settled (done, ignored,
+	// failed, exhausted) inbox rows, resolved quarantine entries and sent
+	// outbox rows older than this are redacted (keys and body hashes stay).
 	PayloadRetention time.Duration
 	// HOOKINBOX_DEDUP_RETENTION: inbox rows (the dedup keys) are kept at least
 	// this long, past every sender's retry window; finished rows older than
