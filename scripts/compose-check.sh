@@ -272,6 +272,52 @@ for name, svc in services.items():
         if src and (src.startswith(".") or src.startswith("/")) and not os.path.exists(src):
             fail(f"{compose_path}: service {name} mounts {src}, which does not exist")
 
+# --- No default credentials, no anonymous Grafana, no lifecycle API ---
+# Every password (or other secret) a service is given is a required variable
+# (${VAR:?…}): never a literal, never a ${VAR:-default}.
+secret_re = re.compile(r"(PASSWORD|PASSWD|PWD|SECRET)$")
+for name, svc in services.items():
+    env = env_map((svc or {}).get("environment"))
+    for var, val in sorted(env.items()):
+        if not secret_re.search(var):
+            continue
+        val = str(val)
+        if not val.strip():
+            if not (var.endswith("_FILE") or var.startswith("HOOKINBOX_SECRETS_KEY")):
+                fail(f"{compose_path}: service {name}: {var} is empty")
+            continue
+        if not re.fullmatch(r"\$\{[A-Z_][A-Z0-9_]*:\?[^}]*\}", val):
+            fail(f"{compose_path}: service {name}: {var} must be a required variable (${{VAR:?set it}}), not {val!r}")
+    for var, val in env.items():
+        m = re.search(r"://[^:/@\s]+:([^@\s]+)@", str(val))
+        if m and not m.group(1).startswith("${") :
+            fail(f"{compose_path}: service {name}: {var} has a literal password in its URL")
+for m in re.finditer(r"\$\{([A-Z_][A-Z0-9_]*)(:?-)[^}]*\}", compose_raw):
+    if secret_re.search(m.group(1)):
+        fail(f"{compose_path}: {m.group(1)} has a default ({m.group(0)}); passwords must be required")
+graf = None
+for name, svc in services.items():
+    if str((svc or {}).get("image", "")).split(":")[0].endswith("grafana/grafana"):
+        graf = (name, env_map(svc.get("environment")))
+if graf is None:
+    fail(f"{compose_path}: no grafana service")
+else:
+    gname, genv = graf
+    if str(genv.get("GF_AUTH_ANONYMOUS_ENABLED", "")).lower() != "false":
+        fail(f"{compose_path}: {gname} must set GF_AUTH_ANONYMOUS_ENABLED: \"false\" (no anonymous access)")
+    if "GF_SECURITY_ADMIN_PASSWORD" not in genv:
+        fail(f"{compose_path}: {gname} must set GF_SECURITY_ADMIN_PASSWORD from a required variable (the image's default is admin)")
+    if str(genv.get("GF_AUTH_DISABLE_LOGIN_FORM", "")).lower() == "true" or str(genv.get("GF_AUTH_PROXY_ENABLED", "")).lower() == "true":
+        fail(f"{compose_path}: {gname} must keep its login (no disabled login form, no auth proxy)")
+for name, svc in services.items():
+    cmd = (svc or {}).get("command")
+    words = cmd.split() if isinstance(cmd, str) else [str(c) for c in (cmd or [])]
+    if any(w.startswith("--web.enable-lifecycle") or w.startswith("--web.enable-admin-api") for w in words):
+        fail(f"{compose_path}: service {name} enables Prometheus' unauthenticated lifecycle/admin API ({' '.join(words)})")
+for path in glob.glob("deploy/postgres/initdb/*.sql"):
+    for m in re.finditer(r"PASSWORD\s+'[^']*'", re.sub(r"--.*", "", open(path).read()), re.I):
+        fail(f"{path}: literal password ({m.group(0)}); take it from the environment (\\getenv)")
+
 # --- Dockerfile: pinned bases, the one binary as entry point ---
 if os.path.exists("Dockerfile"):
     df = open("Dockerfile").read()

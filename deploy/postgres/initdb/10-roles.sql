@@ -22,6 +22,7 @@
 \getenv intake_password HOOKINBOX_INTAKE_DB_PASSWORD
 \getenv worker_password HOOKINBOX_WORKER_DB_PASSWORD
 \getenv operator_password HOOKINBOX_OPERATOR_DB_PASSWORD
+\getenv temporal_password TEMPORAL_DB_PASSWORD
 
 CREATE ROLE hookinbox LOGIN PASSWORD :'hookinbox_password';
 CREATE DATABASE hookinbox OWNER hookinbox;
@@ -35,5 +36,5 @@ CREATE ROLE hookinbox_payload_reader NOLOGIN;
 REVOKE CONNECT ON DATABASE hookinbox FROM PUBLIC;
 GRANT CONNECT ON DATABASE hookinbox TO hookinbox_intake, hookinbox_worker, hookinbox_operator;
 
-CREATE ROLE temporal LOGIN CREATEDB PASSWORD 'temporal';
+CREATE ROLE temporal LOGIN CREATEDB PASSWORD :'temporal_password';
 CREATE DATABASE temporal OWNER temporal;
