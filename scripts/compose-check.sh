@@ -14,7 +14,10 @@
 #      the owner's DATABASE_URL; the intake, the worker and the operator CLI
 #      connect as their own roles, each password a required variable; and the
 #      intake's internal listener (/metrics, /readyz) is scraped but never
-#      published.
+#      published. No default credentials: every password a service gets is a
+#      required variable (no literal, no ${VAR:-default}), initdb has no
+#      literal PASSWORD; Grafana is not anonymous; Prometheus runs without
+#      --web.enable-lifecycle / --web.enable-admin-api.
 #   3. deploy/: Prometheus config and alert rules, Grafana provisioning and the
 #      dashboard JSON, Temporal dynamic config parse and hang together.
 #   4. With promtool (on PATH, or taken from Debian's prometheus package into
