@@ -156,7 +156,7 @@ func (a *ProviderActivities) RecoverDeliveriesPage(ctx context.Context, in Recov
 				return res, a.providerFailure(ctx, "get delivery", err)
 			case err != nil:
 				log.Warn("the delivery cannot be read from the log", "error", err.Error())
-				action = ports.RecoveryAbandoned
+				// Falls through to the abandoned record below.
 			default:
 				if err := a.Recoveries.Record(ctx, in.Scope.Endpoint, guid, keys.RecoverFetch); err != nil {
 					return res, err

@@ -143,8 +143,6 @@ func (s *Server) authenticate(r *http.Request, api bool) (*principal, error) {
 	return &principal{token: t, csrf: csrfToken(tok)}, nil
 }
 
-var errForbidden = errors.New("forbidden")
-
 type statusError struct {
 	code int
 	msg  string

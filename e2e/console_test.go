@@ -210,7 +210,7 @@ func TestConsoleReplaysAnExhaustedEventInARealBrowser(t *testing.T) {
 	br.shot("lineage")
 
 	// The resource workflow links back to the console.
-	desc, err := w.client.DescribeWorkflowExecution(w.ctx, keys.ResourceWorkflowID(keys.Resource{Provider: "stripe",
+	desc, err := w.client.DescribeWorkflowExecution(w.ctx, keys.ResourceWorkflowID(keys.Resource{Provider: "stripe", //nolint:staticcheck // SA1019: still supported by the pinned SDK; the test reads the raw response's ExecutionConfig
 		Account: w.account, Environment: "test", Kind: "invoice", ID: inv.ID}), "")
 	require.NoError(t, err)
 	var details string

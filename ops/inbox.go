@@ -196,7 +196,7 @@ func (s *Service) ShowEvent(ctx context.Context, k keys.Event, withPayload bool)
 			EventType: l.EventType, ResourceKind: l.ResourceKind, ResourceID: l.ResourceID, Origin: l.Origin,
 			Status: l.Status, Attempts: l.Attempts, LastError: l.LastError, Note: l.Note, ReceivedAt: l.ReceivedAt.UTC(),
 			ProcessedAt: utcPtr(l.ProcessedAt)}, BodySHA256: hex.EncodeToString(l.BodySHA256), PayloadRedacted: true, Deleted: true}
-		v.InboxRow.Resource = v.ResourceKey().String()
+		v.Resource = v.ResourceKey().String()
 	case err != nil:
 		return nil, err
 	default:

@@ -34,7 +34,7 @@ type ScheduleView struct {
 }
 
 // ErrNoTemporal is returned by acts that need Temporal when there is no client.
-var ErrNoTemporal = errors.New("Temporal is not configured for this process")
+var ErrNoTemporal = errors.New("Temporal is not configured for this process") //nolint:staticcheck // ST1005: "Temporal" is a proper noun, and the message is user-facing
 
 // Status reads the backlog from the database and the schedules from
 // Temporal; each that cannot be read is reported, not an error.

@@ -12,7 +12,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 )
 
-// Roles, least to most privileged: a viewer reads (never payloads), an
+// Roles lists the roles, least to most privileged: a viewer reads (never payloads), an
 // operator also replays, resolves, releases and reads payloads, an admin
 // also manages endpoints, secrets and workspaces.
 var Roles = []string{store.TokenViewer, store.TokenOperator, store.TokenAdmin}

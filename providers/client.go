@@ -24,7 +24,7 @@ type ClientConfig struct {
 	Settings keys.EndpointSettings
 }
 
-// ErrNoClient: the provider has no API client, so hookinbox cannot ask it
+// ErrNoClient means the provider has no API client, so hookinbox cannot ask it
 // anything (fetch, list, reconcile).
 var ErrNoClient = errors.New("no API client")
 

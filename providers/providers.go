@@ -177,7 +177,7 @@ func Names() []string {
 	return append([]string(nil), registry.names...)
 }
 
-// ErrUnknown: no provider is registered under that name.
+// ErrUnknown means no provider is registered under that name.
 var ErrUnknown = errors.New("unknown provider")
 
 // ValidateSecret checks a secret is usable for provider before it is

@@ -460,14 +460,14 @@ func writeGitHubError(w http.ResponseWriter, status int, msg string) {
 }
 
 func writeGitHubFault(w http.ResponseWriter, f Fault) {
-	switch {
-	case f.Status == http.StatusTooManyRequests:
+	switch f.Status {
+	case http.StatusTooManyRequests:
 		// GitHub's secondary rate limit, with Retry-After.
 		secs := max(int64(f.RetryAfter.Round(time.Second)/time.Second), 1)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		writeJSON(w, f.Status, map[string]string{"message": "You have exceeded a secondary rate limit.",
 			"documentation_url": "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
-	case f.Status == http.StatusForbidden:
+	case http.StatusForbidden:
 		writeGitHubError(w, f.Status, "Resource not accessible by integration")
 	default:
 		writeGitHubError(w, f.Status, http.StatusText(f.Status))

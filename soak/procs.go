@@ -154,7 +154,7 @@ func (f *fleet) start(ctx context.Context, s *slot) error {
 	if s.kind == KindWorker {
 		addr = "127.0.0.1:" + strconv.Itoa(mport)
 	}
-	logFile, err := os.OpenFile(filepath.Join(f.logDir, s.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(f.logDir, s.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -482,7 +482,7 @@ func (h *harness) prepareDir() error {
 }
 
 func (h *harness) logFile(name string) (io.Writer, error) {
-	f, err := os.OpenFile(filepath.Join(h.logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(h.logDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}

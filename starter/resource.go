@@ -67,14 +67,14 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	return nil
 }
 
-// keys.ResourceWorkflowID is the one place workflow IDs are made:
+// ResourceWorkflowID (keys.ResourceWorkflowID) is the one place workflow IDs are made:
 // resource/{provider}/{account}/{environment}/{kind}/{id}, each part
 // escaped so a '/' inside an id cannot forge another resource.
 func ResourceWorkflowID(r keys.Resource) string {
 	return "resource/" + r.String()
 }
 
-// keys.ResourceFromWorkflowID parses a resource workflow ID.
+// ResourceFromWorkflowID (keys.ResourceFromWorkflowID) parses a resource workflow ID.
 func ResourceFromWorkflowID(id string) (keys.Resource, error) {
 	rest, ok := strings.CutPrefix(id, "resource/")
 	if !ok {
@@ -117,7 +117,7 @@ func (s *Resources) StartOptions(r keys.Resource) client.StartWorkflowOptions {
 	}
 }
 
-// SignalResource rings the resource's doorbell with SignalWithStart.
+// Ring rings the resource's doorbell with SignalWithStart.
 func (s *Resources) Ring(ctx context.Context, r keys.Resource, signal, value string) error {
 	if !r.Valid() {
 		return fmt.Errorf("signal %s: incomplete resource key %+v", signal, r)

@@ -19,7 +19,7 @@ import (
 	"github.com/hookinbox/hookinbox/providers"
 )
 
-// ErrNotFound: the event, outbox row or endpoint a port was asked about does
+// ErrNotFound means the event, outbox row or endpoint a port was asked about does
 // not exist.
 var ErrNotFound = errors.New("not found")
 

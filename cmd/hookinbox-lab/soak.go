@@ -133,5 +133,5 @@ func writeSoakJSON(path string, res *soak.Result) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return os.WriteFile(path, append(b, '\n'), 0o600)
 }

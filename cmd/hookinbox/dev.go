@@ -77,7 +77,7 @@ func (s *localStack) stop(out io.Writer) {
 }
 
 func (s *localStack) logFile(dir, name string) (io.Writer, error) {
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}

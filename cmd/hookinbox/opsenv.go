@@ -85,14 +85,6 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
 
 func fmtTimePtr(t *time.Time) string {

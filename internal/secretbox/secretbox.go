@@ -43,15 +43,15 @@ const (
 	overhead       = 1 + nonceSize + wrapped + nonceSize + tagSize
 )
 
-// ErrNoKey: no key-encryption key is configured.
+// ErrNoKey means no key-encryption key is configured.
 var ErrNoKey = errors.New("no secrets key configured: set HOOKINBOX_SECRETS_KEY (base64 of 32 random bytes) " +
 	"or HOOKINBOX_SECRETS_KEY_FILE (lines of id:base64key, the first is current); " +
 	"'hookinbox secrets generate-key' prints one, 'make run' keeps one in .data/secrets.key")
 
-// ErrUnknownKey: a value was sealed under a key id the keyring does not hold.
+// ErrUnknownKey means a value was sealed under a key id the keyring does not hold.
 var ErrUnknownKey = errors.New("sealed under a key the keyring does not hold")
 
-// ErrCannotOpen: the key does not open the value (wrong key, a value moved
+// ErrCannotOpen means the key does not open the value (wrong key, a value moved
 // to another row, or corruption).
 var ErrCannotOpen = errors.New("cannot open sealed value: wrong key, wrong row or corrupted")
 
@@ -220,11 +220,11 @@ func CreateKeyFile(path, id string) (created bool, err error) {
 		GenerateKeyLine(id) + "\n"
 	if _, err := f.WriteString(content); err != nil {
 		f.Close()
-		os.Remove(path)
+		_ = os.Remove(path) // best effort: the write already failed, and that error is the one to report
 		return false, err
 	}
 	if err := f.Close(); err != nil {
-		os.Remove(path)
+		_ = os.Remove(path) // best effort: the close already failed, and that error is the one to report
 		return false, err
 	}
 	return true, nil

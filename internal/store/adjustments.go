@@ -62,7 +62,7 @@ type CreditAdjustment struct {
 	CreatedAt     time.Time
 }
 
-// ErrUnknownPolicy: a negative-balance policy that is not allow, clamp or hold.
+// ErrUnknownPolicy refuses a negative-balance policy that is not allow, clamp or hold.
 var ErrUnknownPolicy = errors.New("unknown negative-balance policy")
 
 // decide applies the negative-balance policy to a change of requested

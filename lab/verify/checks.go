@@ -307,7 +307,7 @@ func (d *runData) reversalPerCreditNote(r *Result) {
 			voidReached = voidReached || d.delivered(id)
 		}
 		gs := d.grants[cn.Invoice]
-		if !(reached || voidReached) || len(gs) != 1 {
+		if !reached && !voidReached || len(gs) != 1 {
 			unreached++
 			continue
 		}

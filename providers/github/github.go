@@ -70,7 +70,7 @@ func (Provider) Unwrap(h http.Header, body []byte) ([]byte, error) {
 	return p, nil
 }
 
-// Normalize: X-GitHub-Delivery is the id kept across redeliveries, the
+// Normalize reads a delivery: X-GitHub-Delivery is the id kept across redeliveries, the
 // installation is the account, the repository the resource.
 func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	// X-GitHub-Delivery is a header and GitHub signs the body only.

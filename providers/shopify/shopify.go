@@ -51,7 +51,7 @@ func (v verifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Tim
 	return providers.Verified{}, providers.Unauthenticatedf("shopify: no secret matches")
 }
 
-// Normalize: X-Shopify-Event-Id is kept across retries; the shop domain is
+// Normalize reads a delivery: X-Shopify-Event-Id is kept across retries; the shop domain is
 // the account; the topic's noun and the body's id the resource.
 func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	// Shopify signs the body only: the event id, topic and shop are

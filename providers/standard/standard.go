@@ -78,7 +78,7 @@ func (v verifier) Verify(h http.Header, body []byte, tolerance time.Duration, no
 	return providers.Verified{}, providers.Unauthenticatedf("standard webhooks: %s", last.Error())
 }
 
-// Normalize: webhook-id is the event id; type, resource and account come
+// Normalize reads a delivery: webhook-id is the event id; type, resource and account come
 // from the endpoint's configured JSON paths.
 func (Provider) Normalize(s keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	var n providers.Normalized
