@@ -50,13 +50,22 @@ func WorkflowSettings(cfg config.Config) keys.Settings {
 	return keys.Settings{
 		IdleTimeout: cfg.IdleTimeout, MaxEventsPerRun: cfg.MaxEventsPerRun, RetryBudget: cfg.RetryBudget,
 		RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax, ActivityTimeout: cfg.ActivityTimeout,
-		OutboxBudget: cfg.OutboxBudget, Handling: cfg.HandleMode,
+		OutboxBudget: cfg.OutboxBudget, Handling: cfg.HandleMode, Send: outboxSend(cfg),
 	}
+}
+
+// outboxSend is Settings.Send for HOOKINBOX_OUTBOX_SEND ("activity" is the
+// Settings' empty value: every attempt a regular activity).
+func outboxSend(cfg config.Config) string {
+	if cfg.OutboxSend == "local-first" {
+		return keys.SendLocalFirst
+	}
+	return ""
 }
 
 // Resources is the resource signaller for cfg.
 func Resources(cfg config.Config, c client.Client) *starter.Resources {
-	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg)}
+	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg), CompleteKinds: cfg.CompleteKinds()}
 }
 
 // Intake is the intake process: the public HTTP server, the internal
