@@ -7,11 +7,13 @@ import (
 )
 
 // Pacer paces the hand-off to what Temporal absorbs: an AIMD window on
-// the SignalWithStart calls in flight. Every call that answers within
-// Target widens the window by one call per window's worth of answers
-// (additive increase); a call that fails, or answers later than Target,
-// halves it (multiplicative decrease, at most once per Target, so one slow
-// spell counts once), down to Min. Throughput then follows the server:
+// the SignalWithStart calls in flight. While the calls' smoothed latency
+// (an exponentially weighted mean, so one slow answer on a busy machine is
+// not taken for congestion) stays within Target, every answer widens the
+// window by one call per window's worth of answers (additive increase); a
+// call that fails, or a smoothed latency above Target, halves it
+// (multiplicative decrease, at most once per Target, so one slow spell
+// counts once), down to Min. Throughput then follows the server:
 // window ÷ latency. A burst queues in the hand-off (where doorbells of one
 // resource coalesce) instead of in the server, whose CPU the workers
 // need to process what was signalled; on one machine that CPU is also the
@@ -29,7 +31,12 @@ type Pacer struct {
 	inflight int
 	lastCut  time.Time
 	wake     chan struct{}
+	// smoothed latency (0 before the first answer).
+	ewma time.Duration
 }
+
+// ewmaWeight is the weight of the newest answer in the smoothed latency.
+const ewmaWeight = 0.2
 
 // NewPacer starts with a window of Min calls.
 func NewPacer(minCalls, maxCalls int, target time.Duration) *Pacer {
@@ -37,6 +44,13 @@ func NewPacer(minCalls, maxCalls int, target time.Duration) *Pacer {
 	maxCalls = max(minCalls, maxCalls)
 	return &Pacer{Min: minCalls, Max: maxCalls, Target: target, now: time.Now,
 		window: float64(minCalls), wake: make(chan struct{})}
+}
+
+// Latency is the smoothed latency of the calls.
+func (p *Pacer) Latency() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ewma
 }
 
 // Window is the current window, in calls.
@@ -72,7 +86,12 @@ func (p *Pacer) Release(latency time.Duration, err error) {
 	defer p.mu.Unlock()
 	p.inflight--
 	now := p.now()
-	if err != nil || latency > p.Target {
+	if p.ewma == 0 {
+		p.ewma = latency
+	} else {
+		p.ewma += time.Duration(ewmaWeight * float64(latency-p.ewma))
+	}
+	if err != nil || p.ewma > p.Target {
 		if now.Sub(p.lastCut) >= p.Target {
 			p.window = max(float64(p.Min), p.window/2)
 			p.lastCut = now

@@ -237,7 +237,7 @@ func Default() Config {
 		SignatureTolerance: 5 * time.Minute,
 		EndpointCacheTTL:   10 * time.Second,
 		HandoffQueue:       10000,
-		HandoffWorkers:     8,
+		HandoffWorkers:     16,
 		HandoffTimeout:     5 * time.Second,
 		HandoffPacing:      true,
 		IdleCompleteKinds:  "invoice",
