@@ -47,11 +47,11 @@ const (
 	// baseline of the end to end: every resource lingers
 	// HOOKINBOX_IDLE_TIMEOUT after its last event
 	// (HOOKINBOX_IDLE_COMPLETE_KINDS empty), every outbox send is a regular
-	// activity (HOOKINBOX_OUTBOX_SEND=activity) and the hand-off is not
-	// paced (HOOKINBOX_HANDOFF_PACING=false, HOOKINBOX_HANDOFF_WORKERS=8). What it shares with the
-	// product in one process: the sweeper's per-row backoff (a database
-	// query), the bounded workflow cache and eager activities (the dev
-	// server's and the SDK's settings).
+	// activity (HOOKINBOX_OUTBOX_SEND=activity), the hand-off is not paced
+	// (HOOKINBOX_HANDOFF_PACING=false, HOOKINBOX_HANDOFF_WORKERS=8) and the
+	// workflow cache is the SDK's default (10,000). What it shares with the
+	// product: the sweeper's per-row backoff (a database query) and eager
+	// activities (the dev server's and the SDK's settings).
 	DesignV1 = "hookinbox-v1"
 	// DesignUnpaced is the product with HOOKINBOX_HANDOFF_PACING=false: the
 	// share of the hand-off's pacing in a difference.
@@ -126,7 +126,7 @@ type E2EResult struct {
 	Repeat      int    `json:"repeat"`
 	// AckPerSec: acknowledged deliveries per second while sending.
 	AckPerSec float64 `json:"acks_per_sec"`
-	Kind        string `json:"kind,omitempty"`
+	Kind      string  `json:"kind,omitempty"`
 	// Seconds from the first acknowledgement (received_at) to the last
 	// business effect (processed_at, or an email's sent_at), both read
 	// from the database.
@@ -499,7 +499,8 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 		cfg.HandleMode = "activity"
 	case DesignV1:
 		cfg.IdleCompleteKinds, cfg.OutboxSend, cfg.HandoffPacing = "", "activity", false
-		cfg.HandoffWorkers = 8 // the default before pacing
+		cfg.HandoffWorkers = 8        // the default before pacing
+		cfg.WorkflowCacheSize = 10000 // the SDK's default sticky cache
 	case DesignUnpaced:
 		cfg.HandoffPacing = false
 	}

@@ -54,8 +54,8 @@ func New(c client.Client, a *activities.ResourceActivities, cfg config.Config) t
 // 10,000): an idle resource workflow costs tens of KiB in the cache, and one
 // that is evicted is replayed from its history on its next workflow task.
 // Completed workflows leave the cache at once. The cache is shared by every
-// worker of the process and sized when the first one starts: later calls
-// change nothing.
+// worker of the process and sized when the first one starts (again after
+// all have stopped): a call while workers run changes nothing.
 func BoundWorkflowCache(cfg config.Config) {
 	if cfg.WorkflowCacheSize > 0 {
 		tworker.SetStickyWorkflowCacheSize(cfg.WorkflowCacheSize)
