@@ -77,6 +77,25 @@ func benchLogger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
+// pausable rings through bell, except while paused: then every ring
+// succeeds at once without reaching Temporal. Between two measurements
+// the intake bench pauses a target, so what its hand-off still has queued
+// is not sent during the next target's window (each target's doorbells
+// load Temporal during its own window only). A paused ring is a fast
+// success, so the paced hand-off starts its next window wide open, the
+// least favourable start for pacing.
+type pausable struct {
+	bell   keys.Doorbell
+	paused atomic.Bool
+}
+
+func (p *pausable) Ring(ctx context.Context, r keys.Resource, signal, value string) error {
+	if p.paused.Load() {
+		return nil
+	}
+	return p.bell.Ring(ctx, r, signal, value)
+}
+
 // nopSignaler stands in for Temporal behind the intake's hand-off queue.
 type nopSignaler struct{ n atomic.Int64 }
 
@@ -96,10 +115,14 @@ type IntakeTarget struct {
 	client  *http.Client
 	store   *store.Store
 	handoff *starter.Handoff
-	metrics *metrics.Metrics
-	cancel  context.CancelFunc
-	done    chan struct{}
-	drop    func()
+	bell    *pausable
+	// settleGrace lets the calls in flight when a target is paused end
+	// (at most the hand-off timeout).
+	settleGrace time.Duration
+	metrics     *metrics.Metrics
+	cancel      context.CancelFunc
+	done        chan struct{}
+	drop        func()
 }
 
 // IntakeOptions size the intake's database pool.
@@ -154,7 +177,8 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 			return nil, err
 		}
 	}
-	h := app.NewHandoff(cfg, bell, m, log)
+	pb := &pausable{bell: bell}
+	h := app.NewHandoff(cfg, pb, m, log)
 	srv := webhook.New(app.IntakeOptions(cfg, st, h, m, log))
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -165,7 +189,7 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	t := &IntakeTarget{URL: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, run: runID(),
-		client: httpClient(o.Clients), store: st, handoff: h, metrics: m, cancel: cancel, done: make(chan struct{}),
+		client: httpClient(o.Clients), store: st, handoff: h, bell: pb, settleGrace: time.Second, metrics: m, cancel: cancel, done: make(chan struct{}),
 		drop: func() { closeClient(); drop() }}
 	go func() {
 		defer close(t.done)
@@ -177,13 +201,23 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 	return t, nil
 }
 
-// Settle waits, up to limit, for the hand-off queue to empty, so that the
-// doorbells of one measurement are not sent during the next one.
-func (t *IntakeTarget) Settle(ctx context.Context, limit time.Duration) {
+// Settle ends a measurement: it waits, up to limit, for the hand-off to
+// send what it queued during the window, then empties what is left without
+// sending it (see pausable), so that none of this window's doorbells load
+// Temporal during the next one. It returns how many were left unsent.
+func (t *IntakeTarget) Settle(ctx context.Context, limit time.Duration) int {
 	end := time.Now().Add(limit)
 	for t.handoff.Len() > 0 && time.Now().Before(end) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 	}
+	left := t.handoff.Len()
+	t.bell.paused.Store(true)
+	for t.handoff.Len() > 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(t.settleGrace)
+	t.bell.paused.Store(false)
+	return left
 }
 
 // Signals counts the hand-off's doorbells so far by result (sent, failed,
@@ -357,7 +391,9 @@ type IntakeResult struct {
 	WideRounds    []float64 `json:"wide_rounds,omitempty"`
 	UnpacedRounds []float64 `json:"unpaced_rounds,omitempty"`
 	// Doorbells of the paced (and unpaced) intake at this level, by
-	// result: sent, failed, coalesced, dropped (queue full).
+	// result: sent, failed, coalesced, dropped (queue full), and
+	// unsent_after_window (still queued Settle after a window: discarded,
+	// the sweeper's in production).
 	Signals        map[string]float64 `json:"handoff_signals,omitempty"`
 	UnpacedSignals map[string]float64 `json:"handoff_signals_unpaced,omitempty"`
 }
@@ -393,9 +429,10 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 	if s.Settle <= 0 {
 		s.Settle = 30 * time.Second
 	}
+	unsent := map[*IntakeTarget]int{}
 	settle := func(t *IntakeTarget) {
 		if !s.NoTemporal {
-			t.Settle(ctx, s.Settle)
+			unsent[t] += t.Settle(ctx, s.Settle)
 		}
 	}
 	intake, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: s.MaxConns, Clients: maxC, NoTemporal: s.NoTemporal})
@@ -501,8 +538,14 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 				res.UnpacedRatio = u.PerSec / res.Raw.PerSec
 			}
 			res.UnpacedSignals = diff(unpaced.Signals(), usig0)
+			res.UnpacedSignals["unsent_after_window"] = float64(unsent[unpaced])
+			// Paused rings after a window are not sent: not counted as sent.
+			res.UnpacedSignals["sent"] -= float64(unsent[unpaced])
 		}
 		res.Signals = diff(intake.Signals(), sig0)
+		res.Signals["unsent_after_window"] = float64(unsent[intake])
+		res.Signals["sent"] -= float64(unsent[intake])
+		unsent = map[*IntakeTarget]int{}
 		out = append(out, res)
 	}
 	return out, nil
