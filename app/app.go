@@ -50,13 +50,23 @@ func WorkflowSettings(cfg config.Config) keys.Settings {
 	return keys.Settings{
 		IdleTimeout: cfg.IdleTimeout, MaxEventsPerRun: cfg.MaxEventsPerRun, RetryBudget: cfg.RetryBudget,
 		RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax, ActivityTimeout: cfg.ActivityTimeout,
-		OutboxBudget: cfg.OutboxBudget, Handling: cfg.HandleMode,
+		OutboxBudget: cfg.OutboxBudget, Handling: cfg.HandleMode, Send: outboxSend(cfg),
 	}
+}
+
+// outboxSend is Settings.Send for HOOKINBOX_OUTBOX_SEND ("activity" is the
+// Settings' empty value: every attempt a regular activity).
+func outboxSend(cfg config.Config) string {
+	if cfg.OutboxSend == "local-first" {
+		return keys.SendLocalFirst
+	}
+	return ""
 }
 
 // Resources is the resource signaller for cfg.
 func Resources(cfg config.Config, c client.Client) *starter.Resources {
-	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg), ConsoleURL: cfg.ConsoleBaseURL()}
+	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg), ConsoleURL: cfg.ConsoleBaseURL(),
+		CompleteKinds: cfg.CompleteKinds()}
 }
 
 // Intake is the intake process: the public HTTP server, the internal
@@ -89,11 +99,21 @@ func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.M
 		Internal: []Route{{Pattern: "GET /readyz", Handler: srv.Ready()}}}
 }
 
-// NewHandoff is the intake's hand-off queue sized by cfg, ringing through s.
+// HandoffTarget is the SignalWithStart latency above which the paced
+// hand-off narrows its window: a few times what one call costs on an idle
+// dev server (about 30 ms), well under what a busy cluster answers in.
+const HandoffTarget = 150 * time.Millisecond
+
+// NewHandoff is the intake's hand-off queue sized by cfg, ringing through s
+// (paced unless HOOKINBOX_HANDOFF_PACING is off).
 func NewHandoff(cfg config.Config, s keys.Doorbell, m *metrics.Metrics, log *slog.Logger) *starter.Handoff {
-	return starter.NewHandoff(s, starter.HandoffOptions{
+	o := starter.HandoffOptions{
 		Capacity: cfg.HandoffQueue, Workers: cfg.HandoffWorkers, Timeout: cfg.HandoffTimeout, Metrics: m, Logger: log,
-	})
+	}
+	if cfg.HandoffPacing {
+		o.Pacer = starter.NewPacer(1, cfg.HandoffWorkers, HandoffTarget)
+	}
+	return starter.NewHandoff(s, o)
 }
 
 // IntakeOptions are the intake server's options from cfg, with h as its

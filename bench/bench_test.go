@@ -138,9 +138,10 @@ func BenchmarkIntake(b *testing.B) {
 }
 
 // BenchmarkEndToEnd runs b.N events through the naive design, then
-// hookinbox (local-activity handling, the default) and hookinbox-activity
-// (HOOKINBOX_HANDLE_MODE=activity), spread one per resource and in bursts
-// of 40 per resource, and reports events/s (first acknowledgement to last
+// hookinbox-v1 (the design before issue #17), hookinbox (local-activity
+// handling, the default) and hookinbox-activity
+// (HOOKINBOX_HANDLE_MODE=activity), spread one paid invoice (with its
+// email) per resource and in bursts of 40 subscription updates per resource, and reports events/s (first acknowledgement to last
 // effect), history events per event, and each design's ratio x-naive. Each run gets a fresh
 // dev server.
 func BenchmarkEndToEnd(b *testing.B) {
@@ -149,11 +150,12 @@ func BenchmarkEndToEnd(b *testing.B) {
 	for _, shape := range []struct {
 		name string
 		per  int
-	}{{"spread", 1}, {"burst40", 40}} {
+		kind string
+	}{{"spread", 1, bench.KindInvoice}, {"burst40", 40, bench.KindSubscription}} {
 		var naiveRate float64
-		for _, design := range []string{bench.DesignNaive, bench.DesignHookinbox, bench.DesignActivity} {
+		for _, design := range []string{bench.DesignNaive, bench.DesignV1, bench.DesignHookinbox, bench.DesignActivity} {
 			b.Run(shape.name+"/"+design, func(b *testing.B) {
-				l := bench.Load{Name: shape.name, PerResource: shape.per, Resources: max(1, (b.N+shape.per-1)/shape.per)}
+				l := bench.Load{Name: shape.name, PerResource: shape.per, Kind: shape.kind, Resources: max(1, (b.N+shape.per-1)/shape.per)}
 				b.StopTimer()
 				if err := e.FreshTemporal(ctx); err != nil {
 					b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -42,6 +43,33 @@ const (
 	// DesignActivity is the product with HOOKINBOX_HANDLE_MODE=activity:
 	// HandleEvent as a regular activity instead of a local one.
 	DesignActivity = "hookinbox-activity"
+	// DesignV1 is the product as it was before issue #17, kept as the
+	// baseline of the end to end: every resource lingers
+	// HOOKINBOX_IDLE_TIMEOUT after its last event
+	// (HOOKINBOX_IDLE_COMPLETE_KINDS empty), every outbox send is a regular
+	// activity (HOOKINBOX_OUTBOX_SEND=activity), the hand-off is not paced
+	// (HOOKINBOX_HANDOFF_PACING=false, HOOKINBOX_HANDOFF_WORKERS=8) and the
+	// workflow cache is the SDK's default (10,000). What it shares with the
+	// product: the sweeper's per-row backoff (a database query) and eager
+	// activities (the dev server's and the SDK's settings).
+	DesignV1 = "hookinbox-v1"
+	// DesignUnpaced is the product with HOOKINBOX_HANDOFF_PACING=false: the
+	// share of the hand-off's pacing in a difference.
+	DesignUnpaced = "hookinbox-unpaced"
+)
+
+// Designs lists every design RunOnce knows.
+var Designs = []string{DesignNaive, DesignV1, DesignHookinbox, DesignUnpaced, DesignActivity}
+
+// Kinds of resource a load's events are about.
+const (
+	// KindSubscription: customer.subscription.updated events, handled by
+	// the cheap handler (one effect row).
+	KindSubscription = "subscription"
+	// KindInvoice: invoice.paid events, handled by the cheap handler with
+	// a confirmation email: one effect row and one outbox row in the same
+	// transaction, sent to an in-process HTTP email API.
+	KindInvoice = "invoice"
 )
 
 // Load is a set of events: Resources distinct resources with PerResource
@@ -50,6 +78,15 @@ type Load struct {
 	Name        string `json:"name"`
 	Resources   int    `json:"resources"`
 	PerResource int    `json:"events_per_resource"`
+	// Kind is KindSubscription (default) or KindInvoice.
+	Kind string `json:"kind,omitempty"`
+}
+
+func (l Load) kind() string {
+	if l.Kind == "" {
+		return KindSubscription
+	}
+	return l.Kind
 }
 
 // Events is the number of events of the load.
@@ -89,8 +126,10 @@ type E2EResult struct {
 	Repeat      int    `json:"repeat"`
 	// AckPerSec: acknowledged deliveries per second while sending.
 	AckPerSec float64 `json:"acks_per_sec"`
+	Kind      string  `json:"kind,omitempty"`
 	// Seconds from the first acknowledgement (received_at) to the last
-	// business effect (processed_at), both read from the database.
+	// business effect (processed_at, or an email's sent_at), both read
+	// from the database.
 	Seconds      float64 `json:"seconds"`
 	EventsPerSec float64 `json:"events_per_sec"`
 	// Per event, acknowledgement to effect.
@@ -114,7 +153,9 @@ type E2EResult struct {
 	PeakHeapMiB float64 `json:"peak_heap_mib"`
 	PeakRSSMiB  float64 `json:"peak_rss_mib"`
 	NotDone     int     `json:"not_done"`
-	LoadAverage string  `json:"load_average"`
+	// Emails sent (outbox rows of invoice loads) and those left unsent.
+	Emails      int    `json:"emails,omitempty"`
+	LoadAverage string `json:"load_average"`
 }
 
 // RunE2E runs every load with every design, one run at a time.
@@ -169,15 +210,44 @@ type system struct {
 
 // benchHandler is the cheap business handler every design runs: one short
 // transaction that locks the pending inbox row, inserts one effect row and
-// completes the inbox row (handlers.InPendingTx), no network.
-func benchHandler(st *store.Store) handlers.Handler {
+// completes the inbox row (handlers.InPendingTx), no network. With email,
+// the same transaction records a confirmation email in the outbox (as the
+// credits handler does), which the workflow then sends.
+func benchHandler(st *store.Store, email bool) handlers.Handler {
 	return handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
 		return handlers.InPendingTx(ctx, st, ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (handlers.Outcome, error) {
 			_, err := tx.Exec(ctx, `INSERT INTO bench_effects (event_key, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 				ev.Key.String(), ev.Resource().String())
-			return handlers.Outcome{Status: keys.StatusDone}, err
+			if err != nil || !email {
+				return handlers.Outcome{Status: keys.StatusDone}, err
+			}
+			id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
+				OperationKey: "bench:" + ev.Key.String() + ":confirmation", Class: keys.ClassCreditsConfirmation,
+				Kind: "email", Destination: "billing@example.com", WorkspaceID: benchWorkspace,
+				ResourceKey: ev.Resource().String(),
+				Payload: map[string]any{"to": "billing@example.com", "subject": "100 credits added",
+					"text": "Invoice " + ev.Resource().ID + " was paid: 100 credits were added."},
+			})
+			return handlers.Outcome{Status: keys.StatusDone, Outbox: []int64{id}}, err
 		})
 	})
+}
+
+// startMailAPI is an in-process HTTP email API (POST /v1/emails) that
+// accepts every message at once.
+func startMailAPI(ctx context.Context) (string, func(), error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	var n atomic.Int64
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_%d"}`, n.Add(1))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // benchConfig is the product's default configuration pointed at the
@@ -217,8 +287,8 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	if err != nil {
 		return nil, err
 	}
-	acts.Handlers[handlers.RouteCredits] = benchHandler(wst)
-	acts.Handlers[handlers.RouteSubscriptions] = benchHandler(wst)
+	acts.Handlers[handlers.RouteCredits] = benchHandler(wst, true)
+	acts.Handlers[handlers.RouteSubscriptions] = benchHandler(wst, false)
 
 	ist, err := store.Open(ctx, cfg.DatabaseURL, 0)
 	if err != nil {
@@ -247,7 +317,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	werr := make(chan error, 1)
 
 	switch design {
-	case DesignHookinbox, DesignActivity:
+	case DesignHookinbox, DesignActivity, DesignV1, DesignUnpaced:
 		wg.Add(1)
 		go func() { defer wg.Done(); werr <- app.RunWorker(wctx, cfg, wc, acts, wm, "", log) }()
 		in := app.NewIntake(cfg, ist, ic, im, log)
@@ -316,6 +386,15 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	return sys, nil
 }
 
+// templateOf is the event template of a kind: %[1]s event id, %[2]s
+// resource id, %[3]d time.
+func templateOf(kind string) string {
+	if kind == KindInvoice {
+		return invoiceTemplate
+	}
+	return subscriptionTemplate
+}
+
 // subscriptionTemplate is a Stripe customer.subscription.updated event
 // (about 0.9 KB): %[1]s event id, %[2]s subscription id, %[3]d time.
 const subscriptionTemplate = `{"id":"%[1]s","object":"event","api_version":"2025-09-30.clover","created":%[3]d,` +
@@ -335,8 +414,12 @@ type plannedEvent struct {
 
 func plan(run string, l Load) []plannedEvent {
 	evs := make([]plannedEvent, 0, l.Events())
+	prefix := "sub_"
+	if l.kind() == KindInvoice {
+		prefix = "in_"
+	}
 	for r := range l.Resources {
-		sub := "sub_" + run + "_" + strconv.Itoa(r)
+		sub := prefix + run + "_" + strconv.Itoa(r)
 		for k := range l.PerResource {
 			evs = append(evs, plannedEvent{eventID: "evt_" + run + "_" + strconv.Itoa(r) + "_" + strconv.Itoa(k), subID: sub})
 		}
@@ -346,13 +429,13 @@ func plan(run string, l Load) []plannedEvent {
 	return evs
 }
 
-func resourceOf(sub string) keys.Resource {
-	return keys.Resource{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, Kind: "subscription", ID: sub}
+func resourceOf(kind, id string) keys.Resource {
+	return keys.Resource{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, Kind: kind, ID: id}
 }
 
 // send posts every planned event from n senders and returns the rate of
 // acknowledgements.
-func send(ctx context.Context, url string, evs []plannedEvent, n int) (float64, error) {
+func send(ctx context.Context, url, template string, evs []plannedEvent, n int) (float64, error) {
 	c := httpClient(n)
 	defer c.CloseIdleConnections()
 	var next atomic.Int64
@@ -369,7 +452,7 @@ func send(ctx context.Context, url string, evs []plannedEvent, n int) (float64, 
 					return
 				}
 				now := time.Now()
-				body := fmt.Appendf(nil, subscriptionTemplate, evs[i].eventID, evs[i].subID, now.Unix())
+				body := fmt.Appendf(nil, template, evs[i].eventID, evs[i].subID, now.Unix())
 				var err error
 				for attempt := 0; attempt < 5; attempt++ { // a sender retries, as providers do
 					if err = post(ctx, c, url, body, simulator.SignStripe(body, time.Now(), benchSecret)); err == nil {
@@ -394,7 +477,8 @@ func send(ctx context.Context, url string, evs []plannedEvent, n int) (float64, 
 
 // RunOnce runs one design on one load on a fresh database.
 func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (E2EResult, error) {
-	res := E2EResult{Load: l.Name, Resources: l.Resources, PerResource: l.PerResource, Events: l.Events(), Design: design, LoadAverage: LoadAverage()}
+	res := E2EResult{Load: l.Name, Resources: l.Resources, PerResource: l.PerResource, Events: l.Events(), Design: design,
+		Kind: l.kind(), LoadAverage: LoadAverage()}
 	taddr, err := env.Temporal(ctx)
 	if err != nil {
 		return res, err
@@ -413,9 +497,23 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 
 	mem := StartMemory()
 	cfg := benchConfig(dbURL, taddr)
-	if design == DesignActivity {
+	switch design {
+	case DesignActivity:
 		cfg.HandleMode = "activity"
+	case DesignV1:
+		cfg.IdleCompleteKinds, cfg.OutboxSend, cfg.HandoffPacing = "", "activity", false
+		cfg.HandoffWorkers = 8        // the default before pacing
+		cfg.WorkflowCacheSize = 10000 // the SDK's default sticky cache
+	case DesignUnpaced:
+		cfg.HandoffPacing = false
 	}
+	mailURL, stopMail, err := startMailAPI(ctx)
+	if err != nil {
+		mem.Stop()
+		return res, err
+	}
+	defer stopMail()
+	cfg.Mailer, cfg.EmailAPIURL, cfg.EmailAPIIdempotent = "http", mailURL, true
 	if s.Configure != nil {
 		s.Configure(&cfg)
 	}
@@ -435,7 +533,7 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	run := runID()
 	evs := plan(run, l)
 	cpu := StartCPU(env.TemporalPID())
-	res.AckPerSec, err = send(ctx, sys.url, evs, s.Senders)
+	res.AckPerSec, err = send(ctx, sys.url, templateOf(l.kind()), evs, s.Senders)
 	if err != nil {
 		mem.Stop()
 		return res, fmt.Errorf("send: %w", err)
@@ -451,12 +549,21 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 
 	var first, last time.Time
 	var p50, p99 float64
+	// An event's effect is its row's completion, or its email's sending
+	// when it has one.
 	err = obs.Pool.QueryRow(ctx, `
-		SELECT min(received_at), max(processed_at),
-		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at)),
-		       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at)),
-		       count(*) FILTER (WHERE status <> 'done')
-		  FROM webhook_inbox`).Scan(&first, &last, &p50, &p99, &res.NotDone)
+		WITH done AS (
+			SELECT w.received_at, greatest(w.processed_at, o.sent_at) AS effect_at, w.status
+			  FROM webhook_inbox w
+			  LEFT JOIN outbox o ON o.operation_key = 'bench:' || w.provider || '/' || w.source_account || '/' ||
+			                        w.environment || '/' || w.event_id || ':confirmation'
+		)
+		SELECT min(received_at), max(effect_at),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM effect_at - received_at)),
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM effect_at - received_at)),
+		       count(*) FILTER (WHERE status <> 'done'),
+		       (SELECT count(*) FROM outbox WHERE status = 'sent')
+		  FROM done`).Scan(&first, &last, &p50, &p99, &res.NotDone, &res.Emails)
 	if err != nil {
 		return res, err
 	}
@@ -472,11 +579,13 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	return res, nil
 }
 
-// waitDone polls until every one of n inbox rows left pending.
+// waitDone polls until every one of n inbox rows left pending and every
+// outbox row left pending or uncertain.
 func waitDone(ctx context.Context, st *store.Store, n int) error {
 	for {
 		var total, pending int
-		err := st.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'pending') FROM webhook_inbox`).Scan(&total, &pending)
+		err := st.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'pending') +
+			(SELECT count(*) FROM outbox WHERE status IN ('pending', 'uncertain')) FROM webhook_inbox`).Scan(&total, &pending)
 		if err != nil {
 			return err
 		}
@@ -515,7 +624,7 @@ func countHistory(ctx context.Context, c client.Client, design string, evs []pla
 	byType := map[string]int{}
 	total, events := 0, 0
 	for i := 0; i < len(order) && hc.workflows < sample; i += step {
-		r := resourceOf(order[i])
+		r := resourceOf(l.kind(), order[i])
 		id := keys.ResourceWorkflowID(r)
 		if design == DesignNaive {
 			id = NaiveWorkflowID(r)

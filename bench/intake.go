@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/app"
 	"github.com/hookinbox/hookinbox/internal/config"
@@ -25,6 +27,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
 )
 
@@ -75,6 +78,25 @@ func benchLogger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
+// pausable rings through bell, except while paused: then every ring
+// succeeds at once without reaching Temporal. Between two measurements
+// the intake bench pauses a target, so what its hand-off still has queued
+// is not sent during the next target's window (each target's doorbells
+// load Temporal during its own window only). A paused ring is a fast
+// success, so the paced hand-off starts its next window wide open, the
+// least favourable start for pacing.
+type pausable struct {
+	bell   keys.Doorbell
+	paused atomic.Bool
+}
+
+func (p *pausable) Ring(ctx context.Context, r keys.Resource, signal, value string) error {
+	if p.paused.Load() {
+		return nil
+	}
+	return p.bell.Ring(ctx, r, signal, value)
+}
+
 // nopSignaler stands in for Temporal behind the intake's hand-off queue.
 type nopSignaler struct{ n atomic.Int64 }
 
@@ -84,17 +106,24 @@ func (s *nopSignaler) Ring(context.Context, keys.Resource, string, string) error
 }
 
 // IntakeTarget is the real intake (webhook.Server behind the real HTTP
-// server and hand-off queue, Temporal replaced by a no-op signaller: the
-// acknowledgement never waits on it) on a fresh database, and a client
-// posting Stripe-signed deliveries to it over loopback HTTP.
+// server and hand-off queue, ringing the resource workflows on a real
+// Temporal server, or, with IntakeOptions.NoTemporal, a no-op signaller)
+// on a fresh database, and a client posting Stripe-signed deliveries to it
+// over loopback HTTP.
 type IntakeTarget struct {
-	URL    string
-	run    string
-	client *http.Client
-	store  *store.Store
-	cancel context.CancelFunc
-	done   chan struct{}
-	drop   func()
+	URL     string
+	run     string
+	client  *http.Client
+	store   *store.Store
+	handoff *starter.Handoff
+	bell    *pausable
+	// settleGrace lets the calls in flight when a target is paused end
+	// (at most the hand-off timeout).
+	settleGrace time.Duration
+	metrics     *metrics.Metrics
+	cancel      context.CancelFunc
+	done        chan struct{}
+	drop        func()
 }
 
 // IntakeOptions size the intake's database pool.
@@ -105,6 +134,11 @@ type IntakeOptions struct {
 	MaxConns int32
 	// Clients is the number of idle keep-alive connections to keep.
 	Clients int
+	// NoTemporal replaces Temporal by a no-op signaller (the measurement
+	// before issue #17). Otherwise the hand-off rings a real server.
+	NoTemporal bool
+	// Unpaced turns the hand-off's pacing off (HOOKINBOX_HANDOFF_PACING=false).
+	Unpaced bool
 }
 
 // NewIntakeTarget starts the intake on a fresh database.
@@ -125,19 +159,40 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 		return nil, err
 	}
 	cfg := config.Default()
+	cfg.HandoffPacing = !o.Unpaced
 	log := benchLogger()
 	m := metrics.New()
-	h := app.NewHandoff(cfg, &nopSignaler{}, m, log)
+	var bell keys.Doorbell = &nopSignaler{}
+	closeClient := func() {}
+	if !o.NoTemporal {
+		taddr, err := env.Temporal(ctx)
+		if err == nil {
+			cfg.TemporalAddress, cfg.TaskQueue = taddr, "bench-intake-"+runID()
+			var c client.Client
+			if c, err = starter.DialLazy(cfg, log); err == nil {
+				bell, closeClient = app.Resources(cfg, c), c.Close
+			}
+		}
+		if err != nil {
+			st.Close()
+			drop()
+			return nil, err
+		}
+	}
+	pb := &pausable{bell: bell}
+	h := app.NewHandoff(cfg, pb, m, log)
 	srv := webhook.New(app.IntakeOptions(cfg, st, h, m, log))
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
+		closeClient()
 		st.Close()
 		drop()
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	t := &IntakeTarget{URL: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, run: runID(),
-		client: httpClient(o.Clients), store: st, cancel: cancel, done: make(chan struct{}), drop: drop}
+		client: httpClient(o.Clients), store: st, handoff: h, bell: pb, settleGrace: time.Second, metrics: m, cancel: cancel, done: make(chan struct{}),
+		drop: func() { closeClient(); drop() }}
 	go func() {
 		defer close(t.done)
 		hctx, hcancel := context.WithCancel(rctx)
@@ -146,6 +201,35 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 		hcancel()
 	}()
 	return t, nil
+}
+
+// Settle ends a measurement: it waits, up to limit, for the hand-off to
+// send what it queued during the window, then empties what is left without
+// sending it (see pausable), so that none of this window's doorbells load
+// Temporal during the next one. It returns how many were left unsent.
+func (t *IntakeTarget) Settle(ctx context.Context, limit time.Duration) int {
+	end := time.Now().Add(limit)
+	for t.handoff.Len() > 0 && time.Now().Before(end) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	left := t.handoff.Len()
+	t.bell.paused.Store(true)
+	for t.handoff.Len() > 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(t.settleGrace)
+	t.bell.paused.Store(false)
+	return left
+}
+
+// Signals counts the hand-off's doorbells so far by result (sent, failed,
+// coalesced, dropped).
+func (t *IntakeTarget) Signals() map[string]float64 {
+	out := map[string]float64{}
+	for _, k := range []string{"sent", "failed", "coalesced", "dropped"} {
+		out[k] = testutil.ToFloat64(t.metrics.HandoffSignals.WithLabelValues(k))
+	}
+	return out
 }
 
 func httpClient(conns int) *http.Client {
@@ -271,6 +355,15 @@ type IntakeSuite struct {
 	// Rounds repeats every measurement of a level this many times,
 	// interleaved (raw, intake, wide, raw, …); the median round is kept.
 	Rounds int
+	// NoTemporal replaces Temporal behind the hand-off by a no-op
+	// signaller. By default the hand-off rings a real dev server (no
+	// worker polls it: the intake process runs none) and, between two
+	// measurements, is given up to Settle to send what is queued.
+	NoTemporal bool
+	Settle     time.Duration
+	// Unpaced also measures the intake with an unpaced hand-off (the
+	// design before issue #17) beside the paced one.
+	Unpaced bool
 	// Progress receives a line per measurement.
 	Progress io.Writer
 }
@@ -285,13 +378,26 @@ type IntakeResult struct {
 	// (when measured) and WideRatio its ratio to the raw insert.
 	IntakeWide *Rate   `json:"intake_pool_per_sender,omitempty"`
 	WideRatio  float64 `json:"ratio_wide_over_raw,omitempty"`
+	// IntakeUnpaced is the intake with an unpaced hand-off (when
+	// measured) and UnpacedRatio its ratio to the raw insert.
+	IntakeUnpaced *Rate   `json:"intake_unpaced,omitempty"`
+	UnpacedRatio  float64 `json:"ratio_unpaced_over_raw,omitempty"`
+	// Temporal says the hand-off rang a real Temporal server.
+	Temporal bool `json:"temporal"`
 	// IntakeMaxConns is the intake pool's size in the Intake column.
 	IntakeMaxConns int32  `json:"intake_max_conns"`
 	Load           string `json:"load_average"`
 	// Every round's rates (per second), in the order measured.
-	RawRounds    []float64 `json:"raw_rounds,omitempty"`
-	IntakeRounds []float64 `json:"intake_rounds,omitempty"`
-	WideRounds   []float64 `json:"wide_rounds,omitempty"`
+	RawRounds     []float64 `json:"raw_rounds,omitempty"`
+	IntakeRounds  []float64 `json:"intake_rounds,omitempty"`
+	WideRounds    []float64 `json:"wide_rounds,omitempty"`
+	UnpacedRounds []float64 `json:"unpaced_rounds,omitempty"`
+	// Doorbells of the paced (and unpaced) intake at this level, by
+	// result: sent, failed, coalesced, dropped (queue full), and
+	// unsent_after_window (still queued Settle after a window: discarded,
+	// the sweeper's in production).
+	Signals        map[string]float64 `json:"handoff_signals,omitempty"`
+	UnpacedSignals map[string]float64 `json:"handoff_signals_unpaced,omitempty"`
 }
 
 // median returns the measurement with the median rate.
@@ -322,11 +428,27 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 	for _, c := range s.Concurrency {
 		maxC = max(maxC, c)
 	}
-	intake, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: s.MaxConns, Clients: maxC})
+	if s.Settle <= 0 {
+		s.Settle = 30 * time.Second
+	}
+	unsent := map[*IntakeTarget]int{}
+	settle := func(t *IntakeTarget) {
+		if !s.NoTemporal {
+			unsent[t] += t.Settle(ctx, s.Settle)
+		}
+	}
+	intake, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: s.MaxConns, Clients: maxC, NoTemporal: s.NoTemporal})
 	if err != nil {
 		return nil, err
 	}
 	defer intake.Close()
+	var unpaced *IntakeTarget
+	if s.Unpaced {
+		if unpaced, err = NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: s.MaxConns, Clients: maxC, NoTemporal: s.NoTemporal, Unpaced: true}); err != nil {
+			return nil, err
+		}
+		defer unpaced.Close()
+	}
 	rawURL, dropRaw, err := env.Database(ctx, "raw")
 	if err != nil {
 		return nil, err
@@ -335,7 +457,7 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 	wide := map[int]*IntakeTarget{}
 	if s.WidePool {
 		for _, c := range s.Concurrency {
-			t, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: int32(c), Clients: c})
+			t, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: int32(c), Clients: c, NoTemporal: s.NoTemporal})
 			if err != nil {
 				return nil, err
 			}
@@ -357,8 +479,13 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 		if err != nil {
 			return out, err
 		}
-		res := IntakeResult{Concurrency: c, Load: LoadAverage(), IntakeMaxConns: poolSize}
-		var raws, intakes, wides []Rate
+		res := IntakeResult{Concurrency: c, Load: LoadAverage(), IntakeMaxConns: poolSize, Temporal: !s.NoTemporal}
+		var raws, intakes, wides, unpaceds []Rate
+		sig0 := intake.Signals()
+		var usig0 map[string]float64
+		if unpaced != nil {
+			usig0 = unpaced.Signals()
+		}
 		for range max(1, s.Rounds) {
 			r, err := ClosedLoop(ctx, raw.Insert, &seq, c, s.Warmup, s.Duration)
 			if err != nil {
@@ -373,6 +500,7 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 			}
 			line(fmt.Sprintf("intake (pool %d)", poolSize), c, r)
 			intakes = append(intakes, r)
+			settle(intake)
 			if t := wide[c]; t != nil {
 				if r, err = ClosedLoop(ctx, t.Send, &seq, c, s.Warmup, s.Duration); err != nil {
 					raw.Close()
@@ -380,6 +508,16 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 				}
 				line(fmt.Sprintf("intake (pool %d)", c), c, r)
 				wides = append(wides, r)
+				settle(t)
+			}
+			if unpaced != nil {
+				if r, err = ClosedLoop(ctx, unpaced.Send, &seq, c, s.Warmup, s.Duration); err != nil {
+					raw.Close()
+					return out, fmt.Errorf("intake (unpaced) at %d: %w", c, err)
+				}
+				line("intake (unpaced)", c, r)
+				unpaceds = append(unpaceds, r)
+				settle(unpaced)
 			}
 		}
 		raw.Close()
@@ -395,9 +533,32 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 				res.WideRatio = w.PerSec / res.Raw.PerSec
 			}
 		}
+		if len(unpaceds) > 0 {
+			u := median(unpaceds)
+			res.IntakeUnpaced, res.UnpacedRounds = &u, rates(unpaceds)
+			if res.Raw.PerSec > 0 {
+				res.UnpacedRatio = u.PerSec / res.Raw.PerSec
+			}
+			res.UnpacedSignals = diff(unpaced.Signals(), usig0)
+			res.UnpacedSignals["unsent_after_window"] = float64(unsent[unpaced])
+			// Paused rings after a window are not sent: not counted as sent.
+			res.UnpacedSignals["sent"] -= float64(unsent[unpaced])
+		}
+		res.Signals = diff(intake.Signals(), sig0)
+		res.Signals["unsent_after_window"] = float64(unsent[intake])
+		res.Signals["sent"] -= float64(unsent[intake])
+		unsent = map[*IntakeTarget]int{}
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+func diff(a, b map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range a {
+		out[k] = v - b[k]
+	}
+	return out
 }
 
 var runSeq atomic.Int64

@@ -71,6 +71,11 @@ func NaiveWorkflow(ctx workflow.Context, in NaiveInput) error {
 		if err := workflow.ExecuteActivity(actx, a.HandleEvent, activities.HandleInput{Key: k}).Get(ctx, &res); err != nil {
 			workflow.GetLogger(ctx).Warn("event not handled", "event_key", key, "error", err.Error())
 		}
+		for _, id := range res.Outbox { // an email: one more activity
+			if err := workflow.ExecuteActivity(actx, a.SendOutbox, activities.SendInput{ID: id}).Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("outbox row not sent", "outbox_id", id, "error", err.Error())
+			}
+		}
 		if handled > 0 && handled%workflows.DefaultMaxEventsPerRun == 0 {
 			// Keep the history bounded like hookinbox does; carry nothing
 			// but what is still buffered (re-signalled to the new run by

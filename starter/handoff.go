@@ -22,6 +22,7 @@ type Handoff struct {
 	workers  int
 	metrics  *metrics.Metrics
 	log      *slog.Logger
+	pace     *Pacer
 
 	queue  chan item
 	mu     sync.Mutex
@@ -40,6 +41,10 @@ type HandoffOptions struct {
 	Timeout  time.Duration
 	Metrics  *metrics.Metrics
 	Logger   *slog.Logger
+	// Pacer, when set, bounds the calls in flight to its window (at most
+	// Workers): the hand-off follows what Temporal absorbs. Nil: every
+	// worker sends as soon as a doorbell is queued.
+	Pacer *Pacer
 }
 
 // NewHandoff builds the queue; Run sends.
@@ -51,7 +56,7 @@ func NewHandoff(s keys.Doorbell, o HandoffOptions) *Handoff {
 		o.Metrics = metrics.New()
 	}
 	return &Handoff{
-		signaler: s, timeout: o.Timeout, workers: max(1, o.Workers), metrics: o.Metrics, log: o.Logger,
+		signaler: s, timeout: o.Timeout, workers: max(1, o.Workers), metrics: o.Metrics, log: o.Logger, pace: o.Pacer,
 		queue: make(chan item, max(1, o.Capacity)), queued: map[keys.Resource]struct{}{},
 	}
 }
@@ -85,11 +90,22 @@ func (h *Handoff) Run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			for {
+				// Room in the window first, then a doorbell: while the
+				// window is full, doorbells wait in the queue, where those
+				// of one resource coalesce.
+				if h.pace != nil && h.pace.Acquire(ctx) != nil {
+					return
+				}
 				select {
 				case <-ctx.Done():
 					return
 				case it := <-h.queue:
-					h.send(ctx, it)
+					start := time.Now()
+					err := h.send(ctx, it)
+					if h.pace != nil {
+						h.pace.Release(time.Since(start), err)
+						h.metrics.HandoffWindow.Set(float64(h.pace.Window()))
+					}
 				}
 			}
 		}()
@@ -97,7 +113,7 @@ func (h *Handoff) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-func (h *Handoff) send(ctx context.Context, it item) {
+func (h *Handoff) send(ctx context.Context, it item) error {
 	// Unmark before sending: an event committed from now on needs a
 	// doorbell of its own, since this one may reach the workflow first.
 	h.mu.Lock()
@@ -111,9 +127,10 @@ func (h *Handoff) send(ctx context.Context, it item) {
 		h.metrics.HandoffSignals.WithLabelValues("failed").Inc()
 		h.log.Warn("hand-off failed; the sweeper will deliver the event", "event_key", it.key.String(),
 			"workflow_id", keys.ResourceWorkflowID(it.r), "error", err.Error())
-		return
+		return err
 	}
 	h.metrics.HandoffSignals.WithLabelValues("sent").Inc()
+	return nil
 }
 
 // Len is the number of queued doorbells.

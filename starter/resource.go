@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -91,6 +92,22 @@ type Resources struct {
 	// ConsoleURL, when set, is the operator console's base URL: each
 	// workflow's static details link to its resource's console page.
 	ConsoleURL string
+	// CompleteKinds are the resource kinds whose runs complete as soon as
+	// they are drained (Settings.Idle = keys.IdleComplete): kinds that
+	// rarely get a second event. Other kinds linger IdleTimeout.
+	CompleteKinds []string
+}
+
+// SettingsFor is the workflow settings of resource r: Settings, with the
+// idle policy of r's kind.
+func (s *Resources) SettingsFor(r keys.Resource) keys.Settings {
+	st := s.Settings
+	if slices.Contains(s.CompleteKinds, r.Kind) {
+		st.Idle = keys.IdleComplete
+	} else if len(s.CompleteKinds) > 0 && st.Idle == "" {
+		st.Idle = keys.IdleLinger
+	}
+	return st
 }
 
 // StartOptions are the options of a resource workflow: its ID, task queue,
@@ -123,7 +140,7 @@ func (s *Resources) Ring(ctx context.Context, r keys.Resource, signal, value str
 		return fmt.Errorf("signal %s: incomplete resource key %+v", signal, r)
 	}
 	_, err := s.Client.SignalWithStartWorkflow(ctx, keys.ResourceWorkflowID(r), signal, value, s.StartOptions(r),
-		workflows.ResourceWorkflow, keys.ResourceInput{Resource: r, Settings: s.Settings})
+		workflows.ResourceWorkflow, keys.ResourceInput{Resource: r, Settings: s.SettingsFor(r)})
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", keys.ResourceWorkflowID(r), err)
 	}

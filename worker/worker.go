@@ -31,15 +31,35 @@ type Activities struct {
 // New builds the worker of cfg.TaskQueue: the resource workflows and the
 // activities they call (as regular or local activities).
 func New(c client.Client, a *activities.ResourceActivities, cfg config.Config) tworker.Worker {
+	BoundWorkflowCache(cfg)
 	w := tworker.New(c, cfg.TaskQueue, tworker.Options{
 		// Local activities (short database reads and writes) share the
 		// worker with regular ones; both are bounded.
 		MaxConcurrentActivityExecutionSize:      64,
 		MaxConcurrentLocalActivityExecutionSize: 64,
+		// Eager activity execution: a regular activity scheduled by a
+		// workflow task (an outbox send retried, a reconcile) comes back in
+		// the answer to that task's completion, without a trip through the
+		// matching service, when the server allows it (the dev server is
+		// started with system.enableActivityEagerExecution=true).
+		// (DisableEagerActivities stays false; 3 reservations per task.)
 	})
 	w.RegisterWorkflow(workflows.ResourceWorkflow)
 	w.RegisterActivity(a)
 	return w
+}
+
+// BoundWorkflowCache bounds the workflow executions this process keeps in
+// the SDK's sticky cache (HOOKINBOX_WORKFLOW_CACHE_SIZE; the SDK default is
+// 10,000): an idle resource workflow costs tens of KiB in the cache, and one
+// that is evicted is replayed from its history on its next workflow task.
+// Completed workflows leave the cache at once. The cache is shared by every
+// worker of the process and sized when the first one starts (again after
+// all have stopped): a call while workers run changes nothing.
+func BoundWorkflowCache(cfg config.Config) {
+	if cfg.WorkflowCacheSize > 0 {
+		tworker.SetStickyWorkflowCacheSize(cfg.WorkflowCacheSize)
+	}
 }
 
 // NewControl builds the worker of the control task queue

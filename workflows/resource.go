@@ -144,6 +144,20 @@ func (r *resource) run(ctx workflow.Context) (ResourceResult, error) {
 			continue // the pass may have taken long: look at the channels again
 		}
 
+		if r.s.Idle == keys.IdleComplete && r.nextDue == nil {
+			// Drained, nothing due later: complete now instead of idling
+			// (a kind that rarely gets a second event; its next doorbell
+			// starts a new run). Sends finish first, and a doorbell that
+			// came meanwhile is served: nothing blocks after the drain.
+			if err := r.awaitSends(ctx); err != nil {
+				return ResourceResult{}, err
+			}
+			if r.drain(ctx) {
+				wake = true
+				continue
+			}
+			return ResourceResult{Handled: r.carry.Handled}, nil
+		}
 		wait, due := r.s.IdleTimeout, false
 		if r.nextDue != nil {
 			if d := r.nextDue.Sub(workflow.Now(ctx)); d < wait {
@@ -424,7 +438,23 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 		// that found it away wait for it and do not count.
 		spent := 0
 		var err error
-		for waits := 0; ; waits++ {
+		retry := true
+		if r.s.Send == keys.SendLocalFirst {
+			// The first attempt as a local activity: one marker, usually in
+			// the workflow task that handled the event. A failed attempt
+			// leaves the rest of the budget to regular activities, which
+			// show the failing send as pending in the UI.
+			err = r.sendLocal(gctx, id)
+			if err == nil {
+				return
+			}
+			if _, away := databaseAway(err); !away {
+				spent = 1
+				var appErr *temporal.ApplicationError
+				retry = r.s.OutboxBudget > 1 && !(errors.As(err, &appErr) && appErr.NonRetryable())
+			}
+		}
+		for waits := 0; retry; waits++ {
 			actx := workflow.WithActivityOptions(gctx, workflow.ActivityOptions{
 				StartToCloseTimeout: r.s.ActivityTimeout,
 				Summary:             fmt.Sprintf("send outbox #%d", id),
@@ -455,6 +485,17 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 			workflow.GetLogger(gctx).Error("could not mark outbox row failed", "outbox_id", id, "error", ferr.Error())
 		}
 	})
+}
+
+// sendLocal makes one attempt at sending outbox row id as a local activity.
+func (r *resource) sendLocal(ctx workflow.Context, id int64) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: r.s.ActivityTimeout,
+		Summary:             fmt.Sprintf("send outbox #%d", id),
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var res activities.SendResult
+	return workflow.ExecuteLocalActivity(lctx, onResource.SendOutbox, activities.SendInput{ID: id}).Get(ctx, &res)
 }
 
 // errDatabaseAway: handling an event found the database away; the pass

@@ -36,11 +36,14 @@ func newBenchCmd() *cobra.Command {
 	var (
 		suites, concurrency, designs, scale, burst string
 		spread, senders, scaleMax, sample, repeat  int
+		handoffWorkers                             int
 		rounds                                     int
 		duration, warmup, timeout, sweepAfter      time.Duration
 		maxConns                                   int32
-		dbURL, temporalAddr, save                  string
+		dbURL, temporalAddr, save, spreadKind      string
 		ephemeral, freshTemporal, widePool         bool
+		intakeNoTemporal, intakeUnpaced            bool
+		intakeSettle                               time.Duration
 		output                                     = cli.OutputFormat("table")
 	)
 	cmd := &cobra.Command{
@@ -97,9 +100,12 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 			}
 			ds := benchSplit(designs)
 			for _, d := range ds {
-				if d != bench.DesignHookinbox && d != bench.DesignNaive && d != bench.DesignActivity {
-					return cli.Usagef("--designs: unknown design %q (hookinbox, naive, hookinbox-activity)", d)
+				if !slices.Contains(bench.Designs, d) {
+					return cli.Usagef("--designs: unknown design %q (%s)", d, strings.Join(bench.Designs, ", "))
 				}
+			}
+			if spreadKind != bench.KindInvoice && spreadKind != bench.KindSubscription {
+				return cli.Usagef("--spread-kind: want invoice or subscription")
 			}
 
 			rep := benchReport{Started: time.Now().UTC(), Cores: runtime.NumCPU(), LoadBefore: bench.LoadAverage(), Durable: !ephemeral && dbURL == ""}
@@ -112,19 +118,25 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 
 			if want["intake"] {
 				rep.Intake, err = bench.RunIntake(ctx, env, bench.IntakeSuite{Concurrency: conc, Duration: duration,
-					Warmup: warmup, MaxConns: maxConns, WidePool: widePool, Rounds: rounds, Progress: progress})
+					Warmup: warmup, MaxConns: maxConns, WidePool: widePool, Rounds: rounds, Progress: progress,
+					NoTemporal: intakeNoTemporal, Unpaced: intakeUnpaced && !intakeNoTemporal, Settle: intakeSettle})
 				if err != nil {
 					return fmt.Errorf("intake suite: %w", err)
 				}
 			}
 			suite := bench.E2ESuite{Designs: ds, Senders: senders, Repeat: repeat, Timeout: timeout, HistorySample: sample,
 				FreshTemporal: freshTemporal, Progress: progress}
-			if sweepAfter > 0 {
-				suite.Configure = func(c *config.Config) { c.SweepAfter = sweepAfter }
+			suite.Configure = func(c *config.Config) {
+				if sweepAfter > 0 {
+					c.SweepAfter = sweepAfter
+				}
+				if handoffWorkers > 0 {
+					c.HandoffWorkers = handoffWorkers
+				}
 			}
 			if want["e2e"] {
 				suite.Loads = []bench.Load{
-					{Name: "one event per resource", Resources: spread, PerResource: 1},
+					{Name: "one event per resource", Resources: spread, PerResource: 1, Kind: spreadKind},
 					{Name: "bursts", Resources: bR, PerResource: bE},
 				}
 				rep.EndToEnd, err = bench.RunE2E(ctx, env, suite)
@@ -139,7 +151,7 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 						rep.ScaleCapped = append(rep.ScaleCapped, n)
 						continue
 					}
-					suite.Loads = append(suite.Loads, bench.Load{Name: fmt.Sprintf("%d resources", n), Resources: n, PerResource: 1})
+					suite.Loads = append(suite.Loads, bench.Load{Name: fmt.Sprintf("%d resources", n), Resources: n, PerResource: 1, Kind: spreadKind})
 				}
 				suite.Repeat = 1
 				rep.Scaling, err = bench.RunE2E(ctx, env, suite)
@@ -175,15 +187,20 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 	f.IntVar(&rounds, "rounds", 3, "intake: interleaved rounds per concurrency; the median round is shown")
 	f.Int32Var(&maxConns, "intake-max-conns", 0, "intake: database pool size (0: what 'hookinbox webhook' opens)")
 	f.BoolVar(&widePool, "intake-wide-pool", true, "intake: also measure the intake with one pool connection per sender")
+	f.BoolVar(&intakeNoTemporal, "intake-no-temporal", false, "intake: a no-op signaller behind the hand-off instead of a real Temporal dev server")
+	f.BoolVar(&intakeUnpaced, "intake-unpaced", true, "intake: also measure the intake with the unpaced hand-off (HOOKINBOX_HANDOFF_PACING=false)")
+	f.DurationVar(&intakeSettle, "intake-settle", 30*time.Second, "intake: after each intake window, wait up to this long for its hand-off queue to empty")
 	f.IntVar(&spread, "spread", 2000, "e2e: resources of the one-event-per-resource load")
-	f.StringVar(&burst, "burst", "50x40", "e2e: bursts load, RESOURCESxEVENTS per resource")
+	f.StringVar(&burst, "burst", "20x50", "e2e: bursts load (subscription updates), RESOURCESxEVENTS per resource")
+	f.StringVar(&spreadKind, "spread-kind", bench.KindInvoice, "e2e and scale: kind of the one-event resources: invoice (invoice.paid with its confirmation email) or subscription")
 	f.IntVar(&senders, "senders", 16, "e2e and scale: concurrent HTTP senders")
-	f.StringVar(&designs, "designs", "naive,hookinbox,hookinbox-activity", "e2e and scale: designs to run: hookinbox, naive, hookinbox-activity (HOOKINBOX_HANDLE_MODE=activity)")
+	f.StringVar(&designs, "designs", "hookinbox-v1,hookinbox", "e2e and scale: designs to run: hookinbox, hookinbox-v1 (the design before issue #17), naive, hookinbox-activity (HOOKINBOX_HANDLE_MODE=activity); ratios are to the first")
 	f.StringVar(&scale, "scale", "1000,10000,100000", "scale: distinct resources per run, one event each")
 	f.IntVar(&scaleMax, "scale-max", 10000, "scale: skip sizes above this (0: no cap; 100k resources take hours on 2 cores)")
 	f.IntVar(&repeat, "repeat", 1, "e2e: runs per load, alternating the order of the designs (rows show the mean; scale runs once)")
 	f.IntVar(&sample, "history-sample", 50, "e2e and scale: workflows whose history is read back per run")
 	f.DurationVar(&sweepAfter, "sweep-after", 0, "e2e and scale: HOOKINBOX_SWEEP_AFTER of the hookinbox designs (0: the product default)")
+	f.IntVar(&handoffWorkers, "handoff-workers", 0, "e2e and scale: HOOKINBOX_HANDOFF_WORKERS of every design (0: the product default)")
 	f.DurationVar(&timeout, "timeout", 0, "bound of one end-to-end run (0: 30 minutes plus 50 ms per event)")
 	f.BoolVar(&freshTemporal, "fresh-temporal", true, "start a fresh dev server for each end-to-end run (when started here)")
 	f.StringVar(&dbURL, "database-url", "", "superuser URL of an existing PostgreSQL (default: start a throw-away cluster)")
@@ -231,6 +248,10 @@ func printBench(w io.Writer, rep benchReport) error {
 		if wide {
 			header = append(header, "INTAKE/s (pool = senders)", "P50 ms", "P99 ms", "WIDE/RAW")
 		}
+		unpaced := rep.Intake[0].IntakeUnpaced != nil
+		if unpaced {
+			header = append(header, "UNPACED HAND-OFF/s", "P50 ms", "P99 ms", "UNPACED/RAW")
+		}
 		header = append(header, "EVERY ROUND raw | intake | wide /s", "LOAD")
 		var rows [][]string
 		for _, r := range rep.Intake {
@@ -239,9 +260,15 @@ func printBench(w io.Writer, rep benchReport) error {
 			if wide && r.IntakeWide != nil {
 				row = append(row, benchF0(r.IntakeWide.PerSec), benchF2(r.IntakeWide.P50ms), benchF2(r.IntakeWide.P99ms), benchF2(r.WideRatio))
 			}
+			if unpaced && r.IntakeUnpaced != nil {
+				row = append(row, benchF0(r.IntakeUnpaced.PerSec), benchF2(r.IntakeUnpaced.P50ms), benchF2(r.IntakeUnpaced.P99ms), benchF2(r.UnpacedRatio))
+			}
 			every := benchJoin(r.RawRounds) + " | " + benchJoin(r.IntakeRounds)
 			if len(r.WideRounds) > 0 {
 				every += " | " + benchJoin(r.WideRounds)
+			}
+			if len(r.UnpacedRounds) > 0 {
+				every += " | " + benchJoin(r.UnpacedRounds)
 			}
 			rows = append(rows, append(row, every, r.Load))
 		}
@@ -250,7 +277,7 @@ func printBench(w io.Writer, rep benchReport) error {
 		}
 	}
 	if len(rep.EndToEnd) > 0 {
-		fmt.Fprintln(w, "\nEND TO END: events/s from first acknowledgement to last effect committed, each design vs naive (one SignalWithStart + one activity per event)")
+		fmt.Fprintln(w, "\nEND TO END: events/s from first acknowledgement to last effect committed, each design vs the first")
 		if err := printBenchE2E(w, rep.EndToEnd, false); err != nil {
 			return err
 		}
@@ -308,13 +335,13 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 	for _, d := range designs {
 		header = append(header, strings.ToUpper(d)+" ev/s")
 	}
-	hasNaive := slices.Contains(designs, bench.DesignNaive)
-	if hasNaive {
-		for _, d := range designs {
-			if d != bench.DesignNaive {
-				header = append(header, strings.ToUpper(d)+"/NAIVE")
-			}
-		}
+	if len(designs) == 0 {
+		return nil
+	}
+	// Ratios are to the first design run (the baseline: --designs' first).
+	base := designs[0]
+	for _, d := range designs[1:] {
+		header = append(header, strings.ToUpper(d)+"/"+strings.ToUpper(base))
 	}
 	header = append(header, "HIST/EV", "SIGNALS/EV", "SWEEPER/EV", "P50 ms", "TEMPORAL CORES")
 	if repeated {
@@ -342,17 +369,13 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 			row = append(row, benchCell(r, benchRate))
 		}
 		row[1] = strconv.Itoa(events)
-		if naive := byKey[[2]string{l, bench.DesignNaive}]; hasNaive {
-			for _, d := range designs {
-				if d == bench.DesignNaive {
-					continue
-				}
-				ratio := "-"
-				if r := byKey[[2]string{l, d}]; r != nil && naive != nil && naive.EventsPerSec > 0 {
-					ratio = benchF2(r.EventsPerSec/naive.EventsPerSec) + "x"
-				}
-				row = append(row, ratio)
+		baseline := byKey[[2]string{l, base}]
+		for _, d := range designs[1:] {
+			ratio := "-"
+			if r := byKey[[2]string{l, d}]; r != nil && baseline != nil && baseline.EventsPerSec > 0 {
+				ratio = benchF2(r.EventsPerSec/baseline.EventsPerSec) + "x"
 			}
+			row = append(row, ratio)
 		}
 		row = append(row,
 			each(func(r *bench.E2EResult) string { return benchF1(r.HistoryPerEvent) }),

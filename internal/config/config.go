@@ -92,6 +92,11 @@ type Config struct {
 	HandoffWorkers int
 	// HOOKINBOX_HANDOFF_TIMEOUT: deadline of one SignalWithStart call.
 	HandoffTimeout time.Duration
+	// HOOKINBOX_HANDOFF_PACING: pace the hand-off to what Temporal absorbs
+	// (AIMD on SignalWithStart latency and errors; at most
+	// HOOKINBOX_HANDOFF_WORKERS calls in flight). Off: every worker always
+	// sends (the behaviour before pacing).
+	HandoffPacing bool
 
 	// HOOKINBOX_SWEEP_INTERVAL: how often the sweeper schedule runs.
 	SweepInterval time.Duration
@@ -99,6 +104,15 @@ type Config struct {
 	SweepAfter time.Duration
 	// HOOKINBOX_IDLE_TIMEOUT: a resource workflow completes after this long idle.
 	IdleTimeout time.Duration
+	// HOOKINBOX_IDLE_COMPLETE_KINDS: resource kinds (comma-separated) whose
+	// workflow completes as soon as a pass leaves nothing to do, instead of
+	// idling HOOKINBOX_IDLE_TIMEOUT: kinds that rarely get a second event
+	// (default "invoice"). Empty: every resource lingers.
+	IdleCompleteKinds string
+	// HOOKINBOX_WORKFLOW_CACHE_SIZE: workflow executions a worker process
+	// keeps cached (sticky). An evicted idle workflow is replayed from its
+	// history when its next doorbell comes: this bounds the worker's memory.
+	WorkflowCacheSize int
 	// HOOKINBOX_MAX_EVENTS_PER_RUN: a resource workflow continues-as-new
 	// after this many events (or sooner, when Temporal suggests it).
 	MaxEventsPerRun int
@@ -159,6 +173,11 @@ type Config struct {
 	OutboundAllowPrivate bool
 	// HOOKINBOX_OUTBOX_BUDGET: send attempts per outbox row before it is failed.
 	OutboxBudget int
+	// HOOKINBOX_OUTBOX_SEND: "local-first" (default) makes the first send
+	// attempt of an outbox row a local activity (one history event, in the
+	// workflow task that handled the event) and later attempts regular
+	// activities; "activity" makes every attempt a regular activity.
+	OutboxSend string
 	// HOOKINBOX_UNCERTAIN_POLICY: per operation class, what to do when a
 	// send's outcome is unknown and the destination does not dedupe:
 	// "class=policy,…" with policy retry_same_key, accept_duplicate or
@@ -263,8 +282,12 @@ func Default() Config {
 		SignatureTolerance:    5 * time.Minute,
 		EndpointCacheTTL:      10 * time.Second,
 		HandoffQueue:          10000,
-		HandoffWorkers:        8,
+		HandoffWorkers:        16,
 		HandoffTimeout:        5 * time.Second,
+		HandoffPacing:         true,
+		IdleCompleteKinds:     "invoice",
+		WorkflowCacheSize:     2000,
+		OutboxSend:            "local-first",
 		SweepInterval:         30 * time.Second,
 		SweepAfter:            time.Minute,
 		IdleTimeout:           10 * time.Minute,
@@ -354,6 +377,10 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.integer("HOOKINBOX_HANDOFF_QUEUE", &c.HandoffQueue)
 	p.integer("HOOKINBOX_HANDOFF_WORKERS", &c.HandoffWorkers)
 	p.duration("HOOKINBOX_HANDOFF_TIMEOUT", &c.HandoffTimeout)
+	p.boolean("HOOKINBOX_HANDOFF_PACING", &c.HandoffPacing)
+	p.str("HOOKINBOX_IDLE_COMPLETE_KINDS", &c.IdleCompleteKinds)
+	p.integer("HOOKINBOX_WORKFLOW_CACHE_SIZE", &c.WorkflowCacheSize)
+	p.str("HOOKINBOX_OUTBOX_SEND", &c.OutboxSend)
 	p.duration("HOOKINBOX_SWEEP_INTERVAL", &c.SweepInterval)
 	p.duration("HOOKINBOX_SWEEP_AFTER", &c.SweepAfter)
 	p.duration("HOOKINBOX_IDLE_TIMEOUT", &c.IdleTimeout)
@@ -468,6 +495,12 @@ func (c Config) Validate() error {
 	case keys.BalanceAllow, keys.BalanceClamp, keys.BalanceHold:
 	default:
 		errs = append(errs, `HOOKINBOX_NEGATIVE_BALANCE_POLICY must be "allow", "clamp" or "hold"`)
+	}
+	if c.OutboxSend != "local-first" && c.OutboxSend != "activity" {
+		errs = append(errs, `HOOKINBOX_OUTBOX_SEND must be "local-first" or "activity"`)
+	}
+	if c.WorkflowCacheSize <= 0 {
+		errs = append(errs, "HOOKINBOX_WORKFLOW_CACHE_SIZE must be positive")
 	}
 	if c.HandleMode != "local" && c.HandleMode != "activity" {
 		errs = append(errs, `HOOKINBOX_HANDLE_MODE must be "local" or "activity"`)
@@ -601,4 +634,15 @@ func (p *parser) duration(name string, dst *time.Duration) {
 		}
 		*dst = d
 	}
+}
+
+// CompleteKinds lists HOOKINBOX_IDLE_COMPLETE_KINDS.
+func (c Config) CompleteKinds() []string {
+	var out []string
+	for _, k := range strings.Split(c.IdleCompleteKinds, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -68,7 +68,31 @@ type Settings struct {
 	// ActivityHandling is the older form of Handling = HandlingActivity,
 	// read only when Handling is empty.
 	ActivityHandling bool `json:"activity_handling,omitempty"`
+	// Idle is what a run does once a pass leaves nothing to do: IdleLinger
+	// waits IdleTimeout for another doorbell (kinds that often get a second
+	// event, such as subscriptions: one run serves them all); IdleComplete
+	// completes at once (kinds that rarely do, such as invoices: a later
+	// doorbell starts a new run). Empty in inputs from before it existed:
+	// they linger, as they did then. The starter sets it per resource kind.
+	Idle string `json:"idle,omitempty"`
+	// Send is how SendOutbox runs: SendLocalFirst makes the first attempt a
+	// local activity (one marker, in the workflow task that handled the
+	// event) and any later attempt a regular activity (visible as pending
+	// in the UI while a destination fails). Empty in inputs from before it
+	// existed: every attempt is a regular activity, as it was then.
+	Send string `json:"send,omitempty"`
 }
+
+// The values of Settings.Idle.
+const (
+	IdleLinger   = "linger"
+	IdleComplete = "complete"
+)
+
+// The values of Settings.Send ("" is a regular activity).
+const (
+	SendLocalFirst = "local-first"
+)
 
 // The values of Settings.Handling.
 const (

@@ -20,6 +20,7 @@ type Metrics struct {
 	// Hand-off to Temporal.
 	HandoffSignals   *prometheus.CounterVec // result: sent, failed, coalesced, dropped
 	HandoffQueueSize prometheus.Gauge
+	HandoffWindow    prometheus.Gauge
 
 	// Processing.
 	EventsHandled *prometheus.CounterVec // kind (handler), outcome
@@ -53,6 +54,10 @@ func New() *Metrics {
 			Name: "hookinbox_handoff_signals_total",
 			Help: "Doorbells to resource workflows after an intake commit: sent, failed (Temporal error; the sweeper recovers), coalesced (one already queued), dropped (queue full).",
 		}, []string{"result"}),
+		HandoffWindow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookinbox_handoff_window",
+			Help: "SignalWithStart calls the paced hand-off allows in flight (AIMD on their latency and errors).",
+		}),
 		HandoffQueueSize: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hookinbox_handoff_queue_length",
 			Help: "Doorbells waiting in the intake's hand-off queue.",
@@ -87,7 +92,7 @@ func New() *Metrics {
 			Help: "Outbox send attempts by operation class and result (sent, found, pending: not delivered, uncertain: outcome unknown, held, rejected).",
 		}, []string{"class", "result"}),
 	}
-	r.MustRegister(m.Requests, m.AckSeconds, m.HandoffSignals, m.HandoffQueueSize,
+	r.MustRegister(m.Requests, m.AckSeconds, m.HandoffSignals, m.HandoffQueueSize, m.HandoffWindow,
 		m.EventsHandled, m.EventRetries, m.EffectLatency, m.SweepResignals, m.Divergences, m.SameVersionDivergences, m.OutboxSends)
 	return m
 }

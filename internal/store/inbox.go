@@ -453,24 +453,29 @@ func StopInboxEvent(ctx context.Context, db DB, k keys.Event, status, lastErr st
 }
 
 // StalePendingResources lists resources that have pending rows due for
-// longer than olderThan, and pushes those rows' next_attempt_at to now, so
-// the sweeper rings each resource at most once per olderThan however long
-// its workflow takes to get to it (a large backlog is queued, not lost).
+// longer than olderThan and not rung lately, and records the ring on those
+// rows (sweeps, swept_at): the n-th ring of a row comes olderThan × 4^n
+// after the one before (capped at an hour), so under a backlog a row is
+// rung about once however long its workflow takes to get to it (a large
+// backlog is queued, not lost). The rows stay due for their workflow.
 func StalePendingResources(ctx context.Context, db DB, olderThan time.Duration, limit int) ([]keys.Resource, error) {
 	rows, err := db.Query(ctx, `
-		WITH stale AS (
-			SELECT provider, source_account, environment, resource_kind, resource_id, min(next_attempt_at) AS oldest
+		WITH eligible AS (
+			SELECT id, provider, source_account, environment, resource_kind, resource_id, next_attempt_at
 			  FROM webhook_inbox
 			 WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1)
+			   AND (swept_at IS NULL
+			        OR swept_at < now() - make_interval(secs => least($1 * power(4, least(sweeps, 8)), 3600)))
+		), stale AS (
+			SELECT provider, source_account, environment, resource_kind, resource_id, min(next_attempt_at) AS oldest
+			  FROM eligible
 			 GROUP BY provider, source_account, environment, resource_kind, resource_id
 			 ORDER BY oldest
 			 LIMIT $2
-		), bumped AS (
-			UPDATE webhook_inbox w SET next_attempt_at = now()
-			  FROM stale s
-			 WHERE w.status = 'pending' AND w.next_attempt_at < now() - make_interval(secs => $1)
-			   AND w.provider = s.provider AND w.source_account = s.source_account AND w.environment = s.environment
-			   AND w.resource_kind = s.resource_kind AND w.resource_id = s.resource_id
+		), rung AS (
+			UPDATE webhook_inbox w SET sweeps = w.sweeps + 1, swept_at = now()
+			  FROM eligible e JOIN stale s USING (provider, source_account, environment, resource_kind, resource_id)
+			 WHERE w.id = e.id
 		)
 		SELECT provider, source_account, environment, resource_kind, resource_id FROM stale ORDER BY oldest`,
 		olderThan.Seconds(), limit)

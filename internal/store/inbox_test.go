@@ -144,14 +144,30 @@ func TestStalePendingResources(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []keys.Resource{event("x", "").Resource()}, got)
 
-	// Rung once: not again until it has been stale for another minute, but
-	// still due for its workflow.
+	// Rung once: not again on the next sweeps, but still due for its
+	// workflow.
 	got, err = store.StalePendingResources(ctx, s.Pool, time.Minute, 100)
 	require.NoError(t, err)
 	require.Empty(t, got)
 	b, err := store.LoadPending(ctx, s.Pool, event("x", "").Resource(), 10)
 	require.NoError(t, err)
 	require.Len(t, b.Events, 1)
+
+	// Backoff per row: the second ring waits 4 × olderThan after the first,
+	// the third 16 ×.
+	for _, tt := range []struct {
+		ago  string
+		rung bool
+	}{{"3 minutes", false}, {"5 minutes", true}, {"10 minutes", false}, {"17 minutes", true}} {
+		_, err = s.Pool.Exec(ctx, `UPDATE webhook_inbox SET swept_at = now() - $1::interval WHERE event_id = 'evt_old'`, tt.ago)
+		require.NoError(t, err)
+		got, err = store.StalePendingResources(ctx, s.Pool, time.Minute, 100)
+		require.NoError(t, err)
+		require.Equal(t, tt.rung, len(got) == 1, "last rung %s ago", tt.ago)
+	}
+	var sweeps int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT sweeps FROM webhook_inbox WHERE event_id = 'evt_old'`).Scan(&sweeps))
+	require.Equal(t, 3, sweeps)
 }
 
 func TestQuarantineStoresARetriedDeliveryOnce(t *testing.T) {

@@ -380,7 +380,8 @@ func lockReplayState(ctx context.Context, tx pgx.Tx, k keys.Event) (replayState,
 func ResetInboxEvent(ctx context.Context, db DB, k keys.Event, from string) (bool, error) {
 	tag, err := db.Exec(ctx, `
 		UPDATE webhook_inbox
-		   SET status = 'pending', attempts = 0, next_attempt_at = now(), pending_since = now(), last_error = NULL, note = NULL, processed_at = NULL
+		   SET status = 'pending', attempts = 0, next_attempt_at = now(), pending_since = now(), last_error = NULL, note = NULL, processed_at = NULL,
+		       sweeps = 0, swept_at = NULL
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
 		   AND status = $5`,
 		k.Provider, k.Account, k.Environment, k.EventID, from)
