@@ -299,6 +299,8 @@ func TestReconcileRunKilledMidwayResumesFromItsCheckpoint(t *testing.T) {
 	require.Equal(t, n, w.count(t, `SELECT count(*) FROM reconcile_divergences WHERE field = 'missing' AND corrected`))
 }
 
+// Failed and exhausted rows past the payload window are redacted too (they
+// stay, replayable by key); pending rows never are.
 func TestRetentionRunKeepsKeysInsideTheWindowAndRedactsOldPayloadsOnly(t *testing.T) {
 	t.Parallel()
 	w := newSimWorld(t, newStack(t, stackOptions{configure: noPassSchedules}), simulator.Config{})
@@ -333,13 +335,13 @@ func TestRetentionRunKeepsKeysInsideTheWindowAndRedactsOldPayloadsOnly(t *testin
 	w.run(t, "retention-"+w.account, workflows.RetentionWorkflow, workflows.RetentionInput{
 		PayloadRetention: 2 * day, DedupRetention: 7 * day, BatchSize: 1, BatchesPerActivity: 2,
 	}, &res)
-	require.EqualValues(t, 4, res.Redacted, "3d, 6d, 8d, 9d finished rows")
+	require.EqualValues(t, 6, res.Redacted, "3d, 6d, 8d, 9d finished rows, and the failed and exhausted ones past the window")
 	require.EqualValues(t, 2, res.DeletedRows, "8d and 9d finished rows")
 	require.GreaterOrEqual(t, res.Batches, 6, "one row per statement")
 
 	for id, want := range map[string]string{
 		paid.ID: "payload", "evt_fresh": "payload", "evt_3d": "redacted", "evt_6d": "redacted", "evt_8d": "gone",
-		"evt_9d": "gone", "evt_failed": "payload", "evt_exhausted": "payload", "evt_pending": "payload",
+		"evt_9d": "gone", "evt_failed": "redacted", "evt_exhausted": "redacted", "evt_pending": "payload",
 	} {
 		var redacted bool
 		err := w.store.Pool.QueryRow(w.ctx, `SELECT payload IS NULL FROM webhook_inbox WHERE event_id = $1`, id).Scan(&redacted)
