@@ -249,7 +249,9 @@ Press Ctrl-C to stop everything started here.
 		return nil
 	}
 
-	// One process, two roles: the worker's store and the intake's.
+	// One process, three database roles: the worker's store, the intake's,
+	// and the owner's for the console (it makes the operators' changes, as
+	// `hookinbox console` does with DATABASE_URL).
 	svc, err := openService(ctx, cfg, workerDB(cfg), false)
 	if err != nil {
 		return err
@@ -260,12 +262,17 @@ Press Ctrl-C to stop everything started here.
 		return err
 	}
 	defer intakeSt.Close()
+	ownerSt, err := openStore(ctx, cfg, ownerDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer ownerSt.Close()
 	st, c, m, log := svc.st, svc.c, svc.m, svc.log
 	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"))
 	if err != nil {
 		return err
 	}
-	con, err := app.NewConsole(cfg, st, c, log.With("process", "console"))
+	con, err := app.NewConsole(cfg, ownerSt, c, log.With("process", "console"))
 	if err != nil {
 		return err
 	}
