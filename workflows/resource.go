@@ -451,7 +451,7 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 			if _, away := databaseAway(err); !away {
 				spent = 1
 				var appErr *temporal.ApplicationError
-				retry = r.s.OutboxBudget > 1 && !(errors.As(err, &appErr) && appErr.NonRetryable())
+				retry = r.s.OutboxBudget > 1 && (!errors.As(err, &appErr) || !appErr.NonRetryable())
 			}
 		}
 		for waits := 0; retry; waits++ {
