@@ -2,24 +2,20 @@ package admission_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v84/webhook"
 
 	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
 	"github.com/hookinbox/hookinbox/providers"
+	"github.com/hookinbox/hookinbox/providers/providertest"
 )
 
 // recordingHandoff stands in for the intake's hand-off.
@@ -93,26 +89,6 @@ func (b *bundle) backfill(t *testing.T, slug, account string, body []byte) (admi
 		admission.Delivery{Body: body, Account: account}, keys.OriginBackfill)
 }
 
-func stripeEvent(id, typ, objID, objKind string, extra string) []byte {
-	return []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"livemode":false,"created":1760000000,%s"data":{"object":{"id":%q,"object":%q}}}`,
-		id, typ, extra, objID, objKind))
-}
-
-func stripeSig(body []byte, secret string, at time.Time) map[string]string {
-	p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: at})
-	return map[string]string{"Stripe-Signature": p.Header}
-}
-
-func githubHeaders(body []byte, secret, delivery, event string) map[string]string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return map[string]string{
-		"X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac.Sum(nil)),
-		"X-GitHub-Delivery":   delivery,
-		"X-GitHub-Event":      event,
-	}
-}
-
 func (b *bundle) inboxCount(t *testing.T) int {
 	var n int
 	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT count(*) FROM webhook_inbox`).Scan(&n))
@@ -134,10 +110,10 @@ func (b *bundle) row(t *testing.T, k keys.Event) *store.StoredEvent {
 func TestWebhookOutcomes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body := stripeEvent("evt_1", "invoice.paid", "in_1", "invoice", "")
+	body := providertest.StripeEvent("evt_1", "invoice.paid", "in_1", "invoice", "")
 	key := keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_1"}
 
-	res, err := b.admit(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	res, err := b.admit(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, res.Outcome)
 	require.Equal(t, key, res.Key)
@@ -147,26 +123,26 @@ func TestWebhookOutcomes(t *testing.T) {
 	require.Equal(t, 1, b.handoff.count())
 
 	// A duplicate of a pending row rings again; a conflicting body is quarantined.
-	res, err = b.admit(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	res, err = b.admit(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Duplicate, res.Outcome)
 	require.Equal(t, 2, b.handoff.count())
-	other := stripeEvent("evt_1", "invoice.paid", "in_OTHER", "invoice", "")
-	res, err = b.admit(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+	other := providertest.StripeEvent("evt_1", "invoice.paid", "in_OTHER", "invoice", "")
+	res, err = b.admit(t, "stripe", other, providertest.StripeHeaders(other, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
 	require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
 
 	// An unhandled type is ignored, not handed off.
-	ch := stripeEvent("evt_ch", "charge.succeeded", "ch_1", "charge", "")
-	res, err = b.admit(t, "stripe", ch, stripeSig(ch, stripeSecret, time.Now()))
+	ch := providertest.StripeEvent("evt_ch", "charge.succeeded", "ch_1", "charge", "")
+	res, err = b.admit(t, "stripe", ch, providertest.StripeHeaders(ch, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Ignored, res.Outcome)
 	require.Contains(t, res.Detail, "charge.succeeded")
 	require.Equal(t, 2, b.handoff.count())
 
 	// A bad signature stores nothing.
-	_, err = b.admit(t, "stripe", body, stripeSig(body, "whsec_wrong", time.Now()))
+	_, err = b.admit(t, "stripe", body, providertest.StripeHeaders(body, "whsec_wrong", time.Now()))
 	var unauth *providers.Unauthenticated
 	require.ErrorAs(t, err, &unauth)
 	require.Equal(t, 2, b.inboxCount(t))
@@ -176,7 +152,7 @@ func TestWebhookOutcomes(t *testing.T) {
 func TestBackfillOrigin(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body := stripeEvent("evt_b", "invoice.paid", "in_b", "invoice", "")
+	body := providertest.StripeEvent("evt_b", "invoice.paid", "in_b", "invoice", "")
 	key := keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_b"}
 
 	// No signature: the bytes come from the authenticated API.
@@ -187,16 +163,16 @@ func TestBackfillOrigin(t *testing.T) {
 	require.Equal(t, keys.OriginBackfill, b.row(t, key).Origin)
 
 	// An existing key with another serialization is "already have it", not a quarantine.
-	res, err = b.backfill(t, "stripe", "acct_own", stripeEvent("evt_b", "invoice.paid", "in_b", "invoice", `"extra":1,`))
+	res, err = b.backfill(t, "stripe", "acct_own", providertest.StripeEvent("evt_b", "invoice.paid", "in_b", "invoice", `"extra":1,`))
 	require.NoError(t, err)
 	require.Equal(t, admission.Duplicate, res.Outcome)
 
 	// An event naming another account than the pass lists, or listed under
 	// an unlinked one, is refused and stores nothing.
-	_, err = b.backfill(t, "stripe", "acct_else", stripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", `"account":"acct_own",`))
+	_, err = b.backfill(t, "stripe", "acct_else", providertest.StripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", `"account":"acct_own",`))
 	require.ErrorContains(t, err, "the event names account acct_own, the pass lists acct_else")
 	require.False(t, errors.Is(err, admission.ErrNotStored))
-	_, err = b.backfill(t, "stripe", "acct_else", stripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", ""))
+	_, err = b.backfill(t, "stripe", "acct_else", providertest.StripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", ""))
 	var rej *admission.Rejection
 	require.ErrorAs(t, err, &rej)
 	require.Equal(t, store.ReasonUnknownAccount, rej.Reason, "the pass's account, not the endpoint's own")
@@ -236,7 +212,7 @@ func TestABackfilledEventAndItsLateWebhookAreOneEvent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, res.Outcome)
 
-	res, err = b.admit(t, "stripe", delivered, stripeSig(delivered, stripeSecret, time.Now()))
+	res, err = b.admit(t, "stripe", delivered, providertest.StripeHeaders(delivered, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Duplicate, res.Outcome, "%s: %s", res.Reason, res.Detail)
 	require.Equal(t, keys.StatusPending, res.Status)
@@ -247,11 +223,11 @@ func TestABackfilledEventAndItsLateWebhookAreOneEvent(t *testing.T) {
 	require.Equal(t, keys.OriginBackfill, got.Origin)
 
 	// The other way round: webhook first, then the list item.
-	web := stripeEvent("evt_early", "invoice.paid", "in_early", "invoice", "")
-	res, err = b.admit(t, "stripe", web, stripeSig(web, stripeSecret, time.Now()))
+	web := providertest.StripeEvent("evt_early", "invoice.paid", "in_early", "invoice", "")
+	res, err = b.admit(t, "stripe", web, providertest.StripeHeaders(web, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, res.Outcome)
-	res, err = b.backfill(t, "stripe", "acct_own", stripeEvent("evt_early", "invoice.paid", "in_early", "invoice", `"api_version":"2025-01-01",`))
+	res, err = b.backfill(t, "stripe", "acct_own", providertest.StripeEvent("evt_early", "invoice.paid", "in_early", "invoice", `"api_version":"2025-01-01",`))
 	require.NoError(t, err)
 	require.Equal(t, admission.Duplicate, res.Outcome)
 
@@ -259,16 +235,16 @@ func TestABackfilledEventAndItsLateWebhookAreOneEvent(t *testing.T) {
 	// another time) is still a conflict: quarantined from the intake,
 	// refused by the backfill.
 	for i, other := range [][]byte{
-		stripeEvent("evt_late", "invoice.paid", "in_OTHER", "invoice", ""),
-		stripeEvent("evt_late", "customer.subscription.updated", "in_late", "subscription", ""),
+		providertest.StripeEvent("evt_late", "invoice.paid", "in_OTHER", "invoice", ""),
+		providertest.StripeEvent("evt_late", "customer.subscription.updated", "in_late", "subscription", ""),
 		[]byte(`{"id":"evt_late","object":"event","type":"invoice.paid","livemode":false,"created":1760009999,"data":{"object":{"id":"in_late","object":"invoice"}}}`),
 	} {
-		res, err = b.admit(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+		res, err = b.admit(t, "stripe", other, providertest.StripeHeaders(other, stripeSecret, time.Now()))
 		require.NoError(t, err)
 		require.Equal(t, admission.Quarantined, res.Outcome, "variant %d", i)
 		require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
 	}
-	_, err = b.backfill(t, "stripe", "acct_own", stripeEvent("evt_early", "invoice.paid", "in_OTHER", "invoice", ""))
+	_, err = b.backfill(t, "stripe", "acct_own", providertest.StripeEvent("evt_early", "invoice.paid", "in_OTHER", "invoice", ""))
 	var rej *admission.Rejection
 	require.ErrorAs(t, err, &rej)
 	require.Equal(t, store.ReasonConflictingDuplicate, rej.Reason)
@@ -277,7 +253,7 @@ func TestABackfilledEventAndItsLateWebhookAreOneEvent(t *testing.T) {
 	// Two webhooks: their bytes are the sender's, so any difference is a
 	// conflict, even one of layout only.
 	relaid := []byte(" " + string(web))
-	res, err = b.admit(t, "stripe", relaid, stripeSig(relaid, stripeSecret, time.Now()))
+	res, err = b.admit(t, "stripe", relaid, providertest.StripeHeaders(relaid, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
 	require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
@@ -328,15 +304,15 @@ func TestOwnAccountEventsStayRoutedAfterASecondLink(t *testing.T) {
 	b := setup(t)
 	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe", "acct_conn", "ws_conn"))
 
-	own := stripeEvent("evt_own", "invoice.paid", "in_own", "invoice", "")
-	res, err := b.admit(t, "stripe", own, stripeSig(own, stripeSecret, time.Now()))
+	own := providertest.StripeEvent("evt_own", "invoice.paid", "in_own", "invoice", "")
+	res, err := b.admit(t, "stripe", own, providertest.StripeHeaders(own, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, res.Outcome, "%s: %s", res.Reason, res.Detail)
 	require.Equal(t, "acct_own", res.Key.Account)
 	require.Equal(t, "ws_1", b.row(t, res.Key).WorkspaceID)
 
-	conn := stripeEvent("evt_conn", "invoice.paid", "in_conn", "invoice", `"account":"acct_conn",`)
-	res, err = b.admit(t, "stripe", conn, stripeSig(conn, stripeSecret, time.Now()))
+	conn := providertest.StripeEvent("evt_conn", "invoice.paid", "in_conn", "invoice", `"account":"acct_conn",`)
+	res, err = b.admit(t, "stripe", conn, providertest.StripeHeaders(conn, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, res.Outcome)
 	require.Equal(t, "ws_conn", b.row(t, res.Key).WorkspaceID)

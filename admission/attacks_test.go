@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers/providertest"
 )
 
 // The attacks of issue #14 (tenants and replay), each tried against the
@@ -65,8 +66,8 @@ func TestASecretCannotSignForAnotherTenantsAccount(t *testing.T) {
 	require.NoError(t, b.store.LinkAccount(b.ctx, "shared", "acct_a", "ws_a"))
 	require.NoError(t, b.store.LinkAccount(b.ctx, "shared", "acct_b", "ws_b"))
 
-	forged := stripeEvent("evt_forged", "invoice.paid", "in_1", "invoice", `"account":"acct_a",`)
-	res, err := b.admit(t, "shared", forged, stripeSig(forged, secretB, time.Now()))
+	forged := providertest.StripeEvent("evt_forged", "invoice.paid", "in_1", "invoice", `"account":"acct_a",`)
+	res, err := b.admit(t, "shared", forged, providertest.StripeHeaders(forged, secretB, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
 	require.Equal(t, store.ReasonAccountMismatch, res.Reason)
@@ -85,13 +86,13 @@ func TestASecretCannotSignForAnotherTenantsAccount(t *testing.T) {
 	require.Zero(t, b.inboxCount(t))
 
 	// Each tenant's own events still land in its own workspace.
-	own := stripeEvent("evt_own_a", "invoice.paid", "in_2", "invoice", `"account":"acct_a",`)
-	res, err = b.admit(t, "shared", own, stripeSig(own, secretA, time.Now()))
+	own := providertest.StripeEvent("evt_own_a", "invoice.paid", "in_2", "invoice", `"account":"acct_a",`)
+	res, err = b.admit(t, "shared", own, providertest.StripeHeaders(own, secretA, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, res.Outcome)
 	require.Equal(t, 1, b.workspaceRows(t, "ws_a"))
-	ownB := stripeEvent("evt_own_b", "invoice.paid", "in_3", "invoice", `"account":"acct_b",`)
-	res, err = b.admit(t, "shared", ownB, stripeSig(ownB, secretB, time.Now()))
+	ownB := providertest.StripeEvent("evt_own_b", "invoice.paid", "in_3", "invoice", `"account":"acct_b",`)
+	res, err = b.admit(t, "shared", ownB, providertest.StripeHeaders(ownB, secretB, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, res.Outcome)
 	require.Equal(t, 1, b.workspaceRows(t, "ws_b"))
@@ -198,7 +199,7 @@ func TestReplayedBodyUnderANewDeliveryIDIsADuplicate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	body := []byte(`{"action":"opened","installation":{"id":4242},"repository":{"full_name":"octo/hello"}}`)
-	res, err := b.admit(t, "gh", body, githubHeaders(body, githubSecret, "d-original", "issues"))
+	res, err := b.admit(t, "gh", body, providertest.GitHubHeaders(body, githubSecret, "d-original", "issues"))
 	require.NoError(t, err)
 	requireStored(t, res)
 	original := res.InboxID
@@ -211,7 +212,7 @@ func TestReplayedBodyUnderANewDeliveryIDIsADuplicate(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			results[i], errs[i] = b.admit(t, "gh", body, githubHeaders(body, githubSecret, fmt.Sprintf("d-replay-%d", i), "issues"))
+			results[i], errs[i] = b.admit(t, "gh", body, providertest.GitHubHeaders(body, githubSecret, fmt.Sprintf("d-replay-%d", i), "issues"))
 		}(i)
 	}
 	wg.Wait()
@@ -232,7 +233,7 @@ func TestReplayedBodyUnderANewDeliveryIDIsADuplicate(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			r, err := b.admit(t, "gh", fresh, githubHeaders(fresh, githubSecret, fmt.Sprintf("d-race-%d", i), "issues"))
+			r, err := b.admit(t, "gh", fresh, providertest.GitHubHeaders(fresh, githubSecret, fmt.Sprintf("d-race-%d", i), "issues"))
 			if err == nil && (r.Outcome == admission.Accepted || r.Outcome == admission.Ignored) {
 				accepted.Store(i, true)
 			}
@@ -246,7 +247,7 @@ func TestReplayedBodyUnderANewDeliveryIDIsADuplicate(t *testing.T) {
 
 	// A replay under a fresh id whose account is unlinked is not let into
 	// the quarantine either: the endpoint already holds the body.
-	res, err = b.admit(t, "gh", body, githubHeaders(body, githubSecret, "d-other", "issues"))
+	res, err = b.admit(t, "gh", body, providertest.GitHubHeaders(body, githubSecret, "d-other", "issues"))
 	require.NoError(t, err)
 	require.Equal(t, admission.Duplicate, res.Outcome)
 	require.Zero(t, b.quarantineCount(t))

@@ -11,6 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers/providertest"
 )
 
 // quarantineID is the id of the quarantine entry holding eventID.
@@ -34,7 +35,7 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 	// A Connect event from an account nobody linked yet arrives through the
 	// intake's admission and is quarantined.
 	body := []byte(`{"id":"evt_q1","object":"event","type":"invoice.paid","livemode":true,"account":"acct_new","created":1760000000,"data":{"object":{"id":"in_9","object":"invoice"}}}`)
-	r, err := b.admit(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	r, err := b.admit(t, "stripe-connect", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, r.Outcome, r.Reason)
 	id := b.quarantineID(t, "evt_q1")
@@ -98,7 +99,7 @@ func TestReadmitWhenTheSenderAlreadyRedelivered(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	body := []byte(`{"id":"evt_q2","object":"event","type":"invoice.paid","livemode":true,"account":"acct_late","created":1760000000,"data":{"object":{"id":"in_7","object":"invoice"}}}`)
-	r, err := b.admit(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	r, err := b.admit(t, "stripe-connect", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, r.Outcome, r.Reason)
 	id := b.quarantineID(t, "evt_q2")
@@ -106,7 +107,7 @@ func TestReadmitWhenTheSenderAlreadyRedelivered(t *testing.T) {
 	// Linked, and the sender's retry is accepted before the operator acts.
 	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe-connect", "acct_late", "ws_late"))
 	time.Sleep(1100 * time.Millisecond) // the intake's reload-on-unknown-account floor
-	r, err = b.admit(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	r, err = b.admit(t, "stripe-connect", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, r.Outcome)
 	key := keys.Event{Provider: "stripe", Account: "acct_late", Environment: "live", EventID: "evt_q2"}
@@ -130,7 +131,7 @@ func TestReadmitGitHubFormDeliveryUsesTheKeptHeaders(t *testing.T) {
 	b := setup(t)
 	doc := `{"action":"opened","installation":{"id":999},"repository":{"full_name":"octo/hello","owner":{"login":"octo"}}}`
 	form := []byte("payload=" + url.QueryEscape(doc))
-	h := githubHeaders(form, githubSecret, "d-q1", "issues")
+	h := providertest.GitHubHeaders(form, githubSecret, "d-q1", "issues")
 	h["Content-Type"] = "application/x-www-form-urlencoded"
 	r, err := b.admit(t, "gh", form, h)
 	require.NoError(t, err)
@@ -157,19 +158,19 @@ func TestReadmitRefusals(t *testing.T) {
 	b := setup(t)
 
 	// Same key, different body: the original stays, the newcomer is quarantined.
-	orig := stripeEvent("evt_c", "invoice.paid", "in_1", "invoice", "")
-	r, err := b.admit(t, "stripe", orig, stripeSig(orig, stripeSecret, time.Now()))
+	orig := providertest.StripeEvent("evt_c", "invoice.paid", "in_1", "invoice", "")
+	r, err := b.admit(t, "stripe", orig, providertest.StripeHeaders(orig, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, r.Outcome)
-	other := stripeEvent("evt_c", "invoice.paid", "in_OTHER", "invoice", "")
-	r, err = b.admit(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+	other := providertest.StripeEvent("evt_c", "invoice.paid", "in_OTHER", "invoice", "")
+	r, err = b.admit(t, "stripe", other, providertest.StripeHeaders(other, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, store.ReasonConflictingDuplicate, r.Reason)
 	conflict := b.quarantineID(t, "evt_c")
 
 	// A test-mode event on the live endpoint.
 	env := []byte(`{"id":"evt_env","object":"event","type":"invoice.paid","livemode":false,"account":"acct_c1","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`)
-	r, err = b.admit(t, "stripe-connect", env, stripeSig(env, stripeSecret, time.Now()))
+	r, err = b.admit(t, "stripe-connect", env, providertest.StripeHeaders(env, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, r.Outcome, r.Reason)
 	mismatch := b.quarantineID(t, "evt_env")

@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,12 +20,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v84/webhook"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/providers/providertest"
 	hwebhook "github.com/hookinbox/hookinbox/webhook"
 )
 
@@ -144,16 +143,6 @@ func (b *bundle) post(t *testing.T, slug string, body []byte, headers map[string
 	return reply{resp.StatusCode, string(out)}
 }
 
-func stripeEvent(id, typ, objID, objKind string, extra string) []byte {
-	return []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"livemode":false,"created":1760000000,%s"data":{"object":{"id":%q,"object":%q}}}`,
-		id, typ, extra, objID, objKind))
-}
-
-func stripeSig(body []byte, secret string, at time.Time) map[string]string {
-	p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: at})
-	return map[string]string{"Stripe-Signature": p.Header}
-}
-
 func (b *bundle) inboxCount(t *testing.T) int {
 	var n int
 	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT count(*) FROM webhook_inbox`).Scan(&n))
@@ -182,8 +171,8 @@ func (b *bundle) row(t *testing.T, k keys.Event) *store.StoredEvent {
 func TestStripeAcceptedIsCommittedThenHandedOff(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body := stripeEvent("evt_1", "invoice.paid", "in_1", "invoice", "")
-	r := b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	body := providertest.StripeEvent("evt_1", "invoice.paid", "in_1", "invoice", "")
+	r := b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusOK, r.code, r.body)
 	require.Contains(t, r.body, `"accepted"`)
 
@@ -207,17 +196,17 @@ func TestStripeAcceptedIsCommittedThenHandedOff(t *testing.T) {
 func TestStripeSignatureFailuresStoreNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body := stripeEvent("evt_bad", "invoice.paid", "in_1", "invoice", "")
+	body := providertest.StripeEvent("evt_bad", "invoice.paid", "in_1", "invoice", "")
 	tests := []struct {
 		name    string
 		headers map[string]string
 		body    []byte
 	}{
 		{"missing header", nil, body},
-		{"wrong secret", stripeSig(body, "whsec_wrong", time.Now()), body},
-		{"body changed after signing", stripeSig(body, stripeSecret, time.Now()), append([]byte(nil), bytes.Replace(body, []byte("in_1"), []byte("in_2"), 1)...)},
-		{"outside tolerance", stripeSig(body, stripeSecret, time.Now().Add(-6*time.Minute)), body},
-		{"in the future beyond tolerance", stripeSig(body, stripeSecret, time.Now().Add(6*time.Minute)), body},
+		{"wrong secret", providertest.StripeHeaders(body, "whsec_wrong", time.Now()), body},
+		{"body changed after signing", providertest.StripeHeaders(body, stripeSecret, time.Now()), append([]byte(nil), bytes.Replace(body, []byte("in_1"), []byte("in_2"), 1)...)},
+		{"outside tolerance", providertest.StripeHeaders(body, stripeSecret, time.Now().Add(-6*time.Minute)), body},
+		{"in the future beyond tolerance", providertest.StripeHeaders(body, stripeSecret, time.Now().Add(6*time.Minute)), body},
 		{"garbage header", map[string]string{"Stripe-Signature": "nonsense"}, body},
 	}
 	for _, tt := range tests {
@@ -239,7 +228,7 @@ func TestRotationAcceptsEitherSecretAndRecordsWhichOne(t *testing.T) {
 	for i, secret := range []string{stripeSecret, stripeSecret2} {
 		id := fmt.Sprintf("evt_rot%d", i)
 		body := []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":"customer.subscription.updated","livemode":true,"account":"acct_c1","created":1760000000,"data":{"object":{"id":"sub_1","object":"subscription","version":7}}}`, id))
-		r := b.post(t, "stripe-connect", body, stripeSig(body, secret, time.Now()))
+		r := b.post(t, "stripe-connect", body, providertest.StripeHeaders(body, secret, time.Now()))
 		require.Equal(t, http.StatusOK, r.code, r.body)
 		got := b.row(t, keys.Event{Provider: "stripe", Account: "acct_c1", Environment: "live", EventID: id})
 		require.Equal(t, ep.Secrets[i].ID, got.SecretID)
@@ -252,16 +241,16 @@ func TestRotationAcceptsEitherSecretAndRecordsWhichOne(t *testing.T) {
 	require.NoError(t, err)
 	time.Sleep(1100 * time.Millisecond) // the reload-on-failure floor
 	body := []byte(`{"id":"evt_rot3","object":"event","type":"customer.subscription.updated","livemode":true,"account":"acct_c1","created":1760000000,"data":{"object":{"id":"sub_1","object":"subscription"}}}`)
-	r := b.post(t, "stripe-connect", body, stripeSig(body, "whsec_third", time.Now()))
+	r := b.post(t, "stripe-connect", body, providertest.StripeHeaders(body, "whsec_third", time.Now()))
 	require.Equal(t, http.StatusOK, r.code, r.body)
 }
 
 func TestDuplicatesAndConflicts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body := stripeEvent("evt_d", "invoice.paid", "in_1", "invoice", "")
+	body := providertest.StripeEvent("evt_d", "invoice.paid", "in_1", "invoice", "")
 	for range 3 {
-		r := b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+		r := b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 		require.Equal(t, http.StatusOK, r.code)
 	}
 	require.Equal(t, 1, b.inboxCount(t))
@@ -269,8 +258,8 @@ func TestDuplicatesAndConflicts(t *testing.T) {
 	require.Equal(t, 3, b.handoff.count())
 
 	// Same key, different body: original kept, newcomer quarantined, 2xx.
-	other := stripeEvent("evt_d", "invoice.paid", "in_OTHER", "invoice", "")
-	r := b.post(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+	other := providertest.StripeEvent("evt_d", "invoice.paid", "in_OTHER", "invoice", "")
+	r := b.post(t, "stripe", other, providertest.StripeHeaders(other, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusOK, r.code, r.body)
 	require.Contains(t, r.body, "conflicting_duplicate")
 	got := b.row(t, keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_d"})
@@ -279,7 +268,7 @@ func TestDuplicatesAndConflicts(t *testing.T) {
 	require.Equal(t, []string{"conflicting_duplicate"}, b.quarantine(t))
 
 	// The sender retrying the conflicting delivery does not grow the quarantine.
-	r = b.post(t, "stripe", other, stripeSig(other, stripeSecret, time.Now()))
+	r = b.post(t, "stripe", other, providertest.StripeHeaders(other, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusOK, r.code)
 	require.Len(t, b.quarantine(t), 1)
 
@@ -287,7 +276,7 @@ func TestDuplicatesAndConflicts(t *testing.T) {
 	_, err := store.CompleteInboxEvent(b.ctx, b.store.Pool, got.Key, keys.StatusDone, "")
 	require.NoError(t, err)
 	before := b.handoff.count()
-	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	r = b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusOK, r.code)
 	require.Equal(t, before, b.handoff.count())
 	require.Equal(t, keys.StatusDone, b.row(t, got.Key).Status)
@@ -296,8 +285,8 @@ func TestDuplicatesAndConflicts(t *testing.T) {
 func TestConcurrentIdenticalDeliveriesMakeOneRow(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body := stripeEvent("evt_race", "invoice.paid", "in_race", "invoice", "")
-	h := stripeSig(body, stripeSecret, time.Now())
+	body := providertest.StripeEvent("evt_race", "invoice.paid", "in_race", "invoice", "")
+	h := providertest.StripeHeaders(body, stripeSecret, time.Now())
 	var wg sync.WaitGroup
 	codes := make([]int, 24)
 	for i := range codes {
@@ -321,25 +310,25 @@ func TestQuarantineAndBadInput(t *testing.T) {
 
 	// Connect event from an account nobody linked: quarantined, 2xx.
 	body := []byte(`{"id":"evt_u","object":"event","type":"invoice.paid","livemode":true,"account":"acct_stranger","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`)
-	r := b.post(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	r := b.post(t, "stripe-connect", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusAccepted, r.code, r.body)
 	require.Contains(t, r.body, "unknown_account")
 
 	// A test-mode event on a live endpoint never becomes live work.
 	body = []byte(`{"id":"evt_env","object":"event","type":"invoice.paid","livemode":false,"account":"acct_c1","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`)
-	r = b.post(t, "stripe-connect", body, stripeSig(body, stripeSecret, time.Now()))
+	r = b.post(t, "stripe-connect", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusAccepted, r.code, r.body)
 
 	// Malformed JSON after a valid signature: quarantined with its reason.
 	body = []byte(`{"id":"evt_m", "type": `)
-	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	r = b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusBadRequest, r.code, r.body)
 	require.Contains(t, r.body, "not valid JSON")
 	require.InDelta(t, 1, testutil.ToFloat64(b.metrics.Requests.WithLabelValues("stripe", "stripe", "malformed")), 0)
 
 	// A handled type without the identifiers it needs.
 	body = []byte(`{"id":"evt_noobj","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{}}`)
-	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	r = b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusBadRequest, r.code, r.body)
 
 	require.Equal(t, []string{"unknown_account", "environment_mismatch", "malformed", "malformed"}, b.quarantine(t))
@@ -347,7 +336,7 @@ func TestQuarantineAndBadInput(t *testing.T) {
 
 	// Oversize, unknown endpoint, wrong method.
 	big := bytes.Repeat([]byte("x"), 65<<10)
-	r = b.post(t, "stripe", big, stripeSig(big, stripeSecret, time.Now()))
+	r = b.post(t, "stripe", big, providertest.StripeHeaders(big, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusRequestEntityTooLarge, r.code)
 	r = b.post(t, "nope", []byte(`{}`), nil)
 	require.Equal(t, http.StatusNotFound, r.code)
@@ -364,8 +353,8 @@ func TestQuarantineAndBadInput(t *testing.T) {
 func TestUnhandledTypesAreRecordedIgnored(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body := stripeEvent("evt_ch", "charge.succeeded", "ch_1", "charge", "")
-	r := b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	body := providertest.StripeEvent("evt_ch", "charge.succeeded", "ch_1", "charge", "")
+	r := b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusOK, r.code)
 	require.Contains(t, r.body, `"ignored"`)
 	got := b.row(t, keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_ch"})
@@ -374,21 +363,11 @@ func TestUnhandledTypesAreRecordedIgnored(t *testing.T) {
 	require.Zero(t, b.handoff.count())
 }
 
-func githubHeaders(body []byte, secret, delivery, event string) map[string]string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return map[string]string{
-		"X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac.Sum(nil)),
-		"X-GitHub-Delivery":   delivery,
-		"X-GitHub-Event":      event,
-	}
-}
-
 func TestGitHub(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	body := []byte(`{"action":"opened","installation":{"id":4242},"repository":{"full_name":"octo/hello","owner":{"login":"octo"}}}`)
-	r := b.post(t, "gh", body, githubHeaders(body, githubSecret, "d-1", "issues"))
+	r := b.post(t, "gh", body, providertest.GitHubHeaders(body, githubSecret, "d-1", "issues"))
 	require.Equal(t, http.StatusOK, r.code, r.body)
 	got := b.row(t, keys.Event{Provider: "github", Account: "4242", Environment: "live", EventID: "d-1"})
 	require.Equal(t, "issues.opened", got.EventType)
@@ -397,7 +376,7 @@ func TestGitHub(t *testing.T) {
 
 	// Form-encoded delivery: the signature covers the raw form body.
 	form := []byte("payload=" + url.QueryEscape(string(body)))
-	h := githubHeaders(form, githubSecret, "d-2", "issues")
+	h := providertest.GitHubHeaders(form, githubSecret, "d-2", "issues")
 	req, _ := http.NewRequest(http.MethodPost, b.url+"/webhooks/gh", bytes.NewReader(form))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for k, v := range h {
@@ -409,7 +388,7 @@ func TestGitHub(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "octo/hello", b.row(t, keys.Event{Provider: "github", Account: "4242", Environment: "live", EventID: "d-2"}).ResourceID)
 
-	r = b.post(t, "gh", body, githubHeaders(body, "wrong", "d-3", "issues"))
+	r = b.post(t, "gh", body, providertest.GitHubHeaders(body, "wrong", "d-3", "issues"))
 	require.Equal(t, http.StatusUnauthorized, r.code)
 	sha1Only := map[string]string{"X-Hub-Signature": "sha1=abc", "X-GitHub-Delivery": "d-4", "X-GitHub-Event": "issues"}
 	r = b.post(t, "gh", body, sha1Only)
@@ -489,8 +468,8 @@ func TestDatabaseDownAnswers503AndStoresNothingInMemory(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Warm the endpoint cache so the failure is the commit itself.
-	body := stripeEvent("evt_warm", "invoice.paid", "in_w", "invoice", "")
-	require.Equal(t, http.StatusOK, b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now())).code)
+	body := providertest.StripeEvent("evt_warm", "invoice.paid", "in_w", "invoice", "")
+	require.Equal(t, http.StatusOK, b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now())).code)
 
 	var db string
 	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT current_database()`).Scan(&db))
@@ -498,14 +477,14 @@ func TestDatabaseDownAnswers503AndStoresNothingInMemory(t *testing.T) {
 	setConnections(t, admin, db, false)
 	t.Cleanup(func() { setConnections(t, admin, db, true) })
 
-	body = stripeEvent("evt_down", "invoice.paid", "in_d", "invoice", "")
-	r := b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	body = providertest.StripeEvent("evt_down", "invoice.paid", "in_d", "invoice", "")
+	r := b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusServiceUnavailable, r.code, r.body)
 	require.Equal(t, 1, b.handoff.count(), "no hand-off for an event that was not committed")
 
 	// The sender's retry after recovery is accepted.
 	setConnections(t, admin, db, true)
-	r = b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
+	r = b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusOK, r.code, r.body)
 	require.Equal(t, 2, b.inboxCount(t))
 }
@@ -533,8 +512,8 @@ func TestPayloadsNeverReachTheLogs(t *testing.T) {
 		[]byte(`{"id":"evt_log2","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{"object":{"id":"` + secretMarker), // malformed
 	}
 	for _, body := range bodies {
-		b.post(t, "stripe", body, stripeSig(body, stripeSecret, time.Now()))
-		b.post(t, "stripe", body, stripeSig(body, "whsec_wrong", time.Now()))
+		b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
+		b.post(t, "stripe", body, providertest.StripeHeaders(body, "whsec_wrong", time.Now()))
 	}
 	logs := b.logs.String()
 	require.Contains(t, logs, "evt_log", "deliveries are logged by event key")
