@@ -249,6 +249,17 @@ func (s *Simulator) getAccount(w http.ResponseWriter, _ *http.Request, account s
 	writeJSON(w, http.StatusOK, map[string]any{"id": account, "object": "account"})
 }
 
+// writeFound answers a get-by-id: body, or Stripe's 404 when the object is
+// not there (or belongs to another account).
+func (s *Simulator) writeFound(w http.ResponseWriter, r *http.Request, body []byte) {
+	if body == nil {
+		s.countAPI(http.StatusNotFound)
+		writeError(w, http.StatusNotFound, missing(r))
+		return
+	}
+	writeRaw(w, http.StatusOK, body)
+}
+
 func (s *Simulator) getInvoice(w http.ResponseWriter, r *http.Request, account string) {
 	s.mu.Lock()
 	inv, ok := s.invoices[r.PathValue("id")]
@@ -257,12 +268,7 @@ func (s *Simulator) getInvoice(w http.ResponseWriter, r *http.Request, account s
 		body = mustJSON(s.invoiceWire(inv))
 	}
 	s.mu.Unlock()
-	if body == nil {
-		s.countAPI(http.StatusNotFound)
-		writeError(w, http.StatusNotFound, missing(r))
-		return
-	}
-	writeRaw(w, http.StatusOK, body)
+	s.writeFound(w, r, body)
 }
 
 func (s *Simulator) getCreditNote(w http.ResponseWriter, r *http.Request, account string) {
@@ -273,12 +279,7 @@ func (s *Simulator) getCreditNote(w http.ResponseWriter, r *http.Request, accoun
 		body = mustJSON(s.creditNoteWire(cn))
 	}
 	s.mu.Unlock()
-	if body == nil {
-		s.countAPI(http.StatusNotFound)
-		writeError(w, http.StatusNotFound, missing(r))
-		return
-	}
-	writeRaw(w, http.StatusOK, body)
+	s.writeFound(w, r, body)
 }
 
 func (s *Simulator) getSubscription(w http.ResponseWriter, r *http.Request, account string) {
@@ -289,12 +290,7 @@ func (s *Simulator) getSubscription(w http.ResponseWriter, r *http.Request, acco
 		body = mustJSON(s.subscriptionWire(sub, sub.Current()))
 	}
 	s.mu.Unlock()
-	if body == nil {
-		s.countAPI(http.StatusNotFound)
-		writeError(w, http.StatusNotFound, missing(r))
-		return
-	}
-	writeRaw(w, http.StatusOK, body)
+	s.writeFound(w, r, body)
 }
 
 func (s *Simulator) getEvent(w http.ResponseWriter, r *http.Request, account string) {
@@ -304,12 +300,7 @@ func (s *Simulator) getEvent(w http.ResponseWriter, r *http.Request, account str
 		body = s.events[i].Body
 	}
 	s.mu.Unlock()
-	if body == nil {
-		s.countAPI(http.StatusNotFound)
-		writeError(w, http.StatusNotFound, missing(r))
-		return
-	}
-	writeRaw(w, http.StatusOK, body)
+	s.writeFound(w, r, body)
 }
 
 type listQuery struct {
