@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/bench"
+	"github.com/hookinbox/hookinbox/internal/devenv"
 )
 
 var (
@@ -49,6 +50,7 @@ func benchEnv(b *testing.B) *bench.Env {
 		env, envErr = bench.StartEnv(context.Background(), bench.EnvOptions{
 			DatabaseURL:     os.Getenv("HOOKINBOX_TEST_DATABASE_URL"),
 			TemporalAddress: os.Getenv("HOOKINBOX_TEST_TEMPORAL_ADDRESS"),
+			TemporalNice:    devenv.DefaultTemporalNice,
 			Progress:        os.Stderr,
 		})
 	})

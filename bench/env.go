@@ -34,6 +34,9 @@ type EnvOptions struct {
 	// settings, those of the `make run` cluster: an acknowledgement is a
 	// flushed commit.
 	Ephemeral bool
+	// TemporalNice is the niceness of the dev server started here
+	// (`make run` gives devenv.DefaultTemporalNice).
+	TemporalNice int
 	// Progress receives one-line status messages.
 	Progress io.Writer
 }
@@ -186,8 +189,8 @@ func (e *Env) Temporal(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(e.o.Progress, "bench: starting a throw-away Temporal dev server on 127.0.0.1:%d (SQLite file, WAL, as make run)\n", port)
-	t, err := devenv.StartTemporal(ctx, devenv.TemporalOptions{Binary: bin, Port: port,
+	fmt.Fprintf(e.o.Progress, "bench: starting a throw-away Temporal dev server on 127.0.0.1:%d (SQLite file, WAL, niceness %d, as make run)\n", port, e.o.TemporalNice)
+	t, err := devenv.StartTemporal(ctx, devenv.TemporalOptions{Binary: bin, Port: port, Nice: e.o.TemporalNice,
 		DBFile: filepath.Join(dir, "temporal.db"), SearchAttributes: starter.SearchAttributeTypes()})
 	if err != nil {
 		return "", err

@@ -17,6 +17,7 @@ import (
 	"github.com/hookinbox/hookinbox/bench"
 	"github.com/hookinbox/hookinbox/cmd/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/devenv"
 )
 
 // benchReport is everything one `hookinbox-lab bench` run measured.
@@ -42,6 +43,7 @@ func newBenchCmd() *cobra.Command {
 		maxConns                                   int32
 		dbURL, temporalAddr, save, spreadKind      string
 		ephemeral, freshTemporal, widePool         bool
+		temporalNice                               int
 		intakeNoTemporal, intakeUnpaced            bool
 		intakeSettle                               time.Duration
 		output                                     = cli.OutputFormat("table")
@@ -110,7 +112,7 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 
 			rep := benchReport{Started: time.Now().UTC(), Cores: runtime.NumCPU(), LoadBefore: bench.LoadAverage(), Durable: !ephemeral && dbURL == ""}
 			env, err := bench.StartEnv(ctx, bench.EnvOptions{DatabaseURL: dbURL, TemporalAddress: temporalAddr,
-				Ephemeral: ephemeral, Progress: progress})
+				Ephemeral: ephemeral, TemporalNice: temporalNice, Progress: progress})
 			if err != nil {
 				return err
 			}
@@ -205,6 +207,7 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 	f.BoolVar(&freshTemporal, "fresh-temporal", true, "start a fresh dev server for each end-to-end run (when started here)")
 	f.StringVar(&dbURL, "database-url", "", "superuser URL of an existing PostgreSQL (default: start a throw-away cluster)")
 	f.StringVar(&temporalAddr, "temporal-address", "", "existing Temporal frontend (default: start a throw-away dev server)")
+	f.IntVar(&temporalNice, "temporal-nice", devenv.DefaultTemporalNice, "CPU niceness of the dev servers started here (make run's; 0: as this process)")
 	f.BoolVar(&ephemeral, "ephemeral", false, "start the throw-away PostgreSQL with fsync off (not a durable acknowledgement)")
 	f.Var(&output, "output", "output format: table or json")
 	f.StringVar(&save, "save", "", "also write the JSON report to this file (e.g. bench-results/run.json)")

@@ -20,6 +20,7 @@ import (
 
 func newDevCmd() *cobra.Command {
 	var servicesOnly, toolsOnly bool
+	var temporalNice int
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker, console",
@@ -42,11 +43,13 @@ TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
 			if toolsOnly {
 				return buildTools(cmd.Context(), cmd.OutOrStdout())
 			}
-			return runDev(cmd.Context(), cmd.OutOrStdout(), servicesOnly)
+			return runDev(cmd.Context(), cmd.OutOrStdout(), servicesOnly, temporalNice)
 		},
 	}
 	cmd.Flags().BoolVar(&toolsOnly, "tools-only", false, "only build the pinned tools into .tools/ (make tools)")
 	cmd.Flags().BoolVar(&servicesOnly, "services-only", false, "start PostgreSQL, Temporal and Mailpit only (run intake and worker yourself)")
+	cmd.Flags().IntVar(&temporalNice, "temporal-nice", devenv.DefaultTemporalNice,
+		"CPU niceness of the Temporal dev server (0: as this process): on one machine the intake's acknowledgements get the CPU first")
 	return cmd
 }
 
@@ -131,7 +134,7 @@ func localConfig(lookup func(string) (string, bool)) (config.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
+func runDev(ctx context.Context, out io.Writer, servicesOnly bool, temporalNice int) (err error) {
 	root, err := devenv.FindRoot()
 	if err != nil {
 		return err
@@ -197,7 +200,7 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool) (err error) {
 	}
 	if s.temporal, err = devenv.StartTemporal(ctx, devenv.TemporalOptions{
 		Binary: temporalBin, DBFile: filepath.Join(data, "temporal.db"),
-		Port: config.DefaultTemporalPort, UIPort: config.DefaultTemporalUI,
+		Port: config.DefaultTemporalPort, UIPort: config.DefaultTemporalUI, Nice: temporalNice,
 		SearchAttributes: starter.SearchAttributeTypes(), Log: tLog, Progress: out,
 	}); err != nil {
 		return err
