@@ -35,14 +35,23 @@ type Options struct {
 	// unknown (0: DefaultNegativeTTL, or CacheTTL when shorter; negative:
 	// never).
 	NegativeTTL time.Duration
+	// Writers is the number of inbox commits in flight at once when
+	// deliveries arrive together: their rows share batches (group commit,
+	// store.InboxWriter), one round trip and one commit per batch. 0: each
+	// delivery commits on its own.
+	Writers int
+	// WriterTimeout bounds one shared commit (0: 5 s); each delivery's
+	// own deadline still ends its wait.
+	WriterTimeout time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
 }
 
 // Admitter admits deliveries.
 type Admitter struct {
-	o     Options
-	cache *endpointCache
+	o      Options
+	cache  *endpointCache
+	writer *store.InboxWriter
 }
 
 // New builds an Admitter.
@@ -50,7 +59,11 @@ func New(o Options) *Admitter {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL, o.NegativeTTL)}
+	a := &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL, o.NegativeTTL)}
+	if o.Writers > 0 {
+		a.writer = store.NewInboxWriter(o.Store.Pool, store.InboxWriterOptions{Writers: o.Writers, Timeout: o.WriterTimeout})
+	}
+	return a
 }
 
 // Endpoint returns the endpoint slug from the cache (loading it on a miss),
@@ -174,7 +187,7 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		return a.quarantine(ctx, ep, d, ev, v.SecretID, rej, res)
 	}
 	ev.SecretID, ev.Origin = v.SecretID, keys.OriginWebhook
-	res, ins, err := insert(ctx, a.o.Store.Pool, ev)
+	res, ins, err := a.insert(ctx, ev)
 	if err != nil {
 		return res, err
 	}
@@ -239,7 +252,7 @@ func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Resu
 		return Result{Key: ev.Key}, err
 	}
 	ev.Origin = keys.OriginBackfill
-	res, ins, err := insert(ctx, a.o.Store.Pool, ev)
+	res, ins, err := a.insert(ctx, ev)
 	if err == nil && ins.Outcome == store.Conflict {
 		return res, &Rejection{Reason: store.ReasonConflictingDuplicate,
 			Detail: "the inbox holds another event under this key (type, created time or object differ); the original is kept"}
@@ -247,10 +260,25 @@ func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Resu
 	return res, err
 }
 
+// insert commits ev on the pool, through the group-commit writer when
+// there is one.
+func (a *Admitter) insert(ctx context.Context, ev *store.InboxEvent) (Result, store.InsertResult, error) {
+	if a.writer == nil {
+		return insert(ctx, a.o.Store.Pool, ev)
+	}
+	ins, err := a.writer.Insert(ctx, ev)
+	return inserted(ev, ins, err)
+}
+
 // insert commits ev: the one call of store.InsertInboxEvent.
 func insert(ctx context.Context, db store.DB, ev *store.InboxEvent) (Result, store.InsertResult, error) {
-	res := Result{Key: ev.Key, Resource: ev.Resource(), Event: ev}
 	ins, err := store.InsertInboxEvent(ctx, db, ev)
+	return inserted(ev, ins, err)
+}
+
+// inserted is Admit's Result for ev's commit.
+func inserted(ev *store.InboxEvent, ins store.InsertResult, err error) (Result, store.InsertResult, error) {
+	res := Result{Key: ev.Key, Resource: ev.Resource(), Event: ev}
 	if err != nil {
 		return res, ins, storeError{err}
 	}

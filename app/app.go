@@ -122,7 +122,7 @@ func IntakeOptions(cfg config.Config, st *store.Store, h webhook.Handoff, m *met
 	return webhook.Options{
 		Store: st, Handoff: h, Metrics: m, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, Tolerance: cfg.SignatureTolerance, CacheTTL: cfg.EndpointCacheTTL,
-		RequestTimeout: cfg.RequestTimeout,
+		RequestTimeout: cfg.RequestTimeout, InboxWriters: cfg.IntakeWriters,
 	}
 }
 

@@ -39,6 +39,9 @@ type Options struct {
 	// NegativeTTL: how long a slug no endpoint has is remembered as unknown
 	// (0: admission.DefaultNegativeTTL or CacheTTL, whichever is shorter).
 	NegativeTTL time.Duration
+	// InboxWriters: inbox commits in flight at once, with group commit
+	// (admission.Options.Writers); 0 commits each delivery on its own.
+	InboxWriters int
 	// RequestTimeout is each delivery's deadline, from the start of its
 	// handling to the answer: reading the body and every database call.
 	// Past it the answer is 503 and the sender retries (0:
@@ -73,7 +76,8 @@ func New(o Options) *Server {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
 	adm := admission.New(admission.Options{Store: o.Store, Handoff: o.Handoff, Tolerance: o.Tolerance,
-		CacheTTL: o.CacheTTL, NegativeTTL: o.NegativeTTL, Now: o.Now})
+		CacheTTL: o.CacheTTL, NegativeTTL: o.NegativeTTL, Writers: o.InboxWriters,
+		WriterTimeout: o.RequestTimeout, Now: o.Now})
 	return &Server{o: o, adm: adm, log: o.Logger}
 }
 

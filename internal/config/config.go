@@ -86,6 +86,11 @@ type Config struct {
 	// HOOKINBOX_ENDPOINT_CACHE_TTL: how long the intake caches endpoints,
 	// secrets and account links. A miss or a failed check reloads at once.
 	EndpointCacheTTL time.Duration
+	// HOOKINBOX_INTAKE_WRITERS: inbox commits the intake has in flight at
+	// once; deliveries that arrive meanwhile share the next commit (group
+	// commit: one round trip and one WAL flush per batch). 0: every delivery
+	// commits on its own.
+	IntakeWriters int
 	// HOOKINBOX_HANDOFF_QUEUE: capacity of the intake's hand-off queue.
 	HandoffQueue int
 	// HOOKINBOX_HANDOFF_WORKERS: goroutines signalling Temporal.
@@ -281,6 +286,7 @@ func Default() Config {
 		MaxBodyBytes:          1 << 20,
 		SignatureTolerance:    5 * time.Minute,
 		EndpointCacheTTL:      10 * time.Second,
+		IntakeWriters:         4,
 		HandoffQueue:          10000,
 		HandoffWorkers:        16,
 		HandoffTimeout:        5 * time.Second,
@@ -374,6 +380,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.int64("HOOKINBOX_MAX_BODY_BYTES", &c.MaxBodyBytes)
 	p.duration("HOOKINBOX_SIGNATURE_TOLERANCE", &c.SignatureTolerance)
 	p.duration("HOOKINBOX_ENDPOINT_CACHE_TTL", &c.EndpointCacheTTL)
+	p.integer("HOOKINBOX_INTAKE_WRITERS", &c.IntakeWriters)
 	p.integer("HOOKINBOX_HANDOFF_QUEUE", &c.HandoffQueue)
 	p.integer("HOOKINBOX_HANDOFF_WORKERS", &c.HandoffWorkers)
 	p.duration("HOOKINBOX_HANDOFF_TIMEOUT", &c.HandoffTimeout)
@@ -478,6 +485,9 @@ func (c Config) Validate() error {
 	}
 	if c.SignatureTolerance <= 0 {
 		errs = append(errs, "HOOKINBOX_SIGNATURE_TOLERANCE must be positive")
+	}
+	if c.IntakeWriters < 0 {
+		errs = append(errs, "HOOKINBOX_INTAKE_WRITERS must be 0 (no group commit) or more")
 	}
 	if c.HandoffQueue <= 0 || c.HandoffWorkers <= 0 {
 		errs = append(errs, "HOOKINBOX_HANDOFF_QUEUE and HOOKINBOX_HANDOFF_WORKERS must be positive")

@@ -121,6 +121,50 @@ func (r existingRow) sameEvent(e *InboxEvent, origin string) bool {
 // same body hash, or the same event serialized by another origin: see
 // sameEvent) or a Conflict.
 func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, error) {
+	p := planInsert(e)
+	res, err := p.scan(db.QueryRow(ctx, insertSQL, p.args...))
+	if err == pgx.ErrNoRows {
+		res, err = p.scan(db.QueryRow(ctx, rereadSQL, p.rereadArgs()...))
+	}
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("insert inbox event %s: %w", e.Key, err)
+	}
+	return res, nil
+}
+
+// insertSQL inserts a row, or reads the row that won (the event key's
+// first, else the same body's) in the same round trip. The read sees the
+// statement's snapshot, so a row committed by a concurrent insert after it
+// began is not seen (no row comes back) and is read again with rereadSQL.
+// Both UNIQUE indexes settle races: ON CONFLICT names neither.
+const insertSQL = `
+		WITH ins AS (
+			INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
+				workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
+				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
+				NULLIF($20, ''))
+			ON CONFLICT DO NOTHING
+			RETURNING id
+		)
+		SELECT id, true, NULL::bytea, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::timestamptz, false FROM ins
+		UNION ALL
+		(SELECT * FROM (` + wonRows + `) won WHERE NOT EXISTS (SELECT 1 FROM ins) ORDER BY replayed LIMIT 1)`
+
+// rereadSQL reads the row that won an event key or body.
+var rereadSQL = `
+			SELECT * FROM (` + strings.NewReplacer("$19", "$6").Replace(wonRows) + `) won ORDER BY replayed LIMIT 1`
+
+// insertPlan is one InsertInboxEvent: the statement's arguments and what
+// the answer is compared with.
+type insertPlan struct {
+	e         *InboxEvent
+	origin    string
+	replaySHA []byte
+	args      []any
+}
+
+func planInsert(e *InboxEvent) insertPlan {
 	origin := e.Origin
 	if origin == "" {
 		origin = keys.OriginWebhook
@@ -138,41 +182,28 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 	if e.DedupBody {
 		replaySHA = e.BodySHA256
 	}
+	return insertPlan{e: e, origin: origin, replaySHA: replaySHA, args: []any{
+		e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug,
+		e.WorkspaceID, e.EventType, e.ResourceKind, e.ResourceID, e.ProviderVersion, e.OccurredAt,
+		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, replaySHA, e.ObjectID,
+	}}
+}
+
+func (p insertPlan) rereadArgs() []any {
+	e := p.e
+	return []any{e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug, p.replaySHA}
+}
+
+// scan reads the answer of insertSQL or rereadSQL (pgx.ErrNoRows: read
+// again).
+func (p insertPlan) scan(row pgx.Row) (InsertResult, error) {
 	var id int64
 	var inserted, replayed bool
 	var x existingRow
 	var existingStatus, existingOrigin, existingType, existingKind, existingResID *string
-	// One round trip: insert, or read the row that won (the event key's
-	// first, else the same body's). The read sees the statement's snapshot,
-	// so a row committed by a concurrent insert after it began is read again
-	// below. Both UNIQUE indexes settle races: ON CONFLICT names neither.
-	err := db.QueryRow(ctx, `
-		WITH ins AS (
-			INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
-				workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
-				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
-				NULLIF($20, ''))
-			ON CONFLICT DO NOTHING
-			RETURNING id
-		)
-		SELECT id, true, NULL::bytea, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::timestamptz, false FROM ins
-		UNION ALL
-		(SELECT * FROM (`+wonRows+`) won WHERE NOT EXISTS (SELECT 1 FROM ins) ORDER BY replayed LIMIT 1)`,
-		e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug,
-		e.WorkspaceID, e.EventType, e.ResourceKind, e.ResourceID, e.ProviderVersion, e.OccurredAt,
-		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, replaySHA, e.ObjectID,
-	).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version,
-		&x.occurredAt, &replayed)
-	if err == pgx.ErrNoRows {
-		err = db.QueryRow(ctx, `
-			SELECT * FROM (`+strings.NewReplacer("$19", "$6").Replace(wonRows)+`) won ORDER BY replayed LIMIT 1`,
-			e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug, replaySHA,
-		).Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version,
-			&x.occurredAt, &replayed)
-	}
-	if err != nil {
-		return InsertResult{}, fmt.Errorf("insert inbox event %s: %w", e.Key, err)
+	if err := row.Scan(&id, &inserted, &x.hash, &existingStatus, &existingOrigin, &existingType, &existingKind, &existingResID, &x.version,
+		&x.occurredAt, &replayed); err != nil {
+		return InsertResult{}, err
 	}
 	if inserted {
 		return InsertResult{Outcome: Inserted, ID: id}, nil
@@ -184,9 +215,9 @@ func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, 
 	}
 	res := InsertResult{Outcome: Conflict, ID: id, ExistingStatus: x.status, ExistingOrigin: x.origin}
 	switch {
-	case bytes.Equal(x.hash, e.BodySHA256):
+	case bytes.Equal(x.hash, p.e.BodySHA256):
 		res.Outcome = Duplicate
-	case x.sameEvent(e, origin):
+	case x.sameEvent(p.e, p.origin):
 		res.Outcome, res.Equivalent = Duplicate, true
 	}
 	return res, nil
