@@ -88,6 +88,12 @@ type gitHubSent struct {
 
 // send makes one push delivery per fate, once each as GitHub does.
 func (g gitHubDemo) send(ctx context.Context, sim *simulator.Simulator, plan []gitHubFate) ([]gitHubSent, error) {
+	return sendGitHubPushes(ctx, sim, g.logPath(), g.owner, g.repo, plan)
+}
+
+// sendGitHubPushes makes one push delivery of owner/repo per fate on the
+// simulated hook at path.
+func sendGitHubPushes(ctx context.Context, sim *simulator.Simulator, path, owner, repo string, plan []gitHubFate) ([]gitHubSent, error) {
 	sent := make([]gitHubSent, 0, len(plan))
 	for i, fate := range plan {
 		if fate == gitHubLost {
@@ -95,8 +101,8 @@ func (g gitHubDemo) send(ctx context.Context, sim *simulator.Simulator, plan []g
 		}
 		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","before":"%040d","after":"%040d","pusher":{"name":"%s"},`+
 			`"repository":{"full_name":"%s/%s","name":"%s","owner":{"login":"%s"}},"sender":{"login":"%s"}}`,
-			i, i+1, g.owner, g.owner, g.repo, g.repo, g.owner, g.owner)
-		d, err := sim.GitHubDeliver(ctx, g.logPath(), "push", body, fate == gitHubDropped)
+			i, i+1, owner, owner, repo, repo, owner, owner)
+		d, err := sim.GitHubDeliver(ctx, path, "push", body, fate == gitHubDropped)
 		if err != nil {
 			return sent, fmt.Errorf("github delivery %d: %w", i+1, err)
 		}
