@@ -273,7 +273,7 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 			return err
 		}
 		fmt.Fprintln(out, "\nGitHub's delivery log beside the inbox:")
-		if err := ghResult.print(out, gh); err != nil {
+		if err := ghResult.print(out); err != nil {
 			return err
 		}
 	}

@@ -267,7 +267,7 @@ func demoGitHub(ctx context.Context, out io.Writer, st *store.Store, tc client.C
 }
 
 // print writes the step's side by side, in the style of the demo's others.
-func (r gitHubResult) print(out io.Writer, g gitHubDemo) error {
+func (r gitHubResult) print(out io.Writer) error {
 	ids := make([]string, 0, len(r.Passes))
 	for _, p := range r.Passes {
 		ids = append(ids, p.WorkflowID)

@@ -149,7 +149,7 @@ func TestDemoGitHubRecoversTheDroppedDeliveriesOnce(t *testing.T) {
 	require.Equal(t, run.workspace, linked, "the deliveries belong to the run's workspace (erased with it)")
 
 	var table bytes.Buffer
-	require.NoError(t, r.print(&table, g))
+	require.NoError(t, r.print(&table))
 	t.Logf("the step's output:\n%s\n%s", out.String(), table.String())
 	for _, want := range []string{
 		"6 push, sent once each (GitHub never retries)", "4 in the inbox before the recovery",
