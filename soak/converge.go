@@ -160,38 +160,51 @@ func Converge(ctx context.Context, db store.DB, sc Scope, o ConvergeOptions) (Ba
 	}
 }
 
-// BackfillRun is one facts backfill run started by TriggerBackfill.
-type BackfillRun struct {
+// PassRun is one run of a scheduled pass (the facts backfill, the GitHub
+// delivery recovery) started by TriggerSchedule, or an operator's pass over
+// one endpoint (BackfillEndpoint, RecoverGitHubEndpoint).
+type PassRun struct {
 	ScheduleID string
 	WorkflowID string
 	Totals     workflows.PassTotals
 }
 
+// BackfillRun is a facts backfill run (TriggerBackfill, BackfillEndpoint).
+type BackfillRun = PassRun
+
 // TriggerBackfill runs the facts backfill schedule of taskQueue now and
-// waits for that run to finish: a run already in progress (which may have
-// listed the provider's events before the ones of interest existed) is
-// waited for first, and a trigger the schedule skipped is repeated.
+// waits for that run to finish (TriggerSchedule).
 func TriggerBackfill(ctx context.Context, c client.Client, taskQueue string, progress io.Writer, timeout time.Duration) (BackfillRun, error) {
+	return TriggerSchedule(ctx, c, starter.ScheduleBackfill, taskQueue, progress, timeout)
+}
+
+// TriggerSchedule runs schedule name (starter.ScheduleBackfill,
+// starter.ScheduleGitHubRecovery) of taskQueue now, as `hookinbox
+// schedules trigger NAME` does, and waits for that run to finish: a run
+// already in progress (which may have listed the provider before the items
+// of interest existed) is waited for first, and a trigger the schedule
+// skipped is repeated.
+func TriggerSchedule(ctx context.Context, c client.Client, name, taskQueue string, progress io.Writer, timeout time.Duration) (PassRun, error) {
 	if timeout <= 0 {
 		timeout = 15 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	run := BackfillRun{ScheduleID: starter.ScheduleID(starter.ScheduleBackfill, taskQueue)}
+	run := PassRun{ScheduleID: starter.ScheduleID(name, taskQueue)}
 	h := c.ScheduleClient().GetHandle(ctx, run.ScheduleID)
 	logf := func(format string, args ...any) {
 		if progress != nil {
-			fmt.Fprintf(progress, format+"\n", args...)
+			fmt.Fprintf(progress, name+": "+format+"\n", args...)
 		}
 	}
 	for {
 		d, err := h.Describe(ctx)
 		if err != nil {
-			return run, fmt.Errorf("backfill schedule %s (is HOOKINBOX_BACKFILL_INTERVAL 0?): %w", run.ScheduleID, err)
+			return run, fmt.Errorf("schedule %s (is it disabled by an interval of 0?): %w", run.ScheduleID, err)
 		}
 		if n := len(d.Info.RunningWorkflows); n > 0 {
 			id := d.Info.RunningWorkflows[n-1].WorkflowID
-			logf("backfill: a run is already in progress (%s); waiting for it before triggering ours", id)
+			logf("a run is already in progress (%s); waiting for it before triggering ours", id)
 			if err := c.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil && ctx.Err() != nil {
 				return run, fmt.Errorf("wait for %s: %w", id, ctx.Err())
 			}
@@ -223,15 +236,23 @@ func TriggerBackfill(ctx context.Context, c client.Client, taskQueue string, pro
 		if run.WorkflowID == "" {
 			continue
 		}
-		logf("backfill: triggered %s, workflow %s; waiting for it to finish", run.ScheduleID, run.WorkflowID)
+		logf("triggered %s, workflow %s; waiting for it to finish", run.ScheduleID, run.WorkflowID)
 		if err := c.GetWorkflow(ctx, run.WorkflowID, "").Get(ctx, &run.Totals); err != nil {
-			return run, fmt.Errorf("backfill run %s: %w", run.WorkflowID, err)
+			return run, fmt.Errorf("%s run %s: %w", name, run.WorkflowID, err)
 		}
-		t := run.Totals
-		logf("backfill: %d scope(s), %d page(s), %d event(s) listed, %d missing and inserted, %d already in the inbox, %d rejected, %d skipped scope(s)",
-			t.Scopes, t.Pages, t.Seen, t.Inserted, t.Duplicates, t.Rejected, len(t.Failed))
+		logf("%s", describeTotals(name, run.Totals))
 		return run, nil
 	}
+}
+
+// describeTotals is the one line a pass's progress ends with.
+func describeTotals(name string, t workflows.PassTotals) string {
+	if name == starter.ScheduleGitHubRecovery {
+		return fmt.Sprintf("%d hook(s), %d page(s), %d attempt(s) listed; redeliveries asked %d, fetched %d, abandoned %d; %d skipped hook(s)",
+			t.Scopes, t.Pages, t.Seen, t.Redelivered, t.Inserted, t.Abandoned, len(t.Failed))
+	}
+	return fmt.Sprintf("%d scope(s), %d page(s), %d event(s) listed, %d missing and inserted, %d already in the inbox, %d rejected, %d skipped scope(s)",
+		t.Scopes, t.Pages, t.Seen, t.Inserted, t.Duplicates, t.Rejected, len(t.Failed))
 }
 
 // BackfillEndpoint runs an operator facts backfill pass limited to one
@@ -239,27 +260,39 @@ func TriggerBackfill(ctx context.Context, c client.Client, taskQueue string, pro
 // checkpoints apart from the scheduled passes) and waits for it: what to do
 // when the schedule's run is held up by other scopes.
 func BackfillEndpoint(ctx context.Context, c client.Client, taskQueue, endpoint string, progress io.Writer, timeout time.Duration) (BackfillRun, error) {
+	in := workflows.BackfillFactsInput{PassSettings: workflows.PassSettings{Endpoint: endpoint, Pass: workflows.PassOperator, Restart: true}}
+	return endpointPass(ctx, c, starter.ScheduleBackfill, taskQueue, endpoint, workflows.BackfillFactsWorkflow, in, progress, timeout)
+}
+
+// RecoverGitHubEndpoint runs an operator GitHub delivery recovery pass
+// limited to one endpoint's hook (workflow ID
+// hookinbox-recover-github-endpoint-SLUG, checkpoints apart from the
+// scheduled passes) and waits for it: what to do when the schedule is
+// turned off or its run is held up by other hooks.
+func RecoverGitHubEndpoint(ctx context.Context, c client.Client, taskQueue, endpoint string, progress io.Writer, timeout time.Duration) (PassRun, error) {
+	in := workflows.RecoverDeliveriesInput{PassSettings: workflows.PassSettings{Endpoint: endpoint, Pass: workflows.PassOperator, Restart: true}}
+	return endpointPass(ctx, c, starter.ScheduleGitHubRecovery, taskQueue, endpoint, workflows.RecoverDeliveriesWorkflow, in, progress, timeout)
+}
+
+func endpointPass(ctx context.Context, c client.Client, name, taskQueue, endpoint string, wf, in any, progress io.Writer, timeout time.Duration) (PassRun, error) {
 	if timeout <= 0 {
 		timeout = 15 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	run := BackfillRun{WorkflowID: starter.ScheduleID(starter.ScheduleBackfill, taskQueue) + "-endpoint-" + endpoint}
-	in := workflows.BackfillFactsInput{PassSettings: workflows.PassSettings{Endpoint: endpoint, Pass: workflows.PassOperator, Restart: true}}
-	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: workflows.ControlTaskQueue(taskQueue)}, workflows.BackfillFactsWorkflow, in)
+	run := PassRun{WorkflowID: starter.ScheduleID(name, taskQueue) + "-endpoint-" + endpoint}
+	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: workflows.ControlTaskQueue(taskQueue)}, wf, in)
 	if err != nil {
 		return run, fmt.Errorf("start %s: %w", run.WorkflowID, err)
 	}
 	if progress != nil {
-		fmt.Fprintf(progress, "backfill: started %s over endpoint %s; waiting for it to finish\n", run.WorkflowID, endpoint)
+		fmt.Fprintf(progress, "%s: started %s over endpoint %s; waiting for it to finish\n", name, run.WorkflowID, endpoint)
 	}
 	if err := wr.Get(ctx, &run.Totals); err != nil {
-		return run, fmt.Errorf("backfill run %s: %w", run.WorkflowID, err)
+		return run, fmt.Errorf("%s run %s: %w", name, run.WorkflowID, err)
 	}
 	if progress != nil {
-		t := run.Totals
-		fmt.Fprintf(progress, "backfill: %d page(s), %d event(s) listed, %d missing and inserted, %d already in the inbox\n",
-			t.Pages, t.Seen, t.Inserted, t.Duplicates)
+		fmt.Fprintf(progress, "%s: %s\n", name, describeTotals(name, run.Totals))
 	}
 	return run, nil
 }

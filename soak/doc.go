@@ -14,7 +14,9 @@
 // `hookinbox-lab soak` is the full run (20,000 events by default); soak_test.go
 // is the short one `make test` runs. Both call Run. The package also exports
 // the pieces `hookinbox-lab demo` shares: Relay (a lossy load balancer),
-// TeamReceiver (a signed team alert endpoint), Converge and TriggerBackfill.
+// TeamReceiver (a signed team alert endpoint), Converge, TriggerSchedule (the
+// facts backfill, the GitHub delivery recovery) and the operator passes over
+// one endpoint.
 //
 // It owns its processes, folders and servers; it changes hookinbox's tables
 // only through the product (its processes) and the registration calls any

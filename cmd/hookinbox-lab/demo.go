@@ -44,6 +44,7 @@ type demoFlags struct {
 	loseRate   float64
 	keep       bool
 	erase      bool
+	github     bool
 	timeout    time.Duration
 }
 
@@ -65,9 +66,13 @@ the sender retries), provider API errors (500 and 429), and a few deliveries dro
 
 It waits for the work to drain (progress shown), triggers the facts backfill schedule so the dropped
 deliveries are recovered from the provider's events list, then prints the ground truth beside what
-the receiver converged to, the invariants, and where to look: the Temporal UI (workflows of this
-run's accounts, the backfill run) and Mailpit for the confirmation emails. It removes its endpoints
-at the end (their API goes away with it) unless --keep-endpoints; the data stays.
+the receiver converged to and the invariants. Then GitHub, which never retries: a GitHub endpoint
+whose hook lives in the same simulator gets a few push deliveries, two of them dropped and one whose
+answer is lost; the recover-github schedule, triggered as an operator would, reads the hook's
+delivery log and asks GitHub to redeliver exactly the two the inbox lacks (--github=false skips it).
+Last, the erasure of the run's workspace and where to look: the Temporal UI (workflows of this run's
+accounts, the backfill and recovery runs) and Mailpit for the confirmation emails. It removes its
+endpoints at the end (their API goes away with it) unless --keep-endpoints; the data stays.
 
 Exit status 1 if the local stack is not running or an invariant does not hold.`,
 		Example: `  make run    # in another terminal
@@ -90,6 +95,7 @@ Exit status 1 if the local stack is not running or an invariant does not hold.`,
 	fl.Float64Var(&f.loseRate, "lose-answer-rate", 0.15, "share of the intake's 2xx answers lost on the way back")
 	fl.BoolVar(&f.keep, "keep-endpoints", false, "keep the run's endpoints registered after the demo")
 	fl.BoolVar(&f.erase, "erase", true, "end by erasing the run's workspace (hookinbox workspaces erase) and redelivering an erased event")
+	fl.BoolVar(&f.github, "github", true, "also show GitHub's delivery recovery: a few deliveries dropped, then recovered by the recover-github schedule")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "longest wait for the work to drain")
 	return cmd
 }
@@ -178,15 +184,20 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	if err := demoRegister(ctx, st, run, apiURL, teamURL, f.versions); err != nil {
 		return err
 	}
+	gh := newGitHubDemo(run)
 	if !f.keep {
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			for _, slug := range []string{run.stripeSlug, run.feedbackSlug} {
+			slugs := []string{run.stripeSlug, run.feedbackSlug}
+			if f.github {
+				slugs = append(slugs, gh.slug)
+			}
+			for _, slug := range slugs {
 				_ = st.DeleteEndpoint(cctx, slug)
 			}
-			fmt.Fprintf(out, "\nremoved the endpoints %s and %s (their provider API stops with the demo); the data stays. --keep-endpoints keeps them.\n",
-				run.stripeSlug, run.feedbackSlug)
+			fmt.Fprintf(out, "\nremoved the endpoints %s (their provider API stops with the demo); the data stays. --keep-endpoints keeps them.\n",
+				strings.Join(slugs, ", "))
 		}()
 	}
 	fmt.Fprintf(out, `registered (as an operator would):
@@ -253,13 +264,29 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	if err := report.WriteTable(indent(out, "  ")); err != nil {
 		return err
 	}
+	var ghResult gitHubResult
+	if f.github {
+		fmt.Fprintf(out, "\nGitHub never retries a delivery: endpoint %s, hook %s #%d in the simulated GitHub (API %s)\n",
+			gh.slug, gh.hook(), gh.hookID, apiURL)
+		ghResult, err = demoGitHub(ctx, out, st, tc, cfg.TaskQueue, cfg.GitHubRecoveryAttempts, sim, gh, gitHubDemoPlan, apiURL, f.target, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "\nGitHub's delivery log beside the inbox:")
+		if err := ghResult.print(out); err != nil {
+			return err
+		}
+	}
 	if f.erase {
 		if err := demoErase(ctx, out, st, run, sim, targets, rep); err != nil {
 			return err
 		}
 	}
 	demoWhereToLook(out, f, cfg, run, truth, backfill)
-	if !report.OK {
+	if f.github {
+		gitHubWhereToLook(out, strings.TrimRight(f.temporalUI, "/"), cfg.TemporalNamespace, gh, ghResult, cfg.ConsoleBaseURL())
+	}
+	if !report.OK || !ghResult.OK() {
 		return cli.ExitCode{Code: 1}
 	}
 	return nil
@@ -589,7 +616,7 @@ func demoWhereToLook(out io.Writer, f *demoFlags, cfg config.Config, run demoRun
 	if backfill.WorkflowID != "" {
 		fmt.Fprintf(out, "  the backfill run that recovered the dropped deliveries:\n    %s/namespaces/%s/workflows/%s\n", ui, url.PathEscape(ns), url.PathEscape(backfill.WorkflowID))
 	}
-	fmt.Fprintf(out, "  the schedules (sweeper, backfill, reconciliation, retention):\n    %s/namespaces/%s/schedules\n", ui, url.PathEscape(ns))
+	fmt.Fprintf(out, "  the schedules (sweeper, backfill, reconciliation, retention, GitHub recovery):\n    %s/namespaces/%s/schedules\n", ui, url.PathEscape(ns))
 	fmt.Fprintf(out, "  Mailpit, the confirmation emails (one per paid invoice):\n    %s/search?q=%s\n",
 		strings.TrimRight(f.mailpitUI, "/"), url.QueryEscape("to:"+run.email))
 	fmt.Fprintf(out, "  the CLI:\n    hookinbox inbox list --account %s\n    hookinbox quarantine list\n    hookinbox outbox list\n", run.account)

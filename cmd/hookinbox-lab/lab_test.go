@@ -29,6 +29,9 @@ func TestLabCommandUsageErrors(t *testing.T) {
 	}{
 		{"simulate with a bad lose mode", []string{"simulate", "--email-lose-mode", "drop", "--listen", "127.0.0.1:0"}},
 		{"simulate with accounts but no Connect", []string{"simulate", "--accounts", "a,b", "--listen", "127.0.0.1:0"}},
+		{"simulate with a GitHub hook that is no hook", []string{"simulate", "--github-slug", "gh", "--github-hook", "acme", "--listen", "127.0.0.1:0"}},
+		{"simulate with a GitHub repository hook without a name", []string{"simulate", "--github-slug", "gh", "--github-hook", "repo:acme", "--listen", "127.0.0.1:0"}},
+		{"simulate dropping more GitHub deliveries than it makes", []string{"simulate", "--github-slug", "gh", "--github-deliveries", "2", "--github-drops", "2", "--github-lose-answers", "1", "--listen", "127.0.0.1:0"}},
 		{"bench with an unknown suite", []string{"bench", "--suite", "intake,fast"}},
 		{"bench with a bad burst", []string{"bench", "--burst", "50"}},
 		{"bench with an unknown design", []string{"bench", "--designs", "naive,clever"}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,9 @@ const (
 	simDefaultStripeSlug   = "stripe-sim"
 	simDefaultFeedbackSlug = "feedback-sim"
 	simDefaultStripeSecret = "whsec_hookinbox_simulator_stripe_signing_secret"
+	simDefaultGitHubHook   = "repo:sim-owner/widgets"
+	// simDefaultGitHubSecret is 32 bytes in hex, as 'endpoints add' asks of a GitHub secret.
+	simDefaultGitHubSecret = "6f8c2a9d41e07b35c6d9e2f18a4b70c35e9d1a2b8c4f6e0d7a3b5c9e1f2d4a68"
 )
 
 var simDefaultFeedbackSecret = simulator.StandardSecret("hookinbox-simulator-feedback-key")
@@ -37,6 +41,15 @@ type simulateFlags struct {
 	stripeSecrets, feedbackSecret []string
 	noSend, exit, quiet           bool
 	cfg                           simulator.Config
+	gh                            simGitHubFlags
+}
+
+// simGitHubFlags: a GitHub hook whose deliveries go to the intake once
+// each, some dropped, and whose delivery log the simulator serves.
+type simGitHubFlags struct {
+	slug, secret, hook            string
+	hookID                        int64
+	deliveries, drops, lostAnswer int
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -63,10 +76,18 @@ second distinct events for one invoice, conflicting redeliveries, drops that onl
 the events list shows. Afterwards it keeps serving the API until interrupted
 (reconciliation needs it) unless --exit is given.
 
+With --github-slug it is also GitHub: a hook (--github-hook, --github-hook-id) whose push
+deliveries go to /webhooks/<github-slug> once each, signed with X-Hub-Signature-256, after the
+Stripe run; --github-drops of them never reach the intake and --github-lose-answers reach it but
+are logged as timed out. It serves the hook's delivery log (GET /repos/{owner}/{repo}/hooks/{id}/
+deliveries, redeliveries with POST …/attempts, key --api-key), so the recover-github schedule
+brings back the dropped ones.
+
 Register the endpoints it prints before the first run (see docs/simulator.md).`,
 		Example: `  hookinbox-lab simulate --seed 7 --duplicate-rate 0.2 --reorder-window 5 --drop-rate 0.05
   hookinbox-lab simulate --connect --versions --api-429-rate 0.1 --exit
-  hookinbox-lab simulate --no-send   # only serve the API, email API and truth`,
+  hookinbox-lab simulate --no-send   # only serve the API, email API and truth
+  hookinbox-lab simulate --github-slug github-sim --github-drops 2   # then: hookinbox schedules trigger recover-github`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd, f)
@@ -82,6 +103,13 @@ Register the endpoints it prints before the first run (see docs/simulator.md).`,
 	fl.BoolVar(&f.noSend, "no-send", false, "only serve; send nothing")
 	fl.BoolVar(&f.exit, "exit", false, "exit after the run instead of serving until interrupted")
 	fl.BoolVar(&f.quiet, "quiet", false, "no line per delivery")
+	fl.StringVar(&f.gh.slug, "github-slug", "", `endpoint slug for GitHub push deliveries ("": no GitHub hook)`)
+	fl.StringVar(&f.gh.secret, "github-secret", simDefaultGitHubSecret, "the GitHub hook's secret (X-Hub-Signature-256)")
+	fl.StringVar(&f.gh.hook, "github-hook", simDefaultGitHubHook, "the hook whose delivery log is served: repo:OWNER/NAME or org:LOGIN")
+	fl.Int64Var(&f.gh.hookID, "github-hook-id", 1, "the hook's id")
+	fl.IntVar(&f.gh.deliveries, "github-deliveries", 6, "GitHub push deliveries, each sent once (GitHub never retries)")
+	fl.IntVar(&f.gh.drops, "github-drops", 2, "of them, never sent (only the hook's delivery log shows them)")
+	fl.IntVar(&f.gh.lostAnswer, "github-lose-answers", 1, "of them, stored by the intake but logged as timed out")
 
 	c := &f.cfg
 	fl.Uint64Var(&c.Seed, "seed", 1, "seed of every random choice (same seed, same run)")
@@ -150,6 +178,10 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if !f.cfg.Connect && len(f.cfg.Accounts) > 1 {
 		return cli.UsageError{Msg: "several --accounts need --connect (without Connect each account has its own endpoint)"}
 	}
+	gh, err := f.gh.parse()
+	if err != nil {
+		return err
+	}
 	// A flag's 0 means none; the Config's 0 means its default.
 	sc := &f.cfg.Scenario
 	for _, n := range []*int{&sc.InvoicesPerSubscription, &sc.UpdatesPerSubscription, &sc.FeedbackPerProject} {
@@ -168,6 +200,10 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	sim := simulator.New(f.cfg)
 
+	if gh != nil {
+		sim.AddGitHubHook(gh.path, simulator.Endpoint{URL: joinURL(f.target, "webhooks", f.gh.slug), Secrets: []string{f.gh.secret}})
+	}
+
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", f.listen, err)
@@ -184,6 +220,9 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	fmt.Fprintf(out, "simulator (seed %d) serving the provider API on %s (key %s); truth at %s/_sim/truth\n",
 		f.cfg.Seed, apiURL, sim.Config().APIKey, apiURL)
 	printRegistration(out, f, sim, apiURL)
+	if gh != nil {
+		gh.printRegistration(out, f, apiURL, sim.Config().APIKey)
+	}
 
 	if !f.noSend {
 		t := simulator.Targets{
@@ -198,6 +237,11 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("run: %w", err)
 		}
+		if gh != nil && ctx.Err() == nil {
+			if err := gh.send(ctx, out, sim, f.gh, f.cfg.Seed); err != nil {
+				return err
+			}
+		}
 	}
 	if f.exit || ctx.Err() != nil {
 		return nil
@@ -205,6 +249,9 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	fmt.Fprintln(out, "still serving the API for reconciliation; Ctrl-C to stop")
 	select {
 	case <-ctx.Done():
+		if gh != nil {
+			fmt.Fprintf(out, "GitHub was asked for %d redeliveries\n", sim.GitHubRedeliveries())
+		}
 		return nil
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
@@ -274,4 +321,64 @@ func printSummary(out io.Writer, rep simulator.Report, truth simulator.Truth) {
 		len(truth.PaidInvoices), second, len(truth.Subscriptions), access, len(truth.Feedback),
 		len(truth.DroppedEvents), len(truth.UnackedEvents))
 	fmt.Fprintf(out, "elapsed %s\n", rep.Elapsed.Round(time.Millisecond))
+}
+
+// simGitHub is the parsed GitHub hook of simulate.
+type simGitHub struct {
+	path, owner, repo string
+}
+
+func (g simGitHubFlags) parse() (*simGitHub, error) {
+	if g.slug == "" {
+		return nil, nil
+	}
+	if g.deliveries < 0 || g.drops < 0 || g.lostAnswer < 0 || g.drops+g.lostAnswer > g.deliveries {
+		return nil, cli.Usagef("--github-drops (%d) and --github-lose-answers (%d) are some of the --github-deliveries (%d)",
+			g.drops, g.lostAnswer, g.deliveries)
+	}
+	if g.hookID <= 0 {
+		return nil, cli.Usagef("--github-hook-id must be positive")
+	}
+	kind, name, _ := strings.Cut(g.hook, ":")
+	owner, repo, isRepo := strings.Cut(name, "/")
+	switch {
+	case kind == "repo" && isRepo && owner != "" && repo != "" && !strings.Contains(repo, "/"):
+		return &simGitHub{path: simulator.GitHubRepoHook(owner, repo, g.hookID), owner: owner, repo: repo}, nil
+	case kind == "org" && !isRepo && name != "":
+		return &simGitHub{path: simulator.GitHubOrgHook(name, g.hookID), owner: name, repo: "widgets"}, nil
+	}
+	return nil, cli.Usagef("--github-hook %q is not repo:OWNER/NAME or org:LOGIN", g.hook)
+}
+
+func (g *simGitHub) printRegistration(out io.Writer, f *simulateFlags, apiURL, apiKey string) {
+	fmt.Fprintf(out, "  hookinbox endpoints add --slug %s --provider github --environment test --secret %s --api-base-url %s --api-key %s --github-hook %s --github-hook-id %d\n",
+		f.gh.slug, f.gh.secret, apiURL, apiKey, f.gh.hook, f.gh.hookID)
+	fmt.Fprintf(out, "  hookinbox endpoints link --slug %s --account %s --workspace ws_%s\n", f.gh.slug, g.owner, g.owner)
+}
+
+// send makes the GitHub deliveries once each; the seed picks which are
+// dropped and which lose their answer.
+func (g *simGitHub) send(ctx context.Context, out io.Writer, sim *simulator.Simulator, fl simGitHubFlags, seed uint64) error {
+	fates := make([]gitHubFate, fl.deliveries)
+	for i := range fates {
+		fates[i] = gitHubOK
+		switch {
+		case i < fl.drops:
+			fates[i] = gitHubDropped
+		case i < fl.drops+fl.lostAnswer:
+			fates[i] = gitHubLost
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 16))
+	rng.Shuffle(len(fates), func(i, j int) { fates[i], fates[j] = fates[j], fates[i] })
+	sent, err := sendGitHubPushes(ctx, sim, g.path, g.owner, g.repo, fates)
+	if err != nil {
+		return err
+	}
+	for _, s := range sent {
+		fmt.Fprintf(out, "github delivery %s (push): %s, logged %q\n", s.Delivery.GUID, s.Fate, s.Delivery.Status)
+	}
+	fmt.Fprintf(out, "github: %d deliveries to /webhooks/%s, %d dropped, %d answers lost; 'hookinbox schedules trigger recover-github' asks for the dropped ones\n",
+		len(sent), fl.slug, fl.drops, fl.lostAnswer)
+	return nil
 }
