@@ -152,6 +152,12 @@ type E2EResult struct {
 	// process): Go heap sampled every 200 ms, and the kernel's VmHWM.
 	PeakHeapMiB float64 `json:"peak_heap_mib"`
 	PeakRSSMiB  float64 `json:"peak_rss_mib"`
+	// What the process keeps once every resource has finished, the
+	// worker still running and the senders idle (AfterSettle after the
+	// last effect, one GC): the live Go heap and the resident set (VmRSS;
+	// no memory handed back by force).
+	AfterHeapMiB float64 `json:"after_heap_mib"`
+	AfterRSSMiB  float64 `json:"after_rss_mib"`
 	NotDone     int     `json:"not_done"`
 	// Emails sent (outbox rows of invoice loads) and those left unsent.
 	Emails      int    `json:"emails,omitempty"`
@@ -544,6 +550,7 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	}
 	res.MachineBusy, res.TemporalCores = cpu.Stop()
 	res.PeakHeapMiB, res.PeakRSSMiB = mem.Stop()
+	res.AfterHeapMiB, res.AfterRSSMiB = memoryAfter(ctx, AfterSettle)
 	res.SignalsPerEvent = sys.signals() / float64(len(evs))
 	res.SweeperSignalsPerEvent = sys.sweeps() / float64(len(evs))
 

@@ -272,14 +272,36 @@ func (m *MemoryPeak) Stop() (heapMiB, rssMiB float64) {
 	return float64(m.peak.Load()) / (1 << 20), float64(vmHWM()) / (1 << 20)
 }
 
+// AfterSettle is how long a run's process idles after its last effect
+// before memoryAfter reads what it keeps: long enough for the finished
+// workflows' tasks to be answered and the runtime's background scavenger to
+// return freed pages, as it would in a long-running worker.
+const AfterSettle = 15 * time.Second
+
+// memoryAfter waits settle, collects garbage once, and returns the live
+// heap and the resident set, in MiB.
+func memoryAfter(ctx context.Context, settle time.Duration) (heapMiB, rssMiB float64) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(settle):
+	}
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return float64(sample[0].Value.Uint64()) / (1 << 20), float64(procStatus("VmRSS:")) / (1 << 20)
+}
+
 // vmHWM is this process's peak resident set in bytes.
-func vmHWM() uint64 {
+func vmHWM() uint64 { return procStatus("VmHWM:") }
+
+// procStatus reads a size field of /proc/self/status, in bytes.
+func procStatus(field string) uint64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(v)
 			if len(f) > 0 {
 				n, _ := strconv.ParseUint(f[0], 10, 64)

@@ -351,7 +351,7 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 		header = append(header, "EVERY RUN ev/s")
 	}
 	if memory {
-		header = append(header, "PEAK HEAP MiB", "PEAK RSS MiB")
+		header = append(header, "PEAK HEAP MiB", "PEAK RSS MiB", "AFTER: HEAP MiB", "AFTER: RSS MiB")
 	}
 	var rows [][]string
 	for _, l := range loads {
@@ -388,7 +388,9 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 			each(func(r *bench.E2EResult) string { return benchF2(r.TemporalCores) }))
 		if memory {
 			row = append(row, each(func(r *bench.E2EResult) string { return benchF0(r.PeakHeapMiB) }),
-				each(func(r *bench.E2EResult) string { return benchF0(r.PeakRSSMiB) }))
+				each(func(r *bench.E2EResult) string { return benchF0(r.PeakRSSMiB) }),
+				each(func(r *bench.E2EResult) string { return benchF0(r.AfterHeapMiB) }),
+				each(func(r *bench.E2EResult) string { return benchF0(r.AfterRSSMiB) }))
 		}
 		if repeated {
 			parts := make([]string, len(designs))
