@@ -29,6 +29,11 @@ type Tool struct {
 var (
 	TemporalCLI = Tool{Name: "temporal", Module: "github.com/temporalio/cli", Package: "github.com/temporalio/cli/cmd/temporal"}
 	MailpitTool = Tool{Name: "mailpit", Module: "github.com/axllent/mailpit", Package: "github.com/axllent/mailpit"}
+	// TemporalServer is go.temporal.io/server built as production runs it
+	// (PostgreSQL, several history shards): tools/temporal-server, the
+	// "postgres" engine of the tests and benchmarks (StartTemporalPostgres).
+	// Only built when that engine is asked for.
+	TemporalServer = Tool{Name: "temporal-server", Module: "go.temporal.io/server", Package: "hookinbox/tools/temporal-server"}
 )
 
 // Version reads the pinned version from tools/<name>/go.mod.

@@ -36,3 +36,17 @@ func TestTheRepositoryPinsTheDocumentedVersions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "v1.27.11", v)
 }
+
+func TestTheTemporalServerIsTheVersionTheCLIEmbeds(t *testing.T) {
+	t.Parallel()
+	root, err := FindRoot()
+	require.NoError(t, err)
+	v, err := TemporalServer.Version(root)
+	require.NoError(t, err)
+	cli, err := Tool{Name: TemporalCLI.Name, Module: TemporalServer.Module}.Version(root)
+	require.NoError(t, err)
+	require.Equal(t, cli, v, "tools/temporal-server must pin the go.temporal.io/server the pinned CLI's dev server runs, so both engines are the same server")
+	p, err := TemporalServer.Path(root)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(root, ".tools", "temporal-server-"+v, "temporal-server"), p)
+}

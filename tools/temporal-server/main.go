@@ -64,7 +64,7 @@ const (
 type options struct {
 	pg, user, password, db, visDB, adminDB string
 	ip                                     string
-	port, shards                           int
+	port, shards, maxConns                 int
 	namespace                              string
 	retention                              time.Duration
 	logLevel                               string
@@ -95,6 +95,7 @@ func main() {
 	fs.StringVar(&o.ip, "ip", "127.0.0.1", "address every service binds to")
 	fs.IntVar(&o.port, "port", 7233, "frontend gRPC port")
 	fs.IntVar(&o.shards, "shards", 4, "history shards (fixed for the life of the databases)")
+	fs.IntVar(&o.maxConns, "max-conns", 10, "connection pool size per store and service (4 services, 2 stores)")
 	fs.StringVar(&o.namespace, "namespace", "default", "namespace registered at start")
 	fs.DurationVar(&o.retention, "retention", 24*time.Hour, "retention of the namespace's closed workflows")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "server log level: debug, info, warn, error")
