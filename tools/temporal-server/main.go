@@ -51,6 +51,7 @@ import (
 	sqltool "go.temporal.io/server/tools/sql"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -298,6 +299,7 @@ func register(ctx context.Context, o options, frontend string) error {
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	retry := func(what string, f func(context.Context) error) error {
+		tries := 0
 		for {
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := f(cctx)
@@ -308,6 +310,9 @@ func register(ctx context.Context, o options, frontend string) error {
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
+			if tries++; tries%20 == 0 {
+				fmt.Fprintf(os.Stderr, "temporal-server: %s: still trying: %v\n", what, err)
+			}
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
@@ -315,8 +320,10 @@ func register(ctx context.Context, o options, frontend string) error {
 		_, err := wf.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
 			Namespace: o.namespace, WorkflowExecutionRetentionPeriod: durationpb.New(o.retention),
 		})
+		// The raw gRPC client returns a status; the SDK's conversion to
+		// serviceerror types is done here by hand.
 		var exists *serviceerror.NamespaceAlreadyExists
-		if errors.As(err, &exists) {
+		if err != nil && errors.As(serviceerror.FromStatus(status.Convert(err)), &exists) {
 			return nil
 		}
 		return err
