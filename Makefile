@@ -87,7 +87,10 @@ clean: ## Remove local state (.data: database, Temporal history, mail); keeps bu
 LINT_VERSION := $(shell awk '$$1 == "require" && $$2 ~ /golangci-lint/ {print $$3}' tools/golangci-lint/go.mod)
 WFCHECK_VERSION := $(shell awk '$$1 == "require" && $$2 ~ /workflowcheck/ {print $$3}' tools/workflowcheck/go.mod)
 TSERVER_VERSION := $(shell awk '$$1 == "go.temporal.io/server" {print $$2}' tools/temporal-server/go.mod)
-TSERVER := .tools/temporal-server-$(TSERVER_VERSION)/temporal-server
+# Keyed by version and by the module's own source, as devenv.TemporalServer.Path.
+TSERVER_SRC := tools/temporal-server/go.mod $(sort $(wildcard tools/temporal-server/*.go))
+TSERVER_HASH := $(shell cat $(TSERVER_SRC) | sha256sum | cut -c1-12)
+TSERVER := .tools/temporal-server-$(TSERVER_VERSION)-$(TSERVER_HASH)/temporal-server
 GOLANGCI := .tools/golangci-lint-$(LINT_VERSION)/golangci-lint
 WFCHECK := .tools/workflowcheck-$(WFCHECK_VERSION)/workflowcheck
 
@@ -99,8 +102,9 @@ $(WFCHECK): tools/workflowcheck/go.mod
 
 .PHONY: temporal-server
 temporal-server: $(TSERVER) ## Build the Temporal server on PostgreSQL (tools/temporal-server, the postgres engine) into .tools/
-$(TSERVER): tools/temporal-server/go.mod tools/temporal-server/main.go
-	cd tools/temporal-server && $(GO) build -o ../../$@ .
+$(TSERVER): $(TSERVER_SRC)
+	@mkdir -p $(dir $@)
+	cd tools/temporal-server && $(GO) build -o ../../$@.tmp . && mv ../../$@.tmp ../../$@
 
 .PHONY: lint
 lint: $(GOLANGCI) $(WFCHECK) ## golangci-lint v2 (.golangci.yml) and Temporal's workflowcheck over workflows/
