@@ -160,7 +160,8 @@ func setup(o options, logger log.Logger) error {
 }
 
 func freePort(ip string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return 0, err
 	}
@@ -169,6 +170,9 @@ func freePort(ip string) (int, error) {
 }
 
 func start(o options, logger log.Logger) error {
+	if o.shards < 1 || o.shards > 1<<14 {
+		return fmt.Errorf("--shards %d: want 1 to 16384", o.shards)
+	}
 	if !o.skipSetup {
 		if err := setup(o, logger); err != nil {
 			return err
@@ -199,7 +203,7 @@ func start(o options, logger log.Logger) error {
 	conf.Global.Membership.BroadcastAddress = o.ip
 	conf.Persistence.DefaultStore = "postgres-default"
 	conf.Persistence.VisibilityStore = "postgres-visibility"
-	conf.Persistence.NumHistoryShards = int32(o.shards)
+	conf.Persistence.NumHistoryShards = int32(o.shards) //nolint:gosec // checked in range at start
 	conf.Persistence.DataStores = map[string]config.DataStore{
 		"postgres-default":    {SQL: o.sql(o.db)},
 		"postgres-visibility": {SQL: o.sql(o.visDB)},
@@ -257,7 +261,7 @@ func start(o options, logger log.Logger) error {
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("start server: %w", err)
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
@@ -265,7 +269,7 @@ func start(o options, logger log.Logger) error {
 		return err
 	}
 	if o.readyFile != "" {
-		if err := os.WriteFile(o.readyFile, []byte(frontend+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(o.readyFile, []byte(frontend+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
@@ -284,7 +288,7 @@ func register(ctx context.Context, o options, frontend string) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	wf := workflowservice.NewWorkflowServiceClient(conn)
 	op := operatorservice.NewOperatorServiceClient(conn)
 
