@@ -12,7 +12,7 @@ PKGS    := ./...
 .PHONY: help
 help: ## List the targets
 	@echo "hookinbox make targets:"
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the hookinbox binary into .tools/bin/hookinbox
@@ -40,6 +40,10 @@ test: tools compose-check ## Vet and run every test: unit, integration and end-t
 compose-check: ## Validate docker-compose.yml (docker-compose config; no engine needed) and its consistency with the binary
 	bash scripts/compose-check.sh
 
+.PHONY: test-e2e-postgres
+test-e2e-postgres: tools temporal-server ## The e2e tests against Temporal on PostgreSQL with 4 history shards (production's shape) instead of the dev server
+	HOOKINBOX_TEMPORAL_ENGINE=postgres $(GO) test -count=1 -timeout 30m ./e2e
+
 .PHONY: test-failures
 test-failures: tools ## Only the failure suite F1–F6 of SPEC, against the real stack
 	$(GO) test -count=1 -v -run TestFailureSuite ./e2e
@@ -56,10 +60,12 @@ demo: lab ## With make run going in another terminal: a misbehaving provider, th
 soak: tools lab ## Chaos soak: 20,000 events, processes killed, Temporal restarted, every invariant checked (~40 min on 2 cores)
 	$(LAB) soak --binary $(BIN)
 
+# BENCH_ENGINE=postgres: the end-to-end runs on Temporal on PostgreSQL (4 shards), see docs/benchmarks.md.
+BENCH_ENGINE ?= dev
 .PHONY: bench
 bench: tools lab ## Benchmarks: intake vs raw INSERT, end to end vs the naive design, scaling (~1 h on 2 cores; JSON in bench-results/)
 	@mkdir -p bench-results
-	$(LAB) bench --save bench-results/$$(date +%Y%m%d-%H%M%S).json
+	$(LAB) bench --engine $(BENCH_ENGINE) --save bench-results/$$(date +%Y%m%d-%H%M%S).json
 
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can report a spurious
 # "context deadline exceeded" failure at the end of the window (golang/go#75804, fixed in 1.27).
@@ -80,6 +86,11 @@ clean: ## Remove local state (.data: database, Temporal history, mail); keeps bu
 
 LINT_VERSION := $(shell awk '$$1 == "require" && $$2 ~ /golangci-lint/ {print $$3}' tools/golangci-lint/go.mod)
 WFCHECK_VERSION := $(shell awk '$$1 == "require" && $$2 ~ /workflowcheck/ {print $$3}' tools/workflowcheck/go.mod)
+TSERVER_VERSION := $(shell awk '$$1 == "go.temporal.io/server" {print $$2}' tools/temporal-server/go.mod)
+# Keyed by version and by the module's own source, as devenv.TemporalServer.Path.
+TSERVER_SRC := tools/temporal-server/go.mod $(sort $(wildcard tools/temporal-server/*.go))
+TSERVER_HASH := $(shell cat $(TSERVER_SRC) | sha256sum | cut -c1-12)
+TSERVER := .tools/temporal-server-$(TSERVER_VERSION)-$(TSERVER_HASH)/temporal-server
 GOLANGCI := .tools/golangci-lint-$(LINT_VERSION)/golangci-lint
 WFCHECK := .tools/workflowcheck-$(WFCHECK_VERSION)/workflowcheck
 
@@ -88,6 +99,12 @@ $(GOLANGCI): tools/golangci-lint/go.mod
 
 $(WFCHECK): tools/workflowcheck/go.mod
 	cd tools/workflowcheck && $(GO) build -o ../../$@ go.temporal.io/sdk/contrib/tools/workflowcheck
+
+.PHONY: temporal-server
+temporal-server: $(TSERVER) ## Build the Temporal server on PostgreSQL (tools/temporal-server, the postgres engine) into .tools/
+$(TSERVER): $(TSERVER_SRC)
+	@mkdir -p $(dir $@)
+	cd tools/temporal-server && $(GO) build -o ../../$@.tmp . && mv ../../$@.tmp ../../$@
 
 .PHONY: lint
 lint: $(GOLANGCI) $(WFCHECK) ## golangci-lint v2 (.golangci.yml) and Temporal's workflowcheck over workflows/

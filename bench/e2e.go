@@ -123,7 +123,10 @@ type E2EResult struct {
 	PerResource int    `json:"events_per_resource"`
 	Events      int    `json:"events"`
 	Design      string `json:"design"`
-	Repeat      int    `json:"repeat"`
+	// Engine is the Temporal server of the run: dev, postgres (Env.Engine)
+	// or given.
+	Engine string `json:"temporal_engine"`
+	Repeat int    `json:"repeat"`
 	// AckPerSec: acknowledged deliveries per second while sending.
 	AckPerSec float64 `json:"acks_per_sec"`
 	Kind      string  `json:"kind,omitempty"`
@@ -144,8 +147,9 @@ type E2EResult struct {
 	// than HOOKINBOX_SWEEP_AFTER.
 	SignalsPerEvent        float64 `json:"signals_per_event"`
 	SweeperSignalsPerEvent float64 `json:"sweeper_signals_per_event"`
-	// TemporalCores is the dev server's CPU use in cores (when started
-	// here); MachineBusy the fraction of all cores busy.
+	// TemporalCores is the Temporal server's CPU use in cores (when started
+	// here; on the postgres engine without its PostgreSQL work, which runs
+	// in the database server); MachineBusy the fraction of all cores busy.
 	TemporalCores float64 `json:"temporal_cores"`
 	MachineBusy   float64 `json:"machine_busy"`
 	// Peak memory of this process (intake, worker and senders in one
@@ -483,7 +487,7 @@ func send(ctx context.Context, url, template string, evs []plannedEvent, n int) 
 
 // RunOnce runs one design on one load on a fresh database.
 func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (E2EResult, error) {
-	res := E2EResult{Load: l.Name, Resources: l.Resources, PerResource: l.PerResource, Events: l.Events(), Design: design,
+	res := E2EResult{Load: l.Name, Resources: l.Resources, PerResource: l.PerResource, Events: l.Events(), Design: design, Engine: env.Engine(),
 		Kind: l.kind(), LoadAverage: LoadAverage()}
 	taddr, err := env.Temporal(ctx)
 	if err != nil {

@@ -29,6 +29,12 @@ type EnvOptions struct {
 	// throw-away dev server, with the options `make run` uses, when a suite
 	// first needs one.
 	TemporalAddress string
+	// Engine is the Temporal server started when no address is given:
+	// devenv.EngineDev (default: the CLI's dev server, SQLite, one history
+	// shard) or devenv.EnginePostgres (go.temporal.io/server on this
+	// PostgreSQL server, fresh databases per server, 4 history shards: the
+	// shape production runs).
+	Engine string
 	// Ephemeral starts the throw-away cluster with fsync and synchronous
 	// commit off (as the tests do). The default keeps PostgreSQL's durable
 	// settings, those of the `make run` cluster: an acknowledgement is a
@@ -50,13 +56,22 @@ type Env struct {
 	mu       sync.Mutex
 	temporal *devenv.Temporal
 	taddr    string
-	seq      atomic.Int64
+	// tdbs are the databases of the postgres engine's current server.
+	tdbs []string
+	seq  atomic.Int64
 }
 
 // StartEnv connects to or starts PostgreSQL.
 func StartEnv(ctx context.Context, o EnvOptions) (*Env, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	switch o.Engine {
+	case "":
+		o.Engine = devenv.EngineDev
+	case devenv.EngineDev, devenv.EnginePostgres:
+	default:
+		return nil, fmt.Errorf("temporal engine %q: want %s or %s", o.Engine, devenv.EngineDev, devenv.EnginePostgres)
 	}
 	e := &Env{o: o, taddr: o.TemporalAddress}
 	if o.DatabaseURL != "" {
@@ -100,6 +115,7 @@ func (e *Env) Close() {
 		_ = e.temporal.Stop()
 		e.temporal = nil
 	}
+	e.dropTemporalDBs()
 	if e.pg != nil {
 		_ = e.pg.Stop()
 		e.pg = nil
@@ -163,9 +179,21 @@ func (e *Env) Database(ctx context.Context, prefix string) (string, func(), erro
 	return u, drop, nil
 }
 
-// Temporal returns the Temporal address, starting a dev server on first
-// use when none was given: a file-backed SQLite database with the WAL
-// pragmas and search attributes of `make run` (devenv.StartTemporal).
+// Engine is the Temporal engine this Env starts ("dev" or "postgres"), or
+// "given" when a Temporal address was given.
+func (e *Env) Engine() string {
+	if e.o.TemporalAddress != "" {
+		return "given"
+	}
+	return e.o.Engine
+}
+
+// Temporal returns the Temporal address, starting a server on first use
+// when none was given: with the dev engine a dev server on a file-backed
+// SQLite database with the WAL pragmas and search attributes of `make run`
+// (devenv.StartTemporal); with the postgres engine a Temporal server on
+// this PostgreSQL server, in two fresh databases, with 4 history shards
+// (devenv.StartTemporalPostgres).
 func (e *Env) Temporal(ctx context.Context) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -176,31 +204,71 @@ func (e *Env) Temporal(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin, err := devenv.TemporalCLI.Ensure(ctx, root, e.o.Progress)
+	tool := devenv.TemporalCLI
+	if e.o.Engine == devenv.EnginePostgres {
+		tool = devenv.TemporalServer
+	}
+	bin, err := tool.Ensure(ctx, root, e.o.Progress)
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "hookinbox-bench-temporal-")
-	if err != nil {
-		return "", err
-	}
-	e.tmp = append(e.tmp, dir)
 	port, err := devenv.FreePort()
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(e.o.Progress, "bench: starting a throw-away Temporal dev server on 127.0.0.1:%d (SQLite file, WAL, niceness %d, as make run)\n", port, e.o.TemporalNice)
-	t, err := devenv.StartTemporal(ctx, devenv.TemporalOptions{Binary: bin, Port: port, Nice: e.o.TemporalNice,
-		DBFile: filepath.Join(dir, "temporal.db"), SearchAttributes: starter.SearchAttributeTypes()})
-	if err != nil {
-		return "", err
+	var t *devenv.Temporal
+	if e.o.Engine == devenv.EnginePostgres {
+		db := fmt.Sprintf("bench_temporal_%d_%d", os.Getpid(), e.seq.Add(1))
+		e.tdbs = []string{db, db + "_visibility"}
+		pw, _ := e.admin.User.Password()
+		addr := e.admin.Host
+		if e.admin.Port() == "" {
+			addr += ":5432"
+		}
+		fmt.Fprintf(e.o.Progress, "bench: starting a throw-away Temporal server on PostgreSQL on 127.0.0.1:%d (%d history shards, databases %s, %s, niceness %d)\n",
+			port, devenv.DefaultTemporalShards, e.tdbs[0], e.tdbs[1], e.o.TemporalNice)
+		t, err = devenv.StartTemporalPostgres(ctx, devenv.TemporalPostgresOptions{Binary: bin, Port: port, Nice: e.o.TemporalNice,
+			PostgresAddr: addr, User: e.admin.User.Username(), Password: pw,
+			Database: e.tdbs[0], VisibilityDatabase: e.tdbs[1], SearchAttributes: starter.SearchAttributeTypes()})
+		if err != nil {
+			e.dropTemporalDBs()
+			return "", err
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "hookinbox-bench-temporal-")
+		if err != nil {
+			return "", err
+		}
+		e.tmp = append(e.tmp, dir)
+		fmt.Fprintf(e.o.Progress, "bench: starting a throw-away Temporal dev server on 127.0.0.1:%d (SQLite file, WAL, niceness %d, as make run)\n", port, e.o.TemporalNice)
+		t, err = devenv.StartTemporal(ctx, devenv.TemporalOptions{Binary: bin, Port: port, Nice: e.o.TemporalNice,
+			DBFile: filepath.Join(dir, "temporal.db"), SearchAttributes: starter.SearchAttributeTypes()})
+		if err != nil {
+			return "", err
+		}
 	}
 	e.temporal, e.taddr = t, t.Address
 	return e.taddr, nil
 }
 
-// TemporalPID is the process id of the dev server started here, found by
-// its port (0 when the server was given or cannot be found).
+// dropTemporalDBs drops the postgres engine's databases (its server
+// stopped); the caller holds e.mu.
+func (e *Env) dropTemporalDBs() {
+	if len(e.tdbs) == 0 || e.admin == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := devenv.DropDatabases(ctx, e.URL("postgres"), e.tdbs...); err != nil {
+		fmt.Fprintf(e.o.Progress, "bench: %v\n", err)
+	}
+	e.tdbs = nil
+}
+
+// TemporalPID is the process id of the server started here, found by its
+// port (0 when the server was given or cannot be found). On the postgres
+// engine it is the Temporal process alone: its PostgreSQL work runs in the
+// database server's processes.
 func (e *Env) TemporalPID() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -208,12 +276,16 @@ func (e *Env) TemporalPID() int {
 		return 0
 	}
 	_, port, _ := strings.Cut(e.taddr, ":")
+	if e.temporal.Engine() == devenv.EnginePostgres {
+		return findProcess("temporal-server\x00start", "--port\x00"+port+"\x00")
+	}
 	return findProcess("start-dev", "--port\x00"+port+"\x00")
 }
 
-// FreshTemporal replaces a dev server started here by a new, empty one
-// (same options), so a run does not inherit the previous run's workflows.
-// A server given by address is left alone.
+// FreshTemporal replaces a server started here by a new, empty one (same
+// options; on the postgres engine new databases, the old ones dropped), so
+// a run does not inherit the previous run's workflows. A server given by
+// address is left alone.
 func (e *Env) FreshTemporal(ctx context.Context) error {
 	e.mu.Lock()
 	if e.o.TemporalAddress != "" {
@@ -223,6 +295,7 @@ func (e *Env) FreshTemporal(ctx context.Context) error {
 	if e.temporal != nil {
 		_ = e.temporal.Stop()
 		e.temporal, e.taddr = nil, ""
+		e.dropTemporalDBs()
 		if n := len(e.tmp); n > 0 && strings.Contains(e.tmp[n-1], "hookinbox-bench-temporal-") {
 			_ = os.RemoveAll(e.tmp[n-1])
 			e.tmp = e.tmp[:n-1]

@@ -22,11 +22,15 @@ import (
 
 // benchReport is everything one `hookinbox-lab bench` run measured.
 type benchReport struct {
-	Started     time.Time            `json:"started"`
-	Cores       int                  `json:"cores"`
-	LoadBefore  string               `json:"load_average_before"`
-	LoadAfter   string               `json:"load_average_after"`
-	Durable     bool                 `json:"durable_postgres"`
+	Started    time.Time `json:"started"`
+	Cores      int       `json:"cores"`
+	LoadBefore string    `json:"load_average_before"`
+	LoadAfter  string    `json:"load_average_after"`
+	Durable    bool      `json:"durable_postgres"`
+	// Engine is the Temporal server: dev (CLI dev server, SQLite, 1 shard),
+	// postgres (Temporal on PostgreSQL, 4 shards) or given (--temporal-address).
+	Engine      string               `json:"temporal_engine"`
+	Shards      int                  `json:"temporal_history_shards,omitempty"`
 	Intake      []bench.IntakeResult `json:"intake,omitempty"`
 	EndToEnd    []bench.E2EResult    `json:"end_to_end,omitempty"`
 	Scaling     []bench.E2EResult    `json:"scaling,omitempty"`
@@ -42,6 +46,7 @@ func newBenchCmd() *cobra.Command {
 		duration, warmup, timeout, sweepAfter      time.Duration
 		maxConns                                   int32
 		dbURL, temporalAddr, save, spreadKind      string
+		engine                                     string
 		ephemeral, freshTemporal, widePool         bool
 		temporalNice                               int
 		intakeNoTemporal, intakeUnpaced            bool
@@ -72,7 +77,9 @@ commits one effect row and the inbox row's completion), so only the orchestratio
 Without --database-url and --temporal-address it starts a throw-away PostgreSQL (durable
 settings unless --ephemeral) and Temporal dev server (SQLite file with the WAL pragmas of
 'make run'; a fresh one per end-to-end run unless --fresh-temporal=false), and removes them
-at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitignored):
+at the end. --engine postgres starts a Temporal server on that PostgreSQL instead (its own
+fresh databases per run, 4 history shards: the shape production runs; built into .tools/
+on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.g. in bench-results/ (gitignored):
 
   hookinbox-lab bench --output json > bench-results/$(date +%Y%m%d-%H%M).json`,
 		Args: cobra.NoArgs,
@@ -110,13 +117,23 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 				return cli.Usagef("--spread-kind: want invoice or subscription")
 			}
 
+			if engine != devenv.EngineDev && engine != devenv.EnginePostgres {
+				return cli.Usagef("--engine: want %s or %s", devenv.EngineDev, devenv.EnginePostgres)
+			}
 			rep := benchReport{Started: time.Now().UTC(), Cores: runtime.NumCPU(), LoadBefore: bench.LoadAverage(), Durable: !ephemeral && dbURL == ""}
 			env, err := bench.StartEnv(ctx, bench.EnvOptions{DatabaseURL: dbURL, TemporalAddress: temporalAddr,
-				Ephemeral: ephemeral, TemporalNice: temporalNice, Progress: progress})
+				Engine: engine, Ephemeral: ephemeral, TemporalNice: temporalNice, Progress: progress})
 			if err != nil {
 				return err
 			}
 			defer env.Close()
+			rep.Engine = env.Engine()
+			switch rep.Engine {
+			case devenv.EngineDev:
+				rep.Shards = 1
+			case devenv.EnginePostgres:
+				rep.Shards = devenv.DefaultTemporalShards
+			}
 
 			if want["intake"] {
 				rep.Intake, err = bench.RunIntake(ctx, env, bench.IntakeSuite{Concurrency: conc, Duration: duration,
@@ -204,10 +221,11 @@ at the end. Keep raw output out of the repository, e.g. in bench-results/ (gitig
 	f.DurationVar(&sweepAfter, "sweep-after", 0, "e2e and scale: HOOKINBOX_SWEEP_AFTER of the hookinbox designs (0: the product default)")
 	f.IntVar(&handoffWorkers, "handoff-workers", 0, "e2e and scale: HOOKINBOX_HANDOFF_WORKERS of every design (0: the product default)")
 	f.DurationVar(&timeout, "timeout", 0, "bound of one end-to-end run (0: 30 minutes plus 50 ms per event)")
-	f.BoolVar(&freshTemporal, "fresh-temporal", true, "start a fresh dev server for each end-to-end run (when started here)")
+	f.BoolVar(&freshTemporal, "fresh-temporal", true, "start a fresh Temporal server for each end-to-end run (when started here; on postgres in fresh databases)")
 	f.StringVar(&dbURL, "database-url", "", "superuser URL of an existing PostgreSQL (default: start a throw-away cluster)")
-	f.StringVar(&temporalAddr, "temporal-address", "", "existing Temporal frontend (default: start a throw-away dev server)")
-	f.IntVar(&temporalNice, "temporal-nice", devenv.DefaultTemporalNice, "CPU niceness of the dev servers started here (make run's; 0: as this process)")
+	f.StringVar(&temporalAddr, "temporal-address", "", "existing Temporal frontend (default: start a throw-away server of --engine)")
+	f.StringVar(&engine, "engine", devenv.EngineDev, "Temporal server started here: dev (the CLI's dev server, SQLite, 1 history shard) or postgres (Temporal server on the bench's PostgreSQL, fresh databases per server, 4 history shards: production's shape)")
+	f.IntVar(&temporalNice, "temporal-nice", devenv.DefaultTemporalNice, "CPU niceness of the Temporal servers started here (make run's; 0: as this process)")
 	f.BoolVar(&ephemeral, "ephemeral", false, "start the throw-away PostgreSQL with fsync off (not a durable acknowledgement)")
 	f.Var(&output, "output", "output format: table or json")
 	f.StringVar(&save, "save", "", "also write the JSON report to this file (e.g. bench-results/run.json)")
@@ -241,8 +259,15 @@ func printBench(w io.Writer, rep benchReport) error {
 	if !rep.Durable {
 		storage = "as configured (given server or --ephemeral)"
 	}
-	fmt.Fprintf(w, "hookinbox bench, %s, %d cores, load average %s → %s, PostgreSQL %s\n",
-		rep.Started.Format(time.RFC3339), rep.Cores, rep.LoadBefore, rep.LoadAfter, storage)
+	engine := rep.Engine
+	switch rep.Engine {
+	case devenv.EngineDev:
+		engine = "dev server (SQLite, 1 history shard)"
+	case devenv.EnginePostgres:
+		engine = fmt.Sprintf("postgres (Temporal server on PostgreSQL, %d history shards)", rep.Shards)
+	}
+	fmt.Fprintf(w, "hookinbox bench, %s, %d cores, load average %s → %s, PostgreSQL %s, Temporal engine %s\n",
+		rep.Started.Format(time.RFC3339), rep.Cores, rep.LoadBefore, rep.LoadAfter, storage, engine)
 	if len(rep.Intake) > 0 {
 		fmt.Fprintln(w, "\nINTAKE: acknowledged webhooks/s over HTTP vs one INSERT…COMMIT of the same row, same concurrency")
 		wide := rep.Intake[0].IntakeWide != nil

@@ -40,11 +40,14 @@ type TemporalOptions struct {
 // a cap).
 const DefaultTemporalNice = 10
 
-// Temporal is a running dev server, started here or found running.
+// Temporal is a running Temporal server, started here or found running:
+// the CLI's dev server (StartTemporal) or, with pg set, go.temporal.io/server
+// on PostgreSQL (StartTemporalPostgres).
 type Temporal struct {
 	Address string
 	UIURL   string
 	opts    TemporalOptions
+	pg      *TemporalPostgresOptions
 	started *proc
 }
 
@@ -69,6 +72,9 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 }
 
 func (t *Temporal) start(ctx context.Context) error {
+	if t.pg != nil {
+		return t.startPostgres(ctx)
+	}
 	o := t.opts
 	// Loopback only: gRPC, the UI, and the HTTP API and metrics ports the
 	// dev server opens on --ip.
@@ -141,10 +147,10 @@ func (t *Temporal) Kill() {
 }
 
 // Restart starts a stopped or killed server again with the same options.
-// With a DBFile, its workflows survive.
+// With a DBFile (dev server) or on PostgreSQL, its workflows survive.
 func (t *Temporal) Restart(ctx context.Context) error {
 	if t.started != nil {
-		return fmt.Errorf("temporal dev server is still running")
+		return fmt.Errorf("temporal server is still running")
 	}
 	return t.start(ctx)
 }

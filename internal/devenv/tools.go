@@ -3,12 +3,15 @@ package devenv
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -23,12 +26,21 @@ type Tool struct {
 	Module string
 	// Package to build.
 	Package string
+	// OwnSource: the tools module holds code of ours (not only a pin), so
+	// its go.mod and *.go files key the cache folder too and an edit
+	// rebuilds (`make temporal-server` computes the same key).
+	OwnSource bool
 }
 
 // The tools the local stack needs.
 var (
 	TemporalCLI = Tool{Name: "temporal", Module: "github.com/temporalio/cli", Package: "github.com/temporalio/cli/cmd/temporal"}
 	MailpitTool = Tool{Name: "mailpit", Module: "github.com/axllent/mailpit", Package: "github.com/axllent/mailpit"}
+	// TemporalServer is go.temporal.io/server built as production runs it
+	// (PostgreSQL, several history shards): tools/temporal-server, the
+	// "postgres" engine of the tests and benchmarks (StartTemporalPostgres).
+	// Only built when that engine is asked for.
+	TemporalServer = Tool{Name: "temporal-server", Module: "go.temporal.io/server", Package: "hookinbox/tools/temporal-server", OwnSource: true}
 )
 
 // Version reads the pinned version from tools/<name>/go.mod.
@@ -45,13 +57,43 @@ func (t Tool) Version(root string) (string, error) {
 	return string(m[1]), nil
 }
 
-// Path is where the built binary lives, keyed by version so a bump rebuilds.
+// Path is where the built binary lives, keyed by version so a bump rebuilds
+// (and, for OwnSource, by its source).
 func (t Tool) Path(root string) (string, error) {
 	v, err := t.Version(root)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(ToolsDir(root), t.Name+"-"+v, t.Name), nil
+	key := v
+	if t.OwnSource {
+		h, err := t.sourceHash(root)
+		if err != nil {
+			return "", err
+		}
+		key += "-" + h
+	}
+	return filepath.Join(ToolsDir(root), t.Name+"-"+key, t.Name), nil
+}
+
+// sourceHash is the first 12 hex digits of the SHA-256 of go.mod followed
+// by the module's *.go files in name order: what the Makefile computes with
+// `cat go.mod $(sort *.go) | sha256sum`.
+func (t Tool) sourceHash(root string) (string, error) {
+	dir := filepath.Join(root, "tools", t.Name)
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	for _, f := range append([]string{filepath.Join(dir, "go.mod")}, files...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("tools module for %s: %w", t.Name, err)
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // Ensure returns the binary's path, building it first if it is missing.

@@ -2,13 +2,16 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/internal/devenv"
@@ -21,74 +24,140 @@ var (
 	temporalErr  error
 )
 
-func temporalBinary(t testing.TB) string {
+// EngineEnv chooses the Temporal engine the tests run on: "dev" (the
+// default: the CLI's dev server, SQLite, one history shard) or "postgres"
+// (go.temporal.io/server on the package's PostgreSQL server, in databases
+// of its own, with devenv.DefaultTemporalShards history shards: the shape
+// production runs). `make test-e2e-postgres` sets it.
+const EngineEnv = "HOOKINBOX_TEMPORAL_ENGINE"
+
+// TemporalEngine is the engine EngineEnv asks for.
+func TemporalEngine(t testing.TB) string {
+	t.Helper()
+	switch e := os.Getenv(EngineEnv); e {
+	case "", devenv.EngineDev:
+		return devenv.EngineDev
+	case devenv.EnginePostgres:
+		return e
+	default:
+		t.Fatalf("%s=%q: want %s or %s", EngineEnv, e, devenv.EngineDev, devenv.EnginePostgres)
+		return ""
+	}
+}
+
+func temporalBinary(t testing.TB, tool devenv.Tool) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	bin, err := devenv.TemporalCLI.Ensure(ctx, Root(t), os.Stderr)
+	bin, err := tool.Ensure(ctx, Root(t), os.Stderr)
 	if err != nil {
-		t.Fatalf("temporal CLI: %v", err)
+		t.Fatalf("%s: %v", tool.Name, err)
 	}
 	return bin
 }
 
-func startTemporal(t testing.TB, dbFile string) (*devenv.Temporal, error) {
-	bin := temporalBinary(t)
+var temporalDBs atomic.Int64
+
+// startTemporal starts a server of the chosen engine: a dev server
+// persisted to dbFile (in memory when empty), or a server on PostgreSQL in
+// two fresh databases of the package's server, which drop drops.
+func startTemporal(t testing.TB, dbFile string) (srv *devenv.Temporal, drop func(), err error) {
+	engine := TemporalEngine(t)
+	tool := devenv.TemporalCLI
+	if engine == devenv.EnginePostgres {
+		tool = devenv.TemporalServer
+	}
+	bin := temporalBinary(t, tool)
 	port, err := devenv.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	log := io.Discard
 	if os.Getenv("HOOKINBOX_TEST_TEMPORAL_LOG") != "" {
 		log = os.Stderr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	return devenv.StartTemporal(ctx, devenv.TemporalOptions{
-		Binary: bin, Port: port, DBFile: dbFile, SearchAttributes: starter.SearchAttributeTypes(), Log: log,
+	if engine == devenv.EngineDev {
+		srv, err := devenv.StartTemporal(ctx, devenv.TemporalOptions{
+			Binary: bin, Port: port, DBFile: dbFile, SearchAttributes: starter.SearchAttributeTypes(), Log: log,
+		})
+		return srv, func() {}, err
+	}
+	admin := AdminURL(t, "postgres")
+	cfg, err := pgx.ParseConfig(admin)
+	if err != nil {
+		return nil, nil, err
+	}
+	db := fmt.Sprintf("temporal_t%d_%d", os.Getpid(), temporalDBs.Add(1))
+	drop = func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = devenv.DropDatabases(dctx, admin, db, db+"_visibility")
+	}
+	srv, err = devenv.StartTemporalPostgres(ctx, devenv.TemporalPostgresOptions{
+		Binary: bin, Port: port, PostgresAddr: fmt.Sprintf("%s:%d", cfg.Host, cfg.Port),
+		User: cfg.User, Password: cfg.Password, Database: db, VisibilityDatabase: db + "_visibility",
+		SearchAttributes: starter.SearchAttributeTypes(), Log: log,
 	})
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	return srv, drop, nil
 }
 
-// TemporalAddress is the address of the package's shared dev server
-// (in memory, started on first use), or HOOKINBOX_TEST_TEMPORAL_ADDRESS.
-// Tests sharing it use their own task queue and resource accounts.
+// TemporalAddress is the address of the package's shared Temporal server
+// (started on first use: an in-memory dev server, or the EngineEnv engine),
+// or HOOKINBOX_TEST_TEMPORAL_ADDRESS. Tests sharing it use their own task
+// queue and resource accounts.
 func TemporalAddress(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the Temporal dev server: run without -short")
+	}
+	if os.Getenv("HOOKINBOX_TEST_TEMPORAL_ADDRESS") == "" && TemporalEngine(t) == devenv.EnginePostgres {
+		AdminURL(t, "postgres") // start PostgreSQL outside the Once (it may skip or fail t)
 	}
 	temporalOnce.Do(func() {
 		if a := os.Getenv("HOOKINBOX_TEST_TEMPORAL_ADDRESS"); a != "" {
 			temporalAddr = a
 			return
 		}
-		srv, err := startTemporal(t, "")
+		srv, drop, err := startTemporal(t, "")
 		if err != nil {
 			temporalErr = err
 			return
 		}
 		temporalAddr = srv.Address
-		atExit(func() { _ = srv.Stop() })
+		atExit(func() {
+			_ = srv.Stop()
+			drop()
+		})
 	})
 	if temporalErr != nil {
-		t.Fatalf("test Temporal dev server: %v", temporalErr)
+		t.Fatalf("test Temporal server (%s engine): %v", TemporalEngine(t), temporalErr)
 	}
 	return temporalAddr
 }
 
-// NewTemporal starts a dev server for t alone, persisted to a file so a
-// test can Kill and Restart it (outage tests). Stopped at cleanup.
+// NewTemporal starts a Temporal server for t alone, persisted (a dev
+// server's file, or databases of its own on the postgres engine) so a test
+// can Kill and Restart it (outage tests). Stopped at cleanup.
 func NewTemporal(t testing.TB) *devenv.Temporal {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the Temporal dev server: run without -short")
 	}
 	dir := t.TempDir()
-	srv, err := startTemporal(t, filepath.Join(dir, "temporal.db"))
+	srv, drop, err := startTemporal(t, filepath.Join(dir, "temporal.db"))
 	if err != nil {
-		t.Fatalf("dedicated Temporal dev server: %v", err)
+		t.Fatalf("dedicated Temporal server (%s engine): %v", TemporalEngine(t), err)
 	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	t.Cleanup(func() {
+		_ = srv.Stop()
+		drop()
+	})
 	return srv
 }
 

@@ -3,7 +3,9 @@
 // Temporal dev server. By default each test binary (package) starts its own
 // throw-away PostgreSQL cluster and dev server, so packages run in parallel
 // without sharing state; HOOKINBOX_TEST_DATABASE_URL (a superuser URL) and
-// HOOKINBOX_TEST_TEMPORAL_ADDRESS point them at existing servers instead.
+// HOOKINBOX_TEST_TEMPORAL_ADDRESS point them at existing servers instead;
+// HOOKINBOX_TEMPORAL_ENGINE=postgres replaces the dev server by a Temporal
+// server on PostgreSQL with 4 history shards (EngineEnv).
 //
 // Use it from TestMain: func TestMain(m *testing.M) { testenv.Main(m) }.
 package testenv
