@@ -139,6 +139,9 @@ type IntakeOptions struct {
 	NoTemporal bool
 	// Unpaced turns the hand-off's pacing off (HOOKINBOX_HANDOFF_PACING=false).
 	Unpaced bool
+	// Writers is HOOKINBOX_INTAKE_WRITERS (0: the product default; -1: no
+	// group commit).
+	Writers int
 }
 
 // NewIntakeTarget starts the intake on a fresh database.
@@ -160,6 +163,12 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 	}
 	cfg := config.Default()
 	cfg.HandoffPacing = !o.Unpaced
+	switch {
+	case o.Writers > 0:
+		cfg.IntakeWriters = o.Writers
+	case o.Writers < 0:
+		cfg.IntakeWriters = 0
+	}
 	log := benchLogger()
 	m := metrics.New()
 	var bell keys.Doorbell = &nopSignaler{}
@@ -364,6 +373,9 @@ type IntakeSuite struct {
 	// Unpaced also measures the intake with an unpaced hand-off (the
 	// design before issue #17) beside the paced one.
 	Unpaced bool
+	// Writers is the intakes' HOOKINBOX_INTAKE_WRITERS (0: the product
+	// default; -1: no group commit).
+	Writers int
 	// Progress receives a line per measurement.
 	Progress io.Writer
 }
@@ -437,14 +449,14 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 			unsent[t] += t.Settle(ctx, s.Settle)
 		}
 	}
-	intake, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: s.MaxConns, Clients: maxC, NoTemporal: s.NoTemporal})
+	intake, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: s.MaxConns, Clients: maxC, NoTemporal: s.NoTemporal, Writers: s.Writers})
 	if err != nil {
 		return nil, err
 	}
 	defer intake.Close()
 	var unpaced *IntakeTarget
 	if s.Unpaced {
-		if unpaced, err = NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: s.MaxConns, Clients: maxC, NoTemporal: s.NoTemporal, Unpaced: true}); err != nil {
+		if unpaced, err = NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: s.MaxConns, Clients: maxC, NoTemporal: s.NoTemporal, Unpaced: true, Writers: s.Writers}); err != nil {
 			return nil, err
 		}
 		defer unpaced.Close()
@@ -457,7 +469,7 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 	wide := map[int]*IntakeTarget{}
 	if s.WidePool {
 		for _, c := range s.Concurrency {
-			t, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: int32(c), Clients: c, NoTemporal: s.NoTemporal})
+			t, err := NewIntakeTarget(ctx, env, IntakeOptions{MaxConns: int32(c), Clients: c, NoTemporal: s.NoTemporal, Writers: s.Writers})
 			if err != nil {
 				return nil, err
 			}

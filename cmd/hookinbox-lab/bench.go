@@ -48,7 +48,7 @@ func newBenchCmd() *cobra.Command {
 		dbURL, temporalAddr, save, spreadKind      string
 		engine                                     string
 		ephemeral, freshTemporal, widePool         bool
-		temporalNice                               int
+		temporalNice, intakeWriters                int
 		intakeNoTemporal, intakeUnpaced            bool
 		intakeSettle                               time.Duration
 		output                                     = cli.OutputFormat("table")
@@ -138,7 +138,8 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 			if want["intake"] {
 				rep.Intake, err = bench.RunIntake(ctx, env, bench.IntakeSuite{Concurrency: conc, Duration: duration,
 					Warmup: warmup, MaxConns: maxConns, WidePool: widePool, Rounds: rounds, Progress: progress,
-					NoTemporal: intakeNoTemporal, Unpaced: intakeUnpaced && !intakeNoTemporal, Settle: intakeSettle})
+					NoTemporal: intakeNoTemporal, Unpaced: intakeUnpaced && !intakeNoTemporal, Settle: intakeSettle,
+					Writers: intakeWriters})
 				if err != nil {
 					return fmt.Errorf("intake suite: %w", err)
 				}
@@ -208,6 +209,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.BoolVar(&widePool, "intake-wide-pool", true, "intake: also measure the intake with one pool connection per sender")
 	f.BoolVar(&intakeNoTemporal, "intake-no-temporal", false, "intake: a no-op signaller behind the hand-off instead of a real Temporal dev server")
 	f.BoolVar(&intakeUnpaced, "intake-unpaced", true, "intake: also measure the intake with the unpaced hand-off (HOOKINBOX_HANDOFF_PACING=false)")
+	f.IntVar(&intakeWriters, "intake-writers", 0, "intake: HOOKINBOX_INTAKE_WRITERS of the intake (0: the product default; -1: no group commit)")
 	f.DurationVar(&intakeSettle, "intake-settle", 30*time.Second, "intake: after each intake window, wait up to this long for its hand-off queue to empty")
 	f.IntVar(&spread, "spread", 2000, "e2e: resources of the one-event-per-resource load")
 	f.StringVar(&burst, "burst", "20x50", "e2e: bursts load (subscription updates), RESOURCESxEVENTS per resource")
