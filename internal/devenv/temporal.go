@@ -98,14 +98,7 @@ func (t *Temporal) start(ctx context.Context) error {
 	if o.DBFile != "" {
 		args = append(args, "--db-filename", o.DBFile)
 	}
-	names := make([]string, 0, len(o.SearchAttributes))
-	for n := range o.SearchAttributes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		args = append(args, "--search-attribute", n+"="+o.SearchAttributes[n])
-	}
+	args = append(args, searchAttributeArgs(o.SearchAttributes)...)
 	p, err := startProc("temporal", niced(o.Nice, o.Binary, args), o.Log, nil)
 	if err != nil {
 		return err
@@ -165,4 +158,19 @@ func niced(n int, bin string, args []string) *exec.Cmd {
 		}
 	}
 	return exec.Command(bin, args...)
+}
+
+// searchAttributeArgs are the --search-attribute flags both engines take,
+// in name order.
+func searchAttributeArgs(attrs map[string]string) []string {
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var args []string
+	for _, n := range names {
+		args = append(args, "--search-attribute", n+"="+attrs[n])
+	}
+	return args
 }

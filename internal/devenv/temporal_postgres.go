@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"time"
 
@@ -105,14 +104,7 @@ func (t *Temporal) startPostgres(ctx context.Context) error {
 	if o.MaxConns > 0 {
 		args = append(args, "--max-conns", strconv.Itoa(o.MaxConns))
 	}
-	names := make([]string, 0, len(o.SearchAttributes))
-	for n := range o.SearchAttributes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		args = append(args, "--search-attribute", n+"="+o.SearchAttributes[n])
-	}
+	args = append(args, searchAttributeArgs(o.SearchAttributes)...)
 	// Run as the caller, as the dev server is: it binds loopback only and
 	// needs no privilege (PostgreSQL runs as its own user, StartPostgres).
 	p, err := startProc("temporal-server", niced(o.Nice, o.Binary, args), o.Log, nil)
