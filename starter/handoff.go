@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
@@ -27,7 +28,16 @@ type Handoff struct {
 	queue  chan item
 	mu     sync.Mutex
 	queued map[keys.Resource]struct{}
+
+	// A full queue is logged at most once per dropLogEvery, with the count
+	// since the last line: a burst past the queue's capacity is one
+	// warning a second, not one per delivery.
+	lastDropLog atomic.Int64
+	dropsSince  atomic.Int64
 }
+
+// dropLogEvery spaces the "queue full" warnings.
+const dropLogEvery = time.Second
 
 type item struct {
 	r   keys.Resource
@@ -77,8 +87,20 @@ func (h *Handoff) Notify(r keys.Resource, e keys.Event) {
 	default:
 		h.mu.Unlock()
 		h.metrics.HandoffSignals.WithLabelValues("dropped").Inc()
-		h.log.Warn("hand-off queue full; the sweeper will deliver the event", "event_key", e.String(), "resource", r.String())
+		h.dropped(r, e)
 	}
+}
+
+// dropped logs a doorbell the full queue refused, rate-limited.
+func (h *Handoff) dropped(r keys.Resource, e keys.Event) {
+	n := h.dropsSince.Add(1)
+	now, last := time.Now().UnixNano(), h.lastDropLog.Load()
+	if now-last < int64(dropLogEvery) || !h.lastDropLog.CompareAndSwap(last, now) {
+		return
+	}
+	n = h.dropsSince.Swap(0)
+	h.log.Warn("hand-off queue full; the sweeper will deliver the events", "dropped", n,
+		"event_key", e.String(), "resource", r.String())
 }
 
 // Run sends queued doorbells until ctx ends. What is still queued then is

@@ -3,6 +3,8 @@ package starter
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -117,4 +119,55 @@ func TestScheduleIDIsFixedPerTaskQueue(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "hookinbox-sweeper", ScheduleID(ScheduleSweeper, "hookinbox"))
 	require.Equal(t, "hookinbox-sweeper-tenant-b", ScheduleID(ScheduleSweeper, "tenant-b"))
+}
+
+// countingHandler counts the records logged and keeps the last one's
+// "dropped" attribute.
+type countingHandler struct {
+	mu      sync.Mutex
+	records int
+	dropped int64
+}
+
+func (c *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (c *countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *countingHandler) WithGroup(string) slog.Handler            { return c }
+func (c *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.records++
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "dropped" {
+			c.dropped = a.Value.Int64()
+		}
+		return true
+	})
+	return nil
+}
+
+// TestAFullQueueIsLoggedOncePerSecondWithItsCount: a burst past the queue's
+// capacity is one warning a second (with how many were dropped), not one
+// per delivery; the metric counts every one.
+func TestAFullQueueIsLoggedOncePerSecondWithItsCount(t *testing.T) {
+	t.Parallel()
+	logs := &countingHandler{}
+	m := metrics.New()
+	h := NewHandoff(&gateSignaler{gate: make(chan struct{})}, HandoffOptions{Capacity: 1, Workers: 1,
+		Timeout: time.Second, Metrics: m, Logger: slog.New(logs)})
+	h.Notify(res("sub_0"), ev("e0")) // fills the queue
+	for i := range 1000 {
+		h.Notify(res(fmt.Sprintf("sub_%d", i+1)), ev(fmt.Sprintf("e%d", i+1)))
+	}
+	require.Equal(t, 1000.0, testutil.ToFloat64(m.HandoffSignals.WithLabelValues("dropped")))
+	logs.mu.Lock()
+	require.Equal(t, 1, logs.records, "the first drop is logged at once, the rest of the second is counted")
+	require.Equal(t, int64(1), logs.dropped)
+	logs.mu.Unlock()
+
+	time.Sleep(dropLogEvery + 50*time.Millisecond)
+	h.Notify(res("sub_late"), ev("late"))
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	require.Equal(t, 2, logs.records)
+	require.Equal(t, int64(1000), logs.dropped, "999 counted since the first line, and this one")
 }
