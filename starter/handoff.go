@@ -93,13 +93,12 @@ func (h *Handoff) Notify(r keys.Resource, e keys.Event) {
 
 // dropped logs a doorbell the full queue refused, rate-limited.
 func (h *Handoff) dropped(r keys.Resource, e keys.Event) {
-	n := h.dropsSince.Add(1)
+	h.dropsSince.Add(1)
 	now, last := time.Now().UnixNano(), h.lastDropLog.Load()
 	if now-last < int64(dropLogEvery) || !h.lastDropLog.CompareAndSwap(last, now) {
 		return
 	}
-	n = h.dropsSince.Swap(0)
-	h.log.Warn("hand-off queue full; the sweeper will deliver the events", "dropped", n,
+	h.log.Warn("hand-off queue full; the sweeper will deliver the events", "dropped", h.dropsSince.Swap(0),
 		"event_key", e.String(), "resource", r.String())
 }
 
