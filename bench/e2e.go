@@ -162,7 +162,7 @@ type E2EResult struct {
 	// no memory handed back by force).
 	AfterHeapMiB float64 `json:"after_heap_mib"`
 	AfterRSSMiB  float64 `json:"after_rss_mib"`
-	NotDone     int     `json:"not_done"`
+	NotDone      int     `json:"not_done"`
 	// Emails sent (outbox rows of invoice loads) and those left unsent.
 	Emails      int    `json:"emails,omitempty"`
 	LoadAverage string `json:"load_average"`
