@@ -163,11 +163,7 @@ func (s *Server) apiInbox(w http.ResponseWriter, r *http.Request, _ *principal) 
 		return err
 	}
 	page, err := s.ops.ListInbox(r.Context(), f, q.Get("cursor"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return reply(w, http.StatusOK, page, err)
 }
 
 func parseEventKey(raw string) (keys.Event, error) {
@@ -236,11 +232,7 @@ func (s *Server) apiReplayOne(w http.ResponseWriter, r *http.Request, p *princip
 		return err
 	}
 	sum, err := s.ops.Replay(r.Context(), p.actor(), ops.ReplayRequest{Keys: []keys.Event{k}, Reason: b.Reason, Force: b.Force, Selection: "api: key"})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, sum)
-	return nil
+	return reply(w, http.StatusOK, sum, err)
 }
 
 // jobFilter is a bulk replay's filter in a request body.
@@ -337,11 +329,7 @@ func (s *Server) apiReplayJobs(w http.ResponseWriter, r *http.Request, _ *princi
 		return err
 	}
 	js, err := s.ops.ReplayJobs(r.Context(), limit)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, js)
-	return nil
+	return reply(w, http.StatusOK, js, err)
 }
 
 func pathID(r *http.Request, name string) (int64, error) {
@@ -359,11 +347,7 @@ func (s *Server) apiReplayJobGet(w http.ResponseWriter, r *http.Request, _ *prin
 		return err
 	}
 	j, err := s.ops.ReplayJob(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, j)
-	return nil
+	return reply(w, http.StatusOK, j, err)
 }
 
 func (s *Server) apiReplayJobCancel(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -372,11 +356,7 @@ func (s *Server) apiReplayJobCancel(w http.ResponseWriter, r *http.Request, p *p
 		return err
 	}
 	j, err := s.ops.CancelReplayJob(r.Context(), p.actor(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, j)
-	return nil
+	return reply(w, http.StatusOK, j, err)
 }
 
 func quarantineFilter(q url.Values) (store.QuarantineFilter, error) {
@@ -398,11 +378,7 @@ func (s *Server) apiQuarantine(w http.ResponseWriter, r *http.Request, _ *princi
 		return err
 	}
 	qs, err := s.ops.ListQuarantine(r.Context(), f)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, qs)
-	return nil
+	return reply(w, http.StatusOK, qs, err)
 }
 
 // showQuarantine reads the quarantine entry whose id is in the path, with its
@@ -421,11 +397,7 @@ func (s *Server) showQuarantine(r *http.Request, p *principal) (*ops.QuarantineD
 
 func (s *Server) apiQuarantineGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	d, err := s.showQuarantine(r, p)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, d)
-	return nil
+	return reply(w, http.StatusOK, d, err)
 }
 
 type resolveBody struct {
@@ -460,11 +432,7 @@ func (s *Server) apiQuarantineResolve(w http.ResponseWriter, r *http.Request, p 
 		return err
 	}
 	res, err := s.ops.ResolveQuarantine(r.Context(), p.actor(), b.IDs, b.Action, b.Reason)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return reply(w, http.StatusOK, res, err)
 }
 
 func (s *Server) apiOutbox(w http.ResponseWriter, r *http.Request, _ *principal) error {
@@ -474,11 +442,7 @@ func (s *Server) apiOutbox(w http.ResponseWriter, r *http.Request, _ *principal)
 		return err
 	}
 	rows, err := s.ops.ListOutbox(r.Context(), q.Get("status"), limit)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, rows)
-	return nil
+	return reply(w, http.StatusOK, rows, err)
 }
 
 func (s *Server) apiOutboxGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
@@ -487,11 +451,7 @@ func (s *Server) apiOutboxGet(w http.ResponseWriter, r *http.Request, _ *princip
 		return err
 	}
 	o, err := s.ops.ShowOutbox(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, o)
-	return nil
+	return reply(w, http.StatusOK, o, err)
 }
 
 type reasonBody struct {
@@ -508,29 +468,17 @@ func (s *Server) apiOutboxRelease(w http.ResponseWriter, r *http.Request, p *pri
 		return err
 	}
 	res, err := s.ops.ReleaseOutbox(r.Context(), p.actor(), id, b.Reason)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return reply(w, http.StatusOK, res, err)
 }
 
 func (s *Server) apiEndpoints(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	eps, err := s.ops.ListEndpoints(r.Context())
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, eps)
-	return nil
+	return reply(w, http.StatusOK, eps, err)
 }
 
 func (s *Server) apiEndpointGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	e, err := s.ops.ShowEndpoint(r.Context(), r.PathValue("slug"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, e)
-	return nil
+	return reply(w, http.StatusOK, e, err)
 }
 
 type endpointBody struct {
@@ -558,11 +506,7 @@ func (s *Server) apiEndpointAdd(w http.ResponseWriter, r *http.Request, p *princ
 		return err
 	}
 	v, err := s.ops.ShowEndpoint(r.Context(), b.Slug)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, v)
-	return nil
+	return reply(w, http.StatusCreated, v, err)
 }
 
 type endpointPatch struct {
@@ -576,11 +520,7 @@ func (s *Server) apiEndpointUpdate(w http.ResponseWriter, r *http.Request, p *pr
 		return err
 	}
 	v, err := s.ops.UpdateEndpoint(r.Context(), p.actor(), r.PathValue("slug"), b.EndpointChange, b.Reason)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return reply(w, http.StatusOK, v, err)
 }
 
 func (s *Server) apiEndpointRemove(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -607,11 +547,7 @@ func (s *Server) apiEndpointLink(w http.ResponseWriter, r *http.Request, p *prin
 		return err
 	}
 	v, err := s.ops.ShowEndpoint(r.Context(), slug)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return reply(w, http.StatusOK, v, err)
 }
 
 func (s *Server) apiEndpointUnlink(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -633,11 +569,7 @@ func (s *Server) apiSecretAdd(w http.ResponseWriter, r *http.Request, p *princip
 		return err
 	}
 	res, err := s.ops.AddSecret(r.Context(), p.actor(), r.PathValue("slug"), b.NewSecret, b.Reason)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, res)
-	return nil
+	return reply(w, http.StatusCreated, res, err)
 }
 
 type bindBody struct {
@@ -659,11 +591,7 @@ func (s *Server) apiSecretBind(w http.ResponseWriter, r *http.Request, p *princi
 		return err
 	}
 	v, err := s.ops.ShowEndpoint(r.Context(), slug)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return reply(w, http.StatusOK, v, err)
 }
 
 func (s *Server) apiSecretRemove(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -684,20 +612,12 @@ func (s *Server) apiWorkspaces(w http.ResponseWriter, r *http.Request, _ *princi
 		return err
 	}
 	ws, err := s.ops.ListWorkspaces(r.Context(), limit)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, ws)
-	return nil
+	return reply(w, http.StatusOK, ws, err)
 }
 
 func (s *Server) apiWorkspaceGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	v, err := s.ops.ShowWorkspace(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return reply(w, http.StatusOK, v, err)
 }
 
 type emailBody struct {
@@ -715,20 +635,12 @@ func (s *Server) apiWorkspaceEmail(w http.ResponseWriter, r *http.Request, p *pr
 		return err
 	}
 	v, err := s.ops.ShowWorkspace(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return reply(w, http.StatusOK, v, err)
 }
 
 func (s *Server) apiSchedules(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	sts, err := s.ops.ListSchedules(r.Context())
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, sts)
-	return nil
+	return reply(w, http.StatusOK, sts, err)
 }
 
 type noteBody struct {
@@ -766,11 +678,7 @@ func (s *Server) apiScheduleAct(w http.ResponseWriter, r *http.Request, p *princ
 
 func (s *Server) apiExplain(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	l, err := s.ops.Explain(r.Context(), r.PathValue("kind"), r.PathValue("ref"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, l)
-	return nil
+	return reply(w, http.StatusOK, l, err)
 }
 
 func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request, _ *principal) error {
@@ -780,9 +688,15 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request, _ *principal) 
 		return err
 	}
 	acts, err := s.ops.RecentActions(r.Context(), q.Get("actor"), q.Get("action"), limit)
+	return reply(w, http.StatusOK, acts, err)
+}
+
+// reply writes v as JSON with status, unless err: the tail of every API
+// handler that answers what one ops call returned.
+func reply(w http.ResponseWriter, status int, v any, err error) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, acts)
+	writeJSON(w, status, v)
 	return nil
 }
