@@ -79,29 +79,47 @@ func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (Sub
 	if ev.ProviderVersion != nil {
 		return s.prepareVersioned(ctx, ev, plan)
 	}
-	cur, err := store.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
+	cur, err := s.projection(ctx, ev)
+	if err != nil {
 		return plan, err
-	default:
+	}
+	if cur != nil {
 		plan.Current, plan.ReadSeq = cur, cur.WriteSeq
 	}
-	client, err := s.Providers.For(ctx, ev.EndpointSlug)
+	snap, err := s.fetch(ctx, ev)
 	if err != nil {
 		return plan, err
-	}
-	snap, err := client.FetchSubscription(ctx, ev.Key.Account, ev.ResourceID)
-	if err != nil {
-		return plan, providerErr(err)
-	}
-	if snap.ID != ev.ResourceID {
-		return plan, ports.Permanent(fmt.Errorf("provider answered subscription %q for %q", snap.ID, ev.ResourceID))
 	}
 	plan.Snapshot, plan.Fetched = snap, time.Now()
 	// A deletion notice is a tombstone only if the provider agrees.
 	plan.Deleted = plan.Deleted && snap.Status == subCanceled
 	return plan, nil
+}
+
+// projection is the stored projection of ev's subscription, nil if none.
+func (s *Subscriptions) projection(ctx context.Context, ev *store.StoredEvent) (*store.Projection, error) {
+	cur, err := store.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return cur, err
+}
+
+// fetch reads ev's subscription from the provider, which must answer for
+// that subscription.
+func (s *Subscriptions) fetch(ctx context.Context, ev *store.StoredEvent) (providers.Subscription, error) {
+	client, err := s.Providers.For(ctx, ev.EndpointSlug)
+	if err != nil {
+		return providers.Subscription{}, err
+	}
+	snap, err := client.FetchSubscription(ctx, ev.Key.Account, ev.ResourceID)
+	if err != nil {
+		return providers.Subscription{}, providerErr(err)
+	}
+	if snap.ID != ev.ResourceID {
+		return providers.Subscription{}, ports.Permanent(fmt.Errorf("provider answered subscription %q for %q", snap.ID, ev.ResourceID))
+	}
+	return snap, nil
 }
 
 // prepareVersioned plans a versioned event: its own snapshot, unless the
@@ -112,14 +130,11 @@ func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (Sub
 func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *store.StoredEvent, plan SubscriptionPlan) (SubscriptionPlan, error) {
 	v := *ev.ProviderVersion
 	plan.Versioned = true
-	cur, err := store.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
+	cur, err := s.projection(ctx, ev)
+	if err != nil {
 		return plan, err
-	default:
-		plan.Current = cur
 	}
+	plan.Current = cur
 	var snap providers.Subscription
 	haveSnap := len(ev.Payload) > 0
 	if haveSnap {
@@ -139,16 +154,9 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *store.StoredEv
 	if gap {
 		plan.Gap = &keys.Divergence{Field: "version_gap", LocalValue: fmt.Sprint(*cur.Version), ProviderValue: fmt.Sprint(v)}
 	}
-	client, err := s.Providers.For(ctx, ev.EndpointSlug)
+	fetched, err := s.fetch(ctx, ev)
 	if err != nil {
 		return plan, err
-	}
-	fetched, err := client.FetchSubscription(ctx, ev.Key.Account, ev.ResourceID)
-	if err != nil {
-		return plan, providerErr(err)
-	}
-	if fetched.ID != ev.ResourceID {
-		return plan, ports.Permanent(fmt.Errorf("provider answered subscription %q for %q", fetched.ID, ev.ResourceID))
 	}
 	if !fetched.HasVersion {
 		// The API does not say its version: the event's is the most that
