@@ -303,8 +303,8 @@ func TestSecuritySuite(t *testing.T) {
 		var db string
 		require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT current_database()`).Scan(&db))
 		admin := testenv.AdminURL(t, "postgres")
-		setConnections(t, admin, db, false)
-		defer setConnections(t, admin, db, true)
+		testenv.AllowConnections(t, admin, db, false)
+		defer testenv.AllowConnections(t, admin, db, true)
 		for range 50 {
 			require.Equal(t, http.StatusServiceUnavailable, b.do(t, http.MethodPost, b.public, "/webhooks/"+randomSlug(), signedHeader(sig), []byte(`{}`)))
 		}
@@ -358,18 +358,4 @@ func (b *secIntake) requireStored(t *testing.T, ids []string) {
 	var q int
 	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT count(*) FROM inbox_quarantine`).Scan(&q))
 	require.Zero(t, q, "quarantine rows")
-}
-
-func setConnections(t *testing.T, adminURL, db string, allow bool) {
-	t.Helper()
-	ctx := context.Background()
-	s, err := store.Open(ctx, adminURL, 1)
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = s.Pool.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %q WITH ALLOW_CONNECTIONS %t`, db, allow))
-	require.NoError(t, err)
-	if !allow {
-		_, err = s.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db)
-		require.NoError(t, err)
-	}
 }

@@ -474,8 +474,8 @@ func TestDatabaseDownAnswers503AndStoresNothingInMemory(t *testing.T) {
 	var db string
 	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT current_database()`).Scan(&db))
 	admin := testenv.AdminURL(t, "postgres")
-	setConnections(t, admin, db, false)
-	t.Cleanup(func() { setConnections(t, admin, db, true) })
+	testenv.AllowConnections(t, admin, db, false)
+	t.Cleanup(func() { testenv.AllowConnections(t, admin, db, true) })
 
 	body = providertest.StripeEvent("evt_down", "invoice.paid", "in_d", "invoice", "")
 	r := b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
@@ -483,24 +483,10 @@ func TestDatabaseDownAnswers503AndStoresNothingInMemory(t *testing.T) {
 	require.Equal(t, 1, b.handoff.count(), "no hand-off for an event that was not committed")
 
 	// The sender's retry after recovery is accepted.
-	setConnections(t, admin, db, true)
+	testenv.AllowConnections(t, admin, db, true)
 	r = b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusOK, r.code, r.body)
 	require.Equal(t, 2, b.inboxCount(t))
-}
-
-func setConnections(t *testing.T, adminURL, db string, allow bool) {
-	t.Helper()
-	ctx := context.Background()
-	s, err := store.Open(ctx, adminURL, 1)
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = s.Pool.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %q WITH ALLOW_CONNECTIONS %t`, db, allow))
-	require.NoError(t, err)
-	if !allow {
-		_, err = s.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db)
-		require.NoError(t, err)
-	}
 }
 
 func TestPayloadsNeverReachTheLogs(t *testing.T) {

@@ -316,3 +316,24 @@ func NewPostgres(t testing.TB) (*devenv.Postgres, string) {
 	}
 	return pg, u
 }
+
+// AllowConnections lets clients connect to database db again or, with
+// allow false, refuses new connections and ends the open ones: the database
+// gone, as a process using it sees it. adminURL is a superuser's.
+func AllowConnections(t testing.TB, adminURL, db string, allow bool) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, adminURL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err = s.Pool.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %q WITH ALLOW_CONNECTIONS %t`, db, allow)); err != nil {
+		t.Fatal(err)
+	}
+	if !allow {
+		if _, err = s.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
