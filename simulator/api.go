@@ -95,13 +95,9 @@ func (s *Simulator) stripeAPI(h apiHandler) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, forbidden(r.Header.Get("Stripe-Account")))
 			return
 		}
-		f := s.pickFault(r.URL.Path)
-		if f.Delay > 0 {
-			select {
-			case <-time.After(f.Delay):
-			case <-r.Context().Done():
-				return
-			}
+		f, gone := s.awaitFault(r)
+		if gone {
+			return
 		}
 		if f.Status != 0 {
 			s.countAPI(f.Status)
@@ -110,6 +106,20 @@ func (s *Simulator) stripeAPI(h apiHandler) http.HandlerFunc {
 		}
 		h(w, r, account)
 	}
+}
+
+// awaitFault picks r's fault (pickFault) and waits out its delay; gone
+// reports that the caller left meanwhile.
+func (s *Simulator) awaitFault(r *http.Request) (f Fault, gone bool) {
+	f = s.pickFault(r.URL.Path)
+	if f.Delay > 0 {
+		select {
+		case <-time.After(f.Delay):
+		case <-r.Context().Done():
+			return f, true
+		}
+	}
+	return f, false
 }
 
 // pickFault takes an injected fault, else draws the random ones.

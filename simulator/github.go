@@ -289,13 +289,9 @@ func (s *Simulator) gitHubAPI(h gitHubHandler) http.HandlerFunc {
 			writeGitHubError(w, http.StatusNotFound, "Not Found")
 			return
 		}
-		f := s.pickFault(r.URL.Path)
-		if f.Delay > 0 {
-			select {
-			case <-time.After(f.Delay):
-			case <-r.Context().Done():
-				return
-			}
+		f, gone := s.awaitFault(r)
+		if gone {
+			return
 		}
 		if f.Status != 0 {
 			s.countAPI(f.Status)
