@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/app"
@@ -113,7 +114,13 @@ type E2ESuite struct {
 	// Configure, when set, adjusts the product configuration of a run
 	// (e.g. HOOKINBOX_SWEEP_AFTER) after the benchmark's defaults.
 	Configure func(*config.Config)
-	Progress  io.Writer
+	// Drain, when positive, keeps each run going after its last effect
+	// until every workflow on the run's task queue has closed (at most
+	// this long), so the server work a design defers past its last effect
+	// (an idle timer firing, the close and its visibility record) is
+	// counted in E2EResult.TemporalMsPerEventDrained.
+	Drain    time.Duration
+	Progress io.Writer
 }
 
 // E2EResult is one design on one load.
@@ -152,6 +159,20 @@ type E2EResult struct {
 	// in the database server); MachineBusy the fraction of all cores busy.
 	TemporalCores float64 `json:"temporal_cores"`
 	MachineBusy   float64 `json:"machine_busy"`
+	// TemporalMsPerEvent is the Temporal server's CPU per event from the
+	// first delivery to the last effect (same caveat as TemporalCores).
+	// With E2ESuite.Drain, TemporalMsPerEventDrained runs on until every
+	// workflow of the run has closed, less the server's idle use over the
+	// DrainSeconds that took (measured for IdleSample after): what the
+	// server spends per event in all, the cost a sustained load pays.
+	TemporalMsPerEvent        float64 `json:"temporal_cpu_ms_per_event"`
+	TemporalMsPerEventDrained float64 `json:"temporal_cpu_ms_per_event_drained,omitempty"`
+	DrainSeconds              float64 `json:"drain_seconds,omitempty"`
+	// DrainLimitSeconds is E2ESuite.Drain when the run drained; Drained is
+	// false when it ran out with workflows still open (the drained cost
+	// is then a lower bound).
+	DrainLimitSeconds float64 `json:"drain_limit_seconds,omitempty"`
+	Drained           bool    `json:"drained,omitempty"`
 	// Peak memory of this process (intake, worker and senders in one
 	// process): Go heap sampled every 200 ms, and the kernel's VmHWM.
 	PeakHeapMiB float64 `json:"peak_heap_mib"`
@@ -554,6 +575,16 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	}
 	res.MachineBusy, res.TemporalCores = cpu.Stop()
 	res.PeakHeapMiB, res.PeakRSSMiB = mem.Stop()
+	pid := env.TemporalPID()
+	res.TemporalMsPerEvent = float64(processCPU(pid)-cpu.p0) * 10 / float64(len(evs))
+	if s.Drain > 0 && pid > 0 {
+		d, err := drain(ctx, sys.client, sys.queue, pid, cpu.p0, s.Drain, IdleSample, s.Progress)
+		if err != nil {
+			return res, fmt.Errorf("drain: %w", err)
+		}
+		res.Drained, res.DrainSeconds, res.DrainLimitSeconds = d.closed, d.seconds, s.Drain.Seconds()
+		res.TemporalMsPerEventDrained = d.ticks * 10 / float64(len(evs))
+	}
 	res.AfterHeapMiB, res.AfterRSSMiB = memoryAfter(ctx, AfterSettle)
 	res.SignalsPerEvent = sys.signals() / float64(len(evs))
 	res.SweeperSignalsPerEvent = sys.sweeps() / float64(len(evs))
@@ -588,6 +619,67 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	}
 	res.HistoryPerEvent, res.HistoryByType, res.SampledWorkflows = hist.perEvent, hist.byType, hist.workflows
 	return res, nil
+}
+
+// IdleSample is how long drain measures the server's idle CPU use after
+// the last workflow closed.
+const IdleSample = 20 * time.Second
+
+// drainPoll is how often drain counts the open workflows.
+var drainPoll = 5 * time.Second
+
+type drained struct {
+	closed  bool
+	seconds float64
+	// ticks of server CPU (100 Hz) from the start of the run to the last
+	// close, less the idle use over the drain.
+	ticks float64
+}
+
+// drain waits until no workflow on queue is running (at most limit),
+// then samples the server's (pid's) idle CPU use for idle and returns the
+// CPU spent since p0 less that idle rate over the drain.
+func drain(ctx context.Context, c client.Client, queue string, pid int, p0 uint64, limit, idle time.Duration, progress io.Writer) (drained, error) {
+	start := time.Now()
+	var d drained
+	lastSay := start
+	for {
+		resp, err := c.CountWorkflow(ctx, countRunning(queue))
+		if err != nil {
+			return d, err
+		}
+		if resp.GetCount() == 0 {
+			d.closed = true
+			break
+		}
+		if time.Since(start) >= limit {
+			break
+		}
+		if time.Since(lastSay) >= time.Minute {
+			fmt.Fprintf(progress, "e2e: draining, %d workflows still open after %s\n", resp.GetCount(), time.Since(start).Round(time.Second))
+			lastSay = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return d, ctx.Err()
+		case <-time.After(drainPoll):
+		}
+	}
+	d.seconds = time.Since(start).Seconds()
+	closedAt := processCPU(pid)
+	select {
+	case <-ctx.Done():
+		return d, ctx.Err()
+	case <-time.After(idle):
+	}
+	idlePerSec := float64(processCPU(pid)-closedAt) / idle.Seconds()
+	d.ticks = max(0, float64(closedAt-p0)-idlePerSec*d.seconds)
+	return d, nil
+}
+
+// countRunning counts the running workflows on queue.
+func countRunning(queue string) *workflowservice.CountWorkflowExecutionsRequest {
+	return &workflowservice.CountWorkflowExecutionsRequest{Query: fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", queue)}
 }
 
 // waitDone polls until every one of n inbox rows left pending and every

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -46,11 +47,12 @@ func newBenchCmd() *cobra.Command {
 		duration, warmup, timeout, sweepAfter      time.Duration
 		maxConns                                   int32
 		dbURL, temporalAddr, save, spreadKind      string
+		cpuProfile                                 string
 		engine                                     string
 		ephemeral, freshTemporal, widePool         bool
 		temporalNice, intakeWriters                int
 		intakeNoTemporal, intakeUnpaced            bool
-		intakeSettle                               time.Duration
+		intakeSettle, drainFor                     time.Duration
 		output                                     = cli.OutputFormat("table")
 	)
 	cmd := &cobra.Command{
@@ -120,6 +122,13 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 			if engine != devenv.EngineDev && engine != devenv.EnginePostgres {
 				return cli.Usagef("--engine: want %s or %s", devenv.EngineDev, devenv.EnginePostgres)
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			rep := benchReport{Started: time.Now().UTC(), Cores: runtime.NumCPU(), LoadBefore: bench.LoadAverage(), Durable: !ephemeral && dbURL == ""}
 			env, err := bench.StartEnv(ctx, bench.EnvOptions{DatabaseURL: dbURL, TemporalAddress: temporalAddr,
 				Engine: engine, Ephemeral: ephemeral, TemporalNice: temporalNice, Progress: progress})
@@ -145,7 +154,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 				}
 			}
 			suite := bench.E2ESuite{Designs: ds, Senders: senders, Repeat: repeat, Timeout: timeout, HistorySample: sample,
-				FreshTemporal: freshTemporal, Progress: progress}
+				FreshTemporal: freshTemporal, Drain: drainFor, Progress: progress}
 			suite.Configure = func(c *config.Config) {
 				if sweepAfter > 0 {
 					c.SweepAfter = sweepAfter
@@ -223,6 +232,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.DurationVar(&sweepAfter, "sweep-after", 0, "e2e and scale: HOOKINBOX_SWEEP_AFTER of the hookinbox designs (0: the product default)")
 	f.IntVar(&handoffWorkers, "handoff-workers", 0, "e2e and scale: HOOKINBOX_HANDOFF_WORKERS of every design (0: the product default)")
 	f.DurationVar(&timeout, "timeout", 0, "bound of one end-to-end run (0: 30 minutes plus 50 ms per event)")
+	f.DurationVar(&drainFor, "drain", 0, "e2e and scale: after the last effect, wait up to this long for every workflow of the run to close and report the Temporal server's CPU per event for all of it (deferred timers and closes included; e.g. 15m for hookinbox-v1's 10-minute idle timeout)")
 	f.BoolVar(&freshTemporal, "fresh-temporal", true, "start a fresh Temporal server for each end-to-end run (when started here; on postgres in fresh databases)")
 	f.StringVar(&dbURL, "database-url", "", "superuser URL of an existing PostgreSQL (default: start a throw-away cluster)")
 	f.StringVar(&temporalAddr, "temporal-address", "", "existing Temporal frontend (default: start a throw-away server of --engine)")
@@ -231,7 +241,24 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.BoolVar(&ephemeral, "ephemeral", false, "start the throw-away PostgreSQL with fsync off (not a durable acknowledgement)")
 	f.Var(&output, "output", "output format: table or json")
 	f.StringVar(&save, "save", "", "also write the JSON report to this file (e.g. bench-results/run.json)")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of this process (intake, worker and senders) for the whole run to this file (read it with go tool pprof)")
 	return cmd
+}
+
+// startCPUProfile profiles this process until the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func benchSplit(s string) []string {
@@ -344,7 +371,7 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 	// With repeated runs, a design's rate is the mean of its runs and its
 	// other columns are those of the run closest to that mean.
 	byKey := map[[2]string]*bench.E2EResult{}
-	repeated := false
+	repeated, drainedAny := false, false
 	for k, rs := range runs {
 		mean := 0.0
 		for _, r := range rs {
@@ -360,6 +387,7 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 		shown.EventsPerSec = mean
 		byKey[k] = &shown
 		repeated = repeated || len(rs) > 1
+		drainedAny = drainedAny || shown.DrainLimitSeconds > 0
 	}
 	header := []string{"LOAD", "EVENTS"}
 	for _, d := range designs {
@@ -373,7 +401,15 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 	for _, d := range designs[1:] {
 		header = append(header, strings.ToUpper(d)+"/"+strings.ToUpper(base))
 	}
-	header = append(header, "HIST/EV", "SIGNALS/EV", "SWEEPER/EV", "P50 ms", "TEMPORAL CORES")
+	header = append(header, "HIST/EV", "SIGNALS/EV", "SWEEPER/EV", "P50 ms", "TEMPORAL CORES", "TEMPORAL CPU ms/EV")
+	if drainedAny {
+		// The server's whole cost per event, deferred work included; its
+		// ratio is how many more events the same server sustains.
+		header = append(header, "DRAINED: TEMPORAL CPU ms/EV", "DRAIN s")
+		for _, d := range designs[1:] {
+			header = append(header, "SERVER CAPACITY "+strings.ToUpper(d)+"/"+strings.ToUpper(base))
+		}
+	}
 	if repeated {
 		header = append(header, "EVERY RUN ev/s")
 	}
@@ -412,7 +448,19 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 			each(func(r *bench.E2EResult) string { return benchF2(r.SignalsPerEvent) }),
 			each(func(r *bench.E2EResult) string { return benchF2(r.SweeperSignalsPerEvent) }),
 			each(func(r *bench.E2EResult) string { return benchF0(r.LatencyP50ms) }),
-			each(func(r *bench.E2EResult) string { return benchF2(r.TemporalCores) }))
+			each(func(r *bench.E2EResult) string { return benchF2(r.TemporalCores) }),
+			each(func(r *bench.E2EResult) string { return benchF1(r.TemporalMsPerEvent) }))
+		if drainedAny {
+			row = append(row, each(func(r *bench.E2EResult) string { return benchDrained(r) }),
+				each(func(r *bench.E2EResult) string { return benchF0(r.DrainSeconds) }))
+			for _, d := range designs[1:] {
+				ratio := "-"
+				if r := byKey[[2]string{l, d}]; r != nil && baseline != nil && r.Drained && baseline.Drained && r.TemporalMsPerEventDrained > 0 {
+					ratio = benchF2(baseline.TemporalMsPerEventDrained/r.TemporalMsPerEventDrained) + "x"
+				}
+				row = append(row, ratio)
+			}
+		}
 		if memory {
 			row = append(row, each(func(r *bench.E2EResult) string { return benchF0(r.PeakHeapMiB) }),
 				each(func(r *bench.E2EResult) string { return benchF0(r.PeakRSSMiB) }),
@@ -438,6 +486,18 @@ func printBenchE2E(w io.Writer, results []bench.E2EResult, memory bool) error {
 	}
 	fmt.Fprintln(w, ")")
 	return cli.Render(w, "table", nil, header, rows)
+}
+
+// benchDrained is a run's drained server cost per event, marked when the
+// drain ran out with workflows open (a lower bound then).
+func benchDrained(r *bench.E2EResult) string {
+	if r.DrainLimitSeconds == 0 {
+		return "-"
+	}
+	if !r.Drained {
+		return ">" + benchF1(r.TemporalMsPerEventDrained)
+	}
+	return benchF1(r.TemporalMsPerEventDrained)
 }
 
 // printBenchHistory breaks history events per event down by type, per run.

@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/hookinbox/hookinbox/internal/testenv"
+)
+
+// sleeper stays open for d, as a lingering resource workflow does.
+func sleeper(ctx workflow.Context, d time.Duration) error {
+	return workflow.Sleep(ctx, d)
+}
+
+// drain waits for every workflow of the run's task queue to close, and
+// says so only when they did: a workflow still open when the limit runs
+// out leaves the run undrained, and one that closes in time is waited for.
+func TestDrainWaitsForTheRunsWorkflowsToClose(t *testing.T) {
+	srv := testenv.NewTemporal(t)
+	c := testenv.TemporalClient(t, srv.Address)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	poll := drainPoll
+	drainPoll = 200 * time.Millisecond
+	t.Cleanup(func() { drainPoll = poll })
+
+	queue := "drain-" + runID()
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflow(sleeper)
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	start := func(id string, d time.Duration) {
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, sleeper, d)
+		require.NoError(t, err)
+	}
+	// Another queue's workflow is not the run's: it never holds the drain.
+	other := "drain-other-" + runID()
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: other, TaskQueue: other}, sleeper, time.Hour)
+	require.NoError(t, err)
+	defer func() { _ = c.TerminateWorkflow(context.Background(), other, "", "test over") }()
+
+	start("long", time.Hour)
+	waitRunning(t, ctx, c, queue, 1)
+	pid := os.Getpid()
+	d, err := drain(ctx, c, queue, pid, processCPU(pid), time.Second, 100*time.Millisecond, io.Discard)
+	require.NoError(t, err)
+	require.False(t, d.closed, "a workflow is still open")
+	require.GreaterOrEqual(t, d.seconds, 1.0)
+	require.NoError(t, c.TerminateWorkflow(ctx, "long", "", "test"))
+
+	start("short", 3*time.Second)
+	waitRunning(t, ctx, c, queue, 1)
+	d, err = drain(ctx, c, queue, pid, processCPU(pid), time.Minute, 100*time.Millisecond, io.Discard)
+	require.NoError(t, err)
+	require.True(t, d.closed)
+	require.Greater(t, d.seconds, 1.0, "waited for the short workflow to close")
+	require.GreaterOrEqual(t, d.ticks, 0.0)
+}
+
+// waitRunning waits until visibility shows n running workflows on queue.
+func waitRunning(t *testing.T, ctx context.Context, c client.Client, queue string, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		resp, err := c.CountWorkflow(ctx, countRunning(queue))
+		return err == nil && resp.GetCount() == n
+	}, time.Minute, 100*time.Millisecond)
+}
