@@ -73,3 +73,32 @@ func waitRunning(t *testing.T, ctx context.Context, c client.Client, queue strin
 		return err == nil && resp.GetCount() == n
 	}, time.Minute, 100*time.Millisecond)
 }
+
+// The floor starts one FloorWorkflow per resource with the resource
+// workflow's ID and search attributes, waits for every one to close, and
+// measures up to the last close: each history is the six events of a run
+// that takes its signal and completes in its first workflow task.
+func TestFloorClosesOneWorkflowPerResourceWithTheResourceWorkflowsOptions(t *testing.T) {
+	srv := testenv.NewTemporal(t)
+	env := &Env{taddr: srv.Address, o: EnvOptions{TemporalAddress: srv.Address}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l := Load{Name: "floor", Resources: 30, PerResource: 1, Kind: KindInvoice}
+	r, err := RunOnce(ctx, env, DesignFloor, l, E2ESuite{Senders: 4, HistorySample: 5, Drain: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, 30, r.Events)
+	require.Greater(t, r.EventsPerSec, 0.0)
+	require.Greater(t, r.Seconds, 0.0)
+	require.Equal(t, 5, r.SampledWorkflows)
+	require.InDelta(t, 6.0, r.HistoryPerEvent, 0.01, "%v", r.HistoryByType)
+	require.Equal(t, 1.0, r.HistoryByType["WorkflowExecutionCompleted"])
+	require.True(t, r.Drained)
+
+	c := testenv.TemporalClient(t, srv.Address)
+	resp, err := c.CountWorkflow(ctx, countQuery(`ResourceKind = 'invoice' AND ExecutionStatus = 'Completed'`))
+	require.NoError(t, err)
+	require.EqualValues(t, 30, resp.GetCount(), "the runs carry the resource workflow's search attributes")
+
+	_, err = RunOnce(ctx, env, DesignFloor, Load{Name: "bursts", Resources: 2, PerResource: 3}, E2ESuite{})
+	require.ErrorContains(t, err, "one event per resource")
+}

@@ -60,7 +60,7 @@ const (
 )
 
 // Designs lists every design RunOnce knows.
-var Designs = []string{DesignNaive, DesignV1, DesignHookinbox, DesignUnpaced, DesignActivity}
+var Designs = []string{DesignNaive, DesignV1, DesignHookinbox, DesignUnpaced, DesignActivity, DesignFloor}
 
 // Kinds of resource a load's events are about.
 const (
@@ -208,6 +208,9 @@ func RunE2E(ctx context.Context, env *Env, s E2ESuite) ([]E2EResult, error) {
 				slices.Reverse(designs)
 			}
 			for _, d := range designs {
+				if d == DesignFloor && l.PerResource != 1 {
+					continue // the floor is of one event per resource
+				}
 				if s.FreshTemporal {
 					if err := env.FreshTemporal(ctx); err != nil {
 						return out, err
@@ -508,6 +511,9 @@ func send(ctx context.Context, url, template string, evs []plannedEvent, n int) 
 
 // RunOnce runs one design on one load on a fresh database.
 func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (E2EResult, error) {
+	if design == DesignFloor {
+		return runFloor(ctx, env, l, s)
+	}
 	res := E2EResult{Load: l.Name, Resources: l.Resources, PerResource: l.PerResource, Events: l.Events(), Design: design, Engine: env.Engine(),
 		Kind: l.kind(), LoadAverage: LoadAverage()}
 	taddr, err := env.Temporal(ctx)
@@ -679,7 +685,7 @@ func drain(ctx context.Context, c client.Client, queue string, pid int, p0 uint6
 
 // countRunning counts the running workflows on queue.
 func countRunning(queue string) *workflowservice.CountWorkflowExecutionsRequest {
-	return &workflowservice.CountWorkflowExecutionsRequest{Query: fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", queue)}
+	return countQuery(fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", queue))
 }
 
 // waitDone polls until every one of n inbox rows left pending and every
