@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 )
@@ -32,8 +34,8 @@ type Handoff struct {
 	// A full queue is logged at most once per dropLogEvery, with the count
 	// since the last line: a burst past the queue's capacity is one
 	// warning a second, not one per delivery.
-	lastDropLog atomic.Int64
-	dropsSince  atomic.Int64
+	dropLog    rate.Sometimes
+	dropsSince atomic.Int64
 }
 
 // dropLogEvery spaces the "queue full" warnings.
@@ -68,6 +70,7 @@ func NewHandoff(s keys.Doorbell, o HandoffOptions) *Handoff {
 	return &Handoff{
 		signaler: s, timeout: o.Timeout, workers: max(1, o.Workers), metrics: o.Metrics, log: o.Logger, pace: o.Pacer,
 		queue: make(chan item, max(1, o.Capacity)), queued: map[keys.Resource]struct{}{},
+		dropLog: rate.Sometimes{Interval: dropLogEvery},
 	}
 }
 
@@ -94,12 +97,10 @@ func (h *Handoff) Notify(r keys.Resource, e keys.Event) {
 // dropped logs a doorbell the full queue refused, rate-limited.
 func (h *Handoff) dropped(r keys.Resource, e keys.Event) {
 	h.dropsSince.Add(1)
-	now, last := time.Now().UnixNano(), h.lastDropLog.Load()
-	if now-last < int64(dropLogEvery) || !h.lastDropLog.CompareAndSwap(last, now) {
-		return
-	}
-	h.log.Warn("hand-off queue full; the sweeper will deliver the events", "dropped", h.dropsSince.Swap(0),
-		"event_key", e.String(), "resource", r.String())
+	h.dropLog.Do(func() {
+		h.log.Warn("hand-off queue full; the sweeper will deliver the events", "dropped", h.dropsSince.Swap(0),
+			"event_key", e.String(), "resource", r.String())
+	})
 }
 
 // Run sends queued doorbells until ctx ends. What is still queued then is
