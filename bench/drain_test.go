@@ -49,8 +49,7 @@ func TestDrainWaitsForTheRunsWorkflowsToClose(t *testing.T) {
 
 	start("long", time.Hour)
 	waitRunning(t, ctx, c, queue, 1)
-	pid := os.Getpid()
-	d, err := drain(ctx, c, queue, pid, processCPU(pid), time.Second, 100*time.Millisecond, io.Discard)
+	d, err := drain(ctx, c, queue, StartCPU(os.Getpid()), time.Second, 100*time.Millisecond, io.Discard)
 	require.NoError(t, err)
 	require.False(t, d.closed, "a workflow is still open")
 	require.GreaterOrEqual(t, d.seconds, 1.0)
@@ -58,11 +57,11 @@ func TestDrainWaitsForTheRunsWorkflowsToClose(t *testing.T) {
 
 	start("short", 3*time.Second)
 	waitRunning(t, ctx, c, queue, 1)
-	d, err = drain(ctx, c, queue, pid, processCPU(pid), time.Minute, 100*time.Millisecond, io.Discard)
+	d, err = drain(ctx, c, queue, StartCPU(os.Getpid()), time.Minute, 100*time.Millisecond, io.Discard)
 	require.NoError(t, err)
 	require.True(t, d.closed)
 	require.Greater(t, d.seconds, 1.0, "waited for the short workflow to close")
-	require.GreaterOrEqual(t, d.ticks, 0.0)
+	require.GreaterOrEqual(t, d.ms, 0.0)
 }
 
 // waitRunning waits until visibility shows n running workflows on queue.

@@ -514,8 +514,7 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	if design == DesignFloor {
 		return runFloor(ctx, env, l, s)
 	}
-	res := E2EResult{Load: l.Name, Resources: l.Resources, PerResource: l.PerResource, Events: l.Events(), Design: design, Engine: env.Engine(),
-		Kind: l.kind(), LoadAverage: LoadAverage()}
+	res := newResult(env, design, l)
 	taddr, err := env.Temporal(ctx)
 	if err != nil {
 		return res, err
@@ -581,15 +580,14 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	}
 	res.MachineBusy, res.TemporalCores = cpu.Stop()
 	res.PeakHeapMiB, res.PeakRSSMiB = mem.Stop()
-	pid := env.TemporalPID()
-	res.TemporalMsPerEvent = float64(processCPU(pid)-cpu.p0) * 10 / float64(len(evs))
-	if s.Drain > 0 && pid > 0 {
-		d, err := drain(ctx, sys.client, sys.queue, pid, cpu.p0, s.Drain, IdleSample, s.Progress)
+	res.TemporalMsPerEvent = cpu.ProcessMs() / float64(len(evs))
+	if s.Drain > 0 && cpu.pid > 0 {
+		d, err := drain(ctx, sys.client, sys.queue, cpu, s.Drain, IdleSample, s.Progress)
 		if err != nil {
 			return res, fmt.Errorf("drain: %w", err)
 		}
 		res.Drained, res.DrainSeconds, res.DrainLimitSeconds = d.closed, d.seconds, s.Drain.Seconds()
-		res.TemporalMsPerEventDrained = d.ticks * 10 / float64(len(evs))
+		res.TemporalMsPerEventDrained = d.ms / float64(len(evs))
 	}
 	res.AfterHeapMiB, res.AfterRSSMiB = memoryAfter(ctx, AfterSettle)
 	res.SignalsPerEvent = sys.signals() / float64(len(evs))
@@ -637,15 +635,16 @@ var drainPoll = 5 * time.Second
 type drained struct {
 	closed  bool
 	seconds float64
-	// ticks of server CPU (100 Hz) from the start of the run to the last
-	// close, less the idle use over the drain.
-	ticks float64
+	// ms of server CPU from the start of the run to the last close, less
+	// the idle use over the drain.
+	ms float64
 }
 
 // drain waits until no workflow on queue is running (at most limit),
-// then samples the server's (pid's) idle CPU use for idle and returns the
-// CPU spent since p0 less that idle rate over the drain.
-func drain(ctx context.Context, c client.Client, queue string, pid int, p0 uint64, limit, idle time.Duration, progress io.Writer) (drained, error) {
+// then samples the server's (cpu's process) idle CPU use for idle and
+// returns the CPU spent since cpu started less that idle rate over the
+// drain.
+func drain(ctx context.Context, c client.Client, queue string, cpu *CPUMeter, limit, idle time.Duration, progress io.Writer) (drained, error) {
 	start := time.Now()
 	var d drained
 	lastSay := start
@@ -672,20 +671,26 @@ func drain(ctx context.Context, c client.Client, queue string, pid int, p0 uint6
 		}
 	}
 	d.seconds = time.Since(start).Seconds()
-	closedAt := processCPU(pid)
+	closedAt := cpu.ProcessMs()
 	select {
 	case <-ctx.Done():
 		return d, ctx.Err()
 	case <-time.After(idle):
 	}
-	idlePerSec := float64(processCPU(pid)-closedAt) / idle.Seconds()
-	d.ticks = max(0, float64(closedAt-p0)-idlePerSec*d.seconds)
+	idlePerSec := (cpu.ProcessMs() - closedAt) / idle.Seconds()
+	d.ms = max(0, closedAt-idlePerSec*d.seconds)
 	return d, nil
 }
 
 // countRunning counts the running workflows on queue.
 func countRunning(queue string) *workflowservice.CountWorkflowExecutionsRequest {
 	return countQuery(fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", queue))
+}
+
+// newResult is the result of design on l before it runs.
+func newResult(env *Env, design string, l Load) E2EResult {
+	return E2EResult{Load: l.Name, Resources: l.Resources, PerResource: l.PerResource, Events: l.Events(), Design: design,
+		Engine: env.Engine(), Kind: l.kind(), LoadAverage: LoadAverage()}
 }
 
 // waitDone polls until every one of n inbox rows left pending and every

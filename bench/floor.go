@@ -3,14 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -36,16 +34,11 @@ func FloorWorkflow(ctx workflow.Context, _ keys.ResourceInput) error {
 	return nil
 }
 
-// floorAttempts bounds the tries of one SignalWithStart (a server shedding
-// load answers resource-exhausted; the next try waits).
-const floorAttempts = 10
-
 // runFloor signals-with-start one FloorWorkflow per resource from
 // s.Senders goroutines and measures from the first call to the last
 // close (the runs' close times, read back from Temporal).
 func runFloor(ctx context.Context, env *Env, l Load, s E2ESuite) (E2EResult, error) {
-	res := E2EResult{Load: l.Name, Resources: l.Resources, PerResource: l.PerResource, Events: l.Events(), Design: DesignFloor,
-		Engine: env.Engine(), Kind: l.kind(), LoadAverage: LoadAverage()}
+	res := newResult(env, DesignFloor, l)
 	if l.PerResource != 1 {
 		return res, fmt.Errorf("%s runs loads of one event per resource only", DesignFloor)
 	}
@@ -53,12 +46,15 @@ func runFloor(ctx context.Context, env *Env, l Load, s E2ESuite) (E2EResult, err
 	if err != nil {
 		return res, err
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: taddr, Logger: tlog.NewStructuredLogger(benchLogger())})
+	// The product's client (its data converter and interceptors), as the
+	// designs' intake and worker dial it.
+	cfg := benchConfig("", taddr)
+	c, err := starter.Dial(ctx, cfg, benchLogger())
 	if err != nil {
 		return res, err
 	}
 	defer c.Close()
-	if err := starter.EnsureSearchAttributes(ctx, c, "default"); err != nil {
+	if err := starter.EnsureSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		return res, err
 	}
 	run := runID()
@@ -73,6 +69,7 @@ func runFloor(ctx context.Context, env *Env, l Load, s E2ESuite) (E2EResult, err
 	defer w.Stop()
 	rs := &starter.Resources{Client: c, TaskQueue: queue}
 
+	evs := plan(run, l)
 	mem := StartMemory()
 	cpu := StartCPU(env.TemporalPID())
 	first := time.Now()
@@ -83,14 +80,13 @@ func runFloor(ctx context.Context, env *Env, l Load, s E2ESuite) (E2EResult, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(l.Resources) {
-					return
-				}
-				r := resourceOf(l.kind(), "in_"+run+"_"+strconv.FormatInt(i, 10))
-				if err := floorRing(ctx, c, rs, r); err != nil {
-					errs <- err
+			for i := next.Add(1) - 1; i < int64(len(evs)); i = next.Add(1) - 1 {
+				// One call each: the SDK's client retries what the server
+				// sheds (resource exhausted, unavailable) itself.
+				r := resourceOf(l.kind(), evs[i].subID)
+				if _, err := c.SignalWithStartWorkflow(ctx, keys.ResourceWorkflowID(r), keys.SignalEvent, evs[i].eventID,
+					rs.StartOptions(r), FloorWorkflow, keys.ResourceInput{Resource: r}); err != nil {
+					errs <- fmt.Errorf("signal-with-start %s: %w", keys.ResourceWorkflowID(r), err)
 					return
 				}
 			}
@@ -103,59 +99,29 @@ func runFloor(ctx context.Context, env *Env, l Load, s E2ESuite) (E2EResult, err
 		mem.Stop()
 		return res, err
 	}
-	res.AckPerSec = float64(l.Resources) / sent.Seconds()
-	last, err := waitClosed(ctx, c, queue, l.Resources)
+	res.AckPerSec = float64(len(evs)) / sent.Seconds()
+	last, err := waitClosed(ctx, c, queue, len(evs))
 	if err != nil {
 		mem.Stop()
 		return res, err
 	}
 	res.MachineBusy, res.TemporalCores = cpu.Stop()
 	res.PeakHeapMiB, res.PeakRSSMiB = mem.Stop()
-	res.TemporalMsPerEvent = float64(processCPU(env.TemporalPID())-cpu.p0) * 10 / float64(l.Resources)
+	res.TemporalMsPerEvent = cpu.ProcessMs() / float64(len(evs))
 	if s.Drain > 0 {
 		// Every run has closed: nothing is left to drain.
 		res.Drained, res.DrainLimitSeconds, res.TemporalMsPerEventDrained = true, s.Drain.Seconds(), res.TemporalMsPerEvent
 	}
 	res.Seconds = last.Sub(first).Seconds()
-	res.EventsPerSec = float64(l.Resources) / res.Seconds
+	res.EventsPerSec = float64(len(evs)) / res.Seconds
 	res.SignalsPerEvent = 1
 
-	byType := map[string]int{}
-	total, sample := 0, min(l.Resources, max(1, s.HistorySample))
-	step := max(1, l.Resources/sample)
-	for i := 0; i < l.Resources && res.SampledWorkflows < sample; i += step {
-		r := resourceOf(l.kind(), "in_"+run+"_"+strconv.Itoa(i))
-		n, err := historyOf(ctx, c, keys.ResourceWorkflowID(r), byType)
-		if err != nil {
-			return res, err
-		}
-		total += n
-		res.SampledWorkflows++
+	hist, err := countHistory(ctx, c, DesignFloor, evs, l, s.HistorySample)
+	if err != nil {
+		return res, fmt.Errorf("read histories: %w", err)
 	}
-	res.HistoryPerEvent = float64(total) / float64(res.SampledWorkflows)
-	res.HistoryByType = map[string]float64{}
-	for k, v := range byType {
-		res.HistoryByType[k] = float64(v) / float64(res.SampledWorkflows)
-	}
+	res.HistoryPerEvent, res.HistoryByType, res.SampledWorkflows = hist.perEvent, hist.byType, hist.workflows
 	return res, nil
-}
-
-// floorRing rings r's FloorWorkflow with the resource workflow's options.
-func floorRing(ctx context.Context, c client.Client, rs *starter.Resources, r keys.Resource) error {
-	var err error
-	for attempt := range floorAttempts {
-		_, err = c.SignalWithStartWorkflow(ctx, keys.ResourceWorkflowID(r), keys.SignalEvent, "evt", rs.StartOptions(r),
-			FloorWorkflow, keys.ResourceInput{Resource: r})
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("signal-with-start %s: %w", keys.ResourceWorkflowID(r), err)
 }
 
 // waitClosed waits until n workflows on queue have completed and returns

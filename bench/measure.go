@@ -156,7 +156,10 @@ func cpuTotals() (busy, total uint64) {
 	return busy, total
 }
 
-// processCPU is a process's user+system CPU time in clock ticks (100 Hz).
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
+const clockTicks = 100
+
+// processCPU is a process's user+system CPU time in clock ticks (clockTicks a second).
 func processCPU(pid int) uint64 {
 	if pid <= 0 {
 		return 0
@@ -224,10 +227,19 @@ func (m *CPUMeter) Stop() (machineBusy, processCores float64) {
 	}
 	if m.pid > 0 {
 		if el := time.Since(m.start).Seconds(); el > 0 {
-			processCores = float64(processCPU(m.pid)-m.p0) / 100 / el
+			processCores = m.ProcessMs() / 1000 / el
 		}
 	}
 	return machineBusy, processCores
+}
+
+// ProcessMs is the process's CPU time since StartCPU, in milliseconds
+// (0 without a process).
+func (m *CPUMeter) ProcessMs() float64 {
+	if m.pid <= 0 {
+		return 0
+	}
+	return float64(processCPU(m.pid)-m.p0) * 1000 / clockTicks
 }
 
 // MemoryPeak samples this process's Go heap while a run goes on, and reads
