@@ -76,16 +76,22 @@ func (p *proc) kill() {
 
 // waitTCP waits until addr accepts connections, the process ends, or ctx/timeout.
 func waitTCP(ctx context.Context, addr string, timeout time.Duration, p *proc) error {
+	return waitUntil(ctx, p, timeout, "listening on "+addr, func() bool { return listening(addr) })
+}
+
+// waitUntil polls ready every 100 ms until it holds, p (when not nil)
+// exits, timeout passes or ctx ends; what names the state waited for.
+func waitUntil(ctx context.Context, p *proc, timeout time.Duration, what string, ready func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		if listening(addr) {
+		if ready() {
 			return nil
 		}
 		if p != nil && p.exited() {
-			return fmt.Errorf("%s exited before listening on %s: %v", p.name, addr, p.err)
+			return fmt.Errorf("%s exited before %s: %v", p.name, what, p.err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listening on %s after %s", addr, timeout)
+			return fmt.Errorf("not %s after %s", what, timeout)
 		}
 		select {
 		case <-ctx.Done():

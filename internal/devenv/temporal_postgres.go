@@ -113,24 +113,9 @@ func (t *Temporal) startPostgres(ctx context.Context) error {
 	}
 	// The frontend listens before the namespace and search attributes are
 	// registered; the ready file says both are.
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		if p.exited() {
-			return fmt.Errorf("temporal server exited before it was ready: %v (its log has the reason)", p.err)
-		}
-		if time.Now().After(deadline) {
-			p.kill()
-			return fmt.Errorf("temporal server on %s not ready after 3m", t.Address)
-		}
-		select {
-		case <-ctx.Done():
-			p.kill()
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := waitUntil(ctx, p, 3*time.Minute, "ready", func() bool { _, err := os.Stat(ready); return err == nil }); err != nil {
+		p.kill()
+		return fmt.Errorf("temporal server on %s (its log has the reason): %w", t.Address, err)
 	}
 	t.started = p
 	fmt.Fprintf(o.Progress, "temporal: server on PostgreSQL started on %s (%d history shards, databases %s and %s on %s)\n",
