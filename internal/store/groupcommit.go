@@ -200,7 +200,7 @@ func sendInserts(ctx context.Context, pool *pgxpool.Pool, batch []*writeReq) ([]
 	for i := range batch {
 		res, err := plans[i].scan(br.QueryRow())
 		switch {
-		case err == pgx.ErrNoRows:
+		case errors.Is(err, pgx.ErrNoRows):
 			out[i].err = errAlone
 		case err != nil && failed == nil:
 			failed = err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -123,7 +124,7 @@ func (r existingRow) sameEvent(e *InboxEvent, origin string) bool {
 func InsertInboxEvent(ctx context.Context, db DB, e *InboxEvent) (InsertResult, error) {
 	p := planInsert(e)
 	res, err := p.scan(db.QueryRow(ctx, insertSQL, p.args...))
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		res, err = p.scan(db.QueryRow(ctx, rereadSQL, p.rereadArgs()...))
 	}
 	if err != nil {
@@ -256,7 +257,7 @@ func BodySeen(ctx context.Context, db DB, slug string, sha []byte, eventID strin
 			SELECT 'quarantined', 1 FROM inbox_quarantine
 			 WHERE endpoint_slug = $1 AND body_sha256 = $2 AND resolved_at IS NULL AND event_id IS DISTINCT FROM NULLIF($3, '')
 		) seen ORDER BY pri LIMIT 1`, slug, sha, eventID).Scan(&status)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}
 	if err != nil {
