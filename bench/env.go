@@ -56,9 +56,10 @@ type Env struct {
 	mu       sync.Mutex
 	temporal *devenv.Temporal
 	taddr    string
-	// tdbs are the databases of the postgres engine's current server.
-	tdbs []string
-	seq  atomic.Int64
+	// dropTemporal drops what the current server leaves (the postgres
+	// engine's databases).
+	dropTemporal func() error
+	seq          atomic.Int64
 }
 
 // StartEnv connects to or starts PostgreSQL.
@@ -204,11 +205,7 @@ func (e *Env) Temporal(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tool := devenv.TemporalCLI
-	if e.o.Engine == devenv.EnginePostgres {
-		tool = devenv.TemporalServer
-	}
-	bin, err := tool.Ensure(ctx, root, e.o.Progress)
+	bin, err := devenv.TemporalTool(e.o.Engine).Ensure(ctx, root, e.o.Progress)
 	if err != nil {
 		return "", err
 	}
@@ -216,53 +213,40 @@ func (e *Env) Temporal(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var t *devenv.Temporal
+	o := devenv.EngineOptions{Engine: e.o.Engine, Binary: bin, Port: port, Nice: e.o.TemporalNice,
+		SearchAttributes: starter.SearchAttributeTypes()}
 	if e.o.Engine == devenv.EnginePostgres {
-		db := fmt.Sprintf("bench_temporal_%d_%d", os.Getpid(), e.seq.Add(1))
-		e.tdbs = []string{db, db + "_visibility"}
-		pw, _ := e.admin.User.Password()
-		addr := e.admin.Host
-		if e.admin.Port() == "" {
-			addr += ":5432"
-		}
-		fmt.Fprintf(e.o.Progress, "bench: starting a throw-away Temporal server on PostgreSQL on 127.0.0.1:%d (%d history shards, databases %s, %s, niceness %d)\n",
-			port, devenv.DefaultTemporalShards, e.tdbs[0], e.tdbs[1], e.o.TemporalNice)
-		t, err = devenv.StartTemporalPostgres(ctx, devenv.TemporalPostgresOptions{Binary: bin, Port: port, Nice: e.o.TemporalNice,
-			PostgresAddr: addr, User: e.admin.User.Username(), Password: pw,
-			Database: e.tdbs[0], VisibilityDatabase: e.tdbs[1], SearchAttributes: starter.SearchAttributeTypes()})
-		if err != nil {
-			e.dropTemporalDBs()
-			return "", err
-		}
+		o.AdminURL, o.Database = e.URL("postgres"), fmt.Sprintf("bench_temporal_%d_%d", os.Getpid(), e.seq.Add(1))
+		fmt.Fprintf(e.o.Progress, "bench: starting a throw-away Temporal server on PostgreSQL on 127.0.0.1:%d (%d history shards, databases %s, %s_visibility, niceness %d)\n",
+			port, devenv.DefaultTemporalShards, o.Database, o.Database, e.o.TemporalNice)
 	} else {
 		dir, err := os.MkdirTemp("", "hookinbox-bench-temporal-")
 		if err != nil {
 			return "", err
 		}
 		e.tmp = append(e.tmp, dir)
+		o.DBFile = filepath.Join(dir, "temporal.db")
 		fmt.Fprintf(e.o.Progress, "bench: starting a throw-away Temporal dev server on 127.0.0.1:%d (SQLite file, WAL, niceness %d, as make run)\n", port, e.o.TemporalNice)
-		t, err = devenv.StartTemporal(ctx, devenv.TemporalOptions{Binary: bin, Port: port, Nice: e.o.TemporalNice,
-			DBFile: filepath.Join(dir, "temporal.db"), SearchAttributes: starter.SearchAttributeTypes()})
-		if err != nil {
-			return "", err
-		}
 	}
+	t, drop, err := devenv.StartEngine(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	e.dropTemporal = drop
 	e.temporal, e.taddr = t, t.Address
 	return e.taddr, nil
 }
 
-// dropTemporalDBs drops the postgres engine's databases (its server
-// stopped); the caller holds e.mu.
+// dropTemporalDBs drops what the stopped server left (the postgres
+// engine's databases); the caller holds e.mu.
 func (e *Env) dropTemporalDBs() {
-	if len(e.tdbs) == 0 || e.admin == nil {
+	if e.dropTemporal == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := devenv.DropDatabases(ctx, e.URL("postgres"), e.tdbs...); err != nil {
+	if err := e.dropTemporal(); err != nil {
 		fmt.Fprintf(e.o.Progress, "bench: %v\n", err)
 	}
-	e.tdbs = nil
+	e.dropTemporal = nil
 }
 
 // TemporalPID is the process id of the server started here, found by its

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/internal/devenv"
@@ -63,11 +62,7 @@ var temporalDBs atomic.Int64
 // two fresh databases of the package's server, which drop drops.
 func startTemporal(t testing.TB, dbFile string) (srv *devenv.Temporal, drop func(), err error) {
 	engine := TemporalEngine(t)
-	tool := devenv.TemporalCLI
-	if engine == devenv.EnginePostgres {
-		tool = devenv.TemporalServer
-	}
-	bin := temporalBinary(t, tool)
+	bin := temporalBinary(t, devenv.TemporalTool(engine))
 	port, err := devenv.FreePort()
 	if err != nil {
 		return nil, nil, err
@@ -76,35 +71,18 @@ func startTemporal(t testing.TB, dbFile string) (srv *devenv.Temporal, drop func
 	if os.Getenv("HOOKINBOX_TEST_TEMPORAL_LOG") != "" {
 		log = os.Stderr
 	}
+	o := devenv.EngineOptions{Engine: engine, Binary: bin, Port: port, DBFile: dbFile,
+		SearchAttributes: starter.SearchAttributeTypes(), Log: log}
+	if engine == devenv.EnginePostgres {
+		o.AdminURL, o.Database = AdminURL(t, "postgres"), fmt.Sprintf("temporal_t%d_%d", os.Getpid(), temporalDBs.Add(1))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if engine == devenv.EngineDev {
-		srv, err := devenv.StartTemporal(ctx, devenv.TemporalOptions{
-			Binary: bin, Port: port, DBFile: dbFile, SearchAttributes: starter.SearchAttributeTypes(), Log: log,
-		})
-		return srv, func() {}, err
-	}
-	admin := AdminURL(t, "postgres")
-	cfg, err := pgx.ParseConfig(admin)
+	srv, dropDBs, err := devenv.StartEngine(ctx, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	db := fmt.Sprintf("temporal_t%d_%d", os.Getpid(), temporalDBs.Add(1))
-	drop = func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = devenv.DropDatabases(dctx, admin, db, db+"_visibility")
-	}
-	srv, err = devenv.StartTemporalPostgres(ctx, devenv.TemporalPostgresOptions{
-		Binary: bin, Port: port, PostgresAddr: fmt.Sprintf("%s:%d", cfg.Host, cfg.Port),
-		User: cfg.User, Password: cfg.Password, Database: db, VisibilityDatabase: db + "_visibility",
-		SearchAttributes: starter.SearchAttributeTypes(), Log: log,
-	})
-	if err != nil {
-		drop()
-		return nil, nil, err
-	}
-	return srv, drop, nil
+	return srv, func() { _ = dropDBs() }, nil
 }
 
 // TemporalAddress is the address of the package's shared Temporal server
