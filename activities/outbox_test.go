@@ -17,8 +17,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/storeports"
-	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 type outboxBundle struct {

@@ -12,11 +12,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/handlers"
+	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/storeports"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
 // signals records doorbells; fail makes every call fail.

@@ -8,11 +8,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/handlers"
+	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 const account = "acct_sim_a"

@@ -13,12 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/hookinbox/hookinbox/app"
+	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/ops"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 // browser is a headless Chromium driven by chromedp for one test. On

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
 // TestFailureSuite is SPEC's failure cases F1–F6 (seed 000, last section),

@@ -8,8 +8,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 // A paid invoice's workflow, its confirmation email included, costs at

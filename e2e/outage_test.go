@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 // TestAPostgreSQLOutageIsRiddenOut stops the test's own PostgreSQL for

@@ -16,11 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/devenv"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/testenv"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/devenv"
+	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 func withMailpit(mp *devenv.Mailpit) func(*config.Config) {

@@ -51,11 +51,11 @@ import (
 
 	"github.com/stripe/stripe-go/v84/webhook"
 
-	"github.com/hookinbox/hookinbox/handlers"
+	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 	hwebhook "github.com/hookinbox/hookinbox/webhook"
 )
 

@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/bench"
-	"github.com/hookinbox/hookinbox/cmd/internal/cli"
+	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/devenv"
+	"github.com/hookinbox/hookinbox/lab/bench"
+	"github.com/hookinbox/hookinbox/lab/devenv"
 )
 
 // benchReport is everything one `hookinbox-lab bench` run measured.

@@ -12,7 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/cmd/internal/cli"
+	"github.com/hookinbox/hookinbox/internal/cli"
+	"github.com/hookinbox/hookinbox/lab/demo"
 )
 
 func main() {
@@ -38,7 +39,7 @@ The service and the operator commands are in the hookinbox binary; the soak runs
 		newSimulateCmd(),
 		newSoakCmd(),
 		newBenchCmd(),
-		newDemoCmd(),
+		demo.NewCmd(),
 	)
 	return root
 }

@@ -17,13 +17,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/cmd/internal/cli"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/internal/cli"
+	"github.com/hookinbox/hookinbox/lab/demo"
+	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
 // Simulator defaults, shared with docs/simulator.md.
 const (
-	simDefaultListen       = "127.0.0.1:12111"
+	simDefaultListen       = simulator.DefaultListen
 	simDefaultTarget       = "http://127.0.0.1:8080"
 	simDefaultStripeSlug   = "stripe-sim"
 	simDefaultFeedbackSlug = "feedback-sim"
@@ -359,19 +360,19 @@ func (g *simGitHub) printRegistration(out io.Writer, f *simulateFlags, apiURL, a
 // send makes the GitHub deliveries once each; the seed picks which are
 // dropped and which lose their answer.
 func (g *simGitHub) send(ctx context.Context, out io.Writer, sim *simulator.Simulator, fl simGitHubFlags, seed uint64) error {
-	fates := make([]gitHubFate, fl.deliveries)
+	fates := make([]demo.GitHubFate, fl.deliveries)
 	for i := range fates {
-		fates[i] = gitHubOK
+		fates[i] = demo.GitHubOK
 		switch {
 		case i < fl.drops:
-			fates[i] = gitHubDropped
+			fates[i] = demo.GitHubDropped
 		case i < fl.drops+fl.lostAnswer:
-			fates[i] = gitHubLost
+			fates[i] = demo.GitHubLost
 		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 16))
 	rng.Shuffle(len(fates), func(i, j int) { fates[i], fates[j] = fates[j], fates[i] })
-	sent, err := sendGitHubPushes(ctx, sim, g.path, g.owner, g.repo, fates)
+	sent, err := demo.SendGitHubPushes(ctx, sim, g.path, g.owner, g.repo, fates)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/providers/github"
-	"github.com/hookinbox/hookinbox/simulator"
 )
 
 // simulate --github-slug: the hook's deliveries reach the target once

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookinbox/hookinbox/cmd/internal/cli"
+	"github.com/hookinbox/hookinbox/internal/cli"
+	"github.com/hookinbox/hookinbox/lab/soak"
 	"github.com/hookinbox/hookinbox/lab/verify"
-	"github.com/hookinbox/hookinbox/soak"
 )
 
 func newSoakCmd() *cobra.Command {

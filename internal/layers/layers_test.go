@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/devenv"
+	"github.com/hookinbox/hookinbox/lab/devenv"
 )
 
 const module = "github.com/hookinbox/hookinbox/"
@@ -60,11 +60,11 @@ func TestImportRules(t *testing.T) {
 		{"activities", []string{"github.com/jackc/pgx", module + "internal/store"}, "activities hold ports, never the store"},
 		{"activities/ports", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "ports are plain interfaces"},
 		{"providers", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "the provider contract needs no database"},
-		{"handlers", []string{"go.temporal.io"}, "business handlers are Temporal-free"},
+		{"internal/handlers", []string{"go.temporal.io"}, "business handlers are Temporal-free"},
 		{"webhook", []string{"go.temporal.io/sdk/workflow"}, "the HTTP intake runs no workflow code"},
-		{"console", []string{module + "app", module + "webhook"}, "the console is HTTP over ops"},
-		{"ops", []string{module + "app", module + "console", module + "webhook"}, "operator acts sit below their two front ends"},
-		{"cmd/hookinbox", []string{module + "simulator", module + "soak", module + "bench", module + "lab/"}, "the service binary carries no harness"},
+		{"internal/console", []string{module + "internal/app", module + "webhook"}, "the console is HTTP over ops"},
+		{"internal/ops", []string{module + "internal/app", module + "internal/console", module + "webhook"}, "operator acts sit below their two front ends"},
+		{"cmd/hookinbox", []string{module + "lab/simulator", module + "lab/soak", module + "lab/bench", module + "lab/verify", module + "lab/demo", module + "lab/testenv"}, "the service binary carries no harness"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {
@@ -113,5 +113,5 @@ func TestOnlyAdmissionInsertsInboxRows(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	require.Equal(t, []string{"admission"}, callers)
+	require.Equal(t, []string{"internal/admission"}, callers)
 }

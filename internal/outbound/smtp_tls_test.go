@@ -20,9 +20,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/devenv"
 	"github.com/hookinbox/hookinbox/internal/outbound"
-	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/lab/devenv"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key, and returns

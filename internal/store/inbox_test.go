@@ -11,7 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 func setup(t *testing.T) (*store.Store, context.Context) {

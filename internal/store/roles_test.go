@@ -14,7 +14,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 // roleBundle is one fresh database (its grants come from the template,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 const pgDump = "/usr/lib/postgresql/15/bin/pg_dump"

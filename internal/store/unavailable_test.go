@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/devenv"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/lab/devenv"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 // cutter is a TCP proxy to the database whose connections can be cut

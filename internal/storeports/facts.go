@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
-	"github.com/hookinbox/hookinbox/admission"
+	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/providers"

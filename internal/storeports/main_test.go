@@ -3,7 +3,7 @@ package storeports_test
 import (
 	"testing"
 
-	"github.com/hookinbox/hookinbox/internal/testenv"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

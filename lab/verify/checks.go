@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookinbox/hookinbox/handlers"
+	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
 // check evaluates every invariant for this run into results.

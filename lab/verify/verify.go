@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/simulator"
+	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
 // Invariant names, in the order Check reports them.

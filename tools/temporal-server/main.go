@@ -4,7 +4,7 @@
 // several history shards, all services in one process on loopback.
 //
 // It is the "postgres" engine of hookinbox's tests and benchmarks
-// (internal/devenv.StartTemporalPostgres); the dev server of the Temporal
+// (lab/devenv.StartTemporalPostgres); the dev server of the Temporal
 // CLI (SQLite, one shard) stays the default. It is a separate module so the
 // server's dependency graph never touches the service's go.mod.
 //

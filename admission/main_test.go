@@ -1,9 +1,0 @@
-package admission_test
-
-import (
-	"testing"
-
-	"github.com/hookinbox/hookinbox/internal/testenv"
-)
-
-func TestMain(m *testing.M) { testenv.Main(m) }

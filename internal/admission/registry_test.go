@@ -1,0 +1,117 @@
+package admission_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"github.com/hookinbox/hookinbox/internal/admission"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
+)
+
+// acme is the provider of docs/adding-a-provider.md: X-Acme-Signature is
+// the hex HMAC-SHA256 of the body, X-Acme-Delivery the event id, the body
+// {"type":…,"account":…,"data":{"id":…}}.
+type acme struct{}
+
+func (acme) Name() string { return "acme" }
+
+func (acme) Verifier(secrets []keys.Secret) providers.Verifier { return acmeVerifier(secrets) }
+
+type acmeVerifier []keys.Secret
+
+func (v acmeVerifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Time) (providers.Verified, error) {
+	got, err := hex.DecodeString(h.Get("X-Acme-Signature"))
+	if err != nil || len(got) != sha256.Size {
+		return providers.Verified{}, providers.Unauthenticatedf("missing or malformed X-Acme-Signature")
+	}
+	for _, s := range v {
+		mac := hmac.New(sha256.New, []byte(s.Value))
+		mac.Write(body)
+		if hmac.Equal(mac.Sum(nil), got) {
+			return providers.Verified{SecretID: s.ID, Payload: body}, nil
+		}
+	}
+	return providers.Verified{}, providers.Unauthenticatedf("acme: no secret matches")
+}
+
+func (acme) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+	n := providers.Normalized{EventID: h.Get("X-Acme-Delivery"), ResourceKind: "widget", ResourceID: doc.Get("data.id").String()}
+	if n.EventID == "" {
+		return n, providers.Malformedf("missing X-Acme-Delivery")
+	}
+	var err error
+	if n.EventType, err = providers.RequireString(doc, "type"); err != nil {
+		return n, err
+	}
+	if n.Account, err = providers.RequireString(doc, "account"); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+func (acme) KeepHeader(name string) bool { return name == "x-acme-delivery" }
+
+func (acme) CheckSecret(s string) error {
+	if len(s) < 16 {
+		return errors.New("an acme secret has at least 16 characters")
+	}
+	return nil
+}
+
+func init() { providers.Register(acme{}) }
+
+func acmeHeaders(body []byte, secret, delivery string) map[string]string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return map[string]string{"X-Acme-Signature": hex.EncodeToString(mac.Sum(nil)), "X-Acme-Delivery": delivery}
+}
+
+// TestARegisteredProviderIsAdmitted: a provider is its Provider value and
+// one Register call; nothing else names it.
+func TestARegisteredProviderIsAdmitted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const secret = "acme-secret-0123456789"
+	require.ErrorContains(t, providers.ValidateSecret("acme", "short"), "16 characters")
+	require.NoError(t, providers.ValidateSecret("acme", secret))
+	require.Contains(t, providers.OneOf(), "acme")
+	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "acme", Provider: "acme", Environment: "live", Secrets: []string{secret}}))
+	require.NoError(t, b.store.LinkAccount(b.ctx, "acme", "team_1", "ws_acme"))
+
+	body := []byte(`{"type":"widget.updated","account":"team_1","data":{"id":"w_1"}}`)
+	res, err := b.admit(t, "acme", body, acmeHeaders(body, secret, "dlv_1"))
+	require.NoError(t, err)
+	require.Equal(t, admission.Ignored, res.Outcome, "no handler takes acme events")
+	key := keys.Event{Provider: "acme", Account: "team_1", Environment: "live", EventID: "dlv_1"}
+	require.Equal(t, key, res.Key)
+	got := b.row(t, key)
+	require.Equal(t, "ws_acme", got.WorkspaceID)
+	require.Equal(t, "w_1", got.ResourceID)
+
+	_, err = b.admit(t, "acme", body, acmeHeaders(body, "another-secret-0123", "dlv_2"))
+	var unauth *providers.Unauthenticated
+	require.ErrorAs(t, err, &unauth)
+
+	// An unlinked account is quarantined with the headers acme keeps.
+	other := []byte(`{"type":"widget.updated","account":"team_2","data":{"id":"w_2"}}`)
+	h := acmeHeaders(other, secret, "dlv_3")
+	res, err = b.admit(t, "acme", other, h)
+	require.NoError(t, err)
+	require.Equal(t, admission.Quarantined, res.Outcome)
+	require.Equal(t, store.ReasonUnknownAccount, res.Reason)
+	var kept []byte
+	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT headers FROM inbox_quarantine WHERE event_id = 'dlv_3'`).Scan(&kept))
+	require.Contains(t, string(kept), "dlv_3")
+	require.False(t, strings.Contains(strings.ToLower(string(kept)), "x-acme-signature"), "never the signature")
+}

@@ -1,0 +1,118 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+
+	"github.com/hookinbox/hookinbox/internal/cli"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/migrations"
+	"github.com/hookinbox/hookinbox/starter"
+)
+
+// dialTemporal connects to Temporal, waiting up to a minute for it to come
+// up (a worker started beside a booting server).
+func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...starter.Option) (client.Client, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := starter.Dial(dctx, cfg, log, opts...)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, err
+		}
+		log.Warn("Temporal not reachable yet; retrying", "address", cfg.TemporalAddress, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// migrate applies pending migrations to cfg's database (the schema
+// owner's, DATABASE_URL), printing each to out, re-applies the process
+// roles' grants, then seals the secrets still kept in plain columns when a
+// secrets key is configured (or says how many remain when none is).
+func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
+	if err := migrateSchema(ctx, ownerDB(cfg).url, out); err != nil {
+		return err
+	}
+	kr, err := cli.Keyring(cfg)
+	if err != nil && !errors.Is(err, secretbox.ErrNoKey) {
+		return err
+	}
+	st, err := openStore(ctx, cfg, ownerDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if kr == nil {
+		n, err := st.PlaintextSecrets(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			fmt.Fprintf(out, "secrets: %d still in plain columns; configure a key and run migrate again to seal them (%v)\n", n, secretbox.ErrNoKey)
+		}
+		return nil
+	}
+	counts, err := st.SealPlaintext(ctx)
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, c := range counts {
+		if c.Sealed > 0 {
+			fmt.Fprintf(out, "secrets: %d plain %s sealed under key %s\n", c.Sealed, c.Column, kr.CurrentID())
+		}
+		total += c.Sealed
+	}
+	if total == 0 {
+		fmt.Fprintln(out, "secrets: none in plain columns")
+	}
+	return nil
+}
+
+// migrateSchema applies pending migrations to url, printing each to out,
+// then re-applies the process roles' grants when those roles exist (a
+// migration may have added a column an "every column but" grant must cover,
+// or a table a role is granted), so no one has to remember `hookinbox db
+// roles`.
+func migrateSchema(ctx context.Context, url string, out io.Writer) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("connect to database: %w", err)
+	}
+	defer conn.Close(ctx)
+	n, err := migrations.Up(ctx, conn, func(seq int32, name string) {
+		fmt.Fprintf(out, "migrating: %04d %s\n", seq, name)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "migrations: %d applied, database up to date\n", n)
+	roles, stmts, err := store.ReapplyGrants(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("re-apply role grants: %w", err)
+	}
+	if len(roles) == 0 {
+		fmt.Fprintln(out, "grants: no hookinbox roles yet ('hookinbox db roles' creates them)")
+		return nil
+	}
+	fmt.Fprintf(out, "grants: re-applied for %s (%d statements)\n", strings.Join(roles, ", "), stmts)
+	return nil
+}

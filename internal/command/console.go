@@ -1,0 +1,39 @@
+package command
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/internal/config"
+)
+
+func newConsoleCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "console",
+		Short: "Run the operator console and API on the internal listener (HOOKINBOX_CONSOLE_ADDR)",
+		Long: `Run the operator console (web pages) and the operator API (/api/…, OpenAPI at /api/openapi.json)
+on HOOKINBOX_CONSOLE_ADDR (default 127.0.0.1:9092): keep it off the public webhook port. It
+needs PostgreSQL (DATABASE_URL) and signals Temporal (TEMPORAL_ADDRESS) for replays; it also
+carries out the replay jobs started from the console or the API. Sign in with a token from
+'hookinbox tokens create'. Pages link each resource's workflow to the Temporal UI
+(HOOKINBOX_TEMPORAL_UI_URL); HOOKINBOX_CONSOLE_URL is where the workflows link back.
+See docs/console.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.FromEnv()
+			if err != nil {
+				return err
+			}
+			svc, err := openService(cmd.Context(), cfg, ownerDB(cfg), true) // it makes the operators' changes, like the CLI's write commands
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			srv, err := app.NewConsole(cfg, svc.st, svc.c, svc.log.With("process", "console"))
+			if err != nil {
+				return err
+			}
+			return app.RunConsole(cmd.Context(), srv, cfg.ConsoleAddr, nil, svc.log)
+		},
+	}
+}

@@ -1,0 +1,248 @@
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options configure a Server.
+type Options struct {
+	Ops    *ops.Service
+	Logger *slog.Logger
+	// SecureCookies marks the login cookie Secure (the console is served
+	// over TLS, e.g. behind a proxy).
+	SecureCookies bool
+}
+
+// Server is the operator API and console.
+type Server struct {
+	ops    *ops.Service
+	log    *slog.Logger
+	secure bool
+	pages  map[string]*template.Template
+	routes []route
+	mux    *http.ServeMux
+}
+
+// principal is who a request acts as.
+type principal struct {
+	token *store.APIToken
+	// csrf is the form token of a cookie session.
+	csrf string
+}
+
+func (p *principal) actor() ops.Actor { return ops.Actor{Name: p.token.Name} }
+
+func (p *principal) can(role string) bool { return p != nil && ops.RoleAtLeast(p.token.Role, role) }
+
+// handler serves one route; a returned error becomes the response.
+type handler func(w http.ResponseWriter, r *http.Request, p *principal) error
+
+// route is one API or console route and its least role ("" is public).
+type route struct {
+	method, pattern, role, summary string
+	// api routes answer JSON and take bearer tokens; console routes take
+	// the login cookie (and a CSRF field on POST).
+	api bool
+	h   handler
+	// params documents query parameters (OpenAPI).
+	params []string
+}
+
+const (
+	cookieName   = "hookinbox_session"
+	maxBodyBytes = 1 << 20
+)
+
+// New builds the server and its routes.
+func New(o Options) (*Server, error) {
+	s := &Server{ops: o.Ops, log: o.Logger, secure: o.SecureCookies, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if err := s.parseTemplates(); err != nil {
+		return nil, err
+	}
+	s.routes = append(s.apiRoutes(), s.webRoutes()...)
+	for _, rt := range s.routes {
+		s.mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))
+	}
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	return s, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		h.Set("Cache-Control", "no-store")
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// RunJobs carries out replay jobs until ctx ends.
+func (s *Server) RunJobs(ctx context.Context) { s.ops.RunReplayJobs(ctx, time.Second) }
+
+func csrfToken(token string) string {
+	h := sha256.Sum256([]byte("hookinbox-console-csrf:" + token))
+	return hex.EncodeToString(h[:16])
+}
+
+// authenticate finds the request's principal: a bearer token for the API,
+// the login cookie for the console.
+func (s *Server) authenticate(r *http.Request, api bool) (*principal, error) {
+	var tok string
+	if h := r.Header.Get("Authorization"); h != "" {
+		b, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			return nil, ops.ErrBadToken
+		}
+		tok = strings.TrimSpace(b)
+	} else if c, err := r.Cookie(cookieName); err == nil && (!api || r.Method == http.MethodGet) {
+		// The API reads with the console's cookie (same origin); it
+		// changes state only with a bearer token (no CSRF by cookie).
+		tok = c.Value
+	}
+	if tok == "" {
+		return nil, ops.ErrBadToken
+	}
+	t, err := s.ops.Authenticate(r.Context(), tok)
+	if err != nil {
+		return nil, err
+	}
+	return &principal{token: t, csrf: csrfToken(tok)}, nil
+}
+
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &statusError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) wrap(rt route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		var p *principal
+		var err error
+		if rt.role != "" {
+			p, err = s.authenticate(r, rt.api)
+			switch {
+			case errors.Is(err, ops.ErrBadToken):
+				if !rt.api && r.Method == http.MethodGet {
+					http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+					return
+				}
+				err = &statusError{http.StatusUnauthorized, "a valid API token is required (Authorization: Bearer hki_…)"}
+			case err == nil && !p.can(rt.role):
+				err = &statusError{http.StatusForbidden, fmt.Sprintf("this needs the %s role; token %q has %s", rt.role, p.token.Name, p.token.Role)}
+			case err == nil && !rt.api && r.Method == http.MethodPost:
+				if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(p.csrf)) != 1 {
+					err = &statusError{http.StatusForbidden, "the form expired or came from another site: reload the page"}
+				}
+			}
+		}
+		if err == nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+			err = rt.h(w, r, p)
+		}
+		if err != nil {
+			s.fail(w, r, rt, p, err)
+		}
+		who := ""
+		if p != nil {
+			who = p.token.Name
+		}
+		s.log.Debug("console request", "method", r.Method, "route", rt.pattern, "token", who, "ms", time.Since(start).Milliseconds())
+	}
+}
+
+// fail answers err: 400 bad input, 401/403 auth, 404 not found, 409 refused
+// by the current state, 500 otherwise (logged; the answer says no more, as
+// a database error may quote values).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, rt route, p *principal, err error) {
+	code, msg := http.StatusInternalServerError, "internal error (logged)"
+	var se *statusError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &se):
+		code, msg = se.code, se.msg
+	case errors.As(err, &mbe):
+		code, msg = http.StatusRequestEntityTooLarge, "request body too large"
+	case ops.IsInvalid(err):
+		code, msg = http.StatusBadRequest, err.Error()
+	case ops.IsNotFound(err):
+		code, msg = http.StatusNotFound, err.Error()
+	case ops.IsConflict(err):
+		code, msg = http.StatusConflict, err.Error()
+	case errors.Is(err, ops.ErrNoTemporal):
+		code, msg = http.StatusServiceUnavailable, err.Error()
+	default:
+		s.log.Error("console request failed", "method", r.Method, "route", rt.pattern, "error", err.Error())
+	}
+	if rt.api {
+		writeJSON(w, code, map[string]string{"error": msg})
+		return
+	}
+	s.renderError(w, r, p, code, msg)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// decode reads a JSON body strictly: unknown fields and trailing data are
+// bad requests.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("request body must be a JSON object of this route's fields: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("request body must hold one JSON object")
+	}
+	return nil
+}
