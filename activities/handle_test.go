@@ -15,7 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -32,7 +32,7 @@ func TestAWorkerWithoutTheHandlerLeavesTheRowPending(t *testing.T) {
 	body := []byte(`{"id":"evt_nh"}`)
 	sum := sha256.Sum256(body)
 	k := keys.Event{Provider: "stripe", Account: "acct_nh", Environment: "test", EventID: "evt_nh"}
-	_, err := store.InsertInboxEvent(ctx, st.Pool, &store.InboxEvent{Key: k, EndpointSlug: "ep", WorkspaceID: "ws",
+	_, err := inbox.InsertInboxEvent(ctx, st.Pool, &inbox.InboxEvent{Key: k, EndpointSlug: "ep", WorkspaceID: "ws",
 		EventType: "invoice.paid", ResourceKind: "invoice", ResourceID: "in_nh", Payload: body, BodySHA256: sum[:]})
 	require.NoError(t, err)
 
@@ -50,7 +50,7 @@ func TestAWorkerWithoutTheHandlerLeavesTheRowPending(t *testing.T) {
 	require.Equal(t, keys.StatusPending, res.Status)
 	require.Contains(t, res.Note, "no handler registered for stripe event type invoice.paid")
 
-	row, err := store.GetInboxEvent(ctx, st.Pool, k)
+	row, err := inbox.GetInboxEvent(ctx, st.Pool, k)
 	require.NoError(t, err)
 	require.Equal(t, keys.StatusPending, row.Status, "never ignored")
 	require.Contains(t, row.LastError, "no handler registered for stripe event type invoice.paid")

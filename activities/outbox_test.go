@@ -16,6 +16,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
@@ -32,7 +34,7 @@ func newOutbox(t *testing.T, mailer outbound.Sender, policies map[string]string)
 	t.Helper()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
+	require.NoError(t, ledger.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
 	a := &activities.ResourceActivities{Outbox: &storeports.Outbox{Store: st, Mailer: mailer}, Policies: policies,
 		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
 	var s testsuite.WorkflowTestSuite
@@ -47,7 +49,7 @@ func (b *outboxBundle) confirmation(t *testing.T, key string) int64 {
 	var id int64
 	require.NoError(t, b.store.Tx(b.ctx, func(tx pgx.Tx) error {
 		var err error
-		id, err = store.InsertOutbox(b.ctx, tx, store.OutboxIntent{OperationKey: key, Class: keys.ClassCreditsConfirmation,
+		id, err = outbox.InsertOutbox(b.ctx, tx, outbox.OutboxIntent{OperationKey: key, Class: keys.ClassCreditsConfirmation,
 			Kind: "email", Destination: "billing@ws.example", WorkspaceID: "ws", ResourceKey: "stripe/a/test/invoice/in_1",
 			Payload: map[string]string{"to": "billing@ws.example", "subject": "100 credits", "text": "thanks"}})
 		return err
@@ -65,8 +67,8 @@ func (b *outboxBundle) send(t *testing.T, id int64) (activities.SendResult, erro
 	return res, err
 }
 
-func (b *outboxBundle) row(t *testing.T, id int64) *store.OutboxRow {
-	o, err := store.GetOutbox(b.ctx, b.store.Pool, id)
+func (b *outboxBundle) row(t *testing.T, id int64) *outbox.OutboxRow {
+	o, err := outbox.GetOutbox(b.ctx, b.store.Pool, id)
 	require.NoError(t, err)
 	return o
 }
@@ -143,7 +145,7 @@ func TestF5LostAnswerWithoutIdempotencyFollowsTheClassPolicy(t *testing.T) {
 			if tt.status == keys.OutboxHeld {
 				require.Contains(t, b.row(t, id).LastError, "outcome is unknown")
 				// The operator checks and releases it: it is sent once more.
-				_, err := store.ReleaseOutbox(b.ctx, b.store.Pool, id)
+				_, err := outbox.ReleaseOutbox(b.ctx, b.store.Pool, id)
 				require.NoError(t, err)
 				res, err := b.send(t, id)
 				require.NoError(t, err)
@@ -163,7 +165,7 @@ func TestF5WorkerDiesAfterTheDestinationAcceptedBeforeTheRowWasMarkedSent(t *tes
 
 	// The dead attempt: it recorded itself and handed the message to SMTP,
 	// then the worker died before marking the row sent.
-	ok, err := store.BeginOutboxAttempt(b.ctx, b.store.Pool, id, activities.PolicyHoldForReview, time.Now())
+	ok, err := outbox.BeginOutboxAttempt(b.ctx, b.store.Pool, id, activities.PolicyHoldForReview, time.Now())
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, err = mailer.Send(b.ctx, outbound.Message{Key: b.row(t, id).OperationKey, To: "billing@ws.example", Subject: "100 credits", Text: "thanks"})

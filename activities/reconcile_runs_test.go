@@ -14,7 +14,9 @@ import (
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
@@ -72,7 +74,7 @@ func newPass(t *testing.T, cfg simulator.Config) *passActivities {
 
 func (p *passActivities) begin(t *testing.T, name, owner string) keys.Checkpoint {
 	t.Helper()
-	cp, _, err := p.store.BeginPass(p.ctx, name, owner, false)
+	cp, _, err := passes.BeginPass(p.ctx, p.store, name, owner, false)
 	require.NoError(t, err)
 	return cp
 }
@@ -119,7 +121,7 @@ func TestReconcilePageSignalsOnlyWhatDiffersAndCheckpointsEveryPage(t *testing.T
 	p.sig.fail = true
 	_, err = p.reconcilePage(t, in)
 	require.Error(t, err)
-	got, err := store.GetCheckpoint(p.ctx, p.store.Pool, name)
+	got, err := passes.GetCheckpoint(p.ctx, p.store.Pool, name)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, got.Pages)
 	p.sig.fail = false
@@ -141,7 +143,7 @@ func TestReconcilePageSignalsOnlyWhatDiffersAndCheckpointsEveryPage(t *testing.T
 	require.True(t, second.Done)
 	require.Equal(t, []string{"reconcile " + missing.ID, "reconcile " + stale.ID}, p.sig.list())
 
-	done, err := store.GetCheckpoint(p.ctx, p.store.Pool, name)
+	done, err := passes.GetCheckpoint(p.ctx, p.store.Pool, name)
 	require.NoError(t, err)
 	require.False(t, done.Unfinished())
 	require.EqualValues(t, 2, done.Pages)
@@ -199,7 +201,7 @@ func TestBackfillPageInsertsOnlyMissingEventsThroughTheIntakePath(t *testing.T) 
 	require.True(t, res.Done)
 	require.Equal(t, []string{"event " + dropped.ID}, p.sig.list())
 
-	row, err := store.GetInboxEvent(p.ctx, p.store.Pool, keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: droppedEv.ID})
+	row, err := inbox.GetInboxEvent(p.ctx, p.store.Pool, keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: droppedEv.ID})
 	require.NoError(t, err)
 	require.Equal(t, keys.OriginBackfill, row.Origin)
 	require.Equal(t, keys.StatusPending, row.Status)
@@ -246,7 +248,7 @@ func TestBackfillRefusesAKeyOfAnotherAccount(t *testing.T) {
 	// under the wrong account.
 	_, err = p.store.Pool.Exec(p.ctx, `UPDATE endpoints SET account = 'acct_other'`)
 	require.NoError(t, err)
-	require.NoError(t, p.store.LinkAccount(p.ctx, "sim", "acct_other", "ws_other"))
+	require.NoError(t, endpoints.LinkAccount(p.ctx, p.store, "sim", "acct_other", "ws_other"))
 	scope := p.scope
 	scope.Account, scope.WorkspaceID = "acct_other", "ws_other"
 	name := activities.CheckpointName(activities.PassFacts, scope, "")

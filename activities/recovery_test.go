@@ -14,7 +14,8 @@ import (
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/providers/github"
@@ -39,10 +40,10 @@ func newGHPass(t *testing.T, mode string) *ghPass {
 	p.acts.Recoveries = storeports.Recoveries{Store: p.store}
 	api := httptest.NewServer(p.sim.Handler())
 	t.Cleanup(api.Close)
-	require.NoError(t, p.store.InsertEndpoint(p.ctx, store.NewEndpoint{Slug: "gh", Provider: "github", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(p.ctx, p.store, endpoints.NewEndpoint{Slug: "gh", Provider: "github", Environment: "test",
 		Secrets: []string{ghSecret}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey,
 		Settings: keys.EndpointSettings{GitHubHook: "repo:acme/widgets", GitHubHookID: 7, GitHubRecovery: mode}}))
-	require.NoError(t, p.store.LinkAccount(p.ctx, "gh", "acme", "ws"))
+	require.NoError(t, endpoints.LinkAccount(p.ctx, p.store, "gh", "acme", "ws"))
 	adm := admission.New(admission.Options{Store: p.store})
 	intake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -138,7 +139,7 @@ func TestRecoverDeliveriesRedeliversEachMissingDeliveryOncePerPass(t *testing.T)
 	third := g.pass(t, "run-3", 3)
 	require.Zero(t, third.Redelivered)
 	require.Equal(t, 3, g.sim.GitHubRedeliveries())
-	rs, err := store.ListHookRecoveries(g.ctx, g.store.Pool, "gh")
+	rs, err := passes.ListHookRecoveries(g.ctx, g.store.Pool, "gh")
 	require.NoError(t, err)
 	require.Len(t, rs, 2)
 	require.Zero(t, g.count(t, `SELECT count(*) FROM inbox_quarantine`))

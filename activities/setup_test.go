@@ -11,6 +11,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
@@ -34,9 +36,9 @@ func setup(t *testing.T, cfg simulator.Config) *bundle {
 	api := httptest.NewServer(sim.Handler())
 	t.Cleanup(api.Close)
 	ctx := context.Background()
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "sim", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "sim", Provider: "stripe", Environment: "test",
 		Secrets: []string{"whsec_x"}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey}))
-	require.NoError(t, st.LinkAccount(ctx, "sim", account, "ws"))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "sim", account, "ws"))
 	return &bundle{ctx: ctx, store: st, sim: sim, provs: &handlers.EndpointProviders{Store: st}}
 }
 
@@ -44,7 +46,7 @@ func setup(t *testing.T, cfg simulator.Config) *bundle {
 func (b *bundle) accept(t *testing.T, ev simulator.Event) {
 	t.Helper()
 	sum := sha256.Sum256(ev.Body)
-	_, err := store.InsertInboxEvent(b.ctx, b.store.Pool, &store.InboxEvent{
+	_, err := inbox.InsertInboxEvent(b.ctx, b.store.Pool, &inbox.InboxEvent{
 		Key:          keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: ev.ID},
 		EndpointSlug: "sim", WorkspaceID: "ws", EventType: ev.Type, ResourceKind: ev.ResourceKind, ResourceID: ev.ResourceID,
 		Payload: ev.Body, BodySHA256: sum[:],

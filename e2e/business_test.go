@@ -14,7 +14,10 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
@@ -51,13 +54,13 @@ func newSimWorld(t *testing.T, s *stack, cfg simulator.Config) *simWorld {
 	if cfg.Versions {
 		settings.VersionPath = "data.object.version"
 	}
-	require.NoError(t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{Slug: "stripe-sim", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(s.ctx, s.store, endpoints.NewEndpoint{Slug: "stripe-sim", Provider: "stripe", Environment: "test",
 		Secrets: []string{stripeSecret}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey, Settings: settings}))
-	require.NoError(t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{Slug: "feedback-sim", Provider: "standard", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(s.ctx, s.store, endpoints.NewEndpoint{Slug: "feedback-sim", Provider: "standard", Environment: "test",
 		Secrets: []string{fbSecret}, Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}}))
-	require.NoError(t, s.store.LinkAccount(s.ctx, "stripe-sim", w.account, w.workspace))
-	require.NoError(t, s.store.LinkAccount(s.ctx, "feedback-sim", w.project, w.workspace))
-	require.NoError(t, store.SetWorkspaceEmail(s.ctx, s.store.Pool, w.workspace, "billing@"+w.workspace+".example"))
+	require.NoError(t, endpoints.LinkAccount(s.ctx, s.store, "stripe-sim", w.account, w.workspace))
+	require.NoError(t, endpoints.LinkAccount(s.ctx, s.store, "feedback-sim", w.project, w.workspace))
+	require.NoError(t, ledger.SetWorkspaceEmail(s.ctx, s.store.Pool, w.workspace, "billing@"+w.workspace+".example"))
 	w.targets = simulator.Targets{
 		Stripe:   simulator.Endpoint{URL: s.url + "/webhooks/stripe-sim", Secrets: []string{stripeSecret}},
 		Standard: simulator.Endpoint{URL: s.url + "/webhooks/feedback-sim", Secrets: []string{fbSecret}},
@@ -82,7 +85,7 @@ func (w *simWorld) count(t *testing.T, sql string, args ...any) int {
 }
 
 func (w *simWorld) balance(t *testing.T) int64 {
-	ws, err := store.GetWorkspace(w.ctx, w.store.Pool, w.workspace)
+	ws, err := ledger.GetWorkspace(w.ctx, w.store.Pool, w.workspace)
 	require.NoError(t, err)
 	return ws.CreditsBalance
 }
@@ -130,7 +133,7 @@ func f4CrashBeforeAndAfterTheBusinessCommit(t *testing.T) {
 	var s *stack
 	var credits handlers.Handler
 	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
+		handlers.RouteCredits: handlers.HandlerFunc(func(ctx context.Context, ev *inbox.StoredEvent) (handlers.Outcome, error) {
 			out, err := credits.Handle(ctx, ev)
 			if err == nil && lost.CompareAndSwap(false, true) {
 				return handlers.Outcome{}, fmt.Errorf("connection reset while reading the COMMIT answer")
@@ -187,12 +190,12 @@ func f6ReversedSnapshotsWithVersionsAndReplay(t *testing.T) {
 	w.send(t, created, paid, again, updated)
 	w.allDone(t, 5)
 
-	p, err := store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
 	require.NoError(t, err)
 	require.Equal(t, "canceled", p.State.Status)
 	require.EqualValues(t, 3, *p.Version)
 	require.True(t, p.Deleted)
-	ok, err := store.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
+	ok, err := ledger.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
 	require.NoError(t, err)
 	require.False(t, ok, "the old active snapshot never comes back")
 	require.EqualValues(t, 100, w.balance(t))
@@ -211,11 +214,11 @@ func f6ReversedNoticesWithoutVersions(t *testing.T) {
 	w.send(t, canceled, updated, created)
 	w.allDone(t, 3)
 	w.send(t, created) // a replayed old notice
-	p, err := store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
 	require.NoError(t, err)
 	require.Equal(t, "canceled", p.State.Status)
 	require.Nil(t, p.Version)
-	ok, err := store.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
+	ok, err := ledger.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
 	require.NoError(t, err)
 	require.False(t, ok)
 }
@@ -228,7 +231,7 @@ func f6TimedOutAttemptWritesLate(t *testing.T) {
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.ActivityTimeout = 2 * time.Second },
 		handlers: map[string]handlers.Handler{
-			handlers.RouteSubscriptions: handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
+			handlers.RouteSubscriptions: handlers.HandlerFunc(func(ctx context.Context, ev *inbox.StoredEvent) (handlers.Outcome, error) {
 				if activity.GetInfo(ctx).Attempt == 1 && stalled.CompareAndSwap(false, true) {
 					// Attempt 1 fetches, then stalls past its timeout and
 					// writes anyway, as a process that missed its deadline.
@@ -253,13 +256,13 @@ func f6TimedOutAttemptWritesLate(t *testing.T) {
 	_, err := w.sim.CancelSubscription(sub.ID, false)
 	require.NoError(t, err)
 	w.allDone(t, 1)
-	p, err := store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
 	require.NoError(t, err)
 	require.Equal(t, "canceled", p.State.Status)
 
 	close(release) // the stale attempt writes late
 	time.Sleep(500 * time.Millisecond)
-	p, err = store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	p, err = ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
 	require.NoError(t, err)
 	require.Equal(t, "canceled", p.State.Status, "the late write lost")
 	var seq int64
@@ -270,7 +273,7 @@ func f6TimedOutAttemptWritesLate(t *testing.T) {
 func TestFeedbackCreatesOneAlertWhateverRepeatsIt(t *testing.T) {
 	t.Parallel()
 	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
-	require.NoError(t, store.UpsertDestination(w.ctx, w.store.Pool, w.store.Keys, store.Destination{
+	require.NoError(t, outbox.UpsertDestination(w.ctx, w.store.Pool, w.store.Keys, outbox.Destination{
 		WorkspaceID: w.workspace, Name: "oncall", Kind: "webhook", Target: "http://127.0.0.1:1/hook", Enabled: true}))
 	_, ev := w.sim.CreateFeedback(w.project, "search is slow")
 	w.send(t, ev, ev, ev)

@@ -18,6 +18,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -32,10 +33,10 @@ func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
 	require.Equal(t, http.StatusOK, s.sendStripe("ep", "evt_r1", "invoice.paid", "invoice", "in_r1"))
 	k := keys.Event{Provider: "stripe", Account: "acct_reach", Environment: "test", EventID: "evt_r1"}
 	eventually(t, 30*time.Second, "the workflow to leave the event pending with the reason", func() bool {
-		ev, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
+		ev, err := inbox.GetInboxEvent(s.ctx, s.store.Pool, k)
 		return err == nil && strings.Contains(ev.LastError, "no handler registered")
 	})
-	ev, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
+	ev, err := inbox.GetInboxEvent(s.ctx, s.store.Pool, k)
 	require.NoError(t, err)
 	require.Equal(t, keys.StatusPending, ev.Status)
 	require.Zero(t, ev.Attempts)
@@ -146,12 +147,12 @@ func f3CrashAfterIntakeCommit(t *testing.T) {
 	}})
 	s.stripeEndpoint("ep", "acct_crash", "ws_crash")
 	// F3: the intake committed and died before ringing the doorbell.
-	ev := &store.InboxEvent{
+	ev := &inbox.InboxEvent{
 		Key:          keys.Event{Provider: "stripe", Account: "acct_crash", Environment: "test", EventID: "evt_orphan"},
 		EndpointSlug: "ep", WorkspaceID: "ws_crash", EventType: "invoice.paid", ResourceKind: "invoice", ResourceID: "in_orphan",
 		Payload: []byte(`{}`), BodySHA256: []byte{0},
 	}
-	_, err := store.InsertInboxEvent(s.ctx, s.store.Pool, ev)
+	_, err := inbox.InsertInboxEvent(s.ctx, s.store.Pool, ev)
 	require.NoError(t, err)
 	eventually(t, 60*time.Second, "the orphaned row to be processed", func() bool { return s.statusOf(ev.Key) == keys.StatusDone })
 	require.EqualValues(t, 1, calls.Load())

@@ -9,7 +9,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/workflows"
 )
@@ -29,10 +30,10 @@ func TestGitHubRecoveryRedeliversDroppedDeliveriesExactlyOnce(t *testing.T) {
 	api := httptest.NewServer(sim.Handler())
 	t.Cleanup(api.Close)
 	const secret = "gh-e2e-hook-secret"
-	require.NoError(t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{Slug: "gh-sim", Provider: "github", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(s.ctx, s.store, endpoints.NewEndpoint{Slug: "gh-sim", Provider: "github", Environment: "test",
 		Secrets: []string{secret}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey,
 		Settings: keys.EndpointSettings{GitHubHook: "repo:" + owner + "/widgets", GitHubHookID: 7}}))
-	require.NoError(t, s.store.LinkAccount(s.ctx, "gh-sim", owner, workspace))
+	require.NoError(t, endpoints.LinkAccount(s.ctx, s.store, "gh-sim", owner, workspace))
 	hook := simulator.GitHubRepoHook(owner, "widgets", 7)
 	sim.AddGitHubHook(hook, simulator.Endpoint{URL: s.url + "/webhooks/gh-sim", Secrets: []string{secret}})
 
@@ -66,7 +67,7 @@ func TestGitHubRecoveryRedeliversDroppedDeliveriesExactlyOnce(t *testing.T) {
 		require.Equal(t, 1, count(`SELECT count(*) FROM webhook_inbox WHERE provider = 'github' AND event_id = $1 AND origin = 'webhook'`, d.GUID),
 			"delivery %s is in the inbox once, as a verified webhook", d.GUID)
 	}
-	cp, err := store.GetCheckpoint(s.ctx, s.store.Pool, activities.CheckpointName(activities.PassDeliveries,
+	cp, err := passes.GetCheckpoint(s.ctx, s.store.Pool, activities.CheckpointName(activities.PassDeliveries,
 		keys.Scope{Provider: "github", Endpoint: "gh-sim", Account: "repo:" + owner + "/widgets", Environment: "test"}, ""))
 	require.NoError(t, err)
 	require.False(t, cp.Unfinished())

@@ -17,7 +17,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
@@ -124,7 +124,7 @@ func TestFeedbackAlertReachesTheTeamWebhookSigned(t *testing.T) {
 	}))
 	defer team.Close()
 	w := newSimWorld(t, newStack(t, stackOptions{}), simulator.Config{})
-	require.NoError(t, store.UpsertDestination(w.ctx, w.store.Pool, w.store.Keys, store.Destination{
+	require.NoError(t, outbox.UpsertDestination(w.ctx, w.store.Pool, w.store.Keys, outbox.Destination{
 		WorkspaceID: w.workspace, Name: "oncall", Kind: "webhook", Target: team.URL, Secret: secret, Enabled: true}))
 	item, ev := w.sim.CreateFeedback(w.project, "the mobile app crashes on login")
 	w.send(t, ev, ev)

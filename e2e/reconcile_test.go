@@ -15,7 +15,8 @@ import (
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/worker"
@@ -41,7 +42,7 @@ func (s *stack) run(t *testing.T, id string, wf, in, out any) {
 
 func (w *simWorld) checkpoint(t *testing.T, name string) *keys.Checkpoint {
 	t.Helper()
-	cp, err := store.GetCheckpoint(w.ctx, w.store.Pool, name)
+	cp, err := passes.GetCheckpoint(w.ctx, w.store.Pool, name)
 	require.NoError(t, err)
 	return cp
 }
@@ -57,7 +58,7 @@ func (w *simWorld) inSync(t *testing.T, id string) bool {
 	sub, ok := w.sim.Subscription(id)
 	require.True(t, ok)
 	cur := sub.Current()
-	p, err := store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", id)
+	p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", id)
 	if err != nil {
 		return false
 	}
@@ -135,7 +136,7 @@ func TestReconcileCorrectsStaleProjectionsWhileWebhooksKeepArriving(t *testing.T
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			p, err := store.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", hot.ID)
+			p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", hot.ID)
 			if err != nil || p.Version == nil {
 				continue
 			}
@@ -251,7 +252,7 @@ func TestReconcileRunKilledMidwayResumesFromItsCheckpoint(t *testing.T) {
 	name := activities.CheckpointName(activities.PassSubscriptions, w.scope(), "")
 	pagesDone := func(p int64) func() bool {
 		return func() bool {
-			cp, err := store.GetCheckpoint(w.ctx, w.store.Pool, name)
+			cp, err := passes.GetCheckpoint(w.ctx, w.store.Pool, name)
 			_, refused, _ := gate.state()
 			return err == nil && cp.Pages == p && refused > 0
 		}

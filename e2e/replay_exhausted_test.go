@@ -8,7 +8,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -26,7 +26,7 @@ func TestReplayOfAnExhaustedEventAfterTheProviderRecovers(t *testing.T) {
 	w.send(t, paid)
 	k := keys.Event{Provider: "stripe", Account: w.account, Environment: "test", EventID: paid.ID}
 	eventually(t, 60*time.Second, "the event to be exhausted", func() bool { return w.statusOf(k) == keys.StatusExhausted })
-	ev, err := store.GetInboxEvent(w.ctx, w.store.Pool, k)
+	ev, err := inbox.GetInboxEvent(w.ctx, w.store.Pool, k)
 	require.NoError(t, err)
 	require.Equal(t, w.cfg.RetryBudget, ev.Attempts)
 	require.Contains(t, ev.LastError, "503")
@@ -34,7 +34,7 @@ func TestReplayOfAnExhaustedEventAfterTheProviderRecovers(t *testing.T) {
 
 	// The provider has recovered; the operator replays (audited) and rings.
 	replay := func(force bool) {
-		res, err := w.store.ReplayInboxEvent(w.ctx, store.ReplayRequest{Key: k, Actor: "test", Reason: "provider recovered", Force: force})
+		res, err := inbox.ReplayInboxEvent(w.ctx, w.store, inbox.ReplayRequest{Key: k, Actor: "test", Reason: "provider recovered", Force: force})
 		require.NoError(t, err)
 		require.NoError(t, app.Resources(w.cfg, w.client).Ring(w.ctx, res.Resource, keys.SignalEvent, "replay"))
 	}

@@ -24,6 +24,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -186,9 +188,9 @@ func (s *stack) startIntake() {
 
 // stripeEndpoint registers a Stripe endpoint whose own account is account.
 func (s *stack) stripeEndpoint(slug, account, workspace string) {
-	require.NoError(s.t, s.store.InsertEndpoint(s.ctx, store.NewEndpoint{
+	require.NoError(s.t, endpoints.InsertEndpoint(s.ctx, s.store, endpoints.NewEndpoint{
 		Slug: slug, Provider: "stripe", Environment: "test", Secrets: []string{"whsec_" + slug}}))
-	require.NoError(s.t, s.store.LinkAccount(s.ctx, slug, account, workspace))
+	require.NoError(s.t, endpoints.LinkAccount(s.ctx, s.store, slug, account, workspace))
 }
 
 // sendStripe signs an event with stripe-go and posts it; returns the status.
@@ -207,7 +209,7 @@ func (s *stack) sendStripe(slug, eventID, typ, objKind, objID string) int {
 }
 
 func (s *stack) statusOf(k keys.Event) string {
-	e, err := store.GetInboxEvent(s.ctx, s.store.Pool, k)
+	e, err := inbox.GetInboxEvent(s.ctx, s.store.Pool, k)
 	require.NoError(s.t, err)
 	return e.Status
 }
@@ -234,9 +236,9 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 // countingHandler completes each event done and adds one credit per
 // handled event to the workspace, in the event's one transaction.
 func countingHandler(st func() *store.Store, calls *atomic.Int64) handlers.Handler {
-	return handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
+	return handlers.HandlerFunc(func(ctx context.Context, ev *inbox.StoredEvent) (handlers.Outcome, error) {
 		calls.Add(1)
-		return handlers.InPendingTx(ctx, st(), ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (handlers.Outcome, error) {
+		return handlers.InPendingTx(ctx, st(), ev.Key, func(tx pgx.Tx, ev *inbox.StoredEvent) (handlers.Outcome, error) {
 			_, err := tx.Exec(ctx, `UPDATE workspaces SET credits_balance = credits_balance + 1 WHERE id = $1`, ev.WorkspaceID)
 			return handlers.Outcome{Status: keys.StatusDone}, err
 		})

@@ -55,6 +55,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	hwebhook "github.com/hookinbox/hookinbox/webhook"
 )
@@ -136,16 +138,16 @@ func newFuzzIntake(f testing.TB) *fuzzIntake {
 	ctx := context.Background()
 	fi := &fuzzIntake{store: s, handoff: &recordingHandoff{}, secretIDs: map[string]map[string]int64{}}
 	for _, e := range fuzzEndpoints {
-		if err := s.InsertEndpoint(ctx, store.NewEndpoint{Slug: e.slug, Provider: e.provider, Environment: e.environment,
+		if err := endpoints.InsertEndpoint(ctx, s, endpoints.NewEndpoint{Slug: e.slug, Provider: e.provider, Environment: e.environment,
 			Account: e.own, Settings: e.settings, Secrets: e.secrets}); err != nil {
 			f.Fatal(err)
 		}
 		for acct, ws := range e.links {
-			if err := s.LinkAccount(ctx, e.slug, acct, ws); err != nil {
+			if err := endpoints.LinkAccount(ctx, s, e.slug, acct, ws); err != nil {
 				f.Fatal(err)
 			}
 		}
-		ep, err := s.GetEndpoint(ctx, e.slug)
+		ep, err := endpoints.GetEndpoint(ctx, s, e.slug)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -189,7 +191,7 @@ type delivery struct {
 type outcome struct {
 	code       int
 	answer     map[string]any
-	inbox      []*store.StoredEvent
+	inbox      []*inbox.StoredEvent
 	quarantine []quarantined
 	resources  []keys.Resource
 	events     []keys.Event
@@ -238,7 +240,7 @@ func (fi *fuzzIntake) send(t testing.TB, d delivery) outcome {
 		t.Fatal(err)
 	}
 	for _, k := range added {
-		e, err := store.GetInboxEvent(ctx, fi.store.Pool, k)
+		e, err := inbox.GetInboxEvent(ctx, fi.store.Pool, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,8 +342,8 @@ func (fi *fuzzIntake) checkStored(t testing.TB, d delivery, out outcome) {
 				t.Fatalf("quarantine kept the signature header %s", name)
 			}
 		}
-		want := map[string]int{store.ReasonMalformed: http.StatusBadRequest, store.ReasonUnknownAccount: http.StatusAccepted,
-			store.ReasonEnvironmentMismatch: http.StatusAccepted, store.ReasonConflictingDuplicate: http.StatusOK}
+		want := map[string]int{inbox.ReasonMalformed: http.StatusBadRequest, inbox.ReasonUnknownAccount: http.StatusAccepted,
+			inbox.ReasonEnvironmentMismatch: http.StatusAccepted, inbox.ReasonConflictingDuplicate: http.StatusOK}
 		if code, ok := want[q.reason]; !ok || code != out.code {
 			t.Fatalf("quarantined as %q but answered %d %v", q.reason, out.code, out.answer)
 		}

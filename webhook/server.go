@@ -17,6 +17,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -299,10 +300,10 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 	default: // Quarantined.
 		d.detail = res.Reason + ": " + res.Detail
 		switch res.Reason {
-		case store.ReasonMalformed:
+		case inbox.ReasonMalformed:
 			d.outcome = outMalformed
 			return http.StatusBadRequest, gin.H{"error": res.Detail, "status": "quarantined", "reason": res.Reason}
-		case store.ReasonConflictingDuplicate:
+		case inbox.ReasonConflictingDuplicate:
 			return http.StatusOK, quarantined(d, res)
 		default:
 			return http.StatusAccepted, quarantined(d, res)

@@ -24,6 +24,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/providers/providertest"
 	hwebhook "github.com/hookinbox/hookinbox/webhook"
@@ -92,7 +94,7 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	s := testenv.Store(t)
 	ctx := context.Background()
-	eps := []store.NewEndpoint{
+	eps := []endpoints.NewEndpoint{
 		{Slug: "stripe", Provider: "stripe", Environment: "test", Secrets: []string{stripeSecret}},
 		{Slug: "stripe-connect", Provider: "stripe", Environment: "live", Account: "acct_platform", Secrets: []string{stripeSecret, stripeSecret2},
 			Settings: keys.EndpointSettings{VersionPath: "data.object.version"}},
@@ -102,13 +104,13 @@ func setup(t *testing.T) *bundle {
 		{Slug: "shop", Provider: "shopify", Environment: "live", Secrets: []string{shopifySecret}},
 	}
 	for _, e := range eps {
-		require.NoError(t, s.InsertEndpoint(ctx, e))
+		require.NoError(t, endpoints.InsertEndpoint(ctx, s, e))
 	}
-	require.NoError(t, s.LinkAccount(ctx, "stripe", "acct_own", "ws_1"))
-	require.NoError(t, s.LinkAccount(ctx, "stripe-connect", "acct_c1", "ws_c1"))
-	require.NoError(t, s.LinkAccount(ctx, "gh", "4242", "ws_gh"))
-	require.NoError(t, s.LinkAccount(ctx, "feedback", "proj_1", "ws_fb"))
-	require.NoError(t, s.LinkAccount(ctx, "shop", "demo.myshopify.com", "ws_shop"))
+	require.NoError(t, endpoints.LinkAccount(ctx, s, "stripe", "acct_own", "ws_1"))
+	require.NoError(t, endpoints.LinkAccount(ctx, s, "stripe-connect", "acct_c1", "ws_c1"))
+	require.NoError(t, endpoints.LinkAccount(ctx, s, "gh", "4242", "ws_gh"))
+	require.NoError(t, endpoints.LinkAccount(ctx, s, "feedback", "proj_1", "ws_fb"))
+	require.NoError(t, endpoints.LinkAccount(ctx, s, "shop", "demo.myshopify.com", "ws_shop"))
 
 	h := &recordingHandoff{}
 	logs := &syncBuffer{}
@@ -162,8 +164,8 @@ func (b *bundle) quarantine(t *testing.T) []string {
 	return out
 }
 
-func (b *bundle) row(t *testing.T, k keys.Event) *store.StoredEvent {
-	e, err := store.GetInboxEvent(b.ctx, b.store.Pool, k)
+func (b *bundle) row(t *testing.T, k keys.Event) *inbox.StoredEvent {
+	e, err := inbox.GetInboxEvent(b.ctx, b.store.Pool, k)
 	require.NoError(t, err)
 	return e
 }
@@ -221,7 +223,7 @@ func TestStripeSignatureFailuresStoreNothing(t *testing.T) {
 func TestRotationAcceptsEitherSecretAndRecordsWhichOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ep, err := b.store.GetEndpoint(b.ctx, "stripe-connect")
+	ep, err := endpoints.GetEndpoint(b.ctx, b.store, "stripe-connect")
 	require.NoError(t, err)
 	require.Len(t, ep.Secrets, 2)
 
@@ -237,7 +239,7 @@ func TestRotationAcceptsEitherSecretAndRecordsWhichOne(t *testing.T) {
 	}
 
 	// A secret added after the endpoint was cached works at once.
-	_, err = store.InsertSecret(b.ctx, b.store.Pool, b.store.Keys, "stripe-connect", "whsec_third", nil)
+	_, err = endpoints.InsertSecret(b.ctx, b.store.Pool, b.store.Keys, "stripe-connect", "whsec_third", nil)
 	require.NoError(t, err)
 	time.Sleep(1100 * time.Millisecond) // the reload-on-failure floor
 	body := []byte(`{"id":"evt_rot3","object":"event","type":"customer.subscription.updated","livemode":true,"account":"acct_c1","created":1760000000,"data":{"object":{"id":"sub_1","object":"subscription"}}}`)
@@ -273,7 +275,7 @@ func TestDuplicatesAndConflicts(t *testing.T) {
 	require.Len(t, b.quarantine(t), 1)
 
 	// A duplicate of a done row is left alone and not handed off again.
-	_, err := store.CompleteInboxEvent(b.ctx, b.store.Pool, got.Key, keys.StatusDone, "")
+	_, err := inbox.CompleteInboxEvent(b.ctx, b.store.Pool, got.Key, keys.StatusDone, "")
 	require.NoError(t, err)
 	before := b.handoff.count()
 	r = b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // admission admits deliveries of every built-in provider
 )
@@ -51,7 +52,7 @@ type Options struct {
 type Admitter struct {
 	o      Options
 	cache  *endpointCache
-	writer *store.InboxWriter
+	writer *inbox.InboxWriter
 }
 
 // New builds an Admitter.
@@ -61,7 +62,7 @@ func New(o Options) *Admitter {
 	}
 	a := &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL, o.NegativeTTL)}
 	if o.Writers > 0 {
-		a.writer = store.NewInboxWriter(o.Store.Pool, store.InboxWriterOptions{Writers: o.Writers, Timeout: o.WriterTimeout})
+		a.writer = inbox.NewInboxWriter(o.Store.Pool, inbox.InboxWriterOptions{Writers: o.Writers, Timeout: o.WriterTimeout})
 	}
 	return a
 }
@@ -113,7 +114,7 @@ type Result struct {
 	// Resource is set once the delivery is derived.
 	Resource keys.Resource
 	// Event is the derived inbox row (Accepted, Ignored, Duplicate).
-	Event *store.InboxEvent
+	Event *inbox.InboxEvent
 	// InboxID of the new or existing row.
 	InboxID int64
 	// Status of the row: the new row's, or the existing one's for a
@@ -173,7 +174,7 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 
 	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
 	var rej *Rejection
-	if errors.As(err, &rej) && (rej.Reason == store.ReasonUnknownAccount || rej.Reason == store.ReasonAccountMismatch) {
+	if errors.As(err, &rej) && (rej.Reason == inbox.ReasonUnknownAccount || rej.Reason == inbox.ReasonAccountMismatch) {
 		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
 			ep = fresh
 			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
@@ -192,19 +193,19 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		return res, err
 	}
 	switch ins.Outcome {
-	case store.Inserted, store.Duplicate:
+	case inbox.Inserted, inbox.Duplicate:
 		if res.Status == keys.StatusPending && a.o.Handoff != nil {
 			// For a duplicate, another doorbell in case the first hand-off
 			// was lost (it is coalesced if still queued).
 			a.o.Handoff.Notify(res.Resource, res.Key)
 		}
 		return res, nil
-	case store.BodyReplay:
+	case inbox.BodyReplay:
 		// A body the endpoint already has, under a new (unsigned) event id:
 		// a replay. Nothing stored, no doorbell: its key names no row.
 		return res, nil
 	default: // Conflict: same event key, different body.
-		return a.quarantine(ctx, ep, d, ev, v.SecretID, &Rejection{Reason: store.ReasonConflictingDuplicate,
+		return a.quarantine(ctx, ep, d, ev, v.SecretID, &Rejection{Reason: inbox.ReasonConflictingDuplicate,
 			Detail: "event key already accepted with a different body; the original is kept"}, res)
 	}
 }
@@ -213,9 +214,9 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 // unsigned and the endpoint already holds its body under another id (in the
 // inbox or an open quarantine entry): that is a captured body replayed, a
 // duplicate, and storing it again would let a replayer fill the quarantine.
-func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev *store.InboxEvent, secretID int64, rej *Rejection, res Result) (Result, error) {
+func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev *inbox.InboxEvent, secretID int64, rej *Rejection, res Result) (Result, error) {
 	if ev.DedupBody {
-		status, seen, err := store.BodySeen(ctx, a.o.Store.Pool, ev.EndpointSlug, ev.BodySHA256, ev.Key.EventID)
+		status, seen, err := inbox.BodySeen(ctx, a.o.Store.Pool, ev.EndpointSlug, ev.BodySHA256, ev.Key.EventID)
 		if err != nil {
 			return res, storeError{err}
 		}
@@ -224,11 +225,11 @@ func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev 
 			return res, nil
 		}
 	}
-	q := &store.QuarantineEntry{EndpointSlug: ev.EndpointSlug, Provider: ev.Key.Provider, Account: ev.Key.Account,
+	q := &inbox.QuarantineEntry{EndpointSlug: ev.EndpointSlug, Provider: ev.Key.Provider, Account: ev.Key.Account,
 		Environment: ev.Key.Environment, EventID: ev.Key.EventID, Reason: rej.Reason, Detail: rej.Detail,
 		Payload: ev.Payload, BodySHA256: ev.BodySHA256, Headers: providers.KeptHeaders(ep.provider, d.Header),
 		SecretID: secretID}
-	if _, err := store.InsertQuarantine(ctx, a.o.Store.Pool, q); err != nil {
+	if _, err := inbox.InsertQuarantine(ctx, a.o.Store.Pool, q); err != nil {
 		return res, storeError{err}
 	}
 	res.Outcome, res.Reason, res.Detail = Quarantined, rej.Reason, rej.Detail
@@ -253,8 +254,8 @@ func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Resu
 	}
 	ev.Origin = keys.OriginBackfill
 	res, ins, err := a.insert(ctx, ev)
-	if err == nil && ins.Outcome == store.Conflict {
-		return res, &Rejection{Reason: store.ReasonConflictingDuplicate,
+	if err == nil && ins.Outcome == inbox.Conflict {
+		return res, &Rejection{Reason: inbox.ReasonConflictingDuplicate,
 			Detail: "the inbox holds another event under this key (type, created time or object differ); the original is kept"}
 	}
 	return res, err
@@ -262,7 +263,7 @@ func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Resu
 
 // insert commits ev on the pool, through the group-commit writer when
 // there is one.
-func (a *Admitter) insert(ctx context.Context, ev *store.InboxEvent) (Result, store.InsertResult, error) {
+func (a *Admitter) insert(ctx context.Context, ev *inbox.InboxEvent) (Result, inbox.InsertResult, error) {
 	if a.writer == nil {
 		return insert(ctx, a.o.Store.Pool, ev)
 	}
@@ -271,30 +272,30 @@ func (a *Admitter) insert(ctx context.Context, ev *store.InboxEvent) (Result, st
 }
 
 // insert commits ev: the one call of store.InsertInboxEvent.
-func insert(ctx context.Context, db store.DB, ev *store.InboxEvent) (Result, store.InsertResult, error) {
-	ins, err := store.InsertInboxEvent(ctx, db, ev)
+func insert(ctx context.Context, db store.DB, ev *inbox.InboxEvent) (Result, inbox.InsertResult, error) {
+	ins, err := inbox.InsertInboxEvent(ctx, db, ev)
 	return inserted(ev, ins, err)
 }
 
 // inserted is Admit's Result for ev's commit.
-func inserted(ev *store.InboxEvent, ins store.InsertResult, err error) (Result, store.InsertResult, error) {
+func inserted(ev *inbox.InboxEvent, ins inbox.InsertResult, err error) (Result, inbox.InsertResult, error) {
 	res := Result{Key: ev.Key, Resource: ev.Resource(), Event: ev}
 	if err != nil {
 		return res, ins, storeError{err}
 	}
 	res.InboxID, res.Status = ins.ID, ev.Status
 	switch ins.Outcome {
-	case store.Inserted:
+	case inbox.Inserted:
 		res.Outcome = Accepted
 		if ev.Status != keys.StatusPending {
 			res.Outcome, res.Detail = Ignored, ev.LastError
 		}
-	case store.Duplicate:
+	case inbox.Duplicate:
 		res.Outcome, res.Status = Duplicate, ins.ExistingStatus
 		if ins.Equivalent {
 			res.Detail = "the same event as the " + ins.ExistingOrigin + " row, serialized differently"
 		}
-	case store.BodyReplay:
+	case inbox.BodyReplay:
 		res.Outcome, res.Status = Duplicate, ins.ExistingStatus
 		res.Detail = fmt.Sprintf("replay of inbox row %d's body under a new event id", ins.ID)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/providertest"
@@ -52,17 +54,17 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	s := testenv.Store(t)
 	ctx := context.Background()
-	eps := []store.NewEndpoint{
+	eps := []endpoints.NewEndpoint{
 		{Slug: "stripe", Provider: "stripe", Environment: "test", Secrets: []string{stripeSecret}},
 		{Slug: "stripe-connect", Provider: "stripe", Environment: "live", Account: "acct_platform", Secrets: []string{stripeSecret}},
 		{Slug: "gh", Provider: "github", Environment: "live", Secrets: []string{githubSecret}},
 	}
 	for _, e := range eps {
-		require.NoError(t, s.InsertEndpoint(ctx, e))
+		require.NoError(t, endpoints.InsertEndpoint(ctx, s, e))
 	}
-	require.NoError(t, s.LinkAccount(ctx, "stripe", "acct_own", "ws_1"))
-	require.NoError(t, s.LinkAccount(ctx, "stripe-connect", "acct_c1", "ws_c1"))
-	require.NoError(t, s.LinkAccount(ctx, "gh", "4242", "ws_gh"))
+	require.NoError(t, endpoints.LinkAccount(ctx, s, "stripe", "acct_own", "ws_1"))
+	require.NoError(t, endpoints.LinkAccount(ctx, s, "stripe-connect", "acct_c1", "ws_c1"))
+	require.NoError(t, endpoints.LinkAccount(ctx, s, "gh", "4242", "ws_gh"))
 	h := &recordingHandoff{}
 	adm := admission.New(admission.Options{Store: s, Handoff: h, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
 	return &bundle{store: s, adm: adm, handoff: h, ctx: ctx}
@@ -83,7 +85,7 @@ func (b *bundle) admit(t *testing.T, slug string, body []byte, headers map[strin
 // backfill admits body as the backfill does, for the pass of account.
 func (b *bundle) backfill(t *testing.T, slug, account string, body []byte) (admission.Result, error) {
 	t.Helper()
-	ep, err := b.store.GetEndpoint(b.ctx, slug)
+	ep, err := endpoints.GetEndpoint(b.ctx, b.store, slug)
 	require.NoError(t, err)
 	return admission.New(admission.Options{Store: b.store}).Admit(b.ctx, admission.NewEndpoint(ep),
 		admission.Delivery{Body: body, Account: account}, keys.OriginBackfill)
@@ -101,8 +103,8 @@ func (b *bundle) quarantineCount(t *testing.T) int {
 	return n
 }
 
-func (b *bundle) row(t *testing.T, k keys.Event) *store.StoredEvent {
-	e, err := store.GetInboxEvent(b.ctx, b.store.Pool, k)
+func (b *bundle) row(t *testing.T, k keys.Event) *inbox.StoredEvent {
+	e, err := inbox.GetInboxEvent(b.ctx, b.store.Pool, k)
 	require.NoError(t, err)
 	return e
 }
@@ -131,7 +133,7 @@ func TestWebhookOutcomes(t *testing.T) {
 	res, err = b.admit(t, "stripe", other, providertest.StripeHeaders(other, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
-	require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
+	require.Equal(t, inbox.ReasonConflictingDuplicate, res.Reason)
 
 	// An unhandled type is ignored, not handed off.
 	ch := providertest.StripeEvent("evt_ch", "charge.succeeded", "ch_1", "charge", "")
@@ -175,10 +177,10 @@ func TestBackfillOrigin(t *testing.T) {
 	_, err = b.backfill(t, "stripe", "acct_else", providertest.StripeEvent("evt_b2", "invoice.paid", "in_b", "invoice", ""))
 	var rej *admission.Rejection
 	require.ErrorAs(t, err, &rej)
-	require.Equal(t, store.ReasonUnknownAccount, rej.Reason, "the pass's account, not the endpoint's own")
+	require.Equal(t, inbox.ReasonUnknownAccount, rej.Reason, "the pass's account, not the endpoint's own")
 	_, err = b.backfill(t, "stripe-connect", "acct_x", []byte(`{"id":"evt_b3","object":"event","type":"invoice.paid","livemode":true,"account":"acct_x","created":1,"data":{"object":{"id":"in_9","object":"invoice"}}}`))
 	require.ErrorAs(t, err, &rej)
-	require.Equal(t, store.ReasonUnknownAccount, rej.Reason)
+	require.Equal(t, inbox.ReasonUnknownAccount, rej.Reason)
 
 	require.Equal(t, 1, b.inboxCount(t))
 	require.Zero(t, b.quarantineCount(t))
@@ -242,12 +244,12 @@ func TestABackfilledEventAndItsLateWebhookAreOneEvent(t *testing.T) {
 		res, err = b.admit(t, "stripe", other, providertest.StripeHeaders(other, stripeSecret, time.Now()))
 		require.NoError(t, err)
 		require.Equal(t, admission.Quarantined, res.Outcome, "variant %d", i)
-		require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
+		require.Equal(t, inbox.ReasonConflictingDuplicate, res.Reason)
 	}
 	_, err = b.backfill(t, "stripe", "acct_own", providertest.StripeEvent("evt_early", "invoice.paid", "in_OTHER", "invoice", ""))
 	var rej *admission.Rejection
 	require.ErrorAs(t, err, &rej)
-	require.Equal(t, store.ReasonConflictingDuplicate, rej.Reason)
+	require.Equal(t, inbox.ReasonConflictingDuplicate, rej.Reason)
 	require.False(t, errors.Is(err, admission.ErrNotStored))
 
 	// Two webhooks: their bytes are the sender's, so any difference is a
@@ -256,7 +258,7 @@ func TestABackfilledEventAndItsLateWebhookAreOneEvent(t *testing.T) {
 	res, err = b.admit(t, "stripe", relaid, providertest.StripeHeaders(relaid, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
-	require.Equal(t, store.ReasonConflictingDuplicate, res.Reason)
+	require.Equal(t, inbox.ReasonConflictingDuplicate, res.Reason)
 
 	require.Equal(t, 2, b.inboxCount(t))
 	require.Equal(t, 4, b.quarantineCount(t))
@@ -286,7 +288,7 @@ func TestConnectBackfillTakesTheAccountFromTheScope(t *testing.T) {
 	require.Equal(t, "acct_c1", res.Event.Key.Account)
 
 	// Listed under acct_c1 but naming another account: refused, nothing stored.
-	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe-connect", "acct_c2", "ws_c2"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "stripe-connect", "acct_c2", "ws_c2"))
 	other := []byte(`{"id":"evt_cb3","object":"event","type":"invoice.paid","livemode":true,"account":"acct_c2","created":1760000000,"data":{"object":{"id":"in_cb3","object":"invoice"}}}`)
 	_, err = b.backfill(t, "stripe-connect", "acct_c1", other)
 	require.ErrorContains(t, err, "the event names account acct_c2, the pass lists acct_c1")
@@ -302,7 +304,7 @@ func TestConnectBackfillTakesTheAccountFromTheScope(t *testing.T) {
 func TestOwnAccountEventsStayRoutedAfterASecondLink(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe", "acct_conn", "ws_conn"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "stripe", "acct_conn", "ws_conn"))
 
 	own := providertest.StripeEvent("evt_own", "invoice.paid", "in_own", "invoice", "")
 	res, err := b.admit(t, "stripe", own, providertest.StripeHeaders(own, stripeSecret, time.Now()))

@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/admission"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers/providertest"
 )
 
@@ -57,20 +58,20 @@ func (b *bundle) workspaceRows(t *testing.T, ws string) int {
 func TestASecretCannotSignForAnotherTenantsAccount(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "shared", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "shared", Provider: "stripe", Environment: "test",
 		Secrets: []string{secretA}, SecretAccounts: []string{"acct_a"}}))
-	ep, err := b.store.GetEndpoint(b.ctx, "shared")
+	ep, err := endpoints.GetEndpoint(b.ctx, b.store, "shared")
 	require.NoError(t, err)
-	_, err = store.InsertSecret(b.ctx, b.store.Pool, b.store.Keys, "shared", secretB, []string{"acct_b"})
+	_, err = endpoints.InsertSecret(b.ctx, b.store.Pool, b.store.Keys, "shared", secretB, []string{"acct_b"})
 	require.NoError(t, err)
-	require.NoError(t, b.store.LinkAccount(b.ctx, "shared", "acct_a", "ws_a"))
-	require.NoError(t, b.store.LinkAccount(b.ctx, "shared", "acct_b", "ws_b"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "shared", "acct_a", "ws_a"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "shared", "acct_b", "ws_b"))
 
 	forged := providertest.StripeEvent("evt_forged", "invoice.paid", "in_1", "invoice", `"account":"acct_a",`)
 	res, err := b.admit(t, "shared", forged, providertest.StripeHeaders(forged, secretB, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
-	require.Equal(t, store.ReasonAccountMismatch, res.Reason)
+	require.Equal(t, inbox.ReasonAccountMismatch, res.Reason)
 	require.Contains(t, res.Detail, "acct_b only")
 	require.Zero(t, b.inboxCount(t), "nothing reached any workspace")
 	require.Equal(t, 1, b.quarantineCount(t))
@@ -104,17 +105,17 @@ func TestASecretCannotSignForAnotherTenantsAccount(t *testing.T) {
 func TestShopifyShopHeaderMustMatchItsBinding(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "shop-a", Provider: "shopify", Environment: "live",
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "shop-a", Provider: "shopify", Environment: "live",
 		Account: "a.myshopify.com", Secrets: []string{shopKey}}))
-	require.NoError(t, b.store.LinkAccount(b.ctx, "shop-a", "a.myshopify.com", "ws_a"))
-	require.NoError(t, b.store.LinkAccount(b.ctx, "shop-a", "b.myshopify.com", "ws_b"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "shop-a", "a.myshopify.com", "ws_a"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "shop-a", "b.myshopify.com", "ws_b"))
 
 	// A fresh signed body with the other shop's header: quarantined.
 	body := []byte(`{"id":1001,"total_price":"10.00"}`)
 	res, err := b.admit(t, "shop-a", body, shopifyHeaders(body, shopKey, "b.myshopify.com", "e-1", "orders/paid"))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
-	require.Equal(t, store.ReasonAccountMismatch, res.Reason)
+	require.Equal(t, inbox.ReasonAccountMismatch, res.Reason)
 	require.Contains(t, res.Detail, "bound to a.myshopify.com")
 	require.Zero(t, b.workspaceRows(t, "ws_b"))
 	require.Equal(t, 1, b.quarantineCount(t))
@@ -136,9 +137,9 @@ func TestShopifyShopHeaderMustMatchItsBinding(t *testing.T) {
 func TestShopifyWithoutABindingTrustsOnlyASingleLinkedShop(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "shops", Provider: "shopify", Environment: "live",
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "shops", Provider: "shopify", Environment: "live",
 		Secrets: []string{shopKey}}))
-	require.NoError(t, b.store.LinkAccount(b.ctx, "shops", "a.myshopify.com", "ws_a"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "shops", "a.myshopify.com", "ws_a"))
 
 	body := []byte(`{"id":2001}`)
 	res, err := b.admit(t, "shops", body, shopifyHeaders(body, shopKey, "a.myshopify.com", "e-1", "orders/create"))
@@ -149,7 +150,7 @@ func TestShopifyWithoutABindingTrustsOnlyASingleLinkedShop(t *testing.T) {
 	// the workspace. The second link pins the first shop as the endpoint's
 	// own account (store.Link), so the header may only name that one: a
 	// delivery naming the other shop is quarantined until bound.
-	res2, err := b.store.Link(b.ctx, "shops", "b.myshopify.com", "ws_b")
+	res2, err := endpoints.Link(b.ctx, b.store, "shops", "b.myshopify.com", "ws_b")
 	require.NoError(t, err)
 	require.True(t, res2.PinnedOwnAccount)
 	b.adm = admission.New(admission.Options{Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
@@ -157,28 +158,28 @@ func TestShopifyWithoutABindingTrustsOnlyASingleLinkedShop(t *testing.T) {
 	res, err = b.admit(t, "shops", body2, shopifyHeaders(body2, shopKey, "b.myshopify.com", "e-2", "orders/create"))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
-	require.Equal(t, store.ReasonAccountMismatch, res.Reason)
+	require.Equal(t, inbox.ReasonAccountMismatch, res.Reason)
 	require.Contains(t, res.Detail, "unsigned account header names b.myshopify.com")
 	require.Zero(t, b.workspaceRows(t, "ws_b"))
 
 	// Without the pin ('endpoints set-account --account ""') nothing binds
 	// a shop: with two linked, every header is refused.
-	require.NoError(t, b.store.SetOwnAccount(b.ctx, "shops", ""))
+	require.NoError(t, endpoints.SetOwnAccount(b.ctx, b.store, "shops", ""))
 	b.adm = admission.New(admission.Options{Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
 	body2b := []byte(`{"id":2012}`)
 	res, err = b.admit(t, "shops", body2b, shopifyHeaders(body2b, shopKey, "a.myshopify.com", "e-2b", "orders/create"))
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
 	require.Contains(t, res.Detail, "not signed")
-	require.NoError(t, b.store.SetOwnAccount(b.ctx, "shops", "a.myshopify.com"))
+	require.NoError(t, endpoints.SetOwnAccount(b.ctx, b.store, "shops", "a.myshopify.com"))
 
 	// Bound per secret: each shop's own secret picks its shop.
 	shopKeyB := "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"
-	_, err = store.InsertSecret(b.ctx, b.store.Pool, b.store.Keys, "shops", shopKeyB, []string{"b.myshopify.com"})
+	_, err = endpoints.InsertSecret(b.ctx, b.store.Pool, b.store.Keys, "shops", shopKeyB, []string{"b.myshopify.com"})
 	require.NoError(t, err)
-	ep, err := b.store.GetEndpoint(b.ctx, "shops")
+	ep, err := endpoints.GetEndpoint(b.ctx, b.store, "shops")
 	require.NoError(t, err)
-	require.NoError(t, b.store.BindSecret(b.ctx, "shops", ep.Secrets[0].ID, []string{"a.myshopify.com"}))
+	require.NoError(t, endpoints.BindSecret(b.ctx, b.store, "shops", ep.Secrets[0].ID, []string{"a.myshopify.com"}))
 	b.adm = admission.New(admission.Options{Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
 	body3 := []byte(`{"id":2003}`)
 	res, err = b.admit(t, "shops", body3, shopifyHeaders(body3, shopKeyB, "b.myshopify.com", "e-3", "orders/create"))
@@ -260,9 +261,9 @@ func TestBodyDedupOnlyWhereTheIDIsUnsigned(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	std := "whsec_" + base64.StdEncoding.EncodeToString([]byte("standard-secret-for-dedup-test!!"))
-	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "std", Provider: "standard", Environment: "live",
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "std", Provider: "standard", Environment: "live",
 		Account: "proj_1", Secrets: []string{std}}))
-	require.NoError(t, b.store.LinkAccount(b.ctx, "std", "proj_1", "ws_std"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "std", "proj_1", "ws_std"))
 	body := []byte(`{"type":"feedback.created","data":{"id":"fb_1"}}`)
 	for _, id := range []string{"msg_1", "msg_2"} {
 		res, err := b.admit(t, "std", body, standardHeaders(t, body, std, id, time.Now()))
@@ -288,12 +289,12 @@ func standardHeaders(t *testing.T, body []byte, secret, id string, at time.Time)
 func TestTheIntakesEndpointHasNoAPIKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "with-key", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "with-key", Provider: "stripe", Environment: "test",
 		Secrets: []string{stripeSecret}, APIKey: "sk_live_never_in_the_intake", APIBaseURL: "http://127.0.0.1:1"}))
 	ep, err := b.adm.Endpoint(b.ctx, "with-key")
 	require.NoError(t, err)
 	require.Empty(t, ep.APIKey)
-	full, err := b.store.GetEndpoint(b.ctx, "with-key")
+	full, err := endpoints.GetEndpoint(b.ctx, b.store, "with-key")
 	require.NoError(t, err)
 	require.Equal(t, "sk_live_never_in_the_intake", full.APIKey)
 }

@@ -9,13 +9,14 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
 // Endpoint is a registered endpoint with its provider and prepared
 // verifier.
 type Endpoint struct {
-	*store.Endpoint
+	*endpoints.Endpoint
 	// provider is nil for a provider nobody registered: its deliveries are
 	// refused (401) and cannot be derived.
 	provider providers.Provider
@@ -25,7 +26,7 @@ type Endpoint struct {
 
 // NewEndpoint prepares ep for admission (the intake's cache does it for
 // each endpoint it loads).
-func NewEndpoint(ep *store.Endpoint) *Endpoint {
+func NewEndpoint(ep *endpoints.Endpoint) *Endpoint {
 	e := &Endpoint{Endpoint: ep, loaded: time.Now()}
 	if p, ok := providers.Lookup(ep.Provider); ok {
 		e.provider, e.verifier = p, p.Verifier(ep.Secrets)
@@ -101,7 +102,7 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 	}
 	v, err, _ := c.group.Do(slug, func() (any, error) {
 		// Never the API key: the intake has no use for it.
-		ep, err := c.store.GetIntakeEndpoint(ctx, slug)
+		ep, err := endpoints.GetIntakeEndpoint(ctx, c.store, slug)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				c.mu.Lock()

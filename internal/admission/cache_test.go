@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -47,7 +48,7 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 	adm = admission.New(admission.Options{Store: st2, CacheTTL: time.Minute, NegativeTTL: negTTL})
 	_, err = adm.Endpoint(ctx, "late")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	require.NoError(t, seed.InsertEndpoint(ctx, store.NewEndpoint{Slug: "late", Provider: "stripe", Environment: "test", Secrets: []string{"whsec_late0123456789abcdefghijklmnopqrstuvwxyz"}}))
+	require.NoError(t, endpoints.InsertEndpoint(ctx, seed, endpoints.NewEndpoint{Slug: "late", Provider: "stripe", Environment: "test", Secrets: []string{"whsec_late0123456789abcdefghijklmnopqrstuvwxyz"}}))
 	time.Sleep(negTTL + 50*time.Millisecond)
 	ep, err := adm.Endpoint(ctx, "late")
 	require.NoError(t, err, "a slug registered after a miss works once the negative TTL passed")

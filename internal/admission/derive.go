@@ -8,7 +8,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -38,20 +39,20 @@ func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 // On rejection the returned event still carries the key parts that could be
 // derived (for the quarantine row); err is a *Rejection, or another error for
 // a provider without a normalizer.
-func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, secretID int64, scope string) (*store.InboxEvent, error) {
+func derive(ep *endpoints.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, secretID int64, scope string) (*inbox.InboxEvent, error) {
 	sum := sha256.Sum256(raw)
-	ev := &store.InboxEvent{EndpointSlug: ep.Slug, Payload: raw, BodySHA256: sum[:], Key: keys.Event{Provider: ep.Provider}}
+	ev := &inbox.InboxEvent{EndpointSlug: ep.Slug, Payload: raw, BodySHA256: sum[:], Key: keys.Event{Provider: ep.Provider}}
 	n, err := normalize(ep, p, h, payload)
 	if err != nil {
 		if bad, ok := isMalformed(err); ok {
-			return ev, &Rejection{Reason: store.ReasonMalformed, Detail: bad.Reason}
+			return ev, &Rejection{Reason: inbox.ReasonMalformed, Detail: bad.Reason}
 		}
 		return ev, err
 	}
 	ev.Key.EventID, ev.DedupBody = n.EventID, n.UnsignedEventID
 	if n.Environment != "" && n.Environment != ep.Environment {
 		ev.Key.Environment = n.Environment
-		return ev, &Rejection{Reason: store.ReasonEnvironmentMismatch, Detail: "a " + n.Environment + " event on a " + ep.Environment + " endpoint"}
+		return ev, &Rejection{Reason: inbox.ReasonEnvironmentMismatch, Detail: "a " + n.Environment + " event on a " + ep.Environment + " endpoint"}
 	}
 	ev.Key.Environment = ep.Environment
 	account := n.Account
@@ -67,13 +68,13 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 	}
 	workspace, linked := ep.Links[account]
 	if !linked || account == "" {
-		return ev, &Rejection{Reason: store.ReasonUnknownAccount,
+		return ev, &Rejection{Reason: inbox.ReasonUnknownAccount,
 			Detail: "source account " + orDefault(account, "(none: the endpoint has no own account)") + " is not linked to a workspace"}
 	}
 	_, handled := handlers.For(ep.Provider, n.EventType)
 	kind, id, err := n.resourceOrFallback(handled)
 	if err != nil {
-		return ev, &Rejection{Reason: store.ReasonMalformed, Detail: err.Error()}
+		return ev, &Rejection{Reason: inbox.ReasonMalformed, Detail: err.Error()}
 	}
 	ev.WorkspaceID, ev.EventType, ev.ResourceKind, ev.ResourceID = workspace, n.EventType, kind, id
 	ev.ProviderVersion, ev.OccurredAt, ev.ObjectID = n.version, n.OccurredAt, n.ObjectID
@@ -92,7 +93,7 @@ func derive(ep *store.Endpoint, p providers.Provider, h http.Header, payload, ra
 // the secret's binding, else the endpoint's own account, does not name. With neither
 // binding, an unsigned account is only trusted while the endpoint links
 // exactly one account (which it must then be, or it is unknown).
-func checkBinding(ep *store.Endpoint, secretID int64, account string, unsignedAccount bool) *Rejection {
+func checkBinding(ep *endpoints.Endpoint, secretID int64, account string, unsignedAccount bool) *Rejection {
 	var sec *keys.Secret
 	for i := range ep.Secrets {
 		if secretID != 0 && ep.Secrets[i].ID == secretID {
@@ -100,7 +101,7 @@ func checkBinding(ep *store.Endpoint, secretID int64, account string, unsignedAc
 		}
 	}
 	if sec != nil && !sec.MayClaim(account) {
-		return &Rejection{Reason: store.ReasonAccountMismatch, Detail: fmt.Sprintf(
+		return &Rejection{Reason: inbox.ReasonAccountMismatch, Detail: fmt.Sprintf(
 			"secret #%d may sign for %s only; the delivery claims source account %s", sec.ID,
 			strings.Join(sec.Accounts, ", "), orDefault(account, "(none)"))}
 	}
@@ -114,11 +115,11 @@ func checkBinding(ep *store.Endpoint, secretID int64, account string, unsignedAc
 		// have pinned to the first shop, store.Link).
 	case ep.Account != "":
 		if account != ep.Account {
-			return &Rejection{Reason: store.ReasonAccountMismatch, Detail: fmt.Sprintf(
+			return &Rejection{Reason: inbox.ReasonAccountMismatch, Detail: fmt.Sprintf(
 				"the unsigned account header names %s; endpoint %s is bound to %s", orDefault(account, "(none)"), ep.Slug, ep.Account)}
 		}
 	case len(ep.Links) > 1:
-		return &Rejection{Reason: store.ReasonAccountMismatch, Detail: fmt.Sprintf(
+		return &Rejection{Reason: inbox.ReasonAccountMismatch, Detail: fmt.Sprintf(
 			"the account header (%s) is not signed and endpoint %s links %d accounts: bind one to the endpoint "+
 				"(--account) or to each secret (endpoints secrets bind)", orDefault(account, "none"), ep.Slug, len(ep.Links))}
 	}

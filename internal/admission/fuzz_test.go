@@ -21,13 +21,13 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
 // fuzzEndpoints are the webhook fuzz harness's endpoints (same slugs,
 // settings and links), so the corpus means the same in both packages.
-var fuzzEndpoints = map[string]*store.Endpoint{
+var fuzzEndpoints = map[string]*endpoints.Endpoint{
 	"fz-stripe": {Slug: "fz-stripe", Provider: "stripe", Environment: "test", Links: map[string]string{"acct_own": "ws_own"}},
 	"fz-connect": {Slug: "fz-connect", Provider: "stripe", Environment: "live", Account: "acct_platform",
 		Links:    map[string]string{"acct_c1": "ws_c1", "acct_platform": "ws_platform"},

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -24,7 +24,7 @@ type normalized struct {
 // provider reads its own fields, then what holds for every provider is
 // checked here. Its *providers.MalformedError is a delivery that cannot be
 // used as it is.
-func normalize(ep *store.Endpoint, p providers.Provider, h http.Header, payload []byte) (normalized, error) {
+func normalize(ep *endpoints.Endpoint, p providers.Provider, h http.Header, payload []byte) (normalized, error) {
 	if !gjson.ValidBytes(payload) {
 		return normalized{}, providers.Malformedf("body is not valid JSON")
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -26,7 +28,7 @@ type ReadmitResult struct {
 	Resource keys.Resource `json:"resource"`
 	// Outcome is Inserted, or Duplicate when the same delivery already
 	// reached the inbox (a sender retry after the account was linked).
-	Outcome   store.InsertOutcome `json:"-"`
+	Outcome   inbox.InsertOutcome `json:"-"`
 	InboxID   int64               `json:"inbox_id"`
 	Workspace string              `json:"workspace"`
 	// Status of the inbox row: pending (ring the resource's doorbell),
@@ -47,21 +49,21 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 	if strings.TrimSpace(by) == "" || strings.TrimSpace(reason) == "" {
 		return ReadmitResult{}, fmt.Errorf("re-admit quarantine %d: who and why are required", id)
 	}
-	q, err := store.GetQuarantineEntry(ctx, st.Pool, id, false)
+	q, err := inbox.GetQuarantineEntry(ctx, st.Pool, id, false)
 	if err != nil {
 		return ReadmitResult{}, err
 	}
 	if err := q.CheckOpen(); err != nil {
 		return ReadmitResult{}, err
 	}
-	if q.Reason == store.ReasonConflictingDuplicate {
+	if q.Reason == inbox.ReasonConflictingDuplicate {
 		k, _ := q.EventKey()
 		return ReadmitResult{}, fmt.Errorf("quarantine %d: %w: event key %s is already in the inbox with a different body "+
 			"and keys are unique, so this body can never enter as the same event; discard this entry "+
 			"(quarantine resolve %d --action discard) or, if the original needs another pass, replay it "+
 			"(replay %s)", id, ErrCannotReadmit, k, id, k)
 	}
-	sep, err := st.GetIntakeEndpoint(ctx, q.EndpointSlug)
+	sep, err := endpoints.GetIntakeEndpoint(ctx, st, q.EndpointSlug)
 	if errors.Is(err, store.ErrNotFound) {
 		return ReadmitResult{}, fmt.Errorf("quarantine %d: %w: endpoint %s no longer exists", id, ErrCannotReadmit, q.EndpointSlug)
 	}
@@ -72,7 +74,7 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 
 	var res ReadmitResult
 	err = st.Tx(ctx, func(tx pgx.Tx) error {
-		q, err := store.LockQuarantineEntry(ctx, tx, id)
+		q, err := inbox.LockQuarantineEntry(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -90,16 +92,16 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 		res = ReadmitResult{Key: ev.Key, Resource: r.Resource, Outcome: ins.Outcome, InboxID: r.InboxID,
 			Workspace: ev.WorkspaceID, Status: r.Status}
 		switch ins.Outcome {
-		case store.Inserted, store.Duplicate, store.BodyReplay:
+		case inbox.Inserted, inbox.Duplicate, inbox.BodyReplay:
 		default:
 			return fmt.Errorf("quarantine %d: %w: event key %s is already in the inbox with a different body; "+
 				"discard this entry or replay the original (replay %s)", id, ErrCannotReadmit, ev.Key, ev.Key)
 		}
-		if _, err := store.ResolveQuarantine(ctx, tx, id, by, "readmitted as "+ev.Key.String()+": "+reason); err != nil {
+		if _, err := inbox.ResolveQuarantine(ctx, tx, id, by, "readmitted as "+ev.Key.String()+": "+reason); err != nil {
 			return err
 		}
 		res.ActionID, err = store.InsertOperatorAction(ctx, tx, &store.OperatorAction{
-			Actor: by, Action: store.ActionQuarantineReadmit, Target: store.QuarantineTarget(id),
+			Actor: by, Action: inbox.ActionQuarantineReadmit, Target: inbox.QuarantineTarget(id),
 			EventKey: ev.Key.String(), Reason: reason,
 			Details: map[string]any{
 				"quarantine_reason": q.Reason, "detail": q.Detail, "endpoint": q.EndpointSlug,
@@ -118,7 +120,7 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 // readmission derives the inbox row of an already-authenticated delivery
 // with the intake's own step and the endpoint's current settings and links.
 // Its errors say what is still wrong and how to fix it.
-func readmission(ep *Endpoint, q *store.QuarantineItem) (*store.InboxEvent, error) {
+func readmission(ep *Endpoint, q *inbox.QuarantineItem) (*inbox.InboxEvent, error) {
 	raw := q.Payload
 	if raw == nil {
 		return nil, errors.New("the delivery's body is no longer stored")
@@ -141,7 +143,7 @@ func readmission(ep *Endpoint, q *store.QuarantineItem) (*store.InboxEvent, erro
 	// (derive checks its binding). One that was removed since can no longer
 	// vouch for an entry quarantined for claiming an account it was not
 	// bound to.
-	if q.Reason == store.ReasonAccountMismatch && !slices.ContainsFunc(ep.Secrets, func(s keys.Secret) bool { return s.ID == q.SecretID }) {
+	if q.Reason == inbox.ReasonAccountMismatch && !slices.ContainsFunc(ep.Secrets, func(s keys.Secret) bool { return s.ID == q.SecretID }) {
 		return nil, fmt.Errorf("secret #%d, which verified this delivery, was removed: its account binding "+
 			"cannot be checked again; discard the entry", q.SecretID)
 	}
@@ -149,17 +151,17 @@ func readmission(ep *Endpoint, q *store.QuarantineItem) (*store.InboxEvent, erro
 	var rej *Rejection
 	if errors.As(err, &rej) {
 		switch rej.Reason {
-		case store.ReasonUnknownAccount:
+		case inbox.ReasonUnknownAccount:
 			if ev.Key.Account == "" {
 				return nil, fmt.Errorf("still no source account: the event names none and endpoint %s has no own "+
 					"account (give the endpoint --account, or link exactly one account)", ep.Slug)
 			}
 			return nil, fmt.Errorf("source account %s is still not linked to a workspace: run "+
 				"'hookinbox endpoints link --slug %s --account %s --workspace WORKSPACE' first", ev.Key.Account, ep.Slug, ev.Key.Account)
-		case store.ReasonAccountMismatch:
+		case inbox.ReasonAccountMismatch:
 			return nil, fmt.Errorf("still an account mismatch: %s; if the account is rightly this secret's, "+
 				"bind it first (hookinbox endpoints secrets bind --slug %s --id N --accounts …)", rej.Detail, ep.Slug)
-		case store.ReasonEnvironmentMismatch:
+		case inbox.ReasonEnvironmentMismatch:
 			return nil, fmt.Errorf("still an environment mismatch: %s %s; discard it (the sender should deliver "+
 				"it to an endpoint of its environment)", rej.Detail, ep.Slug)
 		default:

@@ -11,6 +11,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers/providertest"
 )
 
@@ -22,9 +24,9 @@ func (b *bundle) quarantineID(t *testing.T, eventID string) int64 {
 	return id
 }
 
-func (b *bundle) entry(t *testing.T, id int64) *store.QuarantineItem {
+func (b *bundle) entry(t *testing.T, id int64) *inbox.QuarantineItem {
 	t.Helper()
-	q, err := store.GetQuarantineEntry(b.ctx, b.store.Pool, id, false)
+	q, err := inbox.GetQuarantineEntry(b.ctx, b.store.Pool, id, false)
 	require.NoError(t, err)
 	return q
 }
@@ -48,15 +50,15 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 	require.Contains(t, err.Error(), "endpoints link --slug stripe-connect --account acct_new")
 	require.Nil(t, b.entry(t, id).ResolvedAt)
 	require.Zero(t, b.inboxCount(t))
-	acts, err := store.ListOperatorActions(b.ctx, b.store.Pool, store.QuarantineTarget(id), 10)
+	acts, err := store.ListOperatorActions(b.ctx, b.store.Pool, inbox.QuarantineTarget(id), 10)
 	require.NoError(t, err)
 	require.Empty(t, acts)
 
 	// The operator links the account, then re-admits.
-	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe-connect", "acct_new", "ws_new"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "stripe-connect", "acct_new", "ws_new"))
 	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "customer onboarded")
 	require.NoError(t, err)
-	require.Equal(t, store.Inserted, res.Outcome)
+	require.Equal(t, inbox.Inserted, res.Outcome)
 	require.Equal(t, key, res.Key)
 	require.Equal(t, keys.StatusPending, res.Status)
 	require.Equal(t, "ws_new", res.Workspace)
@@ -82,15 +84,15 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 	acts, err = store.ListOperatorActions(b.ctx, b.store.Pool, key.String(), 10)
 	require.NoError(t, err)
 	require.Len(t, acts, 1)
-	require.Equal(t, store.ActionQuarantineReadmit, acts[0].Action)
-	require.Equal(t, store.QuarantineTarget(id), acts[0].Target)
+	require.Equal(t, inbox.ActionQuarantineReadmit, acts[0].Action)
+	require.Equal(t, inbox.QuarantineTarget(id), acts[0].Target)
 	require.Equal(t, "customer onboarded", acts[0].Reason)
-	require.Equal(t, store.ReasonUnknownAccount, acts[0].Details["quarantine_reason"])
+	require.Equal(t, inbox.ReasonUnknownAccount, acts[0].Details["quarantine_reason"])
 	require.Equal(t, "inserted", acts[0].Details["outcome"])
 
 	// Resolved once: a second re-admission is refused and adds nothing.
 	_, err = admission.Readmit(b.ctx, b.store, id, "bob", "again")
-	var resolved *store.AlreadyResolvedError
+	var resolved *inbox.AlreadyResolvedError
 	require.ErrorAs(t, err, &resolved)
 	require.Equal(t, 1, b.inboxCount(t))
 }
@@ -105,19 +107,19 @@ func TestReadmitWhenTheSenderAlreadyRedelivered(t *testing.T) {
 	id := b.quarantineID(t, "evt_q2")
 
 	// Linked, and the sender's retry is accepted before the operator acts.
-	require.NoError(t, b.store.LinkAccount(b.ctx, "stripe-connect", "acct_late", "ws_late"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "stripe-connect", "acct_late", "ws_late"))
 	time.Sleep(1100 * time.Millisecond) // the intake's reload-on-unknown-account floor
 	r, err = b.admit(t, "stripe-connect", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.NoError(t, err)
 	require.Equal(t, admission.Accepted, r.Outcome)
 	key := keys.Event{Provider: "stripe", Account: "acct_late", Environment: "live", EventID: "evt_q2"}
-	_, err = store.CompleteInboxEvent(b.ctx, b.store.Pool, key, keys.StatusDone, "granted")
+	_, err = inbox.CompleteInboxEvent(b.ctx, b.store.Pool, key, keys.StatusDone, "granted")
 	require.NoError(t, err)
 
 	// The event key settles it: the entry closes, the row is left alone.
 	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "linked")
 	require.NoError(t, err)
-	require.Equal(t, store.Duplicate, res.Outcome)
+	require.Equal(t, inbox.Duplicate, res.Outcome)
 	require.Equal(t, keys.StatusDone, res.Status, "no doorbell needed for a done row")
 	require.Equal(t, 1, b.inboxCount(t))
 	got := b.row(t, key)
@@ -138,7 +140,7 @@ func TestReadmitGitHubFormDeliveryUsesTheKeptHeaders(t *testing.T) {
 	require.Equal(t, admission.Quarantined, r.Outcome, r.Reason)
 	id := b.quarantineID(t, "d-q1")
 
-	require.NoError(t, b.store.LinkAccount(b.ctx, "gh", "999", "ws_gh2"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "gh", "999", "ws_gh2"))
 	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "installation approved")
 	require.NoError(t, err)
 	key := keys.Event{Provider: "github", Account: "999", Environment: "live", EventID: "d-q1"}
@@ -165,7 +167,7 @@ func TestReadmitRefusals(t *testing.T) {
 	other := providertest.StripeEvent("evt_c", "invoice.paid", "in_OTHER", "invoice", "")
 	r, err = b.admit(t, "stripe", other, providertest.StripeHeaders(other, stripeSecret, time.Now()))
 	require.NoError(t, err)
-	require.Equal(t, store.ReasonConflictingDuplicate, r.Reason)
+	require.Equal(t, inbox.ReasonConflictingDuplicate, r.Reason)
 	conflict := b.quarantineID(t, "evt_c")
 
 	// A test-mode event on the live endpoint.
@@ -179,8 +181,8 @@ func TestReadmitRefusals(t *testing.T) {
 	// intake stores it: the body is a real Stripe event).
 	bad := []byte(`{"id":"evt_noobj","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{}}`)
 	sum := sha256.Sum256(bad)
-	_, err = store.InsertQuarantine(b.ctx, b.store.Pool, &store.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
-		EventID: "evt_noobj", Reason: store.ReasonMalformed, Detail: "missing the resource id", Payload: bad, BodySHA256: sum[:],
+	_, err = inbox.InsertQuarantine(b.ctx, b.store.Pool, &inbox.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
+		EventID: "evt_noobj", Reason: inbox.ReasonMalformed, Detail: "missing the resource id", Payload: bad, BodySHA256: sum[:],
 		Headers: map[string]string{"Content-Type": "application/json"}})
 	require.NoError(t, err)
 	malformed := b.quarantineID(t, "evt_noobj")
@@ -214,11 +216,11 @@ func TestReadmitRefusals(t *testing.T) {
 
 	// A conflicting duplicate is resolved by discarding it; the audit shows
 	// on the original event too.
-	_, err = b.store.DiscardQuarantine(b.ctx, conflict, "alice", "sender bug, original is right")
+	_, err = inbox.DiscardQuarantine(b.ctx, b.store, conflict, "alice", "sender bug, original is right")
 	require.NoError(t, err)
 	require.NotNil(t, b.entry(t, conflict).ResolvedAt)
 	acts, err := store.ListOperatorActions(b.ctx, b.store.Pool, got.Key.String(), 10)
 	require.NoError(t, err)
 	require.Len(t, acts, 1)
-	require.Equal(t, store.ActionQuarantineDiscard, acts[0].Action)
+	require.Equal(t, inbox.ActionQuarantineDiscard, acts[0].Action)
 }

@@ -15,7 +15,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -86,8 +87,8 @@ func TestARegisteredProviderIsAdmitted(t *testing.T) {
 	require.ErrorContains(t, providers.ValidateSecret("acme", "short"), "16 characters")
 	require.NoError(t, providers.ValidateSecret("acme", secret))
 	require.Contains(t, providers.OneOf(), "acme")
-	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "acme", Provider: "acme", Environment: "live", Secrets: []string{secret}}))
-	require.NoError(t, b.store.LinkAccount(b.ctx, "acme", "team_1", "ws_acme"))
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "acme", Provider: "acme", Environment: "live", Secrets: []string{secret}}))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "acme", "team_1", "ws_acme"))
 
 	body := []byte(`{"type":"widget.updated","account":"team_1","data":{"id":"w_1"}}`)
 	res, err := b.admit(t, "acme", body, acmeHeaders(body, secret, "dlv_1"))
@@ -109,7 +110,7 @@ func TestARegisteredProviderIsAdmitted(t *testing.T) {
 	res, err = b.admit(t, "acme", other, h)
 	require.NoError(t, err)
 	require.Equal(t, admission.Quarantined, res.Outcome)
-	require.Equal(t, store.ReasonUnknownAccount, res.Reason)
+	require.Equal(t, inbox.ReasonUnknownAccount, res.Reason)
 	var kept []byte
 	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT headers FROM inbox_quarantine WHERE event_id = 'dlv_3'`).Scan(&kept))
 	require.Contains(t, string(kept), "dlv_3")

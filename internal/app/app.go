@@ -26,6 +26,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -250,7 +251,7 @@ func Mailer(cfg config.Config) outbound.Sender {
 func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *Activities, m *metrics.Metrics, addr string, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	if err := m.Registry.Register(&metrics.DBStats{Logger: log, Query: func(ctx context.Context) (keys.Backlog, error) {
-		return store.ReadBacklog(ctx, a.Store.Pool)
+		return inbox.ReadBacklog(ctx, a.Store.Pool)
 	}}); err != nil {
 		var already prometheus.AlreadyRegisteredError
 		if !errors.As(err, &already) { // a restarted worker on the same registry

@@ -35,6 +35,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -65,8 +66,8 @@ func startSecIntake(t *testing.T) *secIntake {
 	require.NoError(t, err)
 	st.Keys = testenv.Keys(t)
 	t.Cleanup(st.Close)
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: secSlug, Provider: "stripe", Environment: "test", Secrets: []string{secSecret}}))
-	require.NoError(t, st.LinkAccount(ctx, secSlug, "acct_sec", "ws_sec"))
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: secSlug, Provider: "stripe", Environment: "test", Secrets: []string{secSecret}}))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, secSlug, "acct_sec", "ws_sec"))
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c, err := starter.DialLazy(cfg, log)

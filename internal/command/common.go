@@ -16,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/migrations"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -61,7 +62,7 @@ func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
 	}
 	defer st.Close()
 	if kr == nil {
-		n, err := st.PlaintextSecrets(ctx)
+		n, err := endpoints.PlaintextSecrets(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -70,7 +71,7 @@ func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
 		}
 		return nil
 	}
-	counts, err := st.SealPlaintext(ctx)
+	counts, err := endpoints.SealPlaintext(ctx, st)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the providers an endpoint may name
 	"github.com/hookinbox/hookinbox/providers/github"
@@ -94,7 +95,7 @@ func (a *auditFlags) register(cmd *cobra.Command) {
 func (a *auditFlags) actor() ops.Actor { return ops.Actor{Name: a.by} }
 
 func newEndpointsAddCmd() *cobra.Command {
-	var e store.NewEndpoint
+	var e endpoints.NewEndpoint
 	var secretAccounts string
 	var af auditFlags
 	cmd := &cobra.Command{
@@ -303,7 +304,7 @@ func flagNames(names []struct{ flag, help string }) []string {
 
 // describeRecovery says whether the endpoint's GitHub hook is recovered now.
 func describeRecovery(ctx context.Context, st *store.Store, out io.Writer, slug string) error {
-	ep, err := st.GetProviderEndpoint(ctx, slug)
+	ep, err := endpoints.GetProviderEndpoint(ctx, st, slug)
 	if err != nil {
 		return err
 	}
@@ -363,14 +364,14 @@ events keep their routing instead of becoming unknown_account. The output says w
 // no account go now.
 // describeLink says what a link did, and where the endpoint's events that
 // name no account go now.
-func describeLink(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string, res store.LinkResult) {
+func describeLink(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string, res endpoints.LinkResult) {
 	moved := ""
 	if res.PreviousWorkspace != "" {
 		moved = " (moved from workspace " + res.PreviousWorkspace + ")"
 	}
 	fmt.Fprintf(out, "endpoint %s: account %s → workspace %s%s\n", slug, account, workspace, moved)
 	ownWorkspace := "not linked: they are quarantined as unknown_account until it is"
-	if ep, err := st.GetEndpoint(ctx, slug); err == nil {
+	if ep, err := endpoints.GetEndpoint(ctx, st, slug); err == nil {
 		if w, ok := ep.Links[res.OwnAccount]; ok {
 			ownWorkspace = "workspace " + w
 		}
@@ -416,10 +417,10 @@ such events then go to the endpoint's single linked account, or are quarantined 
 // that name no account go now.
 func setOwnAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account string) error {
 	account = strings.TrimSpace(account)
-	if err := st.SetOwnAccount(ctx, slug, account); err != nil {
+	if err := endpoints.SetOwnAccount(ctx, st, slug, account); err != nil {
 		return err
 	}
-	ep, err := st.GetEndpoint(ctx, slug)
+	ep, err := endpoints.GetEndpoint(ctx, st, slug)
 	if err != nil {
 		return err
 	}

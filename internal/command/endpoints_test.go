@@ -10,6 +10,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -21,8 +23,8 @@ func TestLinkSaysWhereEventsWithoutAnAccountGo(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "s", Provider: "stripe", Environment: "live", Secrets: []string{"whsec_s"}}))
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "other", Provider: "stripe", Environment: "live", Secrets: []string{"whsec_o"}}))
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "s", Provider: "stripe", Environment: "live", Secrets: []string{"whsec_s"}}))
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "other", Provider: "stripe", Environment: "live", Secrets: []string{"whsec_o"}}))
 	var out bytes.Buffer
 
 	require.NoError(t, linkAccount(ctx, st, &out, "s", "acct_own", "ws_1"))
@@ -69,9 +71,9 @@ func TestUpdateGivesAGitHubEndpointItsHook(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "gh", Provider: "github", Environment: "live",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "gh", Provider: "github", Environment: "live",
 		Secrets: []string{"s3cret"}, APIBaseURL: "http://ghe.example/api/v3"}))
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "st", Provider: "stripe", Environment: "live", Secrets: []string{"whsec_s"}}))
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "st", Provider: "stripe", Environment: "live", Secrets: []string{"whsec_s"}}))
 	var out bytes.Buffer
 	key := "github_pat_x"
 	hook := func(h string, id int64, mode string) ops.EndpointChange {
@@ -87,7 +89,7 @@ func TestUpdateGivesAGitHubEndpointItsHook(t *testing.T) {
 	out.Reset()
 	require.NoError(t, updateEndpoint(ctx, st, &out, "gh", ops.EndpointChange{APIKey: &key}))
 	require.Contains(t, out.String(), "hook repo:acme/widgets#7: deliveries that never reach the inbox are recovered by the recover-github schedule (redeliver)")
-	ep, err := st.GetEndpoint(ctx, "gh")
+	ep, err := endpoints.GetEndpoint(ctx, st, "gh")
 	require.NoError(t, err)
 	require.Equal(t, key, ep.APIKey)
 	require.Equal(t, "http://ghe.example/api/v3", ep.APIBaseURL, "not given, so unchanged")
@@ -99,10 +101,10 @@ func TestUpdateGivesAGitHubEndpointItsHook(t *testing.T) {
 	require.ErrorContains(t, err, "--github-recovery")
 	err = updateEndpoint(ctx, st, &out, "st", hook("org:acme", 8, ""))
 	require.ErrorContains(t, err, "are for github endpoints")
-	ep, err = st.GetEndpoint(ctx, "gh")
+	ep, err = endpoints.GetEndpoint(ctx, st, "gh")
 	require.NoError(t, err)
 	require.Equal(t, "repo:acme/widgets", ep.Settings.GitHubHook, "a refused update changes nothing")
-	scopes, err := store.ListHookScopes(ctx, st.Pool, "github", "")
+	scopes, err := passes.ListHookScopes(ctx, st.Pool, "github", "")
 	require.NoError(t, err)
 	require.Len(t, scopes, 1)
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -77,9 +79,9 @@ func setupOps(t *testing.T) *opsBundle {
 	t.Helper()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
 		Account: "acct_1", Secrets: []string{"whsec_a"}}))
-	require.NoError(t, st.LinkAccount(ctx, "stripe", "acct_1", "ws_1"))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe", "acct_1", "ws_1"))
 	return &opsBundle{ctx: ctx, st: st, sig: &fakeSignaler{}, out: &bytes.Buffer{}, errOut: &bytes.Buffer{}, in: &bytes.Buffer{}}
 }
 
@@ -100,27 +102,27 @@ func (b *opsBundle) addEvent(t *testing.T, id, kind, objID, status string) keys.
 	t.Helper()
 	body := stripeBody(id, "invoice.paid", kind, objID, "")
 	sum := sha256.Sum256(body)
-	ev := &store.InboxEvent{Key: keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: id},
+	ev := &inbox.InboxEvent{Key: keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: id},
 		EndpointSlug: "stripe", WorkspaceID: "ws_1", EventType: "invoice.paid", ResourceKind: kind, ResourceID: objID,
 		Payload: body, BodySHA256: sum[:]}
-	_, err := store.InsertInboxEvent(b.ctx, b.st.Pool, ev)
+	_, err := inbox.InsertInboxEvent(b.ctx, b.st.Pool, ev)
 	require.NoError(t, err)
 	switch status {
 	case keys.StatusPending:
 	case keys.StatusDone, keys.StatusIgnored:
-		_, err = store.CompleteInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "")
+		_, err = inbox.CompleteInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "")
 		require.NoError(t, err)
 	default:
-		require.NoError(t, store.RecordInboxFailure(b.ctx, b.st.Pool, ev.Key, "stripe API 503: service unavailable", time.Now()))
-		_, err = store.StopInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "stripe API 503: service unavailable")
+		require.NoError(t, inbox.RecordInboxFailure(b.ctx, b.st.Pool, ev.Key, "stripe API 503: service unavailable", time.Now()))
+		_, err = inbox.StopInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "stripe API 503: service unavailable")
 		require.NoError(t, err)
 	}
 	return ev.Key
 }
 
-func (b *opsBundle) status(t *testing.T, k keys.Event) *store.StoredEvent {
+func (b *opsBundle) status(t *testing.T, k keys.Event) *inbox.StoredEvent {
 	t.Helper()
-	e, err := store.GetInboxEvent(b.ctx, b.st.Pool, k)
+	e, err := inbox.GetInboxEvent(b.ctx, b.st.Pool, k)
 	require.NoError(t, err)
 	return e
 }
@@ -133,7 +135,7 @@ func TestInboxListAndShowPrintPayloadsOnlyWhenAsked(t *testing.T) {
 
 	for _, format := range []cli.OutputFormat{"table", "json"} {
 		require.NoError(t, runInboxList(b.ctx, b.env(), inboxListOptions{
-			filter: store.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 50}, format: format}))
+			filter: inbox.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 50}, format: format}))
 		require.Contains(t, b.out.String(), k.String())
 		require.NotContains(t, b.out.String(), "evt_other", "the status filter applies")
 		require.NotContains(t, b.out.String(), secretMarker, "listings never print payloads")
@@ -182,7 +184,7 @@ func TestReplayByStatusResetsAuditsAndSignalsEachResourceOnce(t *testing.T) {
 	done := b.addEvent(t, "evt_5", "invoice", "in_5", keys.StatusDone)
 
 	newOpts := func(dry bool) replayOptions {
-		return replayOptions{req: ops.ReplayRequest{Filter: &store.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 100},
+		return replayOptions{req: ops.ReplayRequest{Filter: &inbox.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 100},
 			Reason: "Stripe outage over", DryRun: dry, Selection: "--status exhausted"}, by: "alice", format: "table"}
 	}
 	opts := newOpts(false)
@@ -270,7 +272,7 @@ func TestReplayWithTemporalDownWarnsAndKeepsTheRowsPending(t *testing.T) {
 	e1 := b.addEvent(t, "evt_1", "invoice", "in_1", keys.StatusExhausted)
 	e2 := b.addEvent(t, "evt_2", "invoice", "in_2", keys.StatusFailed)
 
-	require.NoError(t, runReplay(b.ctx, b.env(), replayOptions{req: ops.ReplayRequest{Filter: &store.InboxFilter{
+	require.NoError(t, runReplay(b.ctx, b.env(), replayOptions{req: ops.ReplayRequest{Filter: &inbox.InboxFilter{
 		Statuses: []string{keys.StatusExhausted, keys.StatusFailed}, Limit: 100}, Reason: "retry"}, by: "alice", format: "json"}))
 	var sum ops.ReplaySummary
 	require.NoError(t, json.Unmarshal(b.out.Bytes(), &sum))
@@ -287,13 +289,13 @@ func TestReplayWithTemporalDownWarnsAndKeepsTheRowsPending(t *testing.T) {
 func TestQuarantineResolveReadmitsAndSignalsOrDiscards(t *testing.T) {
 	t.Parallel()
 	b := setupOps(t)
-	require.NoError(t, b.st.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "connect", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.st, endpoints.NewEndpoint{Slug: "connect", Provider: "stripe", Environment: "test",
 		Account: "acct_platform", Secrets: []string{"whsec_b"}}))
 	add := func(id, typ, account string) int64 {
 		body := stripeBody(id, typ, "invoice", "in_"+id, account)
 		sum := sha256.Sum256(body)
-		_, err := store.InsertQuarantine(b.ctx, b.st.Pool, &store.QuarantineEntry{EndpointSlug: "connect", Provider: "stripe",
-			Account: account, Environment: "test", EventID: id, Reason: store.ReasonUnknownAccount,
+		_, err := inbox.InsertQuarantine(b.ctx, b.st.Pool, &inbox.QuarantineEntry{EndpointSlug: "connect", Provider: "stripe",
+			Account: account, Environment: "test", EventID: id, Reason: inbox.ReasonUnknownAccount,
 			Detail: "source account " + account + " is not linked to a workspace", Payload: body, BodySHA256: sum[:],
 			Headers: map[string]string{"Content-Type": "application/json"}})
 		require.NoError(t, err)
@@ -306,7 +308,7 @@ func TestQuarantineResolveReadmitsAndSignalsOrDiscards(t *testing.T) {
 	junk := add("evt_junk", "invoice.paid", "acct_junk")
 
 	// Listing and showing never print the body.
-	require.NoError(t, runQuarantineList(b.ctx, b.env(), quarantineListOptions{filter: store.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "table"}))
+	require.NoError(t, runQuarantineList(b.ctx, b.env(), quarantineListOptions{filter: inbox.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "table"}))
 	require.Contains(t, b.out.String(), "unknown_account")
 	require.NotContains(t, b.out.String(), secretMarker)
 	env := b.env()
@@ -328,7 +330,7 @@ func TestQuarantineResolveReadmitsAndSignalsOrDiscards(t *testing.T) {
 	require.ErrorContains(t, err, "stays open")
 	require.Empty(t, b.sig.calls)
 
-	require.NoError(t, b.st.LinkAccount(b.ctx, "connect", "acct_new", "ws_new"))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.st, "connect", "acct_new", "ws_new"))
 	require.NoError(t, resolve(paid, ops.ResolveReadmit))
 	require.Contains(t, b.out.String(), "readmitted by carol as stripe/acct_new/test/evt_paid")
 	require.Equal(t, []keys.Resource{{Provider: "stripe", Account: "acct_new", Environment: "test", Kind: "invoice", ID: "in_evt_paid"}},
@@ -345,11 +347,11 @@ func TestQuarantineResolveReadmitsAndSignalsOrDiscards(t *testing.T) {
 	require.NoError(t, resolve(junk, ops.ResolveDiscard))
 	require.Contains(t, b.out.String(), "discarded by carol")
 	require.Len(t, b.sig.calls, 1)
-	q, err := store.GetQuarantineEntry(b.ctx, b.st.Pool, junk, false)
+	q, err := inbox.GetQuarantineEntry(b.ctx, b.st.Pool, junk, false)
 	require.NoError(t, err)
 	require.Equal(t, "carol", q.ResolvedBy)
 
-	require.NoError(t, runQuarantineList(b.ctx, b.env(), quarantineListOptions{filter: store.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "json"}))
+	require.NoError(t, runQuarantineList(b.ctx, b.env(), quarantineListOptions{filter: inbox.QuarantineFilter{OpenOnly: true, Limit: 50}, format: "json"}))
 	var open []ops.QuarantineView
 	require.NoError(t, json.Unmarshal(b.out.Bytes(), &open))
 	require.Empty(t, open, "all three are resolved")
@@ -486,8 +488,8 @@ func TestCommandsOnADatabase(t *testing.T) {
 	for _, id := range []string{"evt_q1", "evt_q2"} {
 		body := stripeBody(id, "invoice.paid", "invoice", "in_"+id, "acct_x")
 		sum := sha256.Sum256(body)
-		_, err := store.InsertQuarantine(b.ctx, b.st.Pool, &store.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
-			Account: "acct_x", Environment: "test", EventID: id, Reason: store.ReasonUnknownAccount, Payload: body, BodySHA256: sum[:],
+		_, err := inbox.InsertQuarantine(b.ctx, b.st.Pool, &inbox.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
+			Account: "acct_x", Environment: "test", EventID: id, Reason: inbox.ReasonUnknownAccount, Payload: body, BodySHA256: sum[:],
 			Headers: map[string]string{}})
 		require.NoError(t, err)
 		var qid int64

@@ -15,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/starter"
 )
 
@@ -189,8 +190,8 @@ func (o *inboxFilterFlags) register(cmd *cobra.Command, limit int, limitHelp str
 	f.IntVar(&o.limit, "limit", limit, limitHelp)
 }
 
-func (o *inboxFilterFlags) filter() store.InboxFilter {
-	return store.InboxFilter{Statuses: o.statuses, Provider: o.provider, Account: o.account, Workspace: o.workspace,
+func (o *inboxFilterFlags) filter() inbox.InboxFilter {
+	return inbox.InboxFilter{Statuses: o.statuses, Provider: o.provider, Account: o.account, Workspace: o.workspace,
 		EventType: o.eventType, Resource: o.resource, Endpoint: o.endpoint, OlderThan: time.Duration(o.olderThan),
 		Since: time.Duration(o.since), From: o.from.t, To: o.to.t, Limit: o.limit}
 }

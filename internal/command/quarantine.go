@@ -14,7 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 // The operator's quarantine commands: authenticated deliveries the intake
@@ -38,7 +38,7 @@ or discarding it; both are audited. See docs/operations.md.`,
 }
 
 type quarantineListOptions struct {
-	filter store.QuarantineFilter
+	filter inbox.QuarantineFilter
 	format cli.OutputFormat
 }
 

@@ -25,6 +25,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/workflows"
 )
@@ -137,7 +139,7 @@ func (o *reconcileOptions) resource(ctx context.Context, st *store.Store, args [
 			return r, cli.Usagef("%v (want provider/account/environment/kind/id)", err)
 		}
 	} else {
-		ep, err := st.GetEndpoint(ctx, o.endpoint)
+		ep, err := endpoints.GetEndpoint(ctx, st, o.endpoint)
 		if errors.Is(err, store.ErrNotFound) {
 			return r, cli.Usagef("no endpoint %q", o.endpoint)
 		}
@@ -297,7 +299,7 @@ type passReport struct {
 }
 
 func runEndpointPass(ctx context.Context, out io.Writer, cfg config.Config, st *store.Store, c client.Client, o reconcileOptions) error {
-	scopes, err := store.ListScopes(ctx, st.Pool, keys.ProviderStripe, o.endpoint)
+	scopes, err := passes.ListScopes(ctx, st.Pool, keys.ProviderStripe, o.endpoint)
 	if err != nil {
 		return err
 	}

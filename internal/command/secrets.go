@@ -11,6 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 )
 
 func newSecretsCmd() *cobra.Command {
@@ -43,7 +44,7 @@ key the keyring no longer holds stops it with an error naming that key: nothing 
 					return secretbox.ErrNoKey
 				}
 				start := time.Now()
-				counts, err := st.Reseal(cmd.Context())
+				counts, err := endpoints.Reseal(cmd.Context(), st)
 				if err != nil {
 					return err
 				}
@@ -75,7 +76,7 @@ func newSecretsStatusCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd, func(st *store.Store) error {
-				counts, err := st.SecretStatus(cmd.Context())
+				counts, err := endpoints.SecretStatus(cmd.Context(), st)
 				if err != nil {
 					return err
 				}

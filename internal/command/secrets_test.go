@@ -16,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -73,7 +74,7 @@ func TestEndpointsAddReadsSecretsFromAFileAnEnvVarOrStdin(t *testing.T) {
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "2 secret(s)")
 	require.NotContains(t, r.errOut, "warning", "nothing on argv, no warning")
-	ep, err := st.GetEndpoint(ctx, "s1")
+	ep, err := endpoints.GetEndpoint(ctx, st, "s1")
 	require.NoError(t, err)
 	require.Equal(t, "sk_live_fromStdin0123456789abcdef", ep.APIKey)
 	require.Len(t, ep.Secrets, 2)
@@ -87,20 +88,20 @@ func TestEndpointsAddReadsSecretsFromAFileAnEnvVarOrStdin(t *testing.T) {
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.errOut, "warning: --secret puts the secret in the process list")
 	require.Contains(t, r.errOut, "warning: --api-key puts the secret")
-	ep, err = st.GetEndpoint(ctx, "s2")
+	ep, err = endpoints.GetEndpoint(ctx, st, "s2")
 	require.NoError(t, err)
 	require.Equal(t, strongStripe, ep.Secrets[0].Value)
 
 	// Rotation reads the new secret off argv too; binding changes it.
 	r = runSecretsCLI(t, strongStripe2+"\n", "endpoints", "secrets", "add", "--slug", "s2", "--secret-stdin", "--secret-accounts", "acct_z")
 	require.NoError(t, r.err, r.errOut)
-	ep, err = st.GetEndpoint(ctx, "s2")
+	ep, err = endpoints.GetEndpoint(ctx, st, "s2")
 	require.NoError(t, err)
 	require.Len(t, ep.Secrets, 2)
 	require.Equal(t, []string{"acct_z"}, ep.Secrets[1].Accounts)
 	r = runSecretsCLI(t, "", "endpoints", "secrets", "bind", "--slug", "s2", "--id", strconv.FormatInt(ep.Secrets[1].ID, 10), "--any")
 	require.NoError(t, r.err, r.errOut)
-	ep, err = st.GetEndpoint(ctx, "s2")
+	ep, err = endpoints.GetEndpoint(ctx, st, "s2")
 	require.NoError(t, err)
 	require.Empty(t, ep.Secrets[1].Accounts)
 
@@ -136,11 +137,11 @@ func TestWeakSecretsAreRefusedByTheCLIAndNothingIsStored(t *testing.T) {
 		+ (SELECT count(*) FROM team_destinations)`).Scan(&n))
 	require.Zero(t, n)
 
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "ok", Provider: "stripe", Environment: "test", Secrets: []string{strongStripe}}))
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "ok", Provider: "stripe", Environment: "test", Secrets: []string{strongStripe}}))
 	t.Setenv("WEAK", "whsec_short")
 	r := runSecretsCLI(t, "", "endpoints", "secrets", "add", "--slug", "ok", "--secret-env", "WEAK")
 	require.Error(t, r.err)
-	ep, err := st.GetEndpoint(ctx, "ok")
+	ep, err := endpoints.GetEndpoint(ctx, st, "ok")
 	require.NoError(t, err)
 	require.Len(t, ep.Secrets, 1)
 }
@@ -210,7 +211,7 @@ func TestMigrateSealsPlainSecretsAndRotateKeyReencrypts(t *testing.T) {
 	kr, err := secretbox.Load("", keyFile)
 	require.NoError(t, err)
 	st.Keys = kr
-	ep, err := st.GetEndpoint(ctx, "old")
+	ep, err := endpoints.GetEndpoint(ctx, st, "old")
 	require.NoError(t, err)
 	require.Equal(t, "sk_live_plainOld", ep.APIKey)
 	require.Equal(t, strongStripe, ep.Secrets[0].Value)

@@ -16,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/starter"
 )
 
@@ -101,7 +102,7 @@ func openService(ctx context.Context, cfg config.Config, db dbURL, lazy bool) (*
 		s.st.Close()
 		return nil, fmt.Errorf("refusing to start: %w", secretbox.ErrNoKey)
 	}
-	if n, err := s.st.PlaintextSecrets(ctx); err == nil && n > 0 {
+	if n, err := endpoints.PlaintextSecrets(ctx, s.st); err == nil && n > 0 {
 		s.log.Warn("secrets still stored in plain columns: run 'hookinbox migrate' to seal them", "count", n)
 	}
 	sdkMetrics, err := starter.PrometheusMetrics(s.m.Registry, s.log)

@@ -10,6 +10,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
 )
 
 // newAdjustCmd is `hookinbox workspaces adjust`: an operator's correction
@@ -44,7 +45,7 @@ the decision is recorded. Every correction is audited in operator_actions (who, 
 				if policy != "" {
 					p = policy
 				}
-				res, err := st.AdjustWorkspace(cmd.Context(), store.OperatorAdjustment{Workspace: ws, Credits: credits,
+				res, err := ledger.AdjustWorkspace(cmd.Context(), st, ledger.OperatorAdjustment{Workspace: ws, Credits: credits,
 					OperationID: opID, Actor: by, Reason: reason, Policy: p})
 				if err != nil {
 					return err
@@ -105,7 +106,7 @@ statuses, operator actions) stay too. The act and its counts are audited in oper
 				return cli.Usagef("--by must not be empty")
 			}
 			return withStore(cmd, func(st *store.Store) error {
-				res, err := st.EraseWorkspace(cmd.Context(), store.EraseRequest{Workspace: ws, Actor: by, Reason: reason})
+				res, err := ledger.EraseWorkspace(cmd.Context(), st, ledger.EraseRequest{Workspace: ws, Actor: by, Reason: reason})
 				if err != nil {
 					return err
 				}

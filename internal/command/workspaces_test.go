@@ -16,6 +16,10 @@ import (
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -48,11 +52,11 @@ func setupErase(t *testing.T) *eraseBundle {
 	require.NoError(t, err)
 	st.Keys = testenv.Keys(t)
 	t.Cleanup(st.Close)
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
 		Account: "acct_1", Secrets: []string{"whsec_erase"}}))
-	require.NoError(t, st.LinkAccount(ctx, "stripe", "acct_1", "ws_1"))
-	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, "ws_1", "billing@ws1.example"))
-	require.NoError(t, store.UpsertDestination(ctx, st.Pool, st.Keys, store.Destination{WorkspaceID: "ws_1", Name: "team", Kind: "email", Target: "team@ws1.example", Enabled: true}))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe", "acct_1", "ws_1"))
+	require.NoError(t, ledger.SetWorkspaceEmail(ctx, st.Pool, "ws_1", "billing@ws1.example"))
+	require.NoError(t, outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: "ws_1", Name: "team", Kind: "email", Target: "team@ws1.example", Enabled: true}))
 	return &eraseBundle{ctx: ctx, url: url, st: st, adm: admission.New(admission.Options{Store: st, Tolerance: 5 * time.Minute})}
 }
 
@@ -86,32 +90,32 @@ func TestWorkspacesEraseThenRedeliverThenCount(t *testing.T) {
 	require.Equal(t, admission.Quarantined, b.deliver(t, other).Outcome)
 	// An effect and its confirmation, as the handler would commit them.
 	require.NoError(t, b.st.Tx(b.ctx, func(tx pgx.Tx) error {
-		if _, _, err := store.GrantCreditsOnce(b.ctx, tx, store.CreditGrant{Provider: "stripe", Account: "acct_1", Environment: "test",
+		if _, _, err := ledger.GrantCreditsOnce(b.ctx, tx, ledger.CreditGrant{Provider: "stripe", Account: "acct_1", Environment: "test",
 			InvoiceID: "in_1", Operation: "initial-credit-grant", WorkspaceID: "ws_1", Credits: 100, AmountPaid: 2000, Currency: "usd",
 			EventKey: "stripe/acct_1/test/evt_paid_1"}); err != nil {
 			return err
 		}
-		_, err := store.InsertOutbox(b.ctx, tx, store.OutboxIntent{OperationKey: "grant-in_1:confirmation", Class: keys.ClassCreditsConfirmation,
+		_, err := outbox.InsertOutbox(b.ctx, tx, outbox.OutboxIntent{OperationKey: "grant-in_1:confirmation", Class: keys.ClassCreditsConfirmation,
 			Kind: "email", Destination: "billing@ws1.example", WorkspaceID: "ws_1", ResourceKey: "stripe/acct_1/test/invoice/in_1",
 			Payload: map[string]any{"to": "billing@ws1.example", "text": secretMarker}})
 		if err != nil {
 			return err
 		}
-		_, err = store.InsertOutbox(b.ctx, tx, store.OutboxIntent{OperationKey: "alert-fb_1:team", Class: keys.ClassFeedbackAlert,
+		_, err = outbox.InsertOutbox(b.ctx, tx, outbox.OutboxIntent{OperationKey: "alert-fb_1:team", Class: keys.ClassFeedbackAlert,
 			Kind: "email", Destination: "team", WorkspaceID: "ws_1", ResourceKey: "standard/proj/test/feedback/fb_1",
 			Payload: map[string]any{"message": "the mobile app crashes " + secretMarker}})
 		return err
 	}))
-	_, err := store.CompleteInboxEvent(b.ctx, b.st.Pool, keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: "evt_paid_1"}, keys.StatusDone, "granted")
+	_, err := inbox.CompleteInboxEvent(b.ctx, b.st.Pool, keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: "evt_paid_1"}, keys.StatusDone, "granted")
 	require.NoError(t, err)
 
 	out, err := runWorkspacesCmd(t, b.url, "erase", "--workspace", "ws_1", "--reason", "GDPR request 1", "--by", "dpo", "--output", "json")
 	require.NoError(t, err, out)
 	var res struct {
-		Counts store.ErasureCounts `json:"counts"`
+		Counts ledger.ErasureCounts `json:"counts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
-	require.Equal(t, store.ErasureCounts{InboxPayloads: 1, QuarantinePayloads: 1, OutboxPayloads: 2, FeedbackAlertTexts: 1,
+	require.Equal(t, ledger.ErasureCounts{InboxPayloads: 1, QuarantinePayloads: 1, OutboxPayloads: 2, FeedbackAlertTexts: 1,
 		OutboxStopped: 2, EmailAddresses: 2}, res.Counts)
 
 	// Redeliver the erased event: recognized as a duplicate, nothing changes.
@@ -137,7 +141,7 @@ func TestWorkspacesEraseThenRedeliverThenCount(t *testing.T) {
 	out, err = runWorkspacesCmd(t, b.url, "erase", "--workspace", "ws_1", "--reason", "GDPR request 1, again", "--by", "dpo", "--output", "json")
 	require.NoError(t, err, out)
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	require.Equal(t, store.ErasureCounts{}, res.Counts)
+	require.Equal(t, ledger.ErasureCounts{}, res.Counts)
 
 	_, err = runWorkspacesCmd(t, b.url, "erase", "--workspace", "ws_nope", "--reason", "x")
 	require.ErrorIs(t, err, store.ErrNotFound)

@@ -8,13 +8,15 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/access"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 const (
-	viewer   = store.TokenViewer
-	operator = store.TokenOperator
-	admin    = store.TokenAdmin
+	viewer   = access.TokenViewer
+	operator = access.TokenOperator
+	admin    = access.TokenAdmin
 )
 
 var inboxParams = []string{"status", "provider", "account", "workspace", "endpoint", "type", "resource", "since", "older_than", "from", "to", "limit", "cursor"}
@@ -95,8 +97,8 @@ func queryBool(q url.Values, name string) (bool, error) {
 
 // inboxFilter reads the inbox filters of a query (the API's and the
 // console's search form alike).
-func inboxFilter(q url.Values, defLimit int) (store.InboxFilter, error) {
-	f := store.InboxFilter{Provider: q.Get("provider"), Account: q.Get("account"), Workspace: q.Get("workspace"),
+func inboxFilter(q url.Values, defLimit int) (inbox.InboxFilter, error) {
+	f := inbox.InboxFilter{Provider: q.Get("provider"), Account: q.Get("account"), Workspace: q.Get("workspace"),
 		Endpoint: q.Get("endpoint"), EventType: q.Get("type"), Resource: q.Get("resource")}
 	for _, v := range q["status"] {
 		for _, st := range strings.Split(v, ",") {
@@ -146,7 +148,7 @@ func filterParams(q url.Values) url.Values {
 
 // replayFilter reads a bulk replay's filter from q (which it changes): the
 // filters are checked as a listing's, then the job takes up to limit events.
-func replayFilter(q url.Values, limit int) (store.InboxFilter, error) {
+func replayFilter(q url.Values, limit int) (inbox.InboxFilter, error) {
 	q.Set("limit", "1")
 	f, err := inboxFilter(q, 1)
 	if err != nil {
@@ -359,8 +361,8 @@ func (s *Server) apiReplayJobCancel(w http.ResponseWriter, r *http.Request, p *p
 	return reply(w, http.StatusOK, j, err)
 }
 
-func quarantineFilter(q url.Values) (store.QuarantineFilter, error) {
-	f := store.QuarantineFilter{Reason: q.Get("reason"), Endpoint: q.Get("endpoint"), OpenOnly: true}
+func quarantineFilter(q url.Values) (inbox.QuarantineFilter, error) {
+	f := inbox.QuarantineFilter{Reason: q.Get("reason"), Endpoint: q.Get("endpoint"), OpenOnly: true}
 	all, err := queryBool(q, "all")
 	if err != nil {
 		return f, err
@@ -500,7 +502,7 @@ func (s *Server) apiEndpointAdd(w http.ResponseWriter, r *http.Request, p *princ
 	if err := decode(r, &b); err != nil {
 		return err
 	}
-	e := store.NewEndpoint{Slug: b.Slug, Provider: b.Provider, Environment: b.Environment, Account: b.Account,
+	e := endpoints.NewEndpoint{Slug: b.Slug, Provider: b.Provider, Environment: b.Environment, Account: b.Account,
 		APIBaseURL: b.APIBaseURL, APIKey: b.APIKey, Settings: b.Settings, Secrets: b.Secrets, SecretAccounts: b.SecretAccounts}
 	if err := s.ops.AddEndpoint(r.Context(), p.actor(), e, b.Reason); err != nil {
 		return err

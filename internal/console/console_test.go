@@ -22,6 +22,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -58,16 +60,16 @@ func setup(t *testing.T) *bundle {
 		require.NoError(t, err)
 		b.tokens[role] = nt.Token
 	}
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
 		Account: "acct_1", APIKey: "sk_test_APIKEYVALUE", Secrets: []string{"whsec_SIGNINGSECRET"}}))
-	require.NoError(t, st.LinkAccount(ctx, "stripe", "acct_1", "ws_1"))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe", "acct_1", "ws_1"))
 	body := []byte(`{"id":"evt_1","type":"invoice.paid","data":{"object":{"id":"in_1","note":"` + payloadMarker + `"}}}`)
 	sum := sha256.Sum256(body)
 	b.event = keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: "evt_1"}
-	_, err = store.InsertInboxEvent(ctx, st.Pool, &store.InboxEvent{Key: b.event, EndpointSlug: "stripe", WorkspaceID: "ws_1",
+	_, err = inbox.InsertInboxEvent(ctx, st.Pool, &inbox.InboxEvent{Key: b.event, EndpointSlug: "stripe", WorkspaceID: "ws_1",
 		EventType: "invoice.paid", ResourceKind: "invoice", ResourceID: "in_1", Payload: body, BodySHA256: sum[:]})
 	require.NoError(t, err)
-	_, err = store.StopInboxEvent(ctx, st.Pool, b.event, keys.StatusExhausted, "stripe API 503")
+	_, err = inbox.StopInboxEvent(ctx, st.Pool, b.event, keys.StatusExhausted, "stripe API 503")
 	require.NoError(t, err)
 	return b
 }
@@ -235,7 +237,7 @@ func TestBadInputIsAnsweredClearlyAndStoresNothing(t *testing.T) {
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM endpoints`))
 	require.Zero(t, b.count(`SELECT count(*) FROM operator_actions WHERE actor <> 'setup'`))
 	require.Equal(t, keys.StatusExhausted, func() string {
-		e, err := store.GetInboxEvent(b.ctx, b.st.Pool, b.event)
+		e, err := inbox.GetInboxEvent(b.ctx, b.st.Pool, b.event)
 		require.NoError(t, err)
 		return e.Status
 	}())

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/access"
 )
 
 //go:embed templates/*.html
@@ -48,7 +48,7 @@ type Server struct {
 
 // principal is who a request acts as.
 type principal struct {
-	token *store.APIToken
+	token *access.APIToken
 	// csrf is the form token of a cookie session.
 	csrf string
 }

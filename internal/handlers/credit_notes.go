@@ -12,6 +12,9 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -58,12 +61,12 @@ type CreditNotes struct {
 // CreditReversalKey is the business key of a credit note's reversal:
 // (provider, account, environment, invoice, credit note, credit-reversal).
 func CreditReversalKey(provider, account, env, invoice, creditNote string) string {
-	return keys.Join("credit-adjustment", provider, account, env, invoice, creditNote, store.OperationCreditReversal)
+	return keys.Join("credit-adjustment", provider, account, env, invoice, creditNote, ledger.OperationCreditReversal)
 }
 
 // CreditReversalVoidKey is the business key of a credit note's void.
 func CreditReversalVoidKey(provider, account, env, invoice, creditNote string) string {
-	return keys.Join("credit-adjustment", provider, account, env, invoice, creditNote, store.OperationCreditReversalVoid)
+	return keys.Join("credit-adjustment", provider, account, env, invoice, creditNote, ledger.OperationCreditReversalVoid)
 }
 
 // ReversalCredits is what a credit note takes back: floor(credits ×
@@ -88,7 +91,7 @@ const WaitingForGrant = "waiting for the invoice's grant"
 var errNoGrantYet = errors.New("the invoice has no credit grant yet")
 
 // Handle applies credit_note.created and credit_note.voided.
-func (c *CreditNotes) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, error) {
+func (c *CreditNotes) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
 	cnID := ev.ObjectID
 	if cnID == "" {
 		return Outcome{}, ports.Permanent(fmt.Errorf("%s event names no credit note", ev.EventType))
@@ -125,7 +128,7 @@ func (c *CreditNotes) Handle(ctx context.Context, ev *store.StoredEvent) (Outcom
 		return Outcome{}, ports.Permanent(fmt.Errorf("invoice %s has total %d: nothing a credit note can be a part of", inv.ID, inv.Total))
 	}
 	bkey := CreditReversalKey(ev.Key.Provider, ev.Key.Account, ev.Key.Environment, inv.ID, cn.ID)
-	out, err := InPendingTx(ctx, c.Store, ev.Key, func(tx pgx.Tx, row *store.StoredEvent) (Outcome, error) {
+	out, err := InPendingTx(ctx, c.Store, ev.Key, func(tx pgx.Tx, row *inbox.StoredEvent) (Outcome, error) {
 		return c.apply(ctx, tx, row, cn, inv, bkey)
 	})
 	if errors.Is(err, errNoGrantYet) {
@@ -137,9 +140,9 @@ func (c *CreditNotes) Handle(ctx context.Context, ev *store.StoredEvent) (Outcom
 
 // apply records the reversal (and the void, when the credit note is void)
 // once each, in the event's transaction.
-func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *store.StoredEvent, cn providers.CreditNote, inv providers.Invoice, bkey string) (Outcome, error) {
+func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *inbox.StoredEvent, cn providers.CreditNote, inv providers.Invoice, bkey string) (Outcome, error) {
 	k := row.Key
-	grant, err := store.GetCreditGrant(ctx, tx, k.Provider, k.Account, k.Environment, inv.ID, OperationInitialGrant)
+	grant, err := ledger.GetCreditGrant(ctx, tx, k.Provider, k.Account, k.Environment, inv.ID, OperationInitialGrant)
 	if errors.Is(err, store.ErrNotFound) {
 		return Outcome{}, fmt.Errorf("credit note %s of invoice %s: %w", cn.ID, inv.ID, errNoGrantYet)
 	}
@@ -152,17 +155,17 @@ func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *store.StoredEve
 	}
 	credits := ReversalCredits(grant.Credits, cn.Total, inv.Total)
 	out := Outcome{Status: keys.StatusDone}
-	rev := store.CreditAdjustment{
+	rev := ledger.CreditAdjustment{
 		Provider: k.Provider, Account: k.Account, Environment: k.Environment, InvoiceID: inv.ID, Reference: cn.ID,
-		Operation: store.OperationCreditReversal, WorkspaceID: grant.WorkspaceID, Requested: -credits, EventKey: k.String(),
+		Operation: ledger.OperationCreditReversal, WorkspaceID: grant.WorkspaceID, Requested: -credits, EventKey: k.String(),
 		Detail: map[string]any{"credit_note_total": cn.Total, "invoice_total": inv.Total, "grant_credits": grant.Credits,
 			"currency": cn.Currency},
 	}
-	reversed, prior, err := store.AdjustCreditsOnce(ctx, tx, &rev, c.Policy)
+	reversed, prior, err := ledger.AdjustCreditsOnce(ctx, tx, &rev, c.Policy)
 	if err != nil {
 		return Outcome{}, err
 	}
-	var notices []store.CreditAdjustment
+	var notices []ledger.CreditAdjustment
 	if reversed {
 		out.Note = fmt.Sprintf("credit note %s: took back %d of %d credits (%s)", cn.ID, -rev.Applied, credits, rev.Decision)
 		notices = append(notices, rev)
@@ -174,12 +177,12 @@ func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *store.StoredEve
 		}
 	}
 	if cn.Status == providers.CreditNoteVoid {
-		void := store.CreditAdjustment{
+		void := ledger.CreditAdjustment{
 			Provider: k.Provider, Account: k.Account, Environment: k.Environment, InvoiceID: inv.ID, Reference: cn.ID,
-			Operation: store.OperationCreditReversalVoid, WorkspaceID: grant.WorkspaceID, Requested: -rev.Applied,
+			Operation: ledger.OperationCreditReversalVoid, WorkspaceID: grant.WorkspaceID, Requested: -rev.Applied,
 			EventKey: k.String(), Detail: map[string]any{"reversal_id": rev.ID, "reversal_decision": rev.Decision},
 		}
-		voided, prior, err := store.AdjustCreditsOnce(ctx, tx, &void, c.Policy)
+		voided, prior, err := ledger.AdjustCreditsOnce(ctx, tx, &void, c.Policy)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -190,7 +193,7 @@ func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *store.StoredEve
 			out.Note += "; void already applied by " + prior.EventKey
 		}
 	}
-	ws, err := store.GetWorkspace(ctx, tx, grant.WorkspaceID)
+	ws, err := ledger.GetWorkspace(ctx, tx, grant.WorkspaceID)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -201,7 +204,7 @@ func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *store.StoredEve
 		return out, nil
 	}
 	for _, a := range notices {
-		id, err := store.InsertOutbox(ctx, tx, reversalNotice(bkey, ws, inv.ID, cn.ID, a, row.Resource().String()))
+		id, err := outbox.InsertOutbox(ctx, tx, reversalNotice(bkey, ws, inv.ID, cn.ID, a, row.Resource().String()))
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -210,14 +213,14 @@ func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *store.StoredEve
 	return out, nil
 }
 
-func reversalNotice(bkey string, ws *store.Workspace, invoice, cn string, a store.CreditAdjustment, resource string) store.OutboxIntent {
+func reversalNotice(bkey string, ws *ledger.Workspace, invoice, cn string, a ledger.CreditAdjustment, resource string) outbox.OutboxIntent {
 	op, subject, text := bkey+":notice", "", ""
 	switch {
-	case a.Operation == store.OperationCreditReversalVoid:
+	case a.Operation == ledger.OperationCreditReversalVoid:
 		op = CreditReversalVoidKey(a.Provider, a.Account, a.Environment, invoice, cn) + ":notice"
 		subject = fmt.Sprintf("%d credits given back to %s", a.Applied, ws.ID)
 		text = fmt.Sprintf("Credit note %s of invoice %s was voided: %d credits were given back to workspace %s.", cn, invoice, a.Applied, ws.ID)
-	case a.Decision == store.DecisionHeld:
+	case a.Decision == ledger.DecisionHeld:
 		subject = fmt.Sprintf("Credit note on %s held for review", ws.ID)
 		text = fmt.Sprintf("Credit note %s of invoice %s would take back %d credits from workspace %s; the balance would go negative, so it is held for review.", cn, invoice, -a.Requested, ws.ID)
 	default:
@@ -227,7 +230,7 @@ func reversalNotice(bkey string, ws *store.Workspace, invoice, cn string, a stor
 			text += fmt.Sprintf(" %d credits could not be taken back (the balance stops at zero).", a.Shortfall)
 		}
 	}
-	return store.OutboxIntent{
+	return outbox.OutboxIntent{
 		OperationKey: op, Class: keys.ClassCreditsReversal, Kind: "email", Destination: ws.Email, WorkspaceID: ws.ID,
 		ResourceKey: resource, Payload: map[string]any{"to": ws.Email, "subject": subject, "text": text},
 	}
@@ -238,7 +241,7 @@ func reversalNotice(bkey string, ws *store.Workspace, invoice, cn string, a stor
 // sooner) and the workflow moves on to the resource's next rows, the grant
 // among them. Past WaitLimit the wait is an ordinary retried error, which
 // ends exhausted if the grant never comes.
-func (c *CreditNotes) wait(ctx context.Context, ev *store.StoredEvent, bkey string, cause error) (Outcome, error) {
+func (c *CreditNotes) wait(ctx context.Context, ev *inbox.StoredEvent, bkey string, cause error) (Outcome, error) {
 	now := time.Now()
 	if c.Now != nil {
 		now = c.Now()
@@ -262,7 +265,7 @@ func (c *CreditNotes) wait(ctx context.Context, ev *store.StoredEvent, bkey stri
 		delay = min(initial<<shift, maxWait)
 	}
 	msg := WaitingForGrant + ": " + cause.Error()
-	if err := store.RecordInboxFailure(ctx, c.Store.Pool, ev.Key, msg, now.Add(delay)); err != nil {
+	if err := inbox.RecordInboxFailure(ctx, c.Store.Pool, ev.Key, msg, now.Add(delay)); err != nil {
 		return Outcome{}, err
 	}
 	return Outcome{Status: keys.StatusPending, Note: msg, BusinessKey: bkey}, nil

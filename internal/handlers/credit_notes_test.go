@@ -10,24 +10,25 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
 // acceptCreditNote puts a credit note event in the inbox as the Stripe
 // normalizer does: its resource is the invoice, the credit note its object.
-func (b *bundle) acceptCreditNote(t *testing.T, ev simulator.Event) *store.StoredEvent {
+func (b *bundle) acceptCreditNote(t *testing.T, ev simulator.Event) *inbox.StoredEvent {
 	t.Helper()
 	sum := sha256.Sum256(ev.Body)
-	in := &store.InboxEvent{
+	in := &inbox.InboxEvent{
 		Key:          keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: ev.ID},
 		EndpointSlug: "sim", WorkspaceID: "ws", EventType: ev.Type, ResourceKind: "invoice",
 		ResourceID: gjson.GetBytes(ev.Body, "data.object.invoice").String(), ObjectID: gjson.GetBytes(ev.Body, "data.object.id").String(),
 		Payload: ev.Body, BodySHA256: sum[:],
 	}
-	_, err := store.InsertInboxEvent(b.ctx, b.store.Pool, in)
+	_, err := inbox.InsertInboxEvent(b.ctx, b.store.Pool, in)
 	require.NoError(t, err)
-	got, err := store.GetInboxEvent(b.ctx, b.store.Pool, in.Key)
+	got, err := inbox.GetInboxEvent(b.ctx, b.store.Pool, in.Key)
 	require.NoError(t, err)
 	return got
 }
@@ -48,7 +49,7 @@ func (b *bundle) grantInvoice(t *testing.T, amount int64) simulator.Invoice {
 	return inv
 }
 
-func handleDone(t *testing.T, b *bundle, h *handlers.CreditNotes, ev *store.StoredEvent) handlers.Outcome {
+func handleDone(t *testing.T, b *bundle, h *handlers.CreditNotes, ev *inbox.StoredEvent) handlers.Outcome {
 	t.Helper()
 	out, err := h.Handle(b.ctx, ev)
 	require.NoError(t, err)
@@ -103,10 +104,10 @@ func TestCreditNoteReversesOnceAcrossEventIDs(t *testing.T) {
 	require.EqualValues(t, 75, b.balance(t))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM credit_adjustments`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM outbox WHERE class = 'credits_reversal'`))
-	a, err := store.GetAdjustment(b.ctx, b.store.Pool, "stripe", account, "test", inv.ID, cn.ID, store.OperationCreditReversal)
+	a, err := ledger.GetAdjustment(b.ctx, b.store.Pool, "stripe", account, "test", inv.ID, cn.ID, ledger.OperationCreditReversal)
 	require.NoError(t, err)
 	require.EqualValues(t, -25, a.Applied)
-	require.Equal(t, store.DecisionApplied, a.Decision)
+	require.Equal(t, ledger.DecisionApplied, a.Decision)
 	require.Equal(t, keys.BalanceAllow, a.Policy)
 }
 
@@ -125,7 +126,7 @@ func TestCreditNoteBeforeItsInvoiceWaitsForTheGrant(t *testing.T) {
 	out, err := h.Handle(b.ctx, note)
 	require.NoError(t, err)
 	require.Equal(t, keys.StatusPending, out.Status, "it waits, it is not lost")
-	row, err := store.GetInboxEvent(b.ctx, b.store.Pool, note.Key)
+	row, err := inbox.GetInboxEvent(b.ctx, b.store.Pool, note.Key)
 	require.NoError(t, err)
 	require.Equal(t, keys.StatusPending, row.Status)
 	require.Equal(t, 1, row.Attempts)
@@ -135,7 +136,7 @@ func TestCreditNoteBeforeItsInvoiceWaitsForTheGrant(t *testing.T) {
 
 	_, err = (&handlers.Credits{Store: b.store, Providers: b.provs, PerInvoice: 100}).Handle(b.ctx, b.accept(t, paid))
 	require.NoError(t, err)
-	row, err = store.GetInboxEvent(b.ctx, b.store.Pool, note.Key)
+	row, err = inbox.GetInboxEvent(b.ctx, b.store.Pool, note.Key)
 	require.NoError(t, err)
 	require.False(t, row.NextAttemptAt.After(time.Now()), "the grant woke the waiting credit note")
 
@@ -172,9 +173,9 @@ func TestCreditNoteVoidedAfterCreatedGivesBackOnce(t *testing.T) {
 	require.EqualValues(t, 100, b.balance(t))
 
 	// The voided event again, and the created event replayed: nothing moves.
-	_, err = store.ResetInboxEvent(b.ctx, b.store.Pool, keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: created.ID}, keys.StatusDone)
+	_, err = inbox.ResetInboxEvent(b.ctx, b.store.Pool, keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: created.ID}, keys.StatusDone)
 	require.NoError(t, err)
-	replayed, err := store.GetInboxEvent(b.ctx, b.store.Pool, keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: created.ID})
+	replayed, err := inbox.GetInboxEvent(b.ctx, b.store.Pool, keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: created.ID})
 	require.NoError(t, err)
 	out = handleDone(t, b, h, replayed)
 	require.Contains(t, out.Note, "already reversed")
@@ -236,9 +237,9 @@ func TestNegativeBalancePolicies(t *testing.T) {
 		// after the void
 		wantRestored int64
 	}{
-		{keys.BalanceAllow, -40, store.DecisionAllowedNegative, 0, 10},
-		{keys.BalanceClamp, 0, store.DecisionClamped, 40, 10},
-		{keys.BalanceHold, 10, store.DecisionHeld, 0, 10},
+		{keys.BalanceAllow, -40, ledger.DecisionAllowedNegative, 0, 10},
+		{keys.BalanceClamp, 0, ledger.DecisionClamped, 40, 10},
+		{keys.BalanceHold, 10, ledger.DecisionHeld, 0, 10},
 	}
 	for i, tt := range tests {
 		t.Run(tt.policy, func(t *testing.T) {
@@ -248,7 +249,7 @@ func TestNegativeBalancePolicies(t *testing.T) {
 			inv := b.grantInvoice(t, 2000)
 			// The workspace spent 90 of its 100 credits (an operator
 			// correction through the same path).
-			res, err := b.store.AdjustWorkspace(b.ctx, store.OperatorAdjustment{Workspace: "ws", Credits: -90,
+			res, err := ledger.AdjustWorkspace(b.ctx, b.store, ledger.OperatorAdjustment{Workspace: "ws", Credits: -90,
 				OperationID: "spend-1", Actor: "test", Reason: "usage", Policy: keys.BalanceAllow})
 			require.NoError(t, err)
 			require.True(t, res.Adjusted)
@@ -258,7 +259,7 @@ func TestNegativeBalancePolicies(t *testing.T) {
 			require.NoError(t, err)
 			out := handleDone(t, b, h, b.acceptCreditNote(t, created))
 			require.EqualValues(t, tt.wantBalance, b.balance(t), out.Note)
-			a, err := store.GetAdjustment(b.ctx, b.store.Pool, "stripe", account, "test", inv.ID, cn.ID, store.OperationCreditReversal)
+			a, err := ledger.GetAdjustment(b.ctx, b.store.Pool, "stripe", account, "test", inv.ID, cn.ID, ledger.OperationCreditReversal)
 			require.NoError(t, err)
 			require.Equal(t, tt.wantDecision, a.Decision)
 			require.Equal(t, tt.policy, a.Policy)
@@ -278,20 +279,20 @@ func TestNegativeBalancePolicies(t *testing.T) {
 func TestOperatorAdjustmentIsKeyedByItsOperationID(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 30}, "")
-	adj := store.OperatorAdjustment{Workspace: "ws", Credits: 40, OperationID: "ticket-7", Actor: "alice", Reason: "goodwill", Policy: keys.BalanceAllow}
-	res, err := b.store.AdjustWorkspace(b.ctx, adj)
+	adj := ledger.OperatorAdjustment{Workspace: "ws", Credits: 40, OperationID: "ticket-7", Actor: "alice", Reason: "goodwill", Policy: keys.BalanceAllow}
+	res, err := ledger.AdjustWorkspace(b.ctx, b.store, adj)
 	require.NoError(t, err)
 	require.True(t, res.Adjusted)
 	require.NotZero(t, res.ActionID)
 	require.EqualValues(t, 40, b.balance(t))
 
-	again, err := b.store.AdjustWorkspace(b.ctx, adj)
+	again, err := ledger.AdjustWorkspace(b.ctx, b.store, adj)
 	require.NoError(t, err)
 	require.False(t, again.Adjusted, "a repeated id changes nothing")
 	require.Empty(t, again.Mismatch)
 	other := adj
 	other.Credits = -5
-	again, err = b.store.AdjustWorkspace(b.ctx, other)
+	again, err = ledger.AdjustWorkspace(b.ctx, b.store, other)
 	require.NoError(t, err)
 	require.False(t, again.Adjusted)
 	require.Contains(t, again.Mismatch, "+40 credits")
@@ -300,10 +301,10 @@ func TestOperatorAdjustmentIsKeyedByItsOperationID(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM credit_adjustments WHERE operation = 'operator-adjustment'`))
 
 	// Taking more than the balance follows the policy too.
-	res, err = b.store.AdjustWorkspace(b.ctx, store.OperatorAdjustment{Workspace: "ws", Credits: -100, OperationID: "ticket-8",
+	res, err = ledger.AdjustWorkspace(b.ctx, b.store, ledger.OperatorAdjustment{Workspace: "ws", Credits: -100, OperationID: "ticket-8",
 		Actor: "alice", Reason: "chargeback", Policy: keys.BalanceClamp})
 	require.NoError(t, err)
-	require.Equal(t, store.DecisionClamped, res.Adjustment.Decision)
+	require.Equal(t, ledger.DecisionClamped, res.Adjustment.Decision)
 	require.EqualValues(t, 60, res.Adjustment.Shortfall)
 	require.EqualValues(t, 0, b.balance(t))
 }

@@ -9,6 +9,9 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 )
 
 // OperationInitialGrant is the business operation of the first credit grant
@@ -33,7 +36,7 @@ func CreditGrantKey(provider, account, env, invoice string) string {
 }
 
 // Handle applies invoice.paid.
-func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, error) {
+func (c *Credits) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
 	client, err := c.Providers.For(ctx, ev.EndpointSlug)
 	if err != nil {
 		return Outcome{}, err
@@ -53,14 +56,14 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 		// grant on the event alone; retry until it agrees or the budget ends.
 		return Outcome{}, fmt.Errorf("invoice %s is %q at the provider, not paid (yet)", inv.ID, inv.Status)
 	}
-	grant := store.CreditGrant{
+	grant := ledger.CreditGrant{
 		Provider: ev.Key.Provider, Account: ev.Key.Account, Environment: ev.Key.Environment, InvoiceID: inv.ID,
 		Operation: OperationInitialGrant, WorkspaceID: ev.WorkspaceID, Credits: c.PerInvoice,
 		AmountPaid: inv.AmountPaid, Currency: inv.Currency, EventKey: ev.Key.String(),
 	}
 	bkey := CreditGrantKey(grant.Provider, grant.Account, grant.Environment, grant.InvoiceID)
-	out, err := InPendingTx(ctx, c.Store, ev.Key, func(tx pgx.Tx, row *store.StoredEvent) (Outcome, error) {
-		granted, existing, err := store.GrantCreditsOnce(ctx, tx, grant)
+	out, err := InPendingTx(ctx, c.Store, ev.Key, func(tx pgx.Tx, row *inbox.StoredEvent) (Outcome, error) {
+		granted, existing, err := ledger.GrantCreditsOnce(ctx, tx, grant)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -76,10 +79,10 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 		out := Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("granted %d credits for %s", grant.Credits, inv.ID)}
 		// Credit notes of this invoice that arrived first wait for the
 		// grant: make them due now, in the grant's own commit.
-		if _, err := store.WakeResource(ctx, tx, row.Resource()); err != nil {
+		if _, err := inbox.WakeResource(ctx, tx, row.Resource()); err != nil {
 			return Outcome{}, err
 		}
-		ws, err := store.GetWorkspace(ctx, tx, grant.WorkspaceID)
+		ws, err := ledger.GetWorkspace(ctx, tx, grant.WorkspaceID)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -87,7 +90,7 @@ func (c *Credits) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, e
 			out.Note += "; no confirmation: the workspace has no email"
 			return out, nil
 		}
-		id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
+		id, err := outbox.InsertOutbox(ctx, tx, outbox.OutboxIntent{
 			OperationKey: bkey + ":confirmation",
 			Class:        keys.ClassCreditsConfirmation, Kind: "email", Destination: ws.Email, WorkspaceID: ws.ID,
 			ResourceKey: row.Resource().String(),

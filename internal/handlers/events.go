@@ -9,6 +9,8 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 )
 
 // Events implements ports.Events on the inbox: it routes each event to its
@@ -28,11 +30,11 @@ func (e *Events) LoadPending(ctx context.Context, r keys.Resource, limit int) (k
 }
 
 func (e *Events) loadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error) {
-	b, err := store.LoadPending(ctx, e.Store.Pool, r, limit)
+	b, err := inbox.LoadPending(ctx, e.Store.Pool, r, limit)
 	if err != nil {
 		return b, err
 	}
-	b.Outbox, err = store.UnsentOutbox(ctx, e.Store.Pool, r.String(), limit)
+	b.Outbox, err = outbox.UnsentOutbox(ctx, e.Store.Pool, r.String(), limit)
 	return b, err
 }
 
@@ -46,7 +48,7 @@ func (e *Events) Handle(ctx context.Context, k keys.Event) (ports.Handled, error
 }
 
 func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error) {
-	ev, err := store.GetInboxEvent(ctx, e.Store.Pool, k)
+	ev, err := inbox.GetInboxEvent(ctx, e.Store.Pool, k)
 	if errors.Is(err, store.ErrNotFound) {
 		return ports.Handled{}, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
 	}
@@ -70,25 +72,25 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 
 // RecordFailure notes a failed attempt on the row.
 func (e *Events) RecordFailure(ctx context.Context, k keys.Event, lastErr string, next time.Time) error {
-	return portErr(store.RecordInboxFailure(ctx, e.Store.Pool, k, lastErr, next))
+	return portErr(inbox.RecordInboxFailure(ctx, e.Store.Pool, k, lastErr, next))
 }
 
 // Defer leaves a pending row pending with reason, due again at next,
 // without counting an attempt.
 func (e *Events) Defer(ctx context.Context, k keys.Event, reason string, next time.Time) error {
-	_, err := store.DeferInboxEvent(ctx, e.Store.Pool, k, reason, next)
+	_, err := inbox.DeferInboxEvent(ctx, e.Store.Pool, k, reason, next)
 	return err
 }
 
 // Stop records a failed or exhausted event, keeping attempts and the last
 // error; a row completed elsewhere is left alone.
 func (e *Events) Stop(ctx context.Context, k keys.Event, status, lastErr string) (bool, string, error) {
-	changed, err := store.StopInboxEvent(ctx, e.Store.Pool, k, status, lastErr)
+	changed, err := inbox.StopInboxEvent(ctx, e.Store.Pool, k, status, lastErr)
 	if err != nil || !changed {
 		return changed, "", portErr(err)
 	}
 	route := ""
-	if ev, err := store.GetInboxEvent(ctx, e.Store.Pool, k); err == nil {
+	if ev, err := inbox.GetInboxEvent(ctx, e.Store.Pool, k); err == nil {
 		r, _ := For(ev.Key.Provider, ev.EventType)
 		route = r.Name
 	}

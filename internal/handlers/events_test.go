@@ -13,7 +13,7 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -49,19 +49,19 @@ func TestEventsRoutesSkipsAndIgnores(t *testing.T) {
 		body := []byte(`{"id":"` + id + `"}`)
 		sum := sha256.Sum256(body)
 		k := keys.Event{Provider: "stripe", Account: "acct_ev", Environment: "test", EventID: id}
-		_, err := store.InsertInboxEvent(ctx, st.Pool, &store.InboxEvent{Key: k, EndpointSlug: "ep", WorkspaceID: "ws",
+		_, err := inbox.InsertInboxEvent(ctx, st.Pool, &inbox.InboxEvent{Key: k, EndpointSlug: "ep", WorkspaceID: "ws",
 			EventType: typ, ResourceKind: "invoice", ResourceID: "in_" + id, Payload: body, BodySHA256: sum[:]})
 		require.NoError(t, err)
 		return k
 	}
 	var calls int
 	ev := &handlers.Events{Store: st, Handlers: handlers.Set{
-		handlers.RouteCredits: handlers.HandlerFunc(func(ctx context.Context, e *store.StoredEvent) (handlers.Outcome, error) {
+		handlers.RouteCredits: handlers.HandlerFunc(func(ctx context.Context, e *inbox.StoredEvent) (handlers.Outcome, error) {
 			calls++
 			if e.Key.EventID == "evt_bad" {
 				return handlers.Outcome{}, ports.Permanent(errors.New("invoice belongs to another workspace"))
 			}
-			return handlers.InPendingTx(ctx, st, e.Key, func(_ pgx.Tx, _ *store.StoredEvent) (handlers.Outcome, error) {
+			return handlers.InPendingTx(ctx, st, e.Key, func(_ pgx.Tx, _ *inbox.StoredEvent) (handlers.Outcome, error) {
 				return handlers.Outcome{Note: "granted", BusinessKey: "bk"}, nil
 			})
 		}),
@@ -89,7 +89,7 @@ func TestEventsRoutesSkipsAndIgnores(t *testing.T) {
 	require.Equal(t, keys.StatusPending, h.Status)
 	require.Equal(t, handlers.RouteSubscriptions, h.Route)
 	require.Contains(t, h.Note, "no handler registered")
-	row, err := store.GetInboxEvent(ctx, st.Pool, sub)
+	row, err := inbox.GetInboxEvent(ctx, st.Pool, sub)
 	require.NoError(t, err)
 	require.Equal(t, keys.StatusPending, row.Status)
 	require.Nil(t, row.ProcessedAt)
@@ -109,7 +109,7 @@ func TestEventsRoutesSkipsAndIgnores(t *testing.T) {
 	changed, _, err = ev.Stop(ctx, ok, keys.StatusExhausted, "late")
 	require.NoError(t, err)
 	require.False(t, changed, "a completed row is left alone")
-	row, err = store.GetInboxEvent(ctx, st.Pool, ok)
+	row, err = inbox.GetInboxEvent(ctx, st.Pool, ok)
 	require.NoError(t, err)
 	require.Equal(t, keys.StatusDone, row.Status)
 }

@@ -9,6 +9,9 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 )
 
 // OperationInitialAlert is the business operation of a feedback item's first
@@ -29,29 +32,29 @@ func FeedbackAlertKey(provider, project, env, feedbackID string) string {
 
 // Handle applies feedback.created. The source account is the project (the
 // endpoint's --account-path), the resource the feedback item.
-func (f *FeedbackAlerts) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, error) {
+func (f *FeedbackAlerts) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
 	doc := gjson.ParseBytes(ev.Payload)
 	message := doc.Get("data.message").String()
-	alert := store.FeedbackAlert{
+	alert := ledger.FeedbackAlert{
 		Provider: ev.Key.Provider, Project: ev.Key.Account, Environment: ev.Key.Environment,
 		FeedbackID: ev.ResourceID, Operation: OperationInitialAlert, WorkspaceID: ev.WorkspaceID, EventKey: ev.Key.String(),
 	}
 	base := FeedbackAlertKey(alert.Provider, alert.Project, alert.Environment, alert.FeedbackID)
-	out, err := InPendingTx(ctx, f.Store, ev.Key, func(tx pgx.Tx, row *store.StoredEvent) (Outcome, error) {
-		created, err := store.InsertFeedbackAlertOnce(ctx, tx, alert)
+	out, err := InPendingTx(ctx, f.Store, ev.Key, func(tx pgx.Tx, row *inbox.StoredEvent) (Outcome, error) {
+		created, err := ledger.InsertFeedbackAlertOnce(ctx, tx, alert)
 		if err != nil {
 			return Outcome{}, err
 		}
 		if !created {
 			return Outcome{Status: keys.StatusDone, Note: "initial alert already exists"}, nil
 		}
-		dests, err := store.ListDestinations(ctx, tx, alert.WorkspaceID, true)
+		dests, err := outbox.ListDestinations(ctx, tx, alert.WorkspaceID, true)
 		if err != nil {
 			return Outcome{}, err
 		}
 		out := Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("initial alert created, %d destination(s)", len(dests))}
 		for _, d := range dests {
-			id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
+			id, err := outbox.InsertOutbox(ctx, tx, outbox.OutboxIntent{
 				OperationKey: base + ":" + d.Name, Class: keys.ClassFeedbackAlert, Kind: d.Kind, Destination: d.Name,
 				WorkspaceID: alert.WorkspaceID, ResourceKey: row.Resource().String(),
 				Payload: map[string]any{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 // Route names: a handler's key in a Set and its metrics label.
@@ -59,14 +60,14 @@ func For(provider, eventType string) (Route, bool) {
 // normally through InPendingTx. Return ports.Permanent(err) for an event
 // that can never succeed; any other error is retried.
 type Handler interface {
-	Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, error)
+	Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error)
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, ev *store.StoredEvent) (Outcome, error)
+type HandlerFunc func(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error)
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, error) {
+func (f HandlerFunc) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
 	return f(ctx, ev)
 }
 
@@ -96,10 +97,10 @@ type Outcome struct {
 // status fn returns in the same transaction. If the row is already final
 // (another attempt won), fn is not called and that status is returned: a
 // retry never overwrites a completion committed elsewhere.
-func InPendingTx(ctx context.Context, st *store.Store, k keys.Event, fn func(tx pgx.Tx, ev *store.StoredEvent) (Outcome, error)) (Outcome, error) {
+func InPendingTx(ctx context.Context, st *store.Store, k keys.Event, fn func(tx pgx.Tx, ev *inbox.StoredEvent) (Outcome, error)) (Outcome, error) {
 	var out Outcome
 	err := st.Tx(ctx, func(tx pgx.Tx) error {
-		ev, err := store.LockInboxEvent(ctx, tx, k)
+		ev, err := inbox.LockInboxEvent(ctx, tx, k)
 		if err != nil {
 			return err
 		}
@@ -114,7 +115,7 @@ func InPendingTx(ctx context.Context, st *store.Store, k keys.Event, fn func(tx 
 		if out.Status == "" {
 			out.Status = keys.StatusDone
 		}
-		_, err = store.CompleteInboxEvent(ctx, tx, k, out.Status, out.Note)
+		_, err = inbox.CompleteInboxEvent(ctx, tx, k, out.Status, out.Note)
 		return err
 	})
 	return out, err

@@ -15,6 +15,10 @@ import (
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/providers"
@@ -38,19 +42,19 @@ func setup(t *testing.T, cfg simulator.Config, versionPath string) *bundle {
 	api := httptest.NewServer(sim.Handler())
 	t.Cleanup(api.Close)
 	ctx := context.Background()
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "sim", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "sim", Provider: "stripe", Environment: "test",
 		Secrets: []string{"whsec_x"}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey,
 		Settings: keys.EndpointSettings{VersionPath: versionPath}}))
-	require.NoError(t, st.LinkAccount(ctx, "sim", account, "ws"))
-	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "sim", account, "ws"))
+	require.NoError(t, ledger.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
 	return &bundle{ctx: ctx, store: st, sim: sim, provs: &handlers.EndpointProviders{Store: st}}
 }
 
 // accept puts a simulator event in the inbox as the intake would.
-func (b *bundle) accept(t *testing.T, ev simulator.Event) *store.StoredEvent {
+func (b *bundle) accept(t *testing.T, ev simulator.Event) *inbox.StoredEvent {
 	t.Helper()
 	sum := sha256.Sum256(ev.Body)
-	in := &store.InboxEvent{
+	in := &inbox.InboxEvent{
 		Key:          keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: ev.ID},
 		EndpointSlug: "sim", WorkspaceID: "ws", EventType: ev.Type, ResourceKind: ev.ResourceKind, ResourceID: ev.ResourceID,
 		Payload: ev.Body, BodySHA256: sum[:],
@@ -59,15 +63,15 @@ func (b *bundle) accept(t *testing.T, ev simulator.Event) *store.StoredEvent {
 		n := v.Int()
 		in.ProviderVersion = &n
 	}
-	_, err := store.InsertInboxEvent(b.ctx, b.store.Pool, in)
+	_, err := inbox.InsertInboxEvent(b.ctx, b.store.Pool, in)
 	require.NoError(t, err)
-	got, err := store.GetInboxEvent(b.ctx, b.store.Pool, in.Key)
+	got, err := inbox.GetInboxEvent(b.ctx, b.store.Pool, in.Key)
 	require.NoError(t, err)
 	return got
 }
 
 func (b *bundle) balance(t *testing.T) int64 {
-	w, err := store.GetWorkspace(b.ctx, b.store.Pool, "ws")
+	w, err := ledger.GetWorkspace(b.ctx, b.store.Pool, "ws")
 	require.NoError(t, err)
 	return w.CreditsBalance
 }
@@ -161,7 +165,7 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 func TestCreditsWithoutAPIKeyFailPermanently(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 3}, "")
-	require.NoError(t, b.store.SetAPIKey(b.ctx, "sim", ""))
+	require.NoError(t, endpoints.SetAPIKey(b.ctx, b.store, "sim", ""))
 	_, paid, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: account})
 	require.NoError(t, err)
 	h := &handlers.Credits{Store: b.store, Providers: &handlers.EndpointProviders{Store: b.store}, PerInvoice: 100}
@@ -170,8 +174,8 @@ func TestCreditsWithoutAPIKeyFailPermanently(t *testing.T) {
 	require.ErrorContains(t, err, "no API key")
 }
 
-func (b *bundle) projection(t *testing.T, id string) *store.Projection {
-	p, err := store.GetProjection(b.ctx, b.store.Pool, "stripe", account, "test", id)
+func (b *bundle) projection(t *testing.T, id string) *ledger.Projection {
+	p, err := ledger.GetProjection(b.ctx, b.store.Pool, "stripe", account, "test", id)
 	require.NoError(t, err)
 	return p
 }
@@ -195,7 +199,7 @@ func TestVersionedSnapshotsNeverGoBackwards(t *testing.T) {
 	require.EqualValues(t, 3, *p.Version)
 	require.Equal(t, "canceled", p.State.Status)
 	require.False(t, p.Access)
-	ok, err := store.WorkspaceHasAccess(b.ctx, b.store.Pool, "ws")
+	ok, err := ledger.WorkspaceHasAccess(b.ctx, b.store.Pool, "ws")
 	require.NoError(t, err)
 	require.False(t, ok, "a late active snapshot never restores access")
 	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM webhook_inbox WHERE status = 'done'`))
@@ -251,7 +255,7 @@ func TestNoticesFetchTheCurrentStateInAnyOrder(t *testing.T) {
 	require.True(t, p.State.CancelAtPeriodEnd)
 	require.True(t, p.Access)
 	require.NotNil(t, p.AccessEndsAt)
-	ok, err := store.WorkspaceHasAccess(b.ctx, b.store.Pool, "ws")
+	ok, err := ledger.WorkspaceHasAccess(b.ctx, b.store.Pool, "ws")
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -267,7 +271,7 @@ func TestNoticesFetchTheCurrentStateInAnyOrder(t *testing.T) {
 	require.Equal(t, "canceled", p.State.Status)
 	require.True(t, p.Deleted, "the deletion leaves a tombstone")
 	require.False(t, p.Access)
-	ok, err = store.WorkspaceHasAccess(b.ctx, b.store.Pool, "ws")
+	ok, err = ledger.WorkspaceHasAccess(b.ctx, b.store.Pool, "ws")
 	require.NoError(t, err)
 	require.False(t, ok)
 }
@@ -299,7 +303,7 @@ func TestAStaleAttemptsWriteLosesTheCompareAndSet(t *testing.T) {
 	p := b.projection(t, sub.ID)
 	require.Equal(t, "canceled", p.State.Status)
 	require.Equal(t, keys.StatusPending, func() string {
-		e, _ := store.GetInboxEvent(b.ctx, b.store.Pool, e1.Key)
+		e, _ := inbox.GetInboxEvent(b.ctx, b.store.Pool, e1.Key)
 		return e.Status
 	}())
 
@@ -334,25 +338,25 @@ func TestFeedbackAlertOncePerItemAndOneIntentPerDestination(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "fb", Provider: "standard", Environment: "live",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "fb", Provider: "standard", Environment: "live",
 		Secrets: []string{simulator.StandardSecret("k")}, Settings: keys.EndpointSettings{AccountPath: "data.project_id"}}))
-	require.NoError(t, st.LinkAccount(ctx, "fb", "proj_1", "ws"))
-	for _, d := range []store.Destination{
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "fb", "proj_1", "ws"))
+	for _, d := range []outbox.Destination{
 		{WorkspaceID: "ws", Name: "oncall", Kind: "webhook", Target: "https://example.invalid/hook", Enabled: true},
 		{WorkspaceID: "ws", Name: "team-mail", Kind: "email", Target: "team@ws.example", Enabled: true},
 		{WorkspaceID: "ws", Name: "off", Kind: "email", Target: "x@ws.example", Enabled: false},
 	} {
-		require.NoError(t, store.UpsertDestination(ctx, st.Pool, st.Keys, d))
+		require.NoError(t, outbox.UpsertDestination(ctx, st.Pool, st.Keys, d))
 	}
 	h := &handlers.FeedbackAlerts{Store: st}
-	insert := func(id string) *store.StoredEvent {
+	insert := func(id string) *inbox.StoredEvent {
 		body := []byte(`{"type":"feedback.created","data":{"id":"fb_1","project_id":"proj_1","message":"search is slow"}}`)
 		sum := sha256.Sum256(body)
 		k := keys.Event{Provider: "standard", Account: "proj_1", Environment: "live", EventID: id}
-		_, err := store.InsertInboxEvent(ctx, st.Pool, &store.InboxEvent{Key: k, EndpointSlug: "fb", WorkspaceID: "ws",
+		_, err := inbox.InsertInboxEvent(ctx, st.Pool, &inbox.InboxEvent{Key: k, EndpointSlug: "fb", WorkspaceID: "ws",
 			EventType: "feedback.created", ResourceKind: "feedback", ResourceID: "fb_1", Payload: body, BodySHA256: sum[:]})
 		require.NoError(t, err)
-		e, err := store.GetInboxEvent(ctx, st.Pool, k)
+		e, err := inbox.GetInboxEvent(ctx, st.Pool, k)
 		require.NoError(t, err)
 		return e
 	}
@@ -385,17 +389,17 @@ func TestAccessRule(t *testing.T) {
 	ended := time.Date(2026, 11, 30, 10, 5, 0, 0, time.UTC)
 	tests := []struct {
 		name   string
-		st     store.SubscriptionState
+		st     ledger.SubscriptionState
 		access bool
 		ends   *time.Time
 	}{
-		{"active renews", store.SubscriptionState{Status: "active", CurrentPeriodEnd: &end}, true, nil},
-		{"cancel at period end keeps access until then", store.SubscriptionState{Status: "active", CancelAtPeriodEnd: true, CurrentPeriodEnd: &end}, true, &end},
-		{"trialing", store.SubscriptionState{Status: "trialing"}, true, nil},
-		{"past due", store.SubscriptionState{Status: "past_due"}, true, nil},
-		{"immediate cancellation ends access", store.SubscriptionState{Status: "canceled", EndedAt: &ended, CurrentPeriodEnd: &end}, false, &ended},
-		{"unpaid", store.SubscriptionState{Status: "unpaid"}, false, nil},
-		{"incomplete", store.SubscriptionState{Status: "incomplete"}, false, nil},
+		{"active renews", ledger.SubscriptionState{Status: "active", CurrentPeriodEnd: &end}, true, nil},
+		{"cancel at period end keeps access until then", ledger.SubscriptionState{Status: "active", CancelAtPeriodEnd: true, CurrentPeriodEnd: &end}, true, &end},
+		{"trialing", ledger.SubscriptionState{Status: "trialing"}, true, nil},
+		{"past due", ledger.SubscriptionState{Status: "past_due"}, true, nil},
+		{"immediate cancellation ends access", ledger.SubscriptionState{Status: "canceled", EndedAt: &ended, CurrentPeriodEnd: &end}, false, &ended},
+		{"unpaid", ledger.SubscriptionState{Status: "unpaid"}, false, nil},
+		{"incomplete", ledger.SubscriptionState{Status: "incomplete"}, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -458,9 +462,9 @@ func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 func TestReconcileKeepsTheProjectionsWorkspace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simulator.Config{Seed: 9}, "")
-	sim, err := b.store.GetEndpoint(b.ctx, "sim")
+	sim, err := endpoints.GetEndpoint(b.ctx, b.store, "sim")
 	require.NoError(t, err)
-	require.NoError(t, b.store.InsertEndpoint(b.ctx, store.NewEndpoint{Slug: "aaa-second", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "aaa-second", Provider: "stripe", Environment: "test",
 		Secrets: []string{"whsec_y"}, APIBaseURL: sim.APIBaseURL, APIKey: simulator.DefaultAPIKey}))
 	_, err = b.store.Pool.Exec(b.ctx, `INSERT INTO workspaces (id) VALUES ('ws_other');
 		INSERT INTO account_links (endpoint_slug, account, workspace_id) VALUES ('aaa-second', '`+account+`', 'ws_other')`)
@@ -523,7 +527,7 @@ func TestSameVersionWithOtherContentIsRecordedAsADivergence(t *testing.T) {
 	p := b.projection(t, sub.ID)
 	require.Equal(t, "active", p.State.Status, "not overwritten")
 	require.Equal(t, before.WriteSeq, p.WriteSeq)
-	row, err := store.GetInboxEvent(b.ctx, b.store.Pool, ev.Key)
+	row, err := inbox.GetInboxEvent(b.ctx, b.store.Pool, ev.Key)
 	require.NoError(t, err)
 	var note string
 	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT note FROM webhook_inbox WHERE event_id = $1`, ev.Key.EventID).Scan(&note))
@@ -531,7 +535,7 @@ func TestSameVersionWithOtherContentIsRecordedAsADivergence(t *testing.T) {
 	require.Equal(t, keys.StatusDone, row.Status)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM reconcile_divergences WHERE same_version AND NOT corrected
 		AND field = 'status' AND local_value = 'active' AND provider_value = 'past_due' AND detected_by = '`+ev.Key.String()+`'`))
-	bl, err := store.ReadBacklog(b.ctx, b.store.Pool)
+	bl, err := inbox.ReadBacklog(b.ctx, b.store.Pool)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, bl.SameVersionDivergences24h)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the registry the clients come from
 )
@@ -48,7 +49,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 		return c.client, nil
 	}
 	p.mu.Unlock()
-	ep, err := p.Store.GetProviderEndpoint(ctx, slug)
+	ep, err := endpoints.GetProviderEndpoint(ctx, p.Store, slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ports.Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
 	}
@@ -81,7 +82,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 // the recovery pass. An endpoint without an API key or a hook, or whose
 // provider has no delivery log, is a permanent error.
 func (p *EndpointProviders) Hook(ctx context.Context, slug string) (ports.HookEndpoint, error) {
-	ep, err := p.Store.GetProviderEndpoint(ctx, slug)
+	ep, err := endpoints.GetProviderEndpoint(ctx, p.Store, slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s no longer exists: no delivery log to read", slug))
 	}

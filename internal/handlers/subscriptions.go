@@ -13,6 +13,10 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/stripe"
 )
@@ -54,14 +58,14 @@ type SubscriptionPlan struct {
 	Deleted   bool
 	// ReadSeq is the projection's write_seq when the attempt began (0: none).
 	ReadSeq int64
-	Current *store.Projection
+	Current *ledger.Projection
 	Fetched time.Time
 	// Gap is the divergence of a version jump (versioned events only).
 	Gap *keys.Divergence
 }
 
 // Handle applies a customer.subscription.* event.
-func (s *Subscriptions) Handle(ctx context.Context, ev *store.StoredEvent) (Outcome, error) {
+func (s *Subscriptions) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
 	plan, err := s.Prepare(ctx, ev)
 	if err != nil {
 		return Outcome{}, err
@@ -74,7 +78,7 @@ func (s *Subscriptions) Handle(ctx context.Context, ev *store.StoredEvent) (Outc
 // Prepare reads what the write will be checked against, then gets the
 // state to write: the event's own snapshot when it is versioned, else the
 // provider's current subscription. No transaction is open meanwhile.
-func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (SubscriptionPlan, error) {
+func (s *Subscriptions) Prepare(ctx context.Context, ev *inbox.StoredEvent) (SubscriptionPlan, error) {
 	plan := SubscriptionPlan{Deleted: ev.EventType == "customer.subscription.deleted"}
 	if ev.ProviderVersion != nil {
 		return s.prepareVersioned(ctx, ev, plan)
@@ -97,8 +101,8 @@ func (s *Subscriptions) Prepare(ctx context.Context, ev *store.StoredEvent) (Sub
 }
 
 // projection is the stored projection of ev's subscription, nil if none.
-func (s *Subscriptions) projection(ctx context.Context, ev *store.StoredEvent) (*store.Projection, error) {
-	cur, err := store.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
+func (s *Subscriptions) projection(ctx context.Context, ev *inbox.StoredEvent) (*ledger.Projection, error) {
+	cur, err := ledger.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -107,7 +111,7 @@ func (s *Subscriptions) projection(ctx context.Context, ev *store.StoredEvent) (
 
 // fetch reads ev's subscription from the provider, which must answer for
 // that subscription.
-func (s *Subscriptions) fetch(ctx context.Context, ev *store.StoredEvent) (providers.Subscription, error) {
+func (s *Subscriptions) fetch(ctx context.Context, ev *inbox.StoredEvent) (providers.Subscription, error) {
 	client, err := s.Providers.For(ctx, ev.EndpointSlug)
 	if err != nil {
 		return providers.Subscription{}, err
@@ -127,7 +131,7 @@ func (s *Subscriptions) fetch(ctx context.Context, ev *store.StoredEvent) (provi
 // partial changes, skipped versions hide facts) or its payload was erased.
 // Then the current subscription is fetched and written, still guarded by
 // its version, and a jump is recorded as a divergence.
-func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *store.StoredEvent, plan SubscriptionPlan) (SubscriptionPlan, error) {
+func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *inbox.StoredEvent, plan SubscriptionPlan) (SubscriptionPlan, error) {
 	v := *ev.ProviderVersion
 	plan.Versioned = true
 	cur, err := s.projection(ctx, ev)
@@ -173,17 +177,17 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *store.StoredEv
 }
 
 // Commit writes the plan in the event's one transaction.
-func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan SubscriptionPlan) (Outcome, error) {
+func (s *Subscriptions) Commit(ctx context.Context, ev *inbox.StoredEvent, plan SubscriptionPlan) (Outcome, error) {
 	p := projectionOf(ev, plan)
-	return InPendingTx(ctx, s.Store, ev.Key, func(tx pgx.Tx, _ *store.StoredEvent) (Outcome, error) {
+	return InPendingTx(ctx, s.Store, ev.Key, func(tx pgx.Tx, _ *inbox.StoredEvent) (Outcome, error) {
 		if plan.Versioned {
-			applied, err := store.WriteProjectionIfNewer(ctx, tx, p)
+			applied, err := ledger.WriteProjectionIfNewer(ctx, tx, p)
 			if err != nil {
 				return Outcome{}, err
 			}
 			if g := plan.Gap; g != nil {
 				g.Corrected = applied
-				if err := store.InsertDivergences(ctx, tx, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceKind,
+				if err := passes.InsertDivergences(ctx, tx, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceKind,
 					ev.ResourceID, "version gap: "+ev.Key.String(), []keys.Divergence{*g}); err != nil {
 					return Outcome{}, err
 				}
@@ -200,7 +204,7 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 		if note, ok := s.keep(ev.Key.String(), plan, p); ok {
 			return Outcome{Status: keys.StatusDone, Note: note}, nil
 		}
-		applied, err := store.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
+		applied, err := ledger.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -217,8 +221,8 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *store.StoredEvent, plan 
 // contradicting itself (seed 004: investigate, do not overwrite): each
 // differing field is recorded as a same-version divergence, and the note
 // says so.
-func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *store.StoredEvent, p store.Projection) (Outcome, error) {
-	cur, err := store.GetProjection(ctx, tx, p.Provider, p.Account, p.Environment, p.ResourceID)
+func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *inbox.StoredEvent, p ledger.Projection) (Outcome, error) {
+	cur, err := ledger.GetProjection(ctx, tx, p.Provider, p.Account, p.Environment, p.ResourceID)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -242,7 +246,7 @@ func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *store.Sto
 		return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d already applied", *p.Version)}, nil
 	}
 	r := ev.Resource()
-	if err := store.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, ev.Key.String(), divs); err != nil {
+	if err := passes.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, ev.Key.String(), divs); err != nil {
 		return Outcome{}, err
 	}
 	changes := make([]string, len(divs))
@@ -266,7 +270,7 @@ func orNone(s string) string {
 // keep reports whether a fetched state must not be written over the
 // current projection, and why: a canceled subscription is terminal, and a
 // fetch older (by version) than what is stored is stale.
-func (s *Subscriptions) keep(by string, plan SubscriptionPlan, p store.Projection) (string, bool) {
+func (s *Subscriptions) keep(by string, plan SubscriptionPlan, p ledger.Projection) (string, bool) {
 	c := plan.Current
 	if c == nil {
 		return "", false
@@ -287,7 +291,7 @@ func (s *Subscriptions) keep(by string, plan SubscriptionPlan, p store.Projectio
 // divergence (SPEC R19). It runs inside the resource's workflow, so it never
 // races that resource's events.
 func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason string) (ports.ReconcileOutcome, error) {
-	ep, err := store.FindAPIEndpoint(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment)
+	ep, err := endpoints.FindAPIEndpoint(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment)
 	if errors.Is(err, store.ErrNotFound) {
 		return ports.ReconcileOutcome{}, ports.Permanent(fmt.Errorf("no %s endpoint with an API key links account %s (%s)", r.Provider, r.Account, r.Environment))
 	}
@@ -295,7 +299,7 @@ func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason s
 		return ports.ReconcileOutcome{}, err
 	}
 	var plan SubscriptionPlan
-	cur, err := store.GetProjection(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment, r.ID)
+	cur, err := ledger.GetProjection(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment, r.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
@@ -329,7 +333,7 @@ func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason s
 	note, keep := s.keep(by, plan, p)
 	err = s.Store.Tx(ctx, func(tx pgx.Tx) error {
 		if !keep {
-			applied, err := store.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
+			applied, err := ledger.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
 			if err != nil {
 				return err
 			}
@@ -340,7 +344,7 @@ func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason s
 		for i := range divs {
 			divs[i].Corrected = !keep
 		}
-		return store.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, by, divs)
+		return passes.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, by, divs)
 	})
 	if err != nil {
 		return ports.ReconcileOutcome{}, err
@@ -359,7 +363,7 @@ func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, sc keys.Scop
 	for i, sub := range listed {
 		ids[i] = sub.ID
 	}
-	local, err := store.GetProjections(ctx, s.Store.Pool, sc.Provider, sc.Account, sc.Environment, ids)
+	local, err := ledger.GetProjections(ctx, s.Store.Pool, sc.Provider, sc.Account, sc.Environment, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +378,7 @@ func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, sc keys.Scop
 
 // diffProjection lists the fields where the stored projection and the
 // provider's state differ.
-func diffProjection(cur *store.Projection, p store.Projection) []keys.Divergence {
+func diffProjection(cur *ledger.Projection, p ledger.Projection) []keys.Divergence {
 	if cur == nil {
 		return []keys.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
 	}
@@ -408,17 +412,17 @@ func (s *Subscriptions) log() *slog.Logger {
 	return slog.Default()
 }
 
-func projectionOf(ev *store.StoredEvent, plan SubscriptionPlan) store.Projection {
+func projectionOf(ev *inbox.StoredEvent, plan SubscriptionPlan) ledger.Projection {
 	return projectionFor(ev.Resource(), ev.WorkspaceID, ev.Key.String(), plan)
 }
 
-func projectionFor(r keys.Resource, workspace, writtenBy string, plan SubscriptionPlan) store.Projection {
+func projectionFor(r keys.Resource, workspace, writtenBy string, plan SubscriptionPlan) ledger.Projection {
 	snap := plan.Snapshot
-	st := store.SubscriptionState{
+	st := ledger.SubscriptionState{
 		Status: snap.Status, Customer: snap.Customer, CancelAtPeriodEnd: snap.CancelAtPeriodEnd,
 		CurrentPeriodEnd: timePtr(snap.CurrentPeriodEnd), CanceledAt: timePtr(snap.CanceledAt), EndedAt: timePtr(snap.EndedAt),
 	}
-	p := store.Projection{
+	p := ledger.Projection{
 		Provider: r.Provider, Account: r.Account, Environment: r.Environment, ResourceID: r.ID,
 		WorkspaceID: workspace, State: st, Deleted: plan.Deleted, WrittenBy: writtenBy,
 	}
@@ -439,7 +443,7 @@ func projectionFor(r keys.Resource, workspace, writtenBy string, plan Subscripti
 // cancel at its end; an immediate cancellation ends access at once; any
 // other status gives none. A canceled subscription is terminal, so a late
 // "active" snapshot can never restore access.
-func AccessRule(st store.SubscriptionState) (access bool, endsAt *time.Time) {
+func AccessRule(st ledger.SubscriptionState) (access bool, endsAt *time.Time) {
 	switch st.Status {
 	case subActive, subTrialing, subPastDue:
 		if st.CancelAtPeriodEnd {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/github"
 )
@@ -54,7 +55,7 @@ func Fingerprint(v string) string {
 }
 
 // NewEndpointView is the view of an endpoint.
-func NewEndpointView(e *store.Endpoint) EndpointView {
+func NewEndpointView(e *endpoints.Endpoint) EndpointView {
 	v := EndpointView{Slug: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: e.Account,
 		APIBaseURL: e.APIBaseURL, APIKeySet: e.HasAPIKey || e.APIKey != "", Settings: e.Settings, Links: e.Links, Secrets: []SecretView{}}
 	if e.APIKey != "" {
@@ -82,7 +83,7 @@ func (v EndpointView) SortedLinks() []string {
 
 // ListEndpoints lists every endpoint, by slug.
 func (s *Service) ListEndpoints(ctx context.Context) ([]EndpointView, error) {
-	eps, err := s.Store.ListEndpoints(ctx)
+	eps, err := endpoints.ListEndpoints(ctx, s.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func (s *Service) ListEndpoints(ctx context.Context) ([]EndpointView, error) {
 
 // ShowEndpoint reads one endpoint.
 func (s *Service) ShowEndpoint(ctx context.Context, slug string) (*EndpointView, error) {
-	e, err := s.Store.GetEndpoint(ctx, slug)
+	e, err := endpoints.GetEndpoint(ctx, s.Store, slug)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +135,7 @@ func validateSettings(st keys.EndpointSettings) error {
 }
 
 // ValidateNewEndpoint checks an endpoint before it is registered.
-func ValidateNewEndpoint(e store.NewEndpoint) error {
+func ValidateNewEndpoint(e endpoints.NewEndpoint) error {
 	if !SlugPattern.MatchString(e.Slug) {
 		return Invalidf("slug must be 1-63 lowercase letters, digits, '-' or '_' (got %q)", e.Slug)
 	}
@@ -170,7 +171,7 @@ func ValidateNewEndpoint(e store.NewEndpoint) error {
 // EndpointWarnings are what registering e is allowed but should say: a
 // Shopify endpoint with neither its own account nor bound secrets trusts
 // the unsigned shop header only while it links exactly one shop.
-func EndpointWarnings(e store.NewEndpoint) []string {
+func EndpointWarnings(e endpoints.NewEndpoint) []string {
 	var out []string
 	if e.Provider == keys.ProviderShopify && e.Account == "" && len(e.SecretAccounts) == 0 {
 		out = append(out, "Shopify's shop header is not signed; without an own account (--account) or secret accounts "+
@@ -209,14 +210,14 @@ func secretFingerprints(secrets []string) []string {
 }
 
 // AddEndpoint registers an endpoint. Audited (secrets as fingerprints).
-func (s *Service) AddEndpoint(ctx context.Context, who Actor, e store.NewEndpoint, reason string) error {
+func (s *Service) AddEndpoint(ctx context.Context, who Actor, e endpoints.NewEndpoint, reason string) error {
 	if err := who.check(); err != nil {
 		return err
 	}
 	if err := ValidateNewEndpoint(e); err != nil {
 		return err
 	}
-	if err := s.Store.InsertEndpoint(ctx, e); err != nil {
+	if err := endpoints.InsertEndpoint(ctx, s.Store, e); err != nil {
 		if strings.Contains(err.Error(), "already exists") {
 			return &ConflictError{Err: err}
 		}
@@ -267,11 +268,11 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 	var changed []string
 	details := map[string]any{}
 	err := s.Store.Tx(ctx, func(tx pgx.Tx) error {
-		e, err := s.Store.GetEndpoint(ctx, slug)
+		e, err := endpoints.GetEndpoint(ctx, s.Store, slug)
 		if err != nil {
 			return err
 		}
-		u := store.EndpointUpdate{Account: c.Account, APIBaseURL: c.APIBaseURL, APIKey: c.APIKey}
+		u := endpoints.EndpointUpdate{Account: c.Account, APIBaseURL: c.APIBaseURL, APIKey: c.APIKey}
 		set := e.Settings
 		for _, f := range []struct {
 			name string
@@ -331,7 +332,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 			}
 			changed = append(changed, "api_key")
 		}
-		if err := store.UpdateEndpoint(ctx, tx, s.Store.Keys, slug, u); err != nil {
+		if err := endpoints.UpdateEndpoint(ctx, tx, s.Store.Keys, slug, u); err != nil {
 			return err
 		}
 		details["changed"] = changed
@@ -346,14 +347,14 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 
 // LinkAccount maps a source account of an endpoint to a workspace (created
 // if new). Audited.
-func (s *Service) LinkAccount(ctx context.Context, who Actor, slug, account, workspace, reason string) (store.LinkResult, error) {
+func (s *Service) LinkAccount(ctx context.Context, who Actor, slug, account, workspace, reason string) (endpoints.LinkResult, error) {
 	if err := who.check(); err != nil {
-		return store.LinkResult{}, err
+		return endpoints.LinkResult{}, err
 	}
 	if strings.TrimSpace(account) == "" || strings.TrimSpace(workspace) == "" {
-		return store.LinkResult{}, Invalidf("account and workspace must not be empty")
+		return endpoints.LinkResult{}, Invalidf("account and workspace must not be empty")
 	}
-	res, err := s.Store.Link(ctx, slug, account, workspace)
+	res, err := endpoints.Link(ctx, s.Store, slug, account, workspace)
 	if err != nil {
 		return res, err
 	}
@@ -368,7 +369,7 @@ func (s *Service) UnlinkAccount(ctx context.Context, who Actor, slug, account, r
 	if err := who.check(); err != nil {
 		return err
 	}
-	if err := s.Store.UnlinkAccount(ctx, slug, account); err != nil {
+	if err := endpoints.UnlinkAccount(ctx, s.Store, slug, account); err != nil {
 		return err
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_unlink", endpointTarget(slug), reason, map[string]any{"account": account})
@@ -380,7 +381,7 @@ func (s *Service) RemoveEndpoint(ctx context.Context, who Actor, slug, reason st
 	if err := who.check(); err != nil {
 		return err
 	}
-	if err := s.Store.DeleteEndpoint(ctx, slug); err != nil {
+	if err := endpoints.DeleteEndpoint(ctx, s.Store, slug); err != nil {
 		return err
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_remove", endpointTarget(slug), reason, nil)
@@ -419,7 +420,7 @@ func (s *Service) AddSecret(ctx context.Context, who Actor, slug string, n NewSe
 		return out, err
 	}
 	// Never the API key: adding a secret has no use for it.
-	ep, err := s.Store.GetIntakeEndpoint(ctx, slug)
+	ep, err := endpoints.GetIntakeEndpoint(ctx, s.Store, slug)
 	if err != nil {
 		return out, err
 	}
@@ -428,7 +429,7 @@ func (s *Service) AddSecret(ctx context.Context, who Actor, slug string, n NewSe
 		return out, Invalidf("secret: %v", err)
 	}
 	err = s.Store.Tx(ctx, func(tx pgx.Tx) error {
-		id, err := store.InsertSecret(ctx, tx, s.Store.Keys, slug, secret, n.Accounts)
+		id, err := endpoints.InsertSecret(ctx, tx, s.Store.Keys, slug, secret, n.Accounts)
 		if err != nil {
 			return err
 		}
@@ -462,7 +463,7 @@ func (s *Service) BindSecret(ctx context.Context, who Actor, slug string, id int
 	if err := validateAccounts("accounts", accounts); err != nil {
 		return err
 	}
-	if err := s.Store.BindSecret(ctx, slug, id, accounts); err != nil {
+	if err := endpoints.BindSecret(ctx, s.Store, slug, id, accounts); err != nil {
 		return err
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_secret_bind", endpointTarget(slug), reason,
@@ -475,7 +476,7 @@ func (s *Service) RemoveSecret(ctx context.Context, who Actor, slug string, id i
 	if err := who.check(); err != nil {
 		return err
 	}
-	if err := s.Store.DeleteSecret(ctx, slug, id); err != nil {
+	if err := endpoints.DeleteSecret(ctx, s.Store, slug, id); err != nil {
 		if !errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), "last secret") {
 			return &ConflictError{Err: err}
 		}

@@ -11,6 +11,10 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 )
 
 // Lineage kinds: what `explain` starts from.
@@ -40,21 +44,21 @@ const (
 // retention deleted, from their kept record), the effects on the resource,
 // its workflow and every operator act on any of them.
 type Lineage struct {
-	Kind        string                   `json:"kind"`
-	Ref         string                   `json:"ref"`
-	BusinessKey string                   `json:"business_key,omitempty"`
-	Summary     string                   `json:"summary"`
-	Resource    keys.Resource            `json:"resource"`
-	ResourceKey string                   `json:"resource_key"`
-	Workflow    WorkflowRef              `json:"workflow"`
-	ConsolePath string                   `json:"console_path"`
-	Grants      []GrantView              `json:"grants"`
-	Alerts      []AlertView              `json:"alerts"`
-	Projection  *ProjectionView          `json:"subscription,omitempty"`
-	Events      []LineageRow             `json:"events"`
-	Outbox      []OutboxView             `json:"outbox"`
-	Divergences []store.StoredDivergence `json:"divergences"`
-	Actions     []AuditEntry             `json:"operator_actions"`
+	Kind        string                    `json:"kind"`
+	Ref         string                    `json:"ref"`
+	BusinessKey string                    `json:"business_key,omitempty"`
+	Summary     string                    `json:"summary"`
+	Resource    keys.Resource             `json:"resource"`
+	ResourceKey string                    `json:"resource_key"`
+	Workflow    WorkflowRef               `json:"workflow"`
+	ConsolePath string                    `json:"console_path"`
+	Grants      []GrantView               `json:"grants"`
+	Alerts      []AlertView               `json:"alerts"`
+	Projection  *ProjectionView           `json:"subscription,omitempty"`
+	Events      []LineageRow              `json:"events"`
+	Outbox      []OutboxView              `json:"outbox"`
+	Divergences []passes.StoredDivergence `json:"divergences"`
+	Actions     []AuditEntry              `json:"operator_actions"`
 	// Focus is the event key the lineage was asked for (kind event).
 	Focus string `json:"focus,omitempty"`
 }
@@ -111,7 +115,7 @@ type OutboxView struct {
 
 // LineageRow is one delivery behind the effect and what it did.
 type LineageRow struct {
-	store.LineageEvent
+	inbox.LineageEvent
 	BodySHA256 string `json:"body_sha256"`
 	// KeyString is the event key as logged ("" for a quarantine entry
 	// whose key is incomplete).
@@ -211,16 +215,16 @@ func refParts(ref, prefix string) (provider, account, env, id string, err error)
 }
 
 func (s *Service) findGrant(ctx context.Context, ref string) (keys.Resource, error) {
-	var gs []store.CreditGrant
+	var gs []ledger.CreditGrant
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
-		gs, err = store.FindCreditGrants(ctx, s.Store.Pool, id, "", "", "", "")
+		gs, err = ledger.FindCreditGrants(ctx, s.Store.Pool, id, "", "", "", "")
 	} else {
 		p, a, e, inv, perr := refParts(ref, grantKeyPrefix)
 		if perr != nil {
 			return keys.Resource{}, perr
 		}
-		gs, err = store.FindCreditGrants(ctx, s.Store.Pool, 0, p, a, e, inv)
+		gs, err = ledger.FindCreditGrants(ctx, s.Store.Pool, 0, p, a, e, inv)
 	}
 	if err != nil {
 		return keys.Resource{}, err
@@ -235,7 +239,7 @@ func (s *Service) findGrant(ctx context.Context, ref string) (keys.Resource, err
 	return keys.Resource{Provider: g.Provider, Account: g.Account, Environment: g.Environment, Kind: "invoice", ID: g.InvoiceID}, nil
 }
 
-func sameInvoice(gs []store.CreditGrant) bool {
+func sameInvoice(gs []ledger.CreditGrant) bool {
 	for _, g := range gs[1:] {
 		if g.Provider != gs[0].Provider || g.Account != gs[0].Account || g.Environment != gs[0].Environment || g.InvoiceID != gs[0].InvoiceID {
 			return false
@@ -252,7 +256,7 @@ func (s *Service) findSubscription(ctx context.Context, ref string) (keys.Resour
 	if err != nil {
 		return keys.Resource{}, err
 	}
-	rs, err := store.FindProjections(ctx, s.Store.Pool, p, a, e, id)
+	rs, err := ledger.FindProjections(ctx, s.Store.Pool, p, a, e, id)
 	if err != nil {
 		return keys.Resource{}, err
 	}
@@ -267,16 +271,16 @@ func (s *Service) findSubscription(ctx context.Context, ref string) (keys.Resour
 }
 
 func (s *Service) findAlert(ctx context.Context, ref string) (keys.Resource, error) {
-	var as []store.StoredFeedbackAlert
+	var as []ledger.StoredFeedbackAlert
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
-		as, err = store.FindFeedbackAlerts(ctx, s.Store.Pool, id, "", "", "", "")
+		as, err = ledger.FindFeedbackAlerts(ctx, s.Store.Pool, id, "", "", "", "")
 	} else {
 		p, a, e, fid, perr := refParts(ref, alertKeyPrefix)
 		if perr != nil {
 			return keys.Resource{}, perr
 		}
-		as, err = store.FindFeedbackAlerts(ctx, s.Store.Pool, 0, p, a, e, fid)
+		as, err = ledger.FindFeedbackAlerts(ctx, s.Store.Pool, 0, p, a, e, fid)
 	}
 	if err != nil {
 		return keys.Resource{}, err
@@ -298,12 +302,12 @@ func (s *Service) findAlert(ctx context.Context, ref string) (keys.Resource, err
 }
 
 func (s *Service) findOutbox(ctx context.Context, ref string, l *Lineage) (keys.Resource, error) {
-	var o *store.OutboxRow
+	var o *outbox.OutboxRow
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
-		o, err = store.GetOutbox(ctx, s.Store.Pool, id)
+		o, err = outbox.GetOutbox(ctx, s.Store.Pool, id)
 	} else {
-		o, err = store.FindOutboxByOperation(ctx, s.Store.Pool, ref)
+		o, err = outbox.FindOutboxByOperation(ctx, s.Store.Pool, ref)
 	}
 	if err != nil {
 		return keys.Resource{}, err
@@ -324,7 +328,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 	l.Workflow, l.ConsolePath = s.workflowRef(r), keys.ConsoleResourcePath(r)
 	l.Grants, l.Alerts, l.Outbox, l.Events = []GrantView{}, []AlertView{}, []OutboxView{}, []LineageRow{}
 
-	gs, err := store.FindCreditGrants(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
+	gs, err := ledger.FindCreditGrants(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
 	if err != nil {
 		return err
 	}
@@ -338,7 +342,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 			AmountPaid: g.AmountPaid, Currency: g.Currency, EventKey: g.EventKey, CreatedAt: g.CreatedAt.UTC()})
 		effectEvents[g.EventKey] = fmt.Sprintf("created credit grant #%d (%d credits)", g.ID, g.Credits)
 	}
-	as, err := store.FindFeedbackAlerts(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
+	as, err := ledger.FindFeedbackAlerts(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
 	if err != nil {
 		return err
 	}
@@ -347,7 +351,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 		l.Alerts = append(l.Alerts, AlertView{ID: a.ID, BusinessKey: bk, Workspace: a.WorkspaceID, EventKey: a.EventKey, CreatedAt: a.CreatedAt.UTC()})
 		effectEvents[a.EventKey] = fmt.Sprintf("created feedback alert #%d", a.ID)
 	}
-	if p, err := store.GetProjection(ctx, db, r.Provider, r.Account, r.Environment, r.ID); err == nil && r.Kind == "subscription" {
+	if p, err := ledger.GetProjection(ctx, db, r.Provider, r.Account, r.Environment, r.ID); err == nil && r.Kind == "subscription" {
 		l.Projection = &ProjectionView{BusinessKey: "projection/" + r.String(), Workspace: p.WorkspaceID, Status: p.State.Status,
 			Version: p.Version, Deleted: p.Deleted, Access: p.Access, AccessEndsAt: utcPtr(p.AccessEndsAt),
 			WriteSeq: p.WriteSeq, WrittenBy: p.WrittenBy, UpdatedAt: p.UpdatedAt.UTC()}
@@ -356,7 +360,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 		return err
 	}
 
-	evs, err := store.ResourceLineage(ctx, db, r)
+	evs, err := inbox.ResourceLineage(ctx, db, r)
 	if err != nil {
 		return err
 	}
@@ -369,12 +373,12 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 		row.Role = lineageRole(&row, effectEvents, len(effectEvents) > 0)
 		l.Events = append(l.Events, row)
 		if e.Source == "quarantine" {
-			refs = append(refs, store.QuarantineTarget(e.SourceID))
+			refs = append(refs, inbox.QuarantineTarget(e.SourceID))
 		} else if row.KeyString != "" {
 			refs = append(refs, row.KeyString)
 		}
 	}
-	os, err := store.ResourceOutbox(ctx, db, r)
+	os, err := outbox.ResourceOutbox(ctx, db, r)
 	if err != nil {
 		return err
 	}
@@ -384,7 +388,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 			CreatedAt: o.CreatedAt.UTC(), SentAt: utcPtr(o.SentAt)})
 		refs = append(refs, OutboxTarget(o.ID))
 	}
-	if l.Divergences, err = store.ResourceDivergences(ctx, db, r); err != nil {
+	if l.Divergences, err = passes.ResourceDivergences(ctx, db, r); err != nil {
 		return err
 	}
 	acts, err := store.ListOperatorActionsFor(ctx, db, refs, 500)
@@ -399,7 +403,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 func lineageRole(row *LineageRow, effects map[string]string, anyEffect bool) string {
 	if row.Source == "quarantine" {
 		role := "quarantined (" + row.QuarantineReason + ")"
-		if row.QuarantineReason == store.ReasonConflictingDuplicate {
+		if row.QuarantineReason == inbox.ReasonConflictingDuplicate {
 			role = "quarantined conflict: same event key, different body; the original was kept"
 		}
 		if row.Status == "resolved" {

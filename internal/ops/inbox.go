@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -27,7 +28,7 @@ func Providers() []string { return providers.Names() }
 const MaxListLimit = 1000
 
 // ValidateInboxFilter rejects a filter that cannot mean anything.
-func ValidateInboxFilter(f store.InboxFilter) error {
+func ValidateInboxFilter(f inbox.InboxFilter) error {
 	for _, st := range f.Statuses {
 		if !slices.Contains(InboxStatuses, st) {
 			return Invalidf("status must be one of %s (got %q)", strings.Join(InboxStatuses, ", "), st)
@@ -50,7 +51,7 @@ func ValidateInboxFilter(f store.InboxFilter) error {
 
 // FilterSelects reports whether f narrows the inbox at all (a bulk act
 // needs a selection, never "everything" by accident).
-func FilterSelects(f store.InboxFilter) bool {
+func FilterSelects(f inbox.InboxFilter) bool {
 	return len(f.Statuses) > 0 || f.Provider != "" || f.Account != "" || f.Workspace != "" || f.EventType != "" ||
 		f.Resource != "" || f.Endpoint != "" || f.OlderThan > 0 || f.Since > 0 || !f.From.IsZero() || !f.To.IsZero()
 }
@@ -80,7 +81,7 @@ type InboxRow struct {
 }
 
 // NewInboxRow is the view of an inbox summary.
-func NewInboxRow(e *store.InboxSummary) InboxRow {
+func NewInboxRow(e *inbox.InboxSummary) InboxRow {
 	return InboxRow{ID: e.ID, Key: e.Key.String(), Provider: e.Key.Provider, Account: e.Key.Account,
 		Environment: e.Key.Environment, EventID: e.Key.EventID, Endpoint: e.EndpointSlug, Workspace: e.WorkspaceID,
 		EventType: e.EventType, ResourceKind: e.ResourceKind, ResourceID: e.ResourceID, Resource: e.Resource().String(),
@@ -96,12 +97,12 @@ type InboxPage struct {
 }
 
 // EncodeCursor renders a listing position as an opaque cursor.
-func EncodeCursor(c store.InboxCursor) string {
+func EncodeCursor(c inbox.InboxCursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.ReceivedAt.UnixNano(), 10) + "." + strconv.FormatInt(c.ID, 10)))
 }
 
 // DecodeCursor parses a cursor from EncodeCursor.
-func DecodeCursor(s string) (*store.InboxCursor, error) {
+func DecodeCursor(s string) (*inbox.InboxCursor, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		at, id, ok := strings.Cut(string(raw), ".")
@@ -109,7 +110,7 @@ func DecodeCursor(s string) (*store.InboxCursor, error) {
 			ns, err1 := strconv.ParseInt(at, 10, 64)
 			n, err2 := strconv.ParseInt(id, 10, 64)
 			if err1 == nil && err2 == nil && n > 0 {
-				return &store.InboxCursor{ReceivedAt: time.Unix(0, ns), ID: n}, nil
+				return &inbox.InboxCursor{ReceivedAt: time.Unix(0, ns), ID: n}, nil
 			}
 		}
 	}
@@ -118,7 +119,7 @@ func DecodeCursor(s string) (*store.InboxCursor, error) {
 
 // ListInbox lists inbox rows matching f, newest first, one page; cursor
 // ("" for the first page) continues a listing.
-func (s *Service) ListInbox(ctx context.Context, f store.InboxFilter, cursor string) (InboxPage, error) {
+func (s *Service) ListInbox(ctx context.Context, f inbox.InboxFilter, cursor string) (InboxPage, error) {
 	if err := ValidateInboxFilter(f); err != nil {
 		return InboxPage{}, err
 	}
@@ -131,7 +132,7 @@ func (s *Service) ListInbox(ctx context.Context, f store.InboxFilter, cursor str
 	}
 	want := f.Limit
 	f.Limit++
-	evs, err := store.ListInboxEvents(ctx, s.Store.Pool, f)
+	evs, err := inbox.ListInboxEvents(ctx, s.Store.Pool, f)
 	if err != nil {
 		return InboxPage{}, err
 	}
@@ -139,7 +140,7 @@ func (s *Service) ListInbox(ctx context.Context, f store.InboxFilter, cursor str
 	for i := range evs {
 		if i == want {
 			last := evs[want-1]
-			page.NextCursor = EncodeCursor(store.InboxCursor{ReceivedAt: last.ReceivedAt, ID: last.ID})
+			page.NextCursor = EncodeCursor(inbox.InboxCursor{ReceivedAt: last.ReceivedAt, ID: last.ID})
 			break
 		}
 		page.Events = append(page.Events, NewInboxRow(&evs[i]))
@@ -183,11 +184,11 @@ func PayloadValue(p []byte) any {
 // (the caller checks the operator may see it). An event retention deleted
 // is shown from its lineage record.
 func (s *Service) ShowEvent(ctx context.Context, k keys.Event, withPayload bool) (*EventDetail, error) {
-	d, err := store.InspectInboxEvent(ctx, s.Store.Pool, k, withPayload)
+	d, err := inbox.InspectInboxEvent(ctx, s.Store.Pool, k, withPayload)
 	var v *EventDetail
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		l, lerr := store.FindLineageEvent(ctx, s.Store.Pool, k)
+		l, lerr := inbox.FindLineageEvent(ctx, s.Store.Pool, k)
 		if lerr != nil {
 			return nil, fmt.Errorf("event %s is not in the inbox (check the quarantine and the key's escaping): %w", k, store.ErrNotFound)
 		}
@@ -218,12 +219,12 @@ func (s *Service) ShowEvent(ctx context.Context, k keys.Event, withPayload bool)
 }
 
 // CountInbox counts the rows f matches, up to max (to stay cheap).
-func (s *Service) CountInbox(ctx context.Context, f store.InboxFilter, max int) (int, error) {
+func (s *Service) CountInbox(ctx context.Context, f inbox.InboxFilter, max int) (int, error) {
 	f.Limit = 1
 	if err := ValidateInboxFilter(f); err != nil {
 		return 0, err
 	}
-	return store.CountInbox(ctx, s.Store.Pool, f, max)
+	return inbox.CountInbox(ctx, s.Store.Pool, f, max)
 }
 
 // ParseAge parses a Go duration or a whole number of days ("7d").

@@ -13,6 +13,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 // Service performs operator acts on the store and, for signals, schedules
@@ -73,8 +74,8 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 // IsConflict reports whether err is an act refused by the current state.
 func IsConflict(err error) bool {
 	var ce *ConflictError
-	var refused *store.ReplayRefusedError
-	var resolved *store.AlreadyResolvedError
+	var refused *inbox.ReplayRefusedError
+	var resolved *inbox.AlreadyResolvedError
 	return errors.As(err, &ce) || errors.As(err, &refused) || errors.As(err, &resolved) ||
 		errors.Is(err, store.ErrConflict) || isCannotReadmit(err)
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/access"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -45,9 +49,9 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
 		Account: "acct_1", APIKey: "sk_test_SECRETKEY", Secrets: []string{"whsec_SECRETONE"}}))
-	require.NoError(t, st.LinkAccount(ctx, "stripe", "acct_1", "ws_1"))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe", "acct_1", "ws_1"))
 	cfg := config.Default()
 	b := &bell{}
 	return &bundle{ctx: ctx, st: st, bell: b, svc: &ops.Service{Store: st, Doorbell: b, Config: cfg, SignalTimeout: time.Second}}
@@ -58,18 +62,18 @@ func (b *bundle) add(t *testing.T, id, inv, status string) keys.Event {
 	t.Helper()
 	body := []byte(`{"id":"` + id + `","type":"invoice.paid","data":{"object":{"id":"` + inv + `","object":"invoice"}}}`)
 	sum := sha256.Sum256(body)
-	ev := &store.InboxEvent{Key: keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: id},
+	ev := &inbox.InboxEvent{Key: keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: id},
 		EndpointSlug: "stripe", WorkspaceID: "ws_1", EventType: "invoice.paid", ResourceKind: "invoice", ResourceID: inv,
 		Payload: body, BodySHA256: sum[:]}
-	_, err := store.InsertInboxEvent(b.ctx, b.st.Pool, ev)
+	_, err := inbox.InsertInboxEvent(b.ctx, b.st.Pool, ev)
 	require.NoError(t, err)
 	switch status {
 	case keys.StatusPending:
 	case keys.StatusDone:
-		_, err = store.CompleteInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "")
+		_, err = inbox.CompleteInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "")
 		require.NoError(t, err)
 	default:
-		_, err = store.StopInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "stripe API 503")
+		_, err = inbox.StopInboxEvent(b.ctx, b.st.Pool, ev.Key, status, "stripe API 503")
 		require.NoError(t, err)
 	}
 	return ev.Key
@@ -77,7 +81,7 @@ func (b *bundle) add(t *testing.T, id, inv, status string) keys.Event {
 
 func (b *bundle) status(t *testing.T, k keys.Event) string {
 	t.Helper()
-	e, err := store.GetInboxEvent(b.ctx, b.st.Pool, k)
+	e, err := inbox.GetInboxEvent(b.ctx, b.st.Pool, k)
 	require.NoError(t, err)
 	return e.Status
 }
@@ -89,7 +93,7 @@ func TestInboxListingPagesWithACursorAndFilters(t *testing.T) {
 		b.add(t, id, "in_"+id, keys.StatusExhausted)
 	}
 	b.add(t, "evt_done", "in_x", keys.StatusDone)
-	f := store.InboxFilter{Statuses: []string{keys.StatusExhausted}, Workspace: "ws_1", EventType: "invoice.paid", Limit: 2}
+	f := inbox.InboxFilter{Statuses: []string{keys.StatusExhausted}, Workspace: "ws_1", EventType: "invoice.paid", Limit: 2}
 	var seen []string
 	cursor := ""
 	for pages := 0; ; pages++ {
@@ -112,12 +116,12 @@ func TestInboxListingPagesWithACursorAndFilters(t *testing.T) {
 	require.Empty(t, p.Events)
 	require.NotNil(t, p.Events, "an empty page is [] in JSON")
 
-	for _, bad := range []store.InboxFilter{{Statuses: []string{"lost"}, Limit: 1}, {Provider: "paypal", Limit: 1}, {Limit: 0},
+	for _, bad := range []inbox.InboxFilter{{Statuses: []string{"lost"}, Limit: 1}, {Provider: "paypal", Limit: 1}, {Limit: 0},
 		{Limit: 5000}, {From: time.Now(), To: time.Now().Add(-time.Hour), Limit: 1}} {
 		_, err := b.svc.ListInbox(b.ctx, bad, "")
 		require.True(t, ops.IsInvalid(err), "%+v: %v", bad, err)
 	}
-	_, err = b.svc.ListInbox(b.ctx, store.InboxFilter{Limit: 1}, "not-a-cursor")
+	_, err = b.svc.ListInbox(b.ctx, inbox.InboxFilter{Limit: 1}, "not-a-cursor")
 	require.True(t, ops.IsInvalid(err))
 }
 
@@ -131,17 +135,17 @@ func TestAReplayJobReplaysItsSelectionOnceWithProgressAndStopsWhenCancelled(t *t
 	other := b.add(t, "evt_other", "in_other", keys.StatusFailed)
 	later := func() keys.Event { return b.add(t, "evt_later", "in_later", keys.StatusExhausted) }
 
-	f := store.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 100}
+	f := inbox.InboxFilter{Statuses: []string{keys.StatusExhausted}, Limit: 100}
 	j, err := b.svc.StartReplayJob(b.ctx, alice, ops.ReplayRequest{Filter: &f, Reason: "INC-7"})
 	require.NoError(t, err)
-	require.Equal(t, store.JobQueued, j.Status)
+	require.Equal(t, access.JobQueued, j.Status)
 	require.Equal(t, 3, j.Total)
 	lateKey := later() // arrives after the job was created: not part of it
 
 	var progress []int
-	done, err := b.svc.RunReplayJob(b.ctx, j.ID, func(j *store.ReplayJob, _ ops.ReplayRow) { progress = append(progress, j.Processed) })
+	done, err := b.svc.RunReplayJob(b.ctx, j.ID, func(j *access.ReplayJob, _ ops.ReplayRow) { progress = append(progress, j.Processed) })
 	require.NoError(t, err)
-	require.Equal(t, store.JobDone, done.Status)
+	require.Equal(t, access.JobDone, done.Status)
 	require.Equal(t, []int{1, 2, 3}, progress)
 	require.Equal(t, 3, done.Replayed)
 	for _, k := range ks {
@@ -165,7 +169,7 @@ func TestAReplayJobReplaysItsSelectionOnceWithProgressAndStopsWhenCancelled(t *t
 	require.NoError(t, err)
 	c, err := b.svc.CancelReplayJob(b.ctx, alice, j2.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.JobCancelled, c.Status)
+	require.Equal(t, access.JobCancelled, c.Status)
 	_, err = b.svc.RunReplayJob(b.ctx, j2.ID, nil)
 	require.Error(t, err)
 	require.Equal(t, keys.StatusExhausted, b.status(t, lateKey))
@@ -175,10 +179,10 @@ func TestAReplayJobReplaysItsSelectionOnceWithProgressAndStopsWhenCancelled(t *t
 
 	// Bad requests are refused before anything is stored.
 	for _, req := range []ops.ReplayRequest{
-		{Filter: &store.InboxFilter{Statuses: []string{keys.StatusExhausted}}, Reason: " "},
-		{Filter: &store.InboxFilter{}, Reason: "x"},
-		{Filter: &store.InboxFilter{Statuses: []string{keys.StatusDone}}, Reason: "x"},
-		{Keys: []keys.Event{lateKey}, Filter: &store.InboxFilter{Provider: "stripe"}, Reason: "x"},
+		{Filter: &inbox.InboxFilter{Statuses: []string{keys.StatusExhausted}}, Reason: " "},
+		{Filter: &inbox.InboxFilter{}, Reason: "x"},
+		{Filter: &inbox.InboxFilter{Statuses: []string{keys.StatusDone}}, Reason: "x"},
+		{Keys: []keys.Event{lateKey}, Filter: &inbox.InboxFilter{Provider: "stripe"}, Reason: "x"},
 		{Reason: "x"},
 	} {
 		_, err := b.svc.StartReplayJob(b.ctx, alice, req)
@@ -198,20 +202,20 @@ func TestLineageOfAGrantSurvivesRetention(t *testing.T) {
 	first := b.add(t, "evt_first", "in_9", keys.StatusDone)
 	dup := b.add(t, "evt_dup", "in_9", keys.StatusDone)
 	require.NoError(t, b.st.Tx(b.ctx, func(tx pgx.Tx) error {
-		_, _, err := store.GrantCreditsOnce(b.ctx, tx, store.CreditGrant{Provider: "stripe", Account: "acct_1", Environment: "test",
+		_, _, err := ledger.GrantCreditsOnce(b.ctx, tx, ledger.CreditGrant{Provider: "stripe", Account: "acct_1", Environment: "test",
 			InvoiceID: "in_9", Operation: "initial-credit-grant", WorkspaceID: "ws_1", Credits: 100, AmountPaid: 1000, Currency: "usd",
 			EventKey: first.String()})
 		return err
 	}))
 	body := []byte(`{"id":"evt_first","other":"body"}`)
 	sum := sha256.Sum256(body)
-	_, err := store.InsertQuarantine(b.ctx, b.st.Pool, &store.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
-		Account: "acct_1", Environment: "test", EventID: "evt_first", Reason: store.ReasonConflictingDuplicate,
+	_, err := inbox.InsertQuarantine(b.ctx, b.st.Pool, &inbox.QuarantineEntry{EndpointSlug: "stripe", Provider: "stripe",
+		Account: "acct_1", Environment: "test", EventID: "evt_first", Reason: inbox.ReasonConflictingDuplicate,
 		Detail: "same key, other body", Payload: body, BodySHA256: sum[:], Headers: map[string]string{}})
 	require.NoError(t, err)
 	_, err = b.svc.Replay(b.ctx, alice, ops.ReplayRequest{Keys: []keys.Event{dup}, Reason: "check", Force: true})
 	require.NoError(t, err)
-	_, err = store.CompleteInboxEvent(b.ctx, b.st.Pool, dup, keys.StatusDone, "")
+	_, err = inbox.CompleteInboxEvent(b.ctx, b.st.Pool, dup, keys.StatusDone, "")
 	require.NoError(t, err)
 
 	check := func(deleted bool) *ops.Lineage {
@@ -245,13 +249,13 @@ func TestLineageOfAGrantSurvivesRetention(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.st.Pool.Exec(b.ctx, `UPDATE inbox_quarantine SET resolved_at = now() - interval '31 days', resolved_by = 'x', resolution = 'discarded: dup'`)
 	require.NoError(t, err)
-	n, err := store.RedactInboxPayloads(b.ctx, b.st.Pool, 30*24*time.Hour, 100)
+	n, err := inbox.RedactInboxPayloads(b.ctx, b.st.Pool, 30*24*time.Hour, 100)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
-	n, err = store.DeleteExpiredInboxRows(b.ctx, b.st.Pool, 30*24*time.Hour, 100)
+	n, err = inbox.DeleteExpiredInboxRows(b.ctx, b.st.Pool, 30*24*time.Hour, 100)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
-	n, err = store.DeleteResolvedQuarantine(b.ctx, b.st.Pool, 30*24*time.Hour, 100)
+	n, err = inbox.DeleteResolvedQuarantine(b.ctx, b.st.Pool, 30*24*time.Hour, 100)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 
@@ -356,10 +360,10 @@ func TestSecretsAreCheckedSealedAndBoundByOps(t *testing.T) {
 		_, err := b.svc.AddSecret(b.ctx, alice, "stripe", ops.NewSecret{Secret: weak}, "weak")
 		require.True(t, ops.IsInvalid(err), "%s: %v", weak, err)
 	}
-	err := b.svc.AddEndpoint(b.ctx, alice, store.NewEndpoint{Slug: "weak", Provider: "github", Environment: "live",
+	err := b.svc.AddEndpoint(b.ctx, alice, endpoints.NewEndpoint{Slug: "weak", Provider: "github", Environment: "live",
 		Secrets: []string{"gh-secret"}}, "")
 	require.True(t, ops.IsInvalid(err), "%v", err)
-	err = b.svc.AddEndpoint(b.ctx, alice, store.NewEndpoint{Slug: "own", Provider: "stripe", Environment: "live",
+	err = b.svc.AddEndpoint(b.ctx, alice, endpoints.NewEndpoint{Slug: "own", Provider: "stripe", Environment: "live",
 		Account: "acct_own", Secrets: []string{strong}, SecretAccounts: []string{"acct_other"}}, "")
 	require.True(t, ops.IsInvalid(err), "secret accounts must include the own account: %v", err)
 	_, err = b.svc.UpsertDestination(b.ctx, alice, ops.NewDestination{Workspace: "ws_1", Name: "hook",
@@ -393,7 +397,7 @@ func TestSecretsAreCheckedSealedAndBoundByOps(t *testing.T) {
 		(SELECT count(*) FROM endpoints WHERE api_key IS NOT NULL) +
 		(SELECT count(*) FROM team_destinations WHERE secret IS NOT NULL OR secret_sealed IS NULL)`).Scan(&plain))
 	require.Zero(t, plain, "every secret written through ops is sealed")
-	ep, err := b.st.GetEndpoint(b.ctx, "stripe")
+	ep, err := endpoints.GetEndpoint(b.ctx, b.st, "stripe")
 	require.NoError(t, err)
 	require.Equal(t, key, ep.APIKey)
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 )
 
 // OutboxStatuses are the statuses of an outbox row.
@@ -26,26 +27,26 @@ func ValidateOutboxStatus(status string) error {
 
 // ListOutbox lists outbox rows, newest first, optionally of one status.
 // It returns an empty list, never nil.
-func (s *Service) ListOutbox(ctx context.Context, status string, limit int) ([]*store.OutboxRow, error) {
+func (s *Service) ListOutbox(ctx context.Context, status string, limit int) ([]*outbox.OutboxRow, error) {
 	if err := ValidateOutboxStatus(status); err != nil {
 		return nil, err
 	}
 	if limit < 1 || limit > MaxListLimit {
 		return nil, Invalidf("limit must be between 1 and %d (got %d)", MaxListLimit, limit)
 	}
-	rows, err := store.ListOutbox(ctx, s.Store.Pool, status, limit)
+	rows, err := outbox.ListOutbox(ctx, s.Store.Pool, status, limit)
 	if err != nil {
 		return nil, err
 	}
 	if rows == nil {
-		rows = []*store.OutboxRow{}
+		rows = []*outbox.OutboxRow{}
 	}
 	return rows, nil
 }
 
 // OutboxDetail is one outbox row with its audit trail and workflow.
 type OutboxDetail struct {
-	*store.OutboxRow
+	*outbox.OutboxRow
 	Workflow WorkflowRef  `json:"workflow"`
 	Actions  []AuditEntry `json:"operator_actions"`
 }
@@ -55,7 +56,7 @@ func OutboxTarget(id int64) string { return fmt.Sprintf("outbox:%d", id) }
 
 // ShowOutbox reads one outbox row.
 func (s *Service) ShowOutbox(ctx context.Context, id int64) (*OutboxDetail, error) {
-	o, err := store.GetOutbox(ctx, s.Store.Pool, id)
+	o, err := outbox.GetOutbox(ctx, s.Store.Pool, id)
 	if err != nil {
 		return nil, err
 	}
@@ -90,14 +91,14 @@ func (s *Service) ReleaseOutbox(ctx context.Context, who Actor, id int64, reason
 	if strings.TrimSpace(reason) == "" {
 		return ReleaseResult{}, Invalidf("a reason must say why it is safe to send again")
 	}
-	var o *store.OutboxRow
+	var o *outbox.OutboxRow
 	var res ReleaseResult
 	err := s.Store.Tx(ctx, func(tx pgx.Tx) error {
-		prev, err := store.GetOutbox(ctx, tx, id)
+		prev, err := outbox.GetOutbox(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if o, err = store.ReleaseOutbox(ctx, tx, id); err != nil {
+		if o, err = outbox.ReleaseOutbox(ctx, tx, id); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return &ConflictError{Err: fmt.Errorf("outbox %d is %s: only held_for_review or failed rows are released", id, prev.Status)}
 			}

@@ -11,11 +11,12 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 // QuarantineReasons are the reasons the intake quarantines a delivery.
-var QuarantineReasons = []string{store.ReasonUnknownAccount, store.ReasonMalformed, store.ReasonEnvironmentMismatch,
-	store.ReasonConflictingDuplicate, store.ReasonAccountMismatch}
+var QuarantineReasons = []string{inbox.ReasonUnknownAccount, inbox.ReasonMalformed, inbox.ReasonEnvironmentMismatch,
+	inbox.ReasonConflictingDuplicate, inbox.ReasonAccountMismatch}
 
 // Quarantine resolutions.
 const (
@@ -44,7 +45,7 @@ type QuarantineView struct {
 }
 
 // NewQuarantineView is the view of an entry; headers only when asked.
-func NewQuarantineView(q *store.QuarantineItem, headers bool) QuarantineView {
+func NewQuarantineView(q *inbox.QuarantineItem, headers bool) QuarantineView {
 	v := QuarantineView{ID: q.ID, Endpoint: q.EndpointSlug, Provider: q.Provider, Account: q.Account,
 		Environment: q.Environment, EventID: q.EventID, Reason: q.Reason, Detail: q.Detail,
 		BodySHA256: hex.EncodeToString(q.BodySHA256), PayloadBytes: q.PayloadBytes, ReceivedAt: q.ReceivedAt.UTC(),
@@ -69,7 +70,7 @@ type QuarantineDetail struct {
 }
 
 // ValidateQuarantineFilter rejects a filter that cannot mean anything.
-func ValidateQuarantineFilter(f store.QuarantineFilter) error {
+func ValidateQuarantineFilter(f inbox.QuarantineFilter) error {
 	if f.Reason != "" && !slices.Contains(QuarantineReasons, f.Reason) {
 		return Invalidf("reason must be one of %s (got %q)", strings.Join(QuarantineReasons, ", "), f.Reason)
 	}
@@ -80,11 +81,11 @@ func ValidateQuarantineFilter(f store.QuarantineFilter) error {
 }
 
 // ListQuarantine lists entries, newest first, without bodies.
-func (s *Service) ListQuarantine(ctx context.Context, f store.QuarantineFilter) ([]QuarantineView, error) {
+func (s *Service) ListQuarantine(ctx context.Context, f inbox.QuarantineFilter) ([]QuarantineView, error) {
 	if err := ValidateQuarantineFilter(f); err != nil {
 		return nil, err
 	}
-	qs, err := store.ListQuarantine(ctx, s.Store.Pool, f)
+	qs, err := inbox.ListQuarantine(ctx, s.Store.Pool, f)
 	if err != nil {
 		return nil, err
 	}
@@ -97,14 +98,14 @@ func (s *Service) ListQuarantine(ctx context.Context, f store.QuarantineFilter) 
 
 // ShowQuarantine reads one entry, its body only when withPayload.
 func (s *Service) ShowQuarantine(ctx context.Context, id int64, withPayload bool) (*QuarantineDetail, error) {
-	q, err := store.GetQuarantineEntry(ctx, s.Store.Pool, id, withPayload)
+	q, err := inbox.GetQuarantineEntry(ctx, s.Store.Pool, id, withPayload)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("quarantine entry %d does not exist: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
-	acts, err := store.ListOperatorActions(ctx, s.Store.Pool, store.QuarantineTarget(id), 200)
+	acts, err := store.ListOperatorActions(ctx, s.Store.Pool, inbox.QuarantineTarget(id), 200)
 	if err != nil {
 		return nil, err
 	}
@@ -119,25 +120,25 @@ func (s *Service) ShowQuarantine(ctx context.Context, id int64, withPayload bool
 }
 
 // QuarantineHint says how an open entry is usually resolved.
-func QuarantineHint(q *store.QuarantineItem) string {
+func QuarantineHint(q *inbox.QuarantineItem) string {
 	id := fmt.Sprint(q.ID)
 	switch q.Reason {
-	case store.ReasonUnknownAccount:
+	case inbox.ReasonUnknownAccount:
 		acct := q.Account
 		if acct == "" {
 			acct = "ACCOUNT"
 		}
 		return fmt.Sprintf("link the account ('hookinbox endpoints link --slug %s --account %s --workspace W'), then "+
 			"'hookinbox quarantine resolve %s --action readmit --reason …'; or discard it", q.EndpointSlug, acct, id)
-	case store.ReasonConflictingDuplicate:
+	case inbox.ReasonConflictingDuplicate:
 		k, _ := q.EventKey()
 		return fmt.Sprintf("compare with the original ('hookinbox inbox show %s'); it cannot be re-admitted under the same key: "+
 			"'hookinbox quarantine resolve %s --action discard --reason …' (replay the original if it needs another pass)", k, id)
-	case store.ReasonAccountMismatch:
+	case inbox.ReasonAccountMismatch:
 		return "a secret or an unsigned shop header claimed an account it is not bound to: possibly a forgery by another " +
 			"tenant; if the account is rightly the secret's, bind it ('hookinbox endpoints secrets bind --slug " + q.EndpointSlug +
 			" --id N --accounts …') and readmit, else 'hookinbox quarantine resolve " + id + " --action discard --reason …'"
-	case store.ReasonEnvironmentMismatch:
+	case inbox.ReasonEnvironmentMismatch:
 		return "the sender delivered to the wrong environment's endpoint; fix its configuration, then " +
 			"'hookinbox quarantine resolve " + id + " --action discard --reason …'"
 	default:
@@ -212,7 +213,7 @@ func (s *Service) ResolveQuarantine(ctx context.Context, who Actor, ids []int64,
 func (s *Service) resolveOne(ctx context.Context, who Actor, id int64, action, reason string, bells *Doorbells) (ResolveResult, error) {
 	v := ResolveResult{ID: id, Action: action}
 	if action == ResolveDiscard {
-		act, err := s.Store.DiscardQuarantine(ctx, id, who.Name, reason)
+		act, err := inbox.DiscardQuarantine(ctx, s.Store, id, who.Name, reason)
 		if errors.Is(err, store.ErrNotFound) {
 			return v, fmt.Errorf("quarantine entry %d does not exist: %w", id, store.ErrNotFound)
 		}
@@ -234,7 +235,7 @@ func (s *Service) resolveOne(ctx context.Context, who Actor, id int64, action, r
 		return v, err
 	}
 	v.AuditID, v.EventKey, v.Outcome, v.Status = res.ActionID, res.Key.String(), res.Outcome.String(), res.Status
-	v.Workspace, v.Resource, v.Duplicate = res.Workspace, res.Resource.String(), res.Outcome == store.Duplicate
+	v.Workspace, v.Resource, v.Duplicate = res.Workspace, res.Resource.String(), res.Outcome == inbox.Duplicate
 	if res.Status == keys.StatusPending {
 		v.Signaled = bells.Ring(ctx, res.Resource, res.Key.String())
 		if bells.Failed != nil {

@@ -10,12 +10,14 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/access"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 // Replay results of one event.
 const (
-	ResultReplayed       = store.Replayed
-	ResultAlreadyPending = store.AlreadyPending
+	ResultReplayed       = inbox.Replayed
+	ResultAlreadyPending = inbox.AlreadyPending
 	ResultWouldReplay    = "would_replay"
 	ResultRefused        = "refused"
 	ResultError          = "error"
@@ -32,7 +34,7 @@ const MaxReplayEvents = 10000
 // Filter.Limit of them).
 type ReplayRequest struct {
 	Keys   []keys.Event
-	Filter *store.InboxFilter
+	Filter *inbox.InboxFilter
 	// Reason is required: it is recorded in each event's audit.
 	Reason string
 	// Force also replays done and ignored events (deliberate reprocessing,
@@ -118,7 +120,7 @@ func (req *ReplayRequest) normalize() error {
 }
 
 // DescribeFilter renders a filter for humans and the audit.
-func DescribeFilter(f store.InboxFilter) string {
+func DescribeFilter(f inbox.InboxFilter) string {
 	var p []string
 	add := func(name, v string) {
 		if v != "" {
@@ -150,7 +152,7 @@ func DescribeFilter(f store.InboxFilter) string {
 func dryRunResult(status string, force bool) (string, string) {
 	switch status {
 	case keys.StatusPending:
-		return store.AlreadyPending, "already pending: its workflow would only be signalled again"
+		return inbox.AlreadyPending, "already pending: its workflow would only be signalled again"
 	case keys.StatusDone, keys.StatusIgnored:
 		if !force {
 			return ResultRefused, "the event is " + status + ": replaying it would be a no-op for its effects; force reprocesses it"
@@ -170,11 +172,11 @@ func (s *Service) Replay(ctx context.Context, who Actor, req ReplayRequest) (Rep
 		return ReplaySummary{}, err
 	}
 	sum := ReplaySummary{DryRun: req.DryRun, Events: []ReplayRow{}}
-	var cands []store.InboxSummary
+	var cands []inbox.InboxSummary
 	if req.Filter != nil {
 		f := *req.Filter
 		f.Limit++
-		evs, err := store.ListInboxEvents(ctx, s.Store.Pool, f)
+		evs, err := inbox.ListInboxEvents(ctx, s.Store.Pool, f)
 		if err != nil {
 			return sum, err
 		}
@@ -184,7 +186,7 @@ func (s *Service) Replay(ctx context.Context, who Actor, req ReplayRequest) (Rep
 		cands = evs
 	} else {
 		for _, k := range req.Keys {
-			d, err := store.InspectInboxEvent(ctx, s.Store.Pool, k, false)
+			d, err := inbox.InspectInboxEvent(ctx, s.Store.Pool, k, false)
 			if errors.Is(err, store.ErrNotFound) {
 				err = fmt.Errorf("event %s is not in the inbox (a quarantined delivery is re-admitted with 'quarantine resolve'): %w", k, store.ErrNotFound)
 			}
@@ -223,16 +225,16 @@ func (s *Service) Replay(ctx context.Context, who Actor, req ReplayRequest) (Rep
 }
 
 // replayOne replays (or, in a dry run, judges) one candidate.
-func (s *Service) replayOne(ctx context.Context, who Actor, c *store.InboxSummary, req ReplayRequest, bells *Doorbells) ReplayRow {
+func (s *Service) replayOne(ctx context.Context, who Actor, c *inbox.InboxSummary, req ReplayRequest, bells *Doorbells) ReplayRow {
 	v := ReplayRow{Key: c.Key.String(), Resource: c.Resource().String(), PreviousStatus: c.Status,
 		PreviousAttempts: c.Attempts, PreviousLastError: c.LastError}
 	if req.DryRun {
 		v.Result, v.Detail = dryRunResult(c.Status, req.Force)
 		return v
 	}
-	res, err := s.Store.ReplayInboxEvent(ctx, store.ReplayRequest{Key: c.Key, Actor: who.Name, Reason: req.Reason,
+	res, err := inbox.ReplayInboxEvent(ctx, s.Store, inbox.ReplayRequest{Key: c.Key, Actor: who.Name, Reason: req.Reason,
 		Force: req.Force, Selection: req.Selection})
-	var refused *store.ReplayRefusedError
+	var refused *inbox.ReplayRefusedError
 	switch {
 	case errors.As(err, &refused):
 		v.Result, v.Detail, v.PreviousStatus = ResultRefused, refused.Error(), refused.Status
@@ -253,7 +255,7 @@ func (s *Service) replayOne(ctx context.Context, who Actor, c *store.InboxSummar
 
 // StartReplayJob validates req and records it as a queued job; a runner
 // (RunReplayJobs in the console server, or RunReplayJob) carries it out.
-func (s *Service) StartReplayJob(ctx context.Context, who Actor, req ReplayRequest) (*store.ReplayJob, error) {
+func (s *Service) StartReplayJob(ctx context.Context, who Actor, req ReplayRequest) (*access.ReplayJob, error) {
 	if err := who.check(); err != nil {
 		return nil, err
 	}
@@ -263,7 +265,7 @@ func (s *Service) StartReplayJob(ctx context.Context, who Actor, req ReplayReque
 	if err := req.normalize(); err != nil {
 		return nil, err
 	}
-	j := &store.ReplayJob{CreatedBy: who.Name, Reason: req.Reason, Description: req.Selection, Force: req.Force}
+	j := &access.ReplayJob{CreatedBy: who.Name, Reason: req.Reason, Description: req.Selection, Force: req.Force}
 	if f := req.Filter; f != nil {
 		abs := f.Absolute(time.Now())
 		j.Selection.Filter, j.MaxEvents = &abs, f.Limit
@@ -273,7 +275,7 @@ func (s *Service) StartReplayJob(ctx context.Context, who Actor, req ReplayReque
 		}
 		j.MaxEvents = len(req.Keys)
 	}
-	out, err := s.Store.InsertReplayJob(ctx, j)
+	out, err := access.InsertReplayJob(ctx, s.Store, j)
 	if err != nil {
 		return nil, err
 	}
@@ -286,25 +288,25 @@ func (s *Service) StartReplayJob(ctx context.Context, who Actor, req ReplayReque
 }
 
 // ReplayJob reads one job.
-func (s *Service) ReplayJob(ctx context.Context, id int64) (*store.ReplayJob, error) {
-	return store.GetReplayJob(ctx, s.Store.Pool, id)
+func (s *Service) ReplayJob(ctx context.Context, id int64) (*access.ReplayJob, error) {
+	return access.GetReplayJob(ctx, s.Store.Pool, id)
 }
 
 // ReplayJobs lists the newest jobs.
-func (s *Service) ReplayJobs(ctx context.Context, limit int) ([]store.ReplayJob, error) {
+func (s *Service) ReplayJobs(ctx context.Context, limit int) ([]access.ReplayJob, error) {
 	if limit < 1 || limit > MaxListLimit {
 		return nil, Invalidf("limit must be between 1 and %d", MaxListLimit)
 	}
-	return store.ListReplayJobs(ctx, s.Store.Pool, limit)
+	return access.ListReplayJobs(ctx, s.Store.Pool, limit)
 }
 
 // CancelReplayJob stops a job: a queued one at once, a running one after
 // its current event. Events already replayed stay replayed. Audited.
-func (s *Service) CancelReplayJob(ctx context.Context, who Actor, id int64) (*store.ReplayJob, error) {
+func (s *Service) CancelReplayJob(ctx context.Context, who Actor, id int64) (*access.ReplayJob, error) {
 	if err := who.check(); err != nil {
 		return nil, err
 	}
-	j, err := store.CancelReplayJob(ctx, s.Store.Pool, id)
+	j, err := access.CancelReplayJob(ctx, s.Store.Pool, id)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +328,7 @@ func (s *Service) RunReplayJobs(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		for ctx.Err() == nil {
-			j, err := store.ClaimReplayJob(ctx, s.Store.Pool, 0, jobStale)
+			j, err := access.ClaimReplayJob(ctx, s.Store.Pool, 0, jobStale)
 			if err != nil {
 				if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
 					s.log().Warn("claim replay job", "error", err.Error())
@@ -348,15 +350,15 @@ func (s *Service) RunReplayJobs(ctx context.Context, interval time.Duration) {
 // RunReplayJob claims job id and carries it out in this call, telling
 // onRow (when not nil) of each event. If ctx ends first the job is
 // cancelled, not left for another runner.
-func (s *Service) RunReplayJob(ctx context.Context, id int64, onRow func(j *store.ReplayJob, row ReplayRow)) (*store.ReplayJob, error) {
-	j, err := store.ClaimReplayJob(ctx, s.Store.Pool, id, jobStale)
+func (s *Service) RunReplayJob(ctx context.Context, id int64, onRow func(j *access.ReplayJob, row ReplayRow)) (*access.ReplayJob, error) {
+	j, err := access.ClaimReplayJob(ctx, s.Store.Pool, id, jobStale)
 	if err != nil {
 		return nil, fmt.Errorf("replay job %d is not queued: %w", id, err)
 	}
 	return s.runJob(ctx, j, onRow)
 }
 
-func (s *Service) runJob(ctx context.Context, j *store.ReplayJob, onRow func(*store.ReplayJob, ReplayRow)) (*store.ReplayJob, error) {
+func (s *Service) runJob(ctx context.Context, j *access.ReplayJob, onRow func(*access.ReplayJob, ReplayRow)) (*access.ReplayJob, error) {
 	who := Actor{Name: j.CreatedBy}
 	req := ReplayRequest{Reason: j.Reason, Force: j.Force, Selection: j.Description}
 	if j.Description == "" {
@@ -365,8 +367,8 @@ func (s *Service) runJob(ctx context.Context, j *store.ReplayJob, onRow func(*st
 		req.Selection = fmt.Sprintf("replay job %d: %s", j.ID, j.Description)
 	}
 	bells := s.NewDoorbells()
-	finish := func(status, msg string) (*store.ReplayJob, error) {
-		out, err := store.FinishReplayJob(context.WithoutCancel(ctx), s.Store.Pool, j.ID, status, msg)
+	finish := func(status, msg string) (*access.ReplayJob, error) {
+		out, err := access.FinishReplayJob(context.WithoutCancel(ctx), s.Store.Pool, j.ID, status, msg)
 		if err == nil {
 			s.log().Info("replay job finished", "job", j.ID, "status", status, "processed", out.Processed,
 				"replayed", out.Replayed, "refused", out.Refused)
@@ -374,7 +376,7 @@ func (s *Service) runJob(ctx context.Context, j *store.ReplayJob, onRow func(*st
 		return out, err
 	}
 	step := func(row ReplayRow, inboxID int64) (bool, error) {
-		p := store.JobProgress{Processed: 1, LastInboxID: inboxID}
+		p := access.JobProgress{Processed: 1, LastInboxID: inboxID}
 		switch row.Result {
 		case ResultReplayed:
 			p.Replayed = 1
@@ -390,7 +392,7 @@ func (s *Service) runJob(ctx context.Context, j *store.ReplayJob, onRow func(*st
 			p.SignalError = bells.Failed.Error()
 		}
 		j.Processed++
-		cancel, err := store.AdvanceReplayJob(context.WithoutCancel(ctx), s.Store.Pool, j.ID, p)
+		cancel, err := access.AdvanceReplayJob(context.WithoutCancel(ctx), s.Store.Pool, j.ID, p)
 		if onRow != nil {
 			onRow(j, row)
 		}
@@ -398,15 +400,15 @@ func (s *Service) runJob(ctx context.Context, j *store.ReplayJob, onRow func(*st
 	}
 	for j.Processed < j.MaxEvents {
 		if ctx.Err() != nil {
-			return finish(store.JobCancelled, "stopped: "+ctx.Err().Error())
+			return finish(access.JobCancelled, "stopped: "+ctx.Err().Error())
 		}
-		var batch []store.InboxSummary
+		var batch []inbox.InboxSummary
 		var missing []ReplayRow
 		if f := j.Selection.Filter; f != nil {
 			var err error
-			batch, err = store.NextInboxForJob(ctx, s.Store.Pool, *f, j.LastInboxID, j.UptoInboxID, min(50, j.MaxEvents-j.Processed))
+			batch, err = inbox.NextInboxForJob(ctx, s.Store.Pool, *f, j.LastInboxID, j.UptoInboxID, min(50, j.MaxEvents-j.Processed))
 			if err != nil {
-				return finish(store.JobFailed, err.Error())
+				return finish(access.JobFailed, err.Error())
 			}
 		} else {
 			if j.Processed >= len(j.Selection.Keys) {
@@ -414,9 +416,9 @@ func (s *Service) runJob(ctx context.Context, j *store.ReplayJob, onRow func(*st
 			}
 			raw := j.Selection.Keys[j.Processed]
 			k, err := keys.ParseEvent(raw)
-			var d *store.InboxDetail
+			var d *inbox.InboxDetail
 			if err == nil {
-				d, err = store.InspectInboxEvent(ctx, s.Store.Pool, k, false)
+				d, err = inbox.InspectInboxEvent(ctx, s.Store.Pool, k, false)
 			}
 			if err != nil {
 				missing = append(missing, ReplayRow{Key: raw, Result: ResultError, Detail: err.Error()})
@@ -442,17 +444,17 @@ func (s *Service) runJob(ctx context.Context, j *store.ReplayJob, onRow func(*st
 			}
 		}
 	}
-	return finish(store.JobDone, "")
+	return finish(access.JobDone, "")
 }
 
-func (s *Service) endEarly(ctx context.Context, finish func(string, string) (*store.ReplayJob, error), cancel bool, err error) (*store.ReplayJob, error) {
+func (s *Service) endEarly(ctx context.Context, finish func(string, string) (*access.ReplayJob, error), cancel bool, err error) (*access.ReplayJob, error) {
 	if cancel {
-		return finish(store.JobCancelled, "")
+		return finish(access.JobCancelled, "")
 	}
 	if ctx.Err() != nil {
-		return finish(store.JobCancelled, "stopped: "+ctx.Err().Error())
+		return finish(access.JobCancelled, "stopped: "+ctx.Err().Error())
 	}
-	return finish(store.JobFailed, err.Error())
+	return finish(access.JobFailed, err.Error())
 }
 
 // Validate checks req as Replay and StartReplayJob would, without touching

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/worker"
 )
@@ -45,7 +45,7 @@ func (s *Service) Status(ctx context.Context) StatusView {
 		if s.StoreErr != nil {
 			v.Database += ": " + s.StoreErr.Error()
 		}
-	} else if b, err := store.ReadBacklog(ctx, s.Store.Pool); err != nil {
+	} else if b, err := inbox.ReadBacklog(ctx, s.Store.Pool); err != nil {
 		v.Database = "error: " + err.Error()
 	} else {
 		v.Backlog = &b

@@ -10,12 +10,13 @@ import (
 	"strings"
 
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/access"
 )
 
 // Roles lists the roles, least to most privileged: a viewer reads (never payloads), an
 // operator also replays, resolves, releases and reads payloads, an admin
 // also manages endpoints, secrets and workspaces.
-var Roles = []string{store.TokenViewer, store.TokenOperator, store.TokenAdmin}
+var Roles = []string{access.TokenViewer, access.TokenOperator, access.TokenAdmin}
 
 // RoleAtLeast reports whether role grants at least least.
 func RoleAtLeast(role, least string) bool {
@@ -44,7 +45,7 @@ func HashToken(token string) []byte {
 
 // NewToken is a token just created: Token is shown once and never again.
 type NewToken struct {
-	store.APIToken
+	access.APIToken
 	Token string `json:"token"`
 }
 
@@ -57,7 +58,7 @@ func (s *Service) CreateToken(ctx context.Context, who Actor, name, role string)
 	if !tokenName.MatchString(name) {
 		return nil, Invalidf("name must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or digit (got %q)", name)
 	}
-	if !RoleAtLeast(role, store.TokenViewer) {
+	if !RoleAtLeast(role, access.TokenViewer) {
 		return nil, Invalidf("role must be one of %s (got %q)", strings.Join(Roles, ", "), role)
 	}
 	raw := make([]byte, 32)
@@ -65,7 +66,7 @@ func (s *Service) CreateToken(ctx context.Context, who Actor, name, role string)
 		return nil, err
 	}
 	tok := TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
-	t, err := store.InsertAPIToken(ctx, s.Store.Pool, name, role, who.Name, HashToken(tok))
+	t, err := access.InsertAPIToken(ctx, s.Store.Pool, name, role, who.Name, HashToken(tok))
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, &ConflictError{Err: err}
@@ -79,16 +80,16 @@ func (s *Service) CreateToken(ctx context.Context, who Actor, name, role string)
 }
 
 // ListTokens lists tokens (never their values, which are not stored).
-func (s *Service) ListTokens(ctx context.Context) ([]store.APIToken, error) {
-	return store.ListAPITokens(ctx, s.Store.Pool)
+func (s *Service) ListTokens(ctx context.Context) ([]access.APIToken, error) {
+	return access.ListAPITokens(ctx, s.Store.Pool)
 }
 
 // RevokeToken revokes a token by name at once. Audited.
-func (s *Service) RevokeToken(ctx context.Context, who Actor, name string) (*store.APIToken, error) {
+func (s *Service) RevokeToken(ctx context.Context, who Actor, name string) (*access.APIToken, error) {
 	if err := who.check(); err != nil {
 		return nil, err
 	}
-	t, err := store.RevokeAPIToken(ctx, s.Store.Pool, name)
+	t, err := access.RevokeAPIToken(ctx, s.Store.Pool, name)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +101,11 @@ func (s *Service) RevokeToken(ctx context.Context, who Actor, name string) (*sto
 var ErrBadToken = errors.New("missing, unknown or revoked API token")
 
 // Authenticate returns the token record of a presented token.
-func (s *Service) Authenticate(ctx context.Context, token string) (*store.APIToken, error) {
+func (s *Service) Authenticate(ctx context.Context, token string) (*access.APIToken, error) {
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 100 {
 		return nil, ErrBadToken
 	}
-	t, err := store.LookupAPIToken(ctx, s.Store.Pool, HashToken(token))
+	t, err := access.LookupAPIToken(ctx, s.Store.Pool, HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrBadToken
 	}

@@ -7,15 +7,16 @@ import (
 	"strings"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 )
 
 // ListWorkspaces lists workspaces by id.
-func (s *Service) ListWorkspaces(ctx context.Context, limit int) ([]store.WorkspaceSummary, error) {
+func (s *Service) ListWorkspaces(ctx context.Context, limit int) ([]ledger.WorkspaceSummary, error) {
 	if limit < 1 || limit > MaxListLimit {
 		return nil, Invalidf("limit must be between 1 and %d", MaxListLimit)
 	}
-	return store.ListWorkspaces(ctx, s.Store.Pool, limit)
+	return ledger.ListWorkspaces(ctx, s.Store.Pool, limit)
 }
 
 // WorkspaceView is one workspace: balance, access, email, destinations.
@@ -40,11 +41,11 @@ type DestinationView struct {
 
 // ShowWorkspace reads one workspace.
 func (s *Service) ShowWorkspace(ctx context.Context, id string) (*WorkspaceView, error) {
-	w, err := store.GetWorkspace(ctx, s.Store.Pool, id)
+	w, err := ledger.GetWorkspace(ctx, s.Store.Pool, id)
 	if err != nil {
 		return nil, err
 	}
-	access, err := store.WorkspaceHasAccess(ctx, s.Store.Pool, w.ID)
+	access, err := ledger.WorkspaceHasAccess(ctx, s.Store.Pool, w.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (s *Service) ShowWorkspace(ctx context.Context, id string) (*WorkspaceView,
 
 // ListDestinations lists team destinations (one workspace's, or all).
 func (s *Service) ListDestinations(ctx context.Context, workspace string) ([]DestinationView, error) {
-	ds, err := store.ListDestinations(ctx, s.Store.Pool, workspace, false)
+	ds, err := outbox.ListDestinations(ctx, s.Store.Pool, workspace, false)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func (s *Service) SetWorkspaceEmail(ctx context.Context, who Actor, id, email, r
 			return Invalidf("email: %v", err)
 		}
 	}
-	if err := store.SetWorkspaceEmail(ctx, s.Store.Pool, id, email); err != nil {
+	if err := ledger.SetWorkspaceEmail(ctx, s.Store.Pool, id, email); err != nil {
 		return err
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "workspace_email", "workspace:"+id, reason, map[string]any{"email": email})
@@ -105,7 +106,7 @@ func (s *Service) UpsertDestination(ctx context.Context, who Actor, n NewDestina
 	if err := who.check(); err != nil {
 		return DestinationView{}, err
 	}
-	d := store.Destination{WorkspaceID: n.Workspace, Name: n.Name, Enabled: true}
+	d := outbox.Destination{WorkspaceID: n.Workspace, Name: n.Name, Enabled: true}
 	switch {
 	case n.Webhook != "" && n.Email == "":
 		u, err := url.Parse(n.Webhook)
@@ -131,7 +132,7 @@ func (s *Service) UpsertDestination(ctx context.Context, who Actor, n NewDestina
 		return DestinationView{}, Invalidf("a workspace id is required")
 	}
 	// The secret is sealed with the store's keyring.
-	if err := store.UpsertDestination(ctx, s.Store.Pool, s.Store.Keys, d); err != nil {
+	if err := outbox.UpsertDestination(ctx, s.Store.Pool, s.Store.Keys, d); err != nil {
 		return DestinationView{}, err
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "destination_upsert", "workspace:"+n.Workspace, reason,

@@ -14,6 +14,12 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
+	"github.com/hookinbox/hookinbox/internal/store/storetest"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -37,21 +43,21 @@ func roleSetup(t *testing.T) *roleBundle {
 	require.NoError(t, err)
 	t.Cleanup(owner.Close)
 	owner.Keys = testenv.Keys(t)
-	require.NoError(t, owner.InsertEndpoint(ctx, store.NewEndpoint{Slug: "ep", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, owner, endpoints.NewEndpoint{Slug: "ep", Provider: "stripe", Environment: "test",
 		APIBaseURL: "http://api.example", APIKey: "sk_test_secret", Secrets: []string{"whsec_a"}}))
-	require.NoError(t, owner.LinkAccount(ctx, "ep", "acct_1", "ws_1"))
-	ev := event("evt_fixture", `{"id":"evt_fixture","card":"4242"}`)
-	_, err = store.InsertInboxEvent(ctx, owner.Pool, ev)
+	require.NoError(t, endpoints.LinkAccount(ctx, owner, "ep", "acct_1", "ws_1"))
+	ev := storetest.Event("evt_fixture", `{"id":"evt_fixture","card":"4242"}`)
+	_, err = inbox.InsertInboxEvent(ctx, owner.Pool, ev)
 	require.NoError(t, err)
-	_, err = store.InsertQuarantine(ctx, owner.Pool, &store.QuarantineEntry{EndpointSlug: "ep", Provider: "stripe",
-		EventID: "evt_bad", Reason: store.ReasonMalformed, Payload: []byte("not json"), BodySHA256: []byte{1}})
+	_, err = inbox.InsertQuarantine(ctx, owner.Pool, &inbox.QuarantineEntry{EndpointSlug: "ep", Provider: "stripe",
+		EventID: "evt_bad", Reason: inbox.ReasonMalformed, Payload: []byte("not json"), BodySHA256: []byte{1}})
 	require.NoError(t, err)
-	qs, err := store.ListQuarantine(ctx, owner.Pool, store.QuarantineFilter{Limit: 1})
+	qs, err := inbox.ListQuarantine(ctx, owner.Pool, inbox.QuarantineFilter{Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, qs, 1)
 	var oid int64
 	require.NoError(t, owner.Tx(ctx, func(tx pgx.Tx) error {
-		oid, err = store.InsertOutbox(ctx, tx, store.OutboxIntent{OperationKey: "op:1", Class: "confirmation", Kind: "email",
+		oid, err = outbox.InsertOutbox(ctx, tx, outbox.OutboxIntent{OperationKey: "op:1", Class: "confirmation", Kind: "email",
 			Destination: "a@example.com", WorkspaceID: "ws_1", ResourceKey: "r", Payload: map[string]string{"to": "a@example.com"}})
 		return err
 	}))
@@ -111,9 +117,9 @@ func TestIntakeRoleCannotReadAPIKeysOrPayloads(t *testing.T) {
 		denied(t, b.ctx, in, sql)
 	}
 	// The owner's endpoint query reads the API key: the intake cannot run it.
-	_, err := in.GetEndpoint(b.ctx, "ep")
+	_, err := endpoints.GetEndpoint(b.ctx, in, "ep")
 	requireDenied(t, err, "GetEndpoint as the intake")
-	_, err = store.GetInboxEvent(b.ctx, in.Pool, b.key)
+	_, err = inbox.GetInboxEvent(b.ctx, in.Pool, b.key)
 	requireDenied(t, err, "GetInboxEvent (reads the payload) as the intake")
 }
 
@@ -124,47 +130,47 @@ func TestIntakeRoleCanDoEverythingTheIntakeDoes(t *testing.T) {
 	ctx := b.ctx
 
 	require.NoError(t, in.Ping(ctx))
-	ep, err := in.GetIntakeEndpoint(ctx, "ep")
+	ep, err := endpoints.GetIntakeEndpoint(ctx, in, "ep")
 	require.NoError(t, err)
 	require.Equal(t, "stripe", ep.Provider)
 	require.Len(t, ep.Secrets, 1)
 	require.Equal(t, "whsec_a", ep.Secrets[0].Value)
 	require.Equal(t, map[string]string{"acct_1": "ws_1"}, ep.Links)
 	require.Empty(t, ep.APIKey, "never the API key")
-	_, err = in.GetIntakeEndpoint(ctx, "nope")
+	_, err = endpoints.GetIntakeEndpoint(ctx, in, "nope")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	ev := event("evt_in", `{"id":"evt_in"}`)
-	res, err := store.InsertInboxEvent(ctx, in.Pool, ev)
+	ev := storetest.Event("evt_in", `{"id":"evt_in"}`)
+	res, err := inbox.InsertInboxEvent(ctx, in.Pool, ev)
 	require.NoError(t, err)
-	require.Equal(t, store.Inserted, res.Outcome)
-	res, err = store.InsertInboxEvent(ctx, in.Pool, ev)
+	require.Equal(t, inbox.Inserted, res.Outcome)
+	res, err = inbox.InsertInboxEvent(ctx, in.Pool, ev)
 	require.NoError(t, err)
-	require.Equal(t, store.Duplicate, res.Outcome)
+	require.Equal(t, inbox.Duplicate, res.Outcome)
 	require.Equal(t, keys.StatusPending, res.ExistingStatus)
-	other := event("evt_in", `{"id":"evt_in","changed":true}`)
-	res, err = store.InsertInboxEvent(ctx, in.Pool, other)
+	other := storetest.Event("evt_in", `{"id":"evt_in","changed":true}`)
+	res, err = inbox.InsertInboxEvent(ctx, in.Pool, other)
 	require.NoError(t, err)
-	require.Equal(t, store.Conflict, res.Outcome)
-	ignored := event("evt_ignored", `{}`)
+	require.Equal(t, inbox.Conflict, res.Outcome)
+	ignored := storetest.Event("evt_ignored", `{}`)
 	ignored.Status, ignored.LastError = keys.StatusIgnored, "no handler"
-	res, err = store.InsertInboxEvent(ctx, in.Pool, ignored)
+	res, err = inbox.InsertInboxEvent(ctx, in.Pool, ignored)
 	require.NoError(t, err)
-	require.Equal(t, store.Inserted, res.Outcome)
+	require.Equal(t, inbox.Inserted, res.Outcome)
 
 	h := sha256.Sum256([]byte("x"))
-	q := &store.QuarantineEntry{EndpointSlug: "ep", Provider: "stripe", Account: "acct_1", Environment: "test",
-		EventID: "evt_in", Reason: store.ReasonConflictingDuplicate, Payload: []byte("x"), BodySHA256: h[:],
+	q := &inbox.QuarantineEntry{EndpointSlug: "ep", Provider: "stripe", Account: "acct_1", Environment: "test",
+		EventID: "evt_in", Reason: inbox.ReasonConflictingDuplicate, Payload: []byte("x"), BodySHA256: h[:],
 		Headers: map[string]string{"Stripe-Signature": "t=1,v1=abc"}}
-	added, err := store.InsertQuarantine(ctx, in.Pool, q)
+	added, err := inbox.InsertQuarantine(ctx, in.Pool, q)
 	require.NoError(t, err)
 	require.True(t, added)
-	added, err = store.InsertQuarantine(ctx, in.Pool, q)
+	added, err = inbox.InsertQuarantine(ctx, in.Pool, q)
 	require.NoError(t, err)
 	require.False(t, added, "the same delivery is stored once")
 
 	// What the intake wrote is all there (read as the owner).
-	got, err := store.GetInboxEvent(ctx, b.owner.Pool, ev.Key)
+	got, err := inbox.GetInboxEvent(ctx, b.owner.Pool, ev.Key)
 	require.NoError(t, err)
 	require.Equal(t, ev.Payload, got.Payload)
 }
@@ -175,30 +181,30 @@ func TestOperatorRoleReadsWithoutPayloadsAndCannotWrite(t *testing.T) {
 	op := b.as(t, store.RoleOperator)
 	ctx := b.ctx
 
-	evs, err := store.ListInboxEvents(ctx, op.Pool, store.InboxFilter{Limit: 10})
+	evs, err := inbox.ListInboxEvents(ctx, op.Pool, inbox.InboxFilter{Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
-	d, err := store.InspectInboxEvent(ctx, op.Pool, b.key, false)
+	d, err := inbox.InspectInboxEvent(ctx, op.Pool, b.key, false)
 	require.NoError(t, err)
 	require.Equal(t, len(`{"id":"evt_fixture","card":"4242"}`), d.PayloadBytes, "the size, from the view")
 	require.Nil(t, d.Payload)
-	_, err = store.InspectInboxEvent(ctx, op.Pool, b.key, true)
+	_, err = inbox.InspectInboxEvent(ctx, op.Pool, b.key, true)
 	requireDenied(t, err, "inbox show --payload as the operator")
-	qs, err := store.ListQuarantine(ctx, op.Pool, store.QuarantineFilter{Limit: 10})
+	qs, err := inbox.ListQuarantine(ctx, op.Pool, inbox.QuarantineFilter{Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, qs, 1)
 	require.Equal(t, len("not json"), qs[0].PayloadBytes)
-	_, err = store.GetQuarantineEntry(ctx, op.Pool, b.qid, false)
+	_, err = inbox.GetQuarantineEntry(ctx, op.Pool, b.qid, false)
 	require.NoError(t, err)
-	_, err = store.GetQuarantineEntry(ctx, op.Pool, b.qid, true)
+	_, err = inbox.GetQuarantineEntry(ctx, op.Pool, b.qid, true)
 	requireDenied(t, err, "quarantine show --payload as the operator")
-	rows, err := store.ListOutbox(ctx, op.Pool, "", 10)
+	rows, err := outbox.ListOutbox(ctx, op.Pool, "", 10)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Nil(t, rows[0].Payload)
-	_, err = store.GetOutbox(ctx, op.Pool, b.oid)
+	_, err = outbox.GetOutbox(ctx, op.Pool, b.oid)
 	requireDenied(t, err, "outbox show (the payload) as the operator")
-	_, err = store.ReadBacklog(ctx, op.Pool)
+	_, err = inbox.ReadBacklog(ctx, op.Pool)
 	require.NoError(t, err)
 	_, err = store.ListOperatorActions(ctx, op.Pool, b.key.String(), 10)
 	require.NoError(t, err)
@@ -222,9 +228,9 @@ func TestOperatorRoleReadsWithoutPayloadsAndCannotWrite(t *testing.T) {
 	} {
 		denied(t, ctx, op, sql)
 	}
-	_, err = store.ResetInboxEvent(ctx, op.Pool, b.key, keys.StatusPending)
+	_, err = inbox.ResetInboxEvent(ctx, op.Pool, b.key, keys.StatusPending)
 	requireDenied(t, err, "replay's reset as the operator")
-	requireDenied(t, store.SetWorkspaceEmail(ctx, op.Pool, "ws_1", "x@example.com"), "workspaces set as the operator")
+	requireDenied(t, ledger.SetWorkspaceEmail(ctx, op.Pool, "ws_1", "x@example.com"), "workspaces set as the operator")
 }
 
 var memberSeq atomic.Int64
@@ -250,20 +256,20 @@ func TestPayloadReaderGrantedToAnOperatorReadsPayloads(t *testing.T) {
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+alice) })
 
 	before := b.as(t, alice)
-	_, err = store.InspectInboxEvent(ctx, before.Pool, b.key, true)
+	_, err = inbox.InspectInboxEvent(ctx, before.Pool, b.key, true)
 	requireDenied(t, err, "an operator not granted the payload reader")
 	before.Close()
 
 	_, err = admin.Exec(ctx, "GRANT "+store.RolePayloadReader+" TO "+alice)
 	require.NoError(t, err)
 	op := b.as(t, alice)
-	d, err := store.InspectInboxEvent(ctx, op.Pool, b.key, true)
+	d, err := inbox.InspectInboxEvent(ctx, op.Pool, b.key, true)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"evt_fixture","card":"4242"}`, string(d.Payload))
-	q, err := store.GetQuarantineEntry(ctx, op.Pool, b.qid, true)
+	q, err := inbox.GetQuarantineEntry(ctx, op.Pool, b.qid, true)
 	require.NoError(t, err)
 	require.Equal(t, []byte("not json"), q.Payload)
-	o, err := store.GetOutbox(ctx, op.Pool, b.oid)
+	o, err := outbox.GetOutbox(ctx, op.Pool, b.oid)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"to":"a@example.com"}`, string(o.Payload))
 	// Reading payloads is all the payload reader adds: still no writes, no key.
@@ -290,18 +296,18 @@ func TestWorkerRoleCannotReadSigningSecretsOrTheAuditLog(t *testing.T) {
 	denied(t, ctx, w, `SELECT payload FROM inbox_quarantine`)
 	denied(t, ctx, w, `UPDATE endpoints SET api_key = 'x'`)
 	denied(t, ctx, w, `INSERT INTO account_links (endpoint_slug, account, workspace_id) VALUES ('ep', 'acct_evil', 'ws_1')`)
-	_, err := w.GetEndpoint(ctx, "ep")
+	_, err := endpoints.GetEndpoint(ctx, w, "ep")
 	requireDenied(t, err, "GetEndpoint (reads the secrets) as the worker")
 
 	// What the worker's activities read of an endpoint: the API key.
-	ep, err := w.GetProviderEndpoint(ctx, "ep")
+	ep, err := endpoints.GetProviderEndpoint(ctx, w, "ep")
 	require.NoError(t, err)
 	require.Equal(t, "sk_test_secret", ep.APIKey)
 	require.Empty(t, ep.Secrets)
-	got, err := store.GetInboxEvent(ctx, w.Pool, b.key)
+	got, err := inbox.GetInboxEvent(ctx, w.Pool, b.key)
 	require.NoError(t, err)
 	require.NotEmpty(t, got.Payload, "handlers read the payload")
-	_, err = store.ReadBacklog(ctx, w.Pool)
+	_, err = inbox.ReadBacklog(ctx, w.Pool)
 	require.NoError(t, err)
 }
 
@@ -321,7 +327,7 @@ func TestWorkerRoleRunsRetentionRedactions(t *testing.T) {
 	w := b.as(t, store.RoleWorker)
 	const window = 30 * 24 * time.Hour
 	for name, redact := range map[string]func(context.Context, store.DB, time.Duration, int) (int64, error){
-		"inbox": store.RedactInboxPayloads, "quarantine": store.RedactResolvedQuarantinePayloads, "outbox": store.RedactSentOutboxPayloads,
+		"inbox": inbox.RedactInboxPayloads, "quarantine": inbox.RedactResolvedQuarantinePayloads, "outbox": outbox.RedactSentOutboxPayloads,
 	} {
 		n, err := redact(ctx, w.Pool, window, 10)
 		require.NoError(t, err, name)
@@ -421,118 +427,118 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 	b := roleSetup(t)
 	w := b.as(t, store.RoleWorker)
 	ctx := b.ctx
-	require.NoError(t, store.UpsertDestination(ctx, b.owner.Pool, b.owner.Keys, store.Destination{WorkspaceID: "ws_1", Name: "team",
+	require.NoError(t, outbox.UpsertDestination(ctx, b.owner.Pool, b.owner.Keys, outbox.Destination{WorkspaceID: "ws_1", Name: "team",
 		Kind: "webhook", Target: "http://hooks.example", Secret: "whsec_team", Enabled: true}))
 
 	r := keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "invoice", ID: "in_1"}
-	batch, err := store.LoadPending(ctx, w.Pool, r, 10)
+	batch, err := inbox.LoadPending(ctx, w.Pool, r, 10)
 	require.NoError(t, err)
 	require.Len(t, batch.Events, 1)
 	require.NoError(t, w.Tx(ctx, func(tx pgx.Tx) error {
-		ev, err := store.LockInboxEvent(ctx, tx, b.key)
+		ev, err := inbox.LockInboxEvent(ctx, tx, b.key)
 		if err != nil {
 			return err
 		}
-		ws, err := store.GetWorkspace(ctx, tx, ev.WorkspaceID)
+		ws, err := ledger.GetWorkspace(ctx, tx, ev.WorkspaceID)
 		if err != nil {
 			return err
 		}
-		granted, _, err := store.GrantCreditsOnce(ctx, tx, store.CreditGrant{Provider: "stripe", Account: "acct_1",
+		granted, _, err := ledger.GrantCreditsOnce(ctx, tx, ledger.CreditGrant{Provider: "stripe", Account: "acct_1",
 			Environment: "test", InvoiceID: "in_1", Operation: "initial-credit-grant", WorkspaceID: ws.ID, Credits: 100,
 			AmountPaid: 1000, Currency: "usd", EventKey: ev.Key.String()})
 		if err != nil || !granted {
 			return fmt.Errorf("grant: %v %w", granted, err)
 		}
-		if _, again, err := store.GrantCreditsOnce(ctx, tx, store.CreditGrant{Provider: "stripe", Account: "acct_1",
+		if _, again, err := ledger.GrantCreditsOnce(ctx, tx, ledger.CreditGrant{Provider: "stripe", Account: "acct_1",
 			Environment: "test", InvoiceID: "in_1", Operation: "initial-credit-grant", WorkspaceID: ws.ID, Credits: 100,
 			AmountPaid: 1000, Currency: "usd", EventKey: ev.Key.String()}); err != nil || again == nil {
 			return fmt.Errorf("grant again: %w", err)
 		}
-		if _, err := store.InsertFeedbackAlertOnce(ctx, tx, store.FeedbackAlert{Provider: "standard", Project: "p",
+		if _, err := ledger.InsertFeedbackAlertOnce(ctx, tx, ledger.FeedbackAlert{Provider: "standard", Project: "p",
 			Environment: "test", FeedbackID: "f1", Operation: "initial-alert", WorkspaceID: ws.ID, EventKey: "k"}); err != nil {
 			return err
 		}
 		v := int64(1)
-		p := store.Projection{Provider: "stripe", Account: "acct_1", Environment: "test", ResourceID: "sub_1",
-			WorkspaceID: ws.ID, Version: &v, State: store.SubscriptionState{Status: "active"}, Access: true, WrittenBy: "k"}
-		if _, err := store.WriteProjectionIfNewer(ctx, tx, p); err != nil {
+		p := ledger.Projection{Provider: "stripe", Account: "acct_1", Environment: "test", ResourceID: "sub_1",
+			WorkspaceID: ws.ID, Version: &v, State: ledger.SubscriptionState{Status: "active"}, Access: true, WrittenBy: "k"}
+		if _, err := ledger.WriteProjectionIfNewer(ctx, tx, p); err != nil {
 			return err
 		}
-		cur, err := store.GetProjection(ctx, tx, "stripe", "acct_1", "test", "sub_1")
+		cur, err := ledger.GetProjection(ctx, tx, "stripe", "acct_1", "test", "sub_1")
 		if err != nil {
 			return err
 		}
-		if _, err := store.WriteProjectionCAS(ctx, tx, p, cur.WriteSeq); err != nil {
+		if _, err := ledger.WriteProjectionCAS(ctx, tx, p, cur.WriteSeq); err != nil {
 			return err
 		}
-		if _, err := store.GetProjections(ctx, tx, "stripe", "acct_1", "test", []string{"sub_1"}); err != nil {
+		if _, err := ledger.GetProjections(ctx, tx, "stripe", "acct_1", "test", []string{"sub_1"}); err != nil {
 			return err
 		}
-		if _, err := store.WorkspaceHasAccess(ctx, tx, ws.ID); err != nil {
+		if _, err := ledger.WorkspaceHasAccess(ctx, tx, ws.ID); err != nil {
 			return err
 		}
-		if _, err := store.ListDestinations(ctx, tx, ws.ID, true); err != nil {
+		if _, err := outbox.ListDestinations(ctx, tx, ws.ID, true); err != nil {
 			return err
 		}
-		if _, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{OperationKey: "op:2", Class: "alert", Kind: "webhook",
+		if _, err := outbox.InsertOutbox(ctx, tx, outbox.OutboxIntent{OperationKey: "op:2", Class: "alert", Kind: "webhook",
 			Destination: "team", WorkspaceID: ws.ID, ResourceKey: "r", Payload: map[string]string{}}); err != nil {
 			return err
 		}
-		if err := store.InsertDivergences(ctx, tx, "stripe", "acct_1", "test", "subscription", "sub_1", "test",
+		if err := passes.InsertDivergences(ctx, tx, "stripe", "acct_1", "test", "subscription", "sub_1", "test",
 			[]keys.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "canceled", Corrected: true}}); err != nil {
 			return err
 		}
-		_, err = store.CompleteInboxEvent(ctx, tx, ev.Key, keys.StatusDone, "granted")
+		_, err = inbox.CompleteInboxEvent(ctx, tx, ev.Key, keys.StatusDone, "granted")
 		return err
 	}))
-	require.NoError(t, store.RecordInboxFailure(ctx, w.Pool, b.key, "x", time.Now()))
-	_, err = store.StopInboxEvent(ctx, w.Pool, b.key, keys.StatusFailed, "x")
+	require.NoError(t, inbox.RecordInboxFailure(ctx, w.Pool, b.key, "x", time.Now()))
+	_, err = inbox.StopInboxEvent(ctx, w.Pool, b.key, keys.StatusFailed, "x")
 	require.NoError(t, err)
 
-	o, err := store.GetOutbox(ctx, w.Pool, b.oid)
+	o, err := outbox.GetOutbox(ctx, w.Pool, b.oid)
 	require.NoError(t, err)
-	_, err = store.BeginOutboxAttempt(ctx, w.Pool, o.ID, "retry_same_key", time.Now())
+	_, err = outbox.BeginOutboxAttempt(ctx, w.Pool, o.ID, "retry_same_key", time.Now())
 	require.NoError(t, err)
-	require.NoError(t, store.OutboxAttemptFailed(ctx, w.Pool, o.ID, keys.OutboxUncertain, "timeout", time.Now()))
-	require.NoError(t, store.MarkOutboxSent(ctx, w.Pool, o.ID, "remote", ""))
-	_, err = store.StopOutbox(ctx, w.Pool, o.ID, keys.OutboxHeld, "x")
+	require.NoError(t, outbox.OutboxAttemptFailed(ctx, w.Pool, o.ID, keys.OutboxUncertain, "timeout", time.Now()))
+	require.NoError(t, outbox.MarkOutboxSent(ctx, w.Pool, o.ID, "remote", ""))
+	_, err = outbox.StopOutbox(ctx, w.Pool, o.ID, keys.OutboxHeld, "x")
 	require.NoError(t, err)
-	_, err = store.UnsentOutbox(ctx, w.Pool, "r", 10)
+	_, err = outbox.UnsentOutbox(ctx, w.Pool, "r", 10)
 	require.NoError(t, err)
-	_, err = store.StaleOutboxResources(ctx, w.Pool, time.Millisecond, 10)
+	_, err = outbox.StaleOutboxResources(ctx, w.Pool, time.Millisecond, 10)
 	require.NoError(t, err)
-	_, err = store.StalePendingResources(ctx, w.Pool, time.Millisecond, 10)
+	_, err = inbox.StalePendingResources(ctx, w.Pool, time.Millisecond, 10)
 	require.NoError(t, err)
 
-	_, err = store.FindAPIEndpoint(ctx, w.Pool, "stripe", "acct_1", "test")
+	_, err = endpoints.FindAPIEndpoint(ctx, w.Pool, "stripe", "acct_1", "test")
 	require.NoError(t, err)
-	scopes, err := store.ListScopes(ctx, w.Pool, "stripe", "")
+	scopes, err := passes.ListScopes(ctx, w.Pool, "stripe", "")
 	require.NoError(t, err)
 	require.Len(t, scopes, 1)
-	cp, _, err := w.BeginPass(ctx, "pass", "run-1", false)
+	cp, _, err := passes.BeginPass(ctx, w, "pass", "run-1", false)
 	require.NoError(t, err)
-	_, _, err = store.AdvancePass(ctx, w.Pool, "pass", store.PageProgress{Owner: "run-1", Pages: cp.Pages, Next: "c", Seen: 1})
+	_, _, err = passes.AdvancePass(ctx, w.Pool, "pass", passes.PageProgress{Owner: "run-1", Pages: cp.Pages, Next: "c", Seen: 1})
 	require.NoError(t, err)
-	_, err = store.GetCheckpoint(ctx, w.Pool, "pass")
+	_, err = passes.GetCheckpoint(ctx, w.Pool, "pass")
 	require.NoError(t, err)
-	_, err = store.ListHookScopes(ctx, w.Pool, "github", "")
+	_, err = passes.ListHookScopes(ctx, w.Pool, "github", "")
 	require.NoError(t, err)
-	_, err = store.ReceivedDeliveries(ctx, w.Pool, "stripe", "test", "ep", []string{"evt_1"})
+	_, err = passes.ReceivedDeliveries(ctx, w.Pool, "stripe", "test", "ep", []string{"evt_1"})
 	require.NoError(t, err)
-	_, claimed, err := store.ClaimRecovery(ctx, w.Pool, "ep", "guid-1", 1, "run-1")
+	_, claimed, err := passes.ClaimRecovery(ctx, w.Pool, "ep", "guid-1", 1, "run-1")
 	require.NoError(t, err)
 	require.True(t, claimed)
-	require.NoError(t, store.SetRecoveryAction(ctx, w.Pool, "ep", "guid-1", store.RecoveryFetch))
-	backfilled := event("evt_backfill", `{"id":"evt_backfill"}`)
+	require.NoError(t, passes.SetRecoveryAction(ctx, w.Pool, "ep", "guid-1", passes.RecoveryFetch))
+	backfilled := storetest.Event("evt_backfill", `{"id":"evt_backfill"}`)
 	backfilled.Origin = keys.OriginBackfill
-	res, err := store.InsertInboxEvent(ctx, w.Pool, backfilled)
+	res, err := inbox.InsertInboxEvent(ctx, w.Pool, backfilled)
 	require.NoError(t, err)
-	require.Equal(t, store.Inserted, res.Outcome)
+	require.Equal(t, inbox.Inserted, res.Outcome)
 
-	_, err = store.RedactInboxPayloads(ctx, w.Pool, time.Hour, 10)
+	_, err = inbox.RedactInboxPayloads(ctx, w.Pool, time.Hour, 10)
 	require.NoError(t, err)
-	_, err = store.DeleteExpiredInboxRows(ctx, w.Pool, keys.MinDedupRetention, 10)
+	_, err = inbox.DeleteExpiredInboxRows(ctx, w.Pool, keys.MinDedupRetention, 10)
 	require.NoError(t, err)
-	_, err = store.DeleteResolvedQuarantine(ctx, w.Pool, time.Hour, 10)
+	_, err = inbox.DeleteResolvedQuarantine(ctx, w.Pool, time.Hour, 10)
 	require.NoError(t, err)
 }

@@ -120,18 +120,20 @@ func (s *Store) Tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // Ping checks the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.Pool.Ping(ctx) }
 
-func interpret(err error) error {
+// Interpret translates driver errors at the store boundary: no row is
+// ErrNotFound.
+func Interpret(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound
 	}
 	return err
 }
 
-// appendRows appends every row scan reads to out and closes rows. out says
+// AppendRows appends every row scan reads to out and closes rows. out says
 // what no rows answer: nil, or an empty slice where callers show "[]".
 // (pgx.AppendRows wants a scanner of pgx.CollectableRow; these scanners also
 // read the pgx.Row of QueryRow.)
-func appendRows[T any](out []T, rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+func AppendRows[T any](out []T, rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
 	defer rows.Close()
 	for rows.Next() {
 		v, err := scan(rows)
@@ -143,8 +145,8 @@ func appendRows[T any](out []T, rows pgx.Rows, scan func(pgx.Row) (T, error)) ([
 	return out, rows.Err()
 }
 
-// byValue turns a scanner of *T into one of T, for appendRows into a []T.
-func byValue[T any](scan func(pgx.Row) (*T, error)) func(pgx.Row) (T, error) {
+// ByValue turns a scanner of *T into one of T, for appendRows into a []T.
+func ByValue[T any](scan func(pgx.Row) (*T, error)) func(pgx.Row) (T, error) {
 	return func(row pgx.Row) (T, error) {
 		p, err := scan(row)
 		if err != nil {

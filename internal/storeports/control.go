@@ -9,6 +9,9 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/passes"
 )
 
 // Sweeps implements ports.Sweeps.
@@ -18,12 +21,12 @@ var _ ports.Sweeps = Sweeps{}
 
 // StalePending lists resources with inbox rows due for longer than olderThan.
 func (s Sweeps) StalePending(ctx context.Context, olderThan time.Duration, limit int) ([]keys.Resource, error) {
-	return store.StalePendingResources(ctx, s.Store.Pool, olderThan, limit)
+	return inbox.StalePendingResources(ctx, s.Store.Pool, olderThan, limit)
 }
 
 // StaleOutbox lists resources with outbox rows unsent for longer than olderThan.
 func (s Sweeps) StaleOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]string, error) {
-	return store.StaleOutboxResources(ctx, s.Store.Pool, olderThan, limit)
+	return outbox.StaleOutboxResources(ctx, s.Store.Pool, olderThan, limit)
 }
 
 // Passes implements ports.Passes on reconcile_checkpoints.
@@ -33,25 +36,25 @@ var _ ports.Passes = Passes{}
 
 // ListScopes lists the accounts a pass covers (store.ListScopes).
 func (p Passes) ListScopes(ctx context.Context, provider, endpoint string) ([]keys.Scope, error) {
-	return store.ListScopes(ctx, p.Store.Pool, provider, endpoint)
+	return passes.ListScopes(ctx, p.Store.Pool, provider, endpoint)
 }
 
 // ListHookScopes lists the endpoints whose hook the delivery recovery reads
 // (store.ListHookScopes).
 func (p Passes) ListHookScopes(ctx context.Context, provider, endpoint string) ([]keys.Scope, error) {
-	return store.ListHookScopes(ctx, p.Store.Pool, provider, endpoint)
+	return passes.ListHookScopes(ctx, p.Store.Pool, provider, endpoint)
 }
 
 // BeginPass takes (or resumes) a pass (store.Store.BeginPass).
 func (p Passes) BeginPass(ctx context.Context, name, owner string, restart bool) (keys.Checkpoint, bool, error) {
-	return p.Store.BeginPass(ctx, name, owner, restart)
+	return passes.BeginPass(ctx, p.Store, name, owner, restart)
 }
 
 // AdvancePass records one page (store.AdvancePass); a lost fence is
 // ports.CheckpointMoved.
 func (p Passes) AdvancePass(ctx context.Context, name string, pp ports.PageProgress) (keys.Checkpoint, bool, error) {
-	cp, repeated, err := store.AdvancePass(ctx, p.Store.Pool, name, store.PageProgress(pp))
-	var moved *store.CheckpointMovedError
+	cp, repeated, err := passes.AdvancePass(ctx, p.Store.Pool, name, passes.PageProgress(pp))
+	var moved *passes.CheckpointMovedError
 	if errors.As(err, &moved) {
 		return keys.Checkpoint{}, false, ports.CheckpointMoved(err)
 	}
@@ -76,9 +79,9 @@ var _ ports.Retention = Retention{}
 func (r Retention) RedactPayloads(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
 	var total int64
 	for _, redact := range []func(context.Context, store.DB, time.Duration, int) (int64, error){
-		store.RedactInboxPayloads,
-		store.RedactResolvedQuarantinePayloads,
-		store.RedactSentOutboxPayloads,
+		inbox.RedactInboxPayloads,
+		inbox.RedactResolvedQuarantinePayloads,
+		outbox.RedactSentOutboxPayloads,
 	} {
 		n, err := redact(ctx, r.Store.Pool, olderThan, limit)
 		total += n
@@ -95,10 +98,10 @@ func (r Retention) DeleteInboxRows(ctx context.Context, olderThan time.Duration,
 	if olderThan < keys.MinDedupRetention {
 		return 0, ports.Permanent(fmt.Errorf("refusing to delete inbox rows younger than %s (the dedup window is at least %s)", olderThan, keys.MinDedupRetention))
 	}
-	return store.DeleteExpiredInboxRows(ctx, r.Store.Pool, olderThan, limit)
+	return inbox.DeleteExpiredInboxRows(ctx, r.Store.Pool, olderThan, limit)
 }
 
 // DeleteResolvedQuarantine deletes quarantine entries resolved long ago.
 func (r Retention) DeleteResolvedQuarantine(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	return store.DeleteResolvedQuarantine(ctx, r.Store.Pool, olderThan, limit)
+	return inbox.DeleteResolvedQuarantine(ctx, r.Store.Pool, olderThan, limit)
 }

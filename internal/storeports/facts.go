@@ -9,6 +9,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -28,8 +29,8 @@ func (f Facts) OwnAccount(ctx context.Context, endpoint string) (string, error) 
 	return own, nil
 }
 
-func (f Facts) endpoint(ctx context.Context, slug string) (*store.Endpoint, error) {
-	ep, err := f.Store.GetProviderEndpoint(ctx, slug)
+func (f Facts) endpoint(ctx context.Context, slug string) (*endpoints.Endpoint, error) {
+	ep, err := endpoints.GetProviderEndpoint(ctx, f.Store, slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/providers"
@@ -23,10 +25,10 @@ func TestFactsAdmitBooksConnectEventsUnderTheListedAccount(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "connect", Provider: "stripe", Environment: "live",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "connect", Provider: "stripe", Environment: "live",
 		Account: "acct_platform", Secrets: []string{"whsec_x"}}))
-	require.NoError(t, st.LinkAccount(ctx, "connect", "acct_c1", "ws_c1"))
-	require.NoError(t, st.LinkAccount(ctx, "connect", "acct_c2", "ws_c2"))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "connect", "acct_c1", "ws_c1"))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "connect", "acct_c2", "ws_c2"))
 	item := func(id, account string) providers.Event {
 		acct := ""
 		if account != "" {
@@ -43,7 +45,7 @@ func TestFactsAdmitBooksConnectEventsUnderTheListedAccount(t *testing.T) {
 
 	require.Equal(t, ports.Admitted, got[0].Outcome, "%v", got[0].Reason)
 	require.Equal(t, keys.Event{Provider: "stripe", Account: "acct_c1", Environment: "live", EventID: "evt_nofield"}, got[0].Key)
-	row, err := store.GetInboxEvent(ctx, st.Pool, got[0].Key)
+	row, err := inbox.GetInboxEvent(ctx, st.Pool, got[0].Key)
 	require.NoError(t, err)
 	require.Equal(t, "ws_c1", row.WorkspaceID)
 	require.Equal(t, keys.OriginBackfill, row.Origin)
@@ -53,6 +55,6 @@ func TestFactsAdmitBooksConnectEventsUnderTheListedAccount(t *testing.T) {
 
 	require.Equal(t, ports.Rejected, got[2].Outcome)
 	require.ErrorContains(t, got[2].Reason, "the event names account acct_c2, the pass lists acct_c1")
-	_, err = store.GetInboxEvent(ctx, st.Pool, keys.Event{Provider: "stripe", Account: "acct_c2", Environment: "live", EventID: "evt_other"})
+	_, err = inbox.GetInboxEvent(ctx, st.Pool, keys.Event{Provider: "stripe", Account: "acct_c2", Environment: "live", EventID: "evt_other"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 )
 
 // Outbox implements ports.Outbox: the outbox rows, the configured mailer
@@ -26,7 +27,7 @@ var _ ports.Outbox = (*Outbox)(nil)
 
 // Get reads one outbox row.
 func (o *Outbox) Get(ctx context.Context, id int64) (*ports.OutboxRow, error) {
-	r, err := store.GetOutbox(ctx, o.Store.Pool, id)
+	r, err := outbox.GetOutbox(ctx, o.Store.Pool, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
 	}
@@ -58,7 +59,7 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 		// To the workspace's own address, written with the intent.
 		return o.mailer(row, msg)
 	}
-	dests, err := store.ListDestinations(ctx, o.Store.Pool, row.WorkspaceID, false)
+	dests, err := outbox.ListDestinations(ctx, o.Store.Pool, row.WorkspaceID, false)
 	if err != nil {
 		return nil, msg, portErr(err)
 	}
@@ -68,7 +69,7 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 		}
 		switch d.Kind {
 		case "webhook":
-			secret, err := o.Store.DestinationSecret(d)
+			secret, err := outbox.DestinationSecret(o.Store, d)
 			if err != nil {
 				return nil, msg, err
 			}
@@ -97,23 +98,23 @@ func (o *Outbox) mailer(row *ports.OutboxRow, msg outbound.Message) (outbound.Se
 
 // BeginAttempt records an attempt before anything leaves.
 func (o *Outbox) BeginAttempt(ctx context.Context, id int64, policy string, until time.Time) (bool, error) {
-	ok, err := store.BeginOutboxAttempt(ctx, o.Store.Pool, id, policy, until)
+	ok, err := outbox.BeginOutboxAttempt(ctx, o.Store.Pool, id, policy, until)
 	return ok, portErr(err)
 }
 
 // MarkSent records a delivered row.
 func (o *Outbox) MarkSent(ctx context.Context, id int64, remoteID, note string) error {
-	return portErr(store.MarkOutboxSent(ctx, o.Store.Pool, id, remoteID, note))
+	return portErr(outbox.MarkOutboxSent(ctx, o.Store.Pool, id, remoteID, note))
 }
 
 // AttemptFailed records a failed attempt.
 func (o *Outbox) AttemptFailed(ctx context.Context, id int64, status, lastErr string, next time.Time) error {
-	return portErr(store.OutboxAttemptFailed(ctx, o.Store.Pool, id, status, lastErr, next))
+	return portErr(outbox.OutboxAttemptFailed(ctx, o.Store.Pool, id, status, lastErr, next))
 }
 
 // Stop ends sending of a row.
 func (o *Outbox) Stop(ctx context.Context, id int64, status, note string) (bool, error) {
-	changed, err := store.StopOutbox(ctx, o.Store.Pool, id, status, note)
+	changed, err := outbox.StopOutbox(ctx, o.Store.Pool, id, status, note)
 	return changed, portErr(err)
 }
 

@@ -27,6 +27,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -248,14 +250,14 @@ type system struct {
 // the same transaction records a confirmation email in the outbox (as the
 // credits handler does), which the workflow then sends.
 func benchHandler(st *store.Store, email bool) handlers.Handler {
-	return handlers.HandlerFunc(func(ctx context.Context, ev *store.StoredEvent) (handlers.Outcome, error) {
-		return handlers.InPendingTx(ctx, st, ev.Key, func(tx pgx.Tx, ev *store.StoredEvent) (handlers.Outcome, error) {
+	return handlers.HandlerFunc(func(ctx context.Context, ev *inbox.StoredEvent) (handlers.Outcome, error) {
+		return handlers.InPendingTx(ctx, st, ev.Key, func(tx pgx.Tx, ev *inbox.StoredEvent) (handlers.Outcome, error) {
 			_, err := tx.Exec(ctx, `INSERT INTO bench_effects (event_key, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 				ev.Key.String(), ev.Resource().String())
 			if err != nil || !email {
 				return handlers.Outcome{Status: keys.StatusDone}, err
 			}
-			id, err := store.InsertOutbox(ctx, tx, store.OutboxIntent{
+			id, err := outbox.InsertOutbox(ctx, tx, outbox.OutboxIntent{
 				OperationKey: "bench:" + ev.Key.String() + ":confirmation", Class: keys.ClassCreditsConfirmation,
 				Kind: "email", Destination: "billing@example.com", WorkspaceID: benchWorkspace,
 				ResourceKey: ev.Resource().String(),

@@ -26,6 +26,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -65,11 +66,11 @@ func invoiceBody(run string, seq int64, at time.Time) []byte {
 // registerEndpoint registers the benchmark's Stripe endpoint (test mode,
 // own account linked to a workspace).
 func registerEndpoint(ctx context.Context, st *store.Store) error {
-	if err := st.InsertEndpoint(ctx, store.NewEndpoint{Slug: benchSlug, Provider: keys.ProviderStripe,
+	if err := endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: benchSlug, Provider: keys.ProviderStripe,
 		Environment: keys.EnvTest, Account: benchAccount, Secrets: []string{benchSecret}}); err != nil {
 		return err
 	}
-	return st.LinkAccount(ctx, benchSlug, benchAccount, benchWorkspace)
+	return endpoints.LinkAccount(ctx, st, benchSlug, benchAccount, benchWorkspace)
 }
 
 // benchLogger is the production JSON logger at info level, writing nowhere:

@@ -25,6 +25,9 @@ import (
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/soak"
 	"github.com/hookinbox/hookinbox/lab/verify"
@@ -194,7 +197,7 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 				slugs = append(slugs, gh.slug)
 			}
 			for _, slug := range slugs {
-				_ = st.DeleteEndpoint(cctx, slug)
+				_ = endpoints.DeleteEndpoint(cctx, st, slug)
 			}
 			fmt.Fprintf(out, "\nremoved the endpoints %s (their provider API stops with the demo); the data stays. --keep-endpoints keeps them.\n",
 				strings.Join(slugs, ", "))
@@ -314,7 +317,7 @@ func demoErase(ctx context.Context, out io.Writer, st *store.Store, run demoRun,
 	if err != nil {
 		return err
 	}
-	res, err := st.EraseWorkspace(ctx, store.EraseRequest{Workspace: run.workspace, Actor: "hookinbox-lab demo", Reason: "demo: per-tenant erasure"})
+	res, err := ledger.EraseWorkspace(ctx, st, ledger.EraseRequest{Workspace: run.workspace, Actor: "hookinbox-lab demo", Reason: "demo: per-tenant erasure"})
 	if err != nil {
 		return fmt.Errorf("erase %s: %w", run.workspace, err)
 	}
@@ -469,25 +472,25 @@ func demoRegister(ctx context.Context, st *store.Store, run demoRun, apiURL, tea
 	if versions {
 		settings.VersionPath = "data.object.version"
 	}
-	if err := st.InsertEndpoint(ctx, store.NewEndpoint{Slug: run.stripeSlug, Provider: "stripe", Environment: "test",
+	if err := endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: run.stripeSlug, Provider: "stripe", Environment: "test",
 		Account: run.account, Secrets: []string{run.stripeSecret}, APIBaseURL: apiURL, APIKey: run.apiKey, Settings: settings}); err != nil {
 		return err
 	}
-	if err := st.InsertEndpoint(ctx, store.NewEndpoint{Slug: run.feedbackSlug, Provider: "standard", Environment: "test",
+	if err := endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: run.feedbackSlug, Provider: "standard", Environment: "test",
 		Secrets:  []string{run.feedbackSecret},
 		Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}}); err != nil {
 		return err
 	}
-	if err := st.LinkAccount(ctx, run.stripeSlug, run.account, run.workspace); err != nil {
+	if err := endpoints.LinkAccount(ctx, st, run.stripeSlug, run.account, run.workspace); err != nil {
 		return err
 	}
-	if err := st.LinkAccount(ctx, run.feedbackSlug, run.project, run.workspace); err != nil {
+	if err := endpoints.LinkAccount(ctx, st, run.feedbackSlug, run.project, run.workspace); err != nil {
 		return err
 	}
-	if err := store.SetWorkspaceEmail(ctx, st.Pool, run.workspace, run.email); err != nil {
+	if err := ledger.SetWorkspaceEmail(ctx, st.Pool, run.workspace, run.email); err != nil {
 		return err
 	}
-	return store.UpsertDestination(ctx, st.Pool, st.Keys, store.Destination{WorkspaceID: run.workspace, Name: run.destination,
+	return outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: run.workspace, Name: run.destination,
 		Kind: "webhook", Target: teamURL + "/alerts", Secret: run.teamSecret, Enabled: true})
 }
 
@@ -511,7 +514,7 @@ func demoSideBySide(ctx context.Context, out io.Writer, st *store.Store, run dem
 			access++
 		}
 	}
-	projs, err := store.GetProjections(ctx, st.Pool, "stripe", run.account, "test", subscriptionIDs(truth))
+	projs, err := ledger.GetProjections(ctx, st.Pool, "stripe", run.account, "test", subscriptionIDs(truth))
 	if err != nil {
 		return err
 	}

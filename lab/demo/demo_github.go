@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/soak"
 	"github.com/hookinbox/hookinbox/starter"
@@ -67,13 +68,13 @@ func (g gitHubDemo) logPath() string { return simulator.GitHubRepoHook(g.owner, 
 // --api-base-url … --api-key …', then 'endpoints link'), and the hook in
 // the simulated GitHub, delivering to the intake at target.
 func (g gitHubDemo) register(ctx context.Context, st *store.Store, sim *simulator.Simulator, apiURL, target string) error {
-	if err := st.InsertEndpoint(ctx, store.NewEndpoint{Slug: g.slug, Provider: "github", Environment: "test",
+	if err := endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: g.slug, Provider: "github", Environment: "test",
 		Secrets: []string{g.secret}, APIBaseURL: apiURL, APIKey: g.apiKey,
 		Settings: keys.EndpointSettings{GitHubHook: g.hook(), GitHubHookID: g.hookID}}); err != nil {
 		return err
 	}
 	// The account of a repository's event is its owner's login.
-	if err := st.LinkAccount(ctx, g.slug, g.owner, g.workspace); err != nil {
+	if err := endpoints.LinkAccount(ctx, st, g.slug, g.owner, g.workspace); err != nil {
 		return err
 	}
 	sim.AddGitHubHook(g.logPath(), simulator.Endpoint{URL: strings.TrimRight(target, "/") + "/webhooks/" + g.slug, Secrets: []string{g.secret}})

@@ -25,6 +25,9 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/verify"
@@ -651,7 +654,7 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 		return targetsV, targetsN, err
 	}
 	st := h.st
-	for _, e := range []store.NewEndpoint{
+	for _, e := range []endpoints.NewEndpoint{
 		{Slug: slugVersions, Provider: "stripe", Environment: "test", Account: accountVersions, Secrets: []string{secretVersions},
 			APIBaseURL: apiV, APIKey: simulator.DefaultAPIKey, Settings: keys.EndpointSettings{VersionPath: "data.object.version"}},
 		{Slug: slugNotices, Provider: "stripe", Environment: "test", Account: accountNotices, Secrets: []string{secretNotices},
@@ -659,21 +662,21 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 		{Slug: slugFeedback, Provider: "standard", Environment: "test", Secrets: []string{secretFeedback},
 			Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}},
 	} {
-		if err := st.InsertEndpoint(ctx, e); err != nil {
+		if err := endpoints.InsertEndpoint(ctx, st, e); err != nil {
 			return targetsV, targetsN, err
 		}
 	}
 	for _, l := range [][3]string{{slugVersions, accountVersions, wsVersions}, {slugNotices, accountNotices, wsNotices}, {slugFeedback, projectFeedback, wsVersions}} {
-		if err := st.LinkAccount(ctx, l[0], l[1], l[2]); err != nil {
+		if err := endpoints.LinkAccount(ctx, st, l[0], l[1], l[2]); err != nil {
 			return targetsV, targetsN, err
 		}
 	}
 	for _, ws := range []string{wsVersions, wsNotices} {
-		if err := store.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@"+strings.ReplaceAll(ws, "_", "-")+".example"); err != nil {
+		if err := ledger.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@"+strings.ReplaceAll(ws, "_", "-")+".example"); err != nil {
 			return targetsV, targetsN, err
 		}
 	}
-	if err := store.UpsertDestination(ctx, st.Pool, st.Keys, store.Destination{WorkspaceID: wsVersions, Name: teamDestination, Kind: "webhook",
+	if err := outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: wsVersions, Name: teamDestination, Kind: "webhook",
 		Target: teamURL + "/alerts", Secret: secretTeam, Enabled: true}); err != nil {
 		return targetsV, targetsN, err
 	}

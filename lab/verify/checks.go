@@ -9,7 +9,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -179,7 +180,7 @@ func (d *runData) conflictsQuarantined(r *Result) {
 	r.checked++
 	quarantined := map[string]bool{}
 	for _, q := range d.quarantine {
-		if q.reason == store.ReasonConflictingDuplicate {
+		if q.reason == inbox.ReasonConflictingDuplicate {
 			quarantined[inboxKey(q.provider, q.account, q.eventID)] = true
 		}
 	}
@@ -205,7 +206,7 @@ func (d *runData) conflictsQuarantined(r *Result) {
 func (d *runData) noUnexpectedQuarantine(r *Result) {
 	r.checked++
 	for _, q := range d.quarantine {
-		if q.reason == store.ReasonConflictingDuplicate {
+		if q.reason == inbox.ReasonConflictingDuplicate {
 			if _, ok := d.sent.Conflicts[q.eventID]; ok || d.sent.derived {
 				continue
 			}
@@ -566,7 +567,7 @@ func (d *runData) outboxIntents(r *Result) {
 			}
 			r.Expected++
 			key := handlers.CreditReversalKey(d.stripe, a.account, d.env, a.invoice, a.reference) + ":notice"
-			if a.operation == store.OperationCreditReversalVoid {
+			if a.operation == ledger.OperationCreditReversalVoid {
 				key = handlers.CreditReversalVoidKey(d.stripe, a.account, d.env, a.invoice, a.reference) + ":notice"
 			}
 			if _, ok := d.outbox[key]; !ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -33,7 +34,7 @@ type grantRow struct {
 type projectionRow struct {
 	account, id string
 	version     *int64
-	state       store.SubscriptionState
+	state       ledger.SubscriptionState
 	status      string
 	deleted     bool
 	access      bool
@@ -247,7 +248,7 @@ func (d *runData) loadProjections(ctx context.Context, db store.DB) error {
 	var p projectionRow
 	var state []byte
 	_, err = pgx.ForEachRow(rows, []any{&p.account, &p.id, &p.version, &state, &p.status, &p.deleted, &p.access, &p.effective}, func() error {
-		p.state = store.SubscriptionState{}
+		p.state = ledger.SubscriptionState{}
 		if p.version != nil {
 			v := *p.version
 			p.version = &v
@@ -362,7 +363,7 @@ func (d *runData) loadAdjustments(ctx context.Context, db store.DB) error {
 			c = &creditNoteRows{}
 			d.creditNotes[a.reference] = c
 		}
-		if a.operation == store.OperationCreditReversalVoid {
+		if a.operation == ledger.OperationCreditReversalVoid {
 			c.voids = append(c.voids, a)
 		} else {
 			c.reversals = append(c.reversals, a)

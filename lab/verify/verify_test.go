@@ -15,6 +15,9 @@ import (
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/lab/verify"
@@ -113,15 +116,15 @@ func setup(t *testing.T) *bundle {
 		simulator.DeliveryResult{Delivery: simulator.Delivery{Event: conflicting, Late: true}, Outcome: simulator.OutcomeAcked},
 	)
 
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "stripe-t", Provider: "stripe", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "stripe-t", Provider: "stripe", Environment: "test",
 		Account: acct, Secrets: []string{"whsec_t"}, APIBaseURL: "http://127.0.0.1:1", APIKey: "sk_t",
 		Settings: keys.EndpointSettings{VersionPath: "data.object.version"}}))
-	require.NoError(t, st.InsertEndpoint(ctx, store.NewEndpoint{Slug: "fb-t", Provider: "standard", Environment: "test",
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "fb-t", Provider: "standard", Environment: "test",
 		Secrets: []string{simulator.StandardSecret("t")}, Settings: keys.EndpointSettings{AccountPath: "data.project_id"}}))
-	require.NoError(t, st.LinkAccount(ctx, "stripe-t", acct, ws))
-	require.NoError(t, st.LinkAccount(ctx, "fb-t", proj, ws))
-	require.NoError(t, store.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@ws-t.example"))
-	require.NoError(t, store.UpsertDestination(ctx, st.Pool, st.Keys, store.Destination{WorkspaceID: ws, Name: "oncall", Kind: "webhook",
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe-t", acct, ws))
+	require.NoError(t, endpoints.LinkAccount(ctx, st, "fb-t", proj, ws))
+	require.NoError(t, ledger.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@ws-t.example"))
+	require.NoError(t, outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: ws, Name: "oncall", Kind: "webhook",
 		Target: "http://127.0.0.1:1/hook", Secret: simulator.StandardSecret("team"), Enabled: true}))
 
 	for _, ev := range append(events, dropped) {
@@ -152,20 +155,20 @@ func setup(t *testing.T) *bundle {
 	for _, a := range []struct {
 		cn, inv, op string
 		n           int64
-	}{{"cn_1", "in_1", store.OperationCreditReversal, -25}, {"cn_1", "in_1", store.OperationCreditReversalVoid, 25}, {"cn_2", "in_2", store.OperationCreditReversal, -50}} {
+	}{{"cn_1", "in_1", ledger.OperationCreditReversal, -25}, {"cn_1", "in_1", ledger.OperationCreditReversalVoid, 25}, {"cn_2", "in_2", ledger.OperationCreditReversal, -50}} {
 		b.exec(t, `INSERT INTO credit_adjustments (provider, source_account, environment, invoice_id, reference, operation, workspace_id,
 			requested, applied, policy, decision, balance_before, balance_after, event_key)
 			VALUES ('stripe', $1, 'test', $2, $3, $4, $5, $6, $6, 'allow', 'applied', 0, 0, 'k')`, acct, a.inv, a.cn, a.op, ws, a.n)
 		key := handlers.CreditReversalKey("stripe", acct, "test", a.inv, a.cn)
-		if a.op == store.OperationCreditReversalVoid {
+		if a.op == ledger.OperationCreditReversalVoid {
 			key = handlers.CreditReversalVoidKey("stripe", acct, "test", a.inv, a.cn)
 		}
 		b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
 			VALUES ($1, $2, 'email', 'billing@ws-t.example', $3, 'r', '{}', 'sent', now())`, key+":notice", keys.ClassCreditsReversal, ws)
 	}
 	b.exec(t, `UPDATE workspaces SET credits_balance = 150 WHERE id = $1`, ws)
-	active, _ := json.Marshal(store.SubscriptionState{Status: "active", CurrentPeriodEnd: &periodEnd})
-	canceled, _ := json.Marshal(store.SubscriptionState{Status: "canceled", CurrentPeriodEnd: &periodEnd, CanceledAt: &now, EndedAt: &now})
+	active, _ := json.Marshal(ledger.SubscriptionState{Status: "active", CurrentPeriodEnd: &periodEnd})
+	canceled, _ := json.Marshal(ledger.SubscriptionState{Status: "canceled", CurrentPeriodEnd: &periodEnd, CanceledAt: &now, EndedAt: &now})
 	b.exec(t, `INSERT INTO subscription_projection (provider, source_account, environment, resource_id, workspace_id,
 		provider_version, state, status, deleted, access, access_ends_at, written_by)
 		VALUES ('stripe', $1, 'test', 'sub_a', $2, 2, $3, 'active', false, true, NULL, 'k'),

@@ -1,0 +1,197 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/secretbox"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// ResealCount is what a sealing pass did to one kind of secret.
+type ResealCount struct {
+	// Column is endpoint_secrets.secret, endpoints.api_key or
+	// team_destinations.secret.
+	Column string `json:"column"`
+	// Sealed counts plain values sealed (and their plain column nulled).
+	Sealed int `json:"sealed"`
+	// Rekeyed counts sealed values re-encrypted under the current key.
+	Rekeyed int `json:"rekeyed"`
+}
+
+// sealedColumn is one kind of secret for the bulk passes. Its select
+// returns (row key, context part a, context part b, plain, sealed, key id)
+// for $1 onlyPlain, $2 current key id, $3 batch size, locking the rows; its
+// update takes ($1 row key, $2 sealed, $3 key id, $4 value's fingerprint).
+type sealedColumn struct {
+	name        string
+	selectSQL   string
+	updateSQL   string
+	context     func(a, b string) string
+	fingerprint func(kr *secretbox.Keyring, v string) []byte
+}
+
+var sealedColumns = []sealedColumn{
+	{
+		name: "endpoint_secrets.secret",
+		selectSQL: `SELECT id::text, endpoint_slug, '', secret, secret_sealed, secret_key_id FROM endpoint_secrets
+			 WHERE secret IS NOT NULL OR (NOT $1 AND secret_key_id <> $2)
+			 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`,
+		// A second row holding the same secret (possible only among rows
+		// written before sealing) keeps its value but not the fingerprint:
+		// nothing is lost and the UNIQUE index holds.
+		updateSQL: `UPDATE endpoint_secrets s SET secret = NULL, secret_sealed = $2, secret_key_id = $3,
+			secret_fingerprint = CASE WHEN EXISTS (SELECT 1 FROM endpoint_secrets o
+				WHERE o.endpoint_slug = s.endpoint_slug AND o.secret_fingerprint = $4 AND o.id <> s.id) THEN NULL ELSE $4 END
+			 WHERE id = $1::bigint`,
+		context:     func(slug, _ string) string { return store.SecretContext(slug) },
+		fingerprint: store.SecretFingerprint,
+	},
+	{
+		name: "endpoints.api_key",
+		selectSQL: `SELECT slug, slug, '', api_key, api_key_sealed, api_key_key_id FROM endpoints
+			 WHERE api_key IS NOT NULL OR (NOT $1 AND api_key_key_id <> $2)
+			 ORDER BY slug LIMIT $3 FOR UPDATE SKIP LOCKED`,
+		updateSQL: `UPDATE endpoints SET api_key = NULL, api_key_sealed = $2, api_key_key_id = $3
+			 WHERE slug = $1 AND $4::bytea IS NULL`,
+		context: func(slug, _ string) string { return store.APIKeyContext(slug) },
+	},
+	{
+		name: "team_destinations.secret",
+		selectSQL: `SELECT id::text, workspace_id, name, secret, secret_sealed, secret_key_id FROM team_destinations
+			 WHERE secret IS NOT NULL OR (NOT $1 AND secret_key_id <> $2)
+			 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`,
+		updateSQL: `UPDATE team_destinations SET secret = NULL, secret_sealed = $2, secret_key_id = $3
+			 WHERE id = $1::bigint AND $4::bytea IS NULL`,
+		context: store.DestinationContext,
+	},
+}
+
+// resealBatch is how many rows one transaction of a pass handles.
+const resealBatch = 200
+
+// SealPlaintext seals every secret still kept in a plain column (rows
+// written before secrets were sealed) under the current key and nulls the
+// plain column, in short transactions: safe to run beside the intake, to
+// interrupt and to run again. `hookinbox migrate` runs it when a key is
+// configured.
+func SealPlaintext(ctx context.Context, s *store.Store) ([]ResealCount, error) {
+	return reseal(ctx, s, true)
+}
+
+// Reseal re-encrypts every secret not sealed under the keyring's current
+// key (and seals plain ones): `hookinbox secrets rotate-key`. Each batch
+// commits on its own, so an interrupted pass resumes where it stopped, and
+// a finished one finds nothing to do. A value sealed under a key the
+// keyring lacks stops the pass with an error naming it; nothing is lost.
+func Reseal(ctx context.Context, s *store.Store) ([]ResealCount, error) {
+	return reseal(ctx, s, false)
+}
+
+func reseal(ctx context.Context, s *store.Store, onlyPlain bool) ([]ResealCount, error) {
+	kr, err := s.Keyring()
+	if err != nil {
+		return nil, err
+	}
+	var out []ResealCount
+	for _, col := range sealedColumns {
+		c := ResealCount{Column: col.name}
+		for {
+			n := 0
+			err := s.Tx(ctx, func(tx pgx.Tx) error {
+				rows, err := tx.Query(ctx, col.selectSQL, onlyPlain, kr.CurrentID(), resealBatch)
+				if err != nil {
+					return err
+				}
+				type row struct {
+					key, a, b string
+					plain     *string
+					sealed    []byte
+					keyID     *string
+				}
+				batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+					var x row
+					err := r.Scan(&x.key, &x.a, &x.b, &x.plain, &x.sealed, &x.keyID)
+					return x, err
+				})
+				if err != nil {
+					return err
+				}
+				for _, r := range batch {
+					context := col.context(r.a, r.b)
+					v, err := store.OpenValue(kr, r.plain, r.sealed, r.keyID, context)
+					if err != nil {
+						return fmt.Errorf("%s of row %s: %w", col.name, r.key, err)
+					}
+					sealed, id, err := kr.Seal([]byte(v), context)
+					if err != nil {
+						return err
+					}
+					var fp []byte
+					if col.fingerprint != nil {
+						fp = col.fingerprint(kr, v)
+					}
+					if _, err := tx.Exec(ctx, col.updateSQL, r.key, sealed, id, fp); err != nil {
+						return fmt.Errorf("%s of row %s: %w", col.name, r.key, err)
+					}
+					if r.sealed == nil {
+						c.Sealed++
+					} else {
+						c.Rekeyed++
+					}
+				}
+				n = len(batch)
+				return nil
+			})
+			if err != nil {
+				return out, fmt.Errorf("seal %s: %w", col.name, err)
+			}
+			if n < resealBatch {
+				break
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// SecretKeyCount is how many values of one kind are kept how.
+type SecretKeyCount struct {
+	Column string `json:"column"`
+	// KeyID is the key that sealed them, "" for plain values.
+	KeyID string `json:"key_id"`
+	Count int    `json:"count"`
+}
+
+// SecretStatus counts the kept secrets by kind and key ("" = still plain).
+func SecretStatus(ctx context.Context, s *store.Store) ([]SecretKeyCount, error) {
+	rows, err := s.Pool.Query(ctx, `
+		SELECT 'endpoint_secrets.secret', coalesce(secret_key_id, ''), count(*) FROM endpoint_secrets GROUP BY 2
+		UNION ALL
+		SELECT 'endpoints.api_key', coalesce(api_key_key_id, ''), count(*) FROM endpoints
+		 WHERE api_key IS NOT NULL OR api_key_sealed IS NOT NULL GROUP BY 2
+		UNION ALL
+		SELECT 'team_destinations.secret', coalesce(secret_key_id, ''), count(*) FROM team_destinations
+		 WHERE secret IS NOT NULL OR secret_sealed IS NOT NULL GROUP BY 2
+		ORDER BY 1, 2`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SecretKeyCount, error) {
+		var c SecretKeyCount
+		err := r.Scan(&c.Column, &c.KeyID, &c.Count)
+		return c, err
+	})
+}
+
+// PlaintextSecrets counts secrets still kept in plain columns.
+func PlaintextSecrets(ctx context.Context, s *store.Store) (int, error) {
+	var n int
+	err := s.Pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM endpoint_secrets WHERE secret IS NOT NULL) +
+		(SELECT count(*) FROM endpoints WHERE api_key IS NOT NULL) +
+		(SELECT count(*) FROM team_destinations WHERE secret IS NOT NULL)`).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,123 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// Erasure: a tenant's stored payloads and personal data are redacted on
+// request, while what keeps effects unrepeatable stays: event keys and body
+// hashes (a later redelivery is still a duplicate), business records and
+// their keys, balances, and the lineage skeleton (which event produced which
+// effect, statuses, attempts, operator actions).
+
+// RedactedEmail replaces an erased email address.
+const RedactedEmail = "redacted@erased.invalid"
+
+// ErasureCounts says what an erasure redacted.
+type ErasureCounts struct {
+	InboxPayloads      int64 `json:"inbox_payloads"`
+	QuarantinePayloads int64 `json:"quarantine_payloads"`
+	OutboxPayloads     int64 `json:"outbox_payloads"`
+	// FeedbackAlertTexts are the feedback messages carried by alert intents
+	// (counted among OutboxPayloads too).
+	FeedbackAlertTexts int64 `json:"feedback_alert_texts"`
+	// OutboxStopped are unsent intents ended (failed) because their
+	// destination or content was erased.
+	OutboxStopped  int64 `json:"outbox_stopped"`
+	EmailAddresses int64 `json:"email_addresses"`
+}
+
+// EraseRequest names the workspace to erase and who asks why.
+type EraseRequest struct {
+	Workspace string
+	Actor     string
+	Reason    string
+}
+
+// EraseResult is what an erasure did.
+type EraseResult struct {
+	Counts   ErasureCounts
+	ActionID int64
+}
+
+// EraseWorkspace redacts every stored payload of a workspace in one
+// transaction: inbox bodies (the hash stays), quarantine bodies of its
+// linked accounts, outbox payloads (unsent ones are stopped), the feedback
+// texts they carried, and its email addresses (the workspace's, its email
+// destinations', the outbox's). It keeps keys, business records, balances
+// and the lineage, and audits the act with the counts. Erasing again
+// finds nothing left and records that too.
+func EraseWorkspace(ctx context.Context, s *store.Store, req EraseRequest) (EraseResult, error) {
+	if strings.TrimSpace(req.Workspace) == "" {
+		return EraseResult{}, errors.New("erase: workspace is required")
+	}
+	if strings.TrimSpace(req.Actor) == "" || strings.TrimSpace(req.Reason) == "" {
+		return EraseResult{}, errors.New("erase: who and why are required")
+	}
+	var res EraseResult
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE`, req.Workspace).Scan(&one); err != nil {
+			return fmt.Errorf("erase: workspace %s: %w", req.Workspace, store.Interpret(err))
+		}
+		c := &res.Counts
+		steps := []struct {
+			n   *int64
+			sql string
+		}{
+			{&c.InboxPayloads, `UPDATE webhook_inbox SET payload = NULL WHERE workspace_id = $1 AND payload IS NOT NULL`},
+			{&c.QuarantinePayloads, `
+				UPDATE inbox_quarantine q SET payload = NULL
+				  FROM account_links l
+				 WHERE l.workspace_id = $1 AND q.endpoint_slug = l.endpoint_slug AND q.source_account = l.account
+				   AND q.payload IS NOT NULL`},
+			{&c.FeedbackAlertTexts, `
+				SELECT count(*) FROM outbox
+				 WHERE workspace_id = $1 AND class = 'feedback_alert' AND payload ? 'message' AND payload->>'message' <> ''`},
+			{&c.OutboxStopped, `
+				UPDATE outbox SET status = 'failed', last_error = 'erased: the workspace''s data was erased before it was sent'
+				 WHERE workspace_id = $1 AND status IN ('pending', 'uncertain', 'held_for_review')`},
+			{&c.OutboxPayloads, `
+				UPDATE outbox SET payload = '{"redacted": true}'::jsonb,
+				       destination = CASE WHEN destination LIKE '%@%' THEN '` + RedactedEmail + `' ELSE destination END
+				 WHERE workspace_id = $1 AND payload <> '{"redacted": true}'::jsonb`},
+		}
+		for _, st := range steps {
+			if strings.HasPrefix(strings.TrimSpace(st.sql), "SELECT") {
+				if err := tx.QueryRow(ctx, st.sql, req.Workspace).Scan(st.n); err != nil {
+					return fmt.Errorf("erase %s: %w", req.Workspace, err)
+				}
+				continue
+			}
+			tag, err := tx.Exec(ctx, st.sql, req.Workspace)
+			if err != nil {
+				return fmt.Errorf("erase %s: %w", req.Workspace, err)
+			}
+			*st.n = tag.RowsAffected()
+		}
+		tag, err := tx.Exec(ctx, `UPDATE workspaces SET email = NULL WHERE id = $1 AND email IS NOT NULL`, req.Workspace)
+		if err != nil {
+			return fmt.Errorf("erase %s: email: %w", req.Workspace, err)
+		}
+		c.EmailAddresses = tag.RowsAffected()
+		tag, err = tx.Exec(ctx, `
+			UPDATE team_destinations SET target = $2, enabled = false
+			 WHERE workspace_id = $1 AND kind = 'email' AND target <> $2`, req.Workspace, RedactedEmail)
+		if err != nil {
+			return fmt.Errorf("erase %s: destinations: %w", req.Workspace, err)
+		}
+		c.EmailAddresses += tag.RowsAffected()
+		act := store.OperatorAction{Actor: req.Actor, Action: ActionWorkspaceErase, Target: WorkspaceTarget(req.Workspace), Reason: req.Reason,
+			Details: map[string]any{"counts": c}}
+		res.ActionID, err = store.InsertOperatorAction(ctx, tx, &act)
+		return err
+	})
+	return res, err
+}
