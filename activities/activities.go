@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/providers"
@@ -91,16 +91,16 @@ const noHandlerRecheck = 5 * time.Minute
 // not recorded (ErrDatabaseUnavailable: a wait).
 func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (HandleResult, error) {
 	out, err := a.Events.Handle(ctx, in.Key)
-	if errors.Is(err, ports.ErrNotFound) {
-		return HandleResult{}, temporal.NewNonRetryableApplicationError("event is not in the inbox", "InvalidEvent", err)
+	if err == nil && out.Missing {
+		return HandleResult{}, temporal.NewNonRetryableApplicationError("event is not in the inbox", "InvalidEvent", nil)
 	}
-	if ports.IsUnavailable(err) {
+	if fault.IsUnavailable(err) {
 		// Nothing to record (the database is what is away) and nothing
 		// spent: the workflow waits and the row stays pending.
 		return HandleResult{}, a.databaseAway(ctx, err, "event_key", in.Key.String())
 	}
 	if err != nil {
-		if ports.IsPermanent(err) {
+		if fault.IsPermanent(err) {
 			a.record(ctx, in.Key, err, time.Now())
 			a.count(out.Route, keys.StatusFailed)
 			return HandleResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidEvent", err)
@@ -208,7 +208,7 @@ func (a *ResourceActivities) ReconcileResource(ctx context.Context, in Reconcile
 	reason := strings.Join(in.Reasons, "; ")
 	out, err := rec.Reconcile(ctx, in.Resource, reason)
 	if err != nil {
-		if ports.IsPermanent(err) {
+		if fault.IsPermanent(err) {
 			return out, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidReconcile", err)
 		}
 		delay := nextDelay(int(activity.GetInfo(ctx).Attempt), a.RetryInitial, a.RetryMax, err)
@@ -287,7 +287,7 @@ func orUnknown(s string) string {
 }
 
 // ErrDatabaseUnavailable is the error type of an attempt that found the
-// database away (ports.IsUnavailable). It is not a failure of the work:
+// database away (fault.IsUnavailable). It is not a failure of the work:
 // the workflow lists it as non-retryable in the retry policy, waits for the
 // database with capped backoff and tries again, without counting the
 // attempt against the event's or the outbox row's budget. Its details hold

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -58,7 +59,7 @@ func (a *ProviderActivities) BackfillPage(ctx context.Context, in BackfillPageIn
 		return PageResult{}, a.providerFailure(ctx, "list events", err)
 	}
 	own, err := a.Facts.OwnAccount(ctx, in.Scope.Endpoint)
-	if errors.Is(err, ports.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return PageResult{}, temporal.NewNonRetryableApplicationError("endpoint "+in.Scope.Endpoint+" no longer exists", "InvalidScope", err)
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/lab/simulator"
@@ -97,7 +98,7 @@ type awayEvents struct {
 }
 
 func (e *awayEvents) Handle(context.Context, keys.Event) (ports.Handled, error) {
-	return ports.Handled{}, ports.Unavailable(errors.New("dial tcp 127.0.0.1:5432: connect: connection refused"))
+	return ports.Handled{}, fault.Unavailable(errors.New("dial tcp 127.0.0.1:5432: connect: connection refused"))
 }
 
 func (e *awayEvents) RecordFailure(context.Context, keys.Event, string, time.Time) error {
@@ -127,7 +128,7 @@ func TestAnAttemptThatFindsTheDatabaseAwayIsAWait(t *testing.T) {
 		t.Parallel()
 		sim, url := emailAPI(t, simulator.EmailKnobs{NoIdempotency: true})
 		b := newOutbox(t, &outbound.HTTPMailer{BaseURL: url, From: "h@x"}, nil)
-		b.acts.Outbox = &lostMarkSent{Outbox: b.acts.Outbox, fails: 1, err: ports.Unavailable(errors.New("unexpected EOF"))}
+		b.acts.Outbox = &lostMarkSent{Outbox: b.acts.Outbox, fails: 1, err: fault.Unavailable(errors.New("unexpected EOF"))}
 		id := b.confirmation(t, "op-away")
 		_, err := b.send(t, id)
 		var appErr *temporal.ApplicationError

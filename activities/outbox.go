@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 )
@@ -88,10 +89,10 @@ type SendResult struct {
 // the workflow waits for the database without spending the row's budget.
 func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (SendResult, error) {
 	row, err := a.Outbox.Get(ctx, in.ID)
-	if errors.Is(err, ports.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return SendResult{}, temporal.NewNonRetryableApplicationError("outbox row not found", "InvalidOutbox", err)
 	}
-	if ports.IsUnavailable(err) {
+	if fault.IsUnavailable(err) {
 		return SendResult{}, a.databaseAway(ctx, err, "outbox_id", in.ID)
 	}
 	if err != nil {
@@ -103,7 +104,7 @@ func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (Send
 	}
 	sender, msg, err := a.Outbox.Sender(ctx, row)
 	if err != nil {
-		if ports.IsPermanent(err) {
+		if fault.IsPermanent(err) {
 			return SendResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidOutbox", err)
 		}
 		return SendResult{}, a.sendRetry(ctx, row, err)
@@ -189,7 +190,7 @@ func (a *ResourceActivities) sendRetry(ctx context.Context, row *ports.OutboxRow
 }
 
 func (a *ResourceActivities) sendRetryAs(ctx context.Context, row *ports.OutboxRow, status string, err error) error {
-	if ports.IsUnavailable(err) {
+	if fault.IsUnavailable(err) {
 		// The row keeps the status the database has (pending, or uncertain
 		// once an attempt began); the workflow waits for the database.
 		var id int64

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -268,7 +269,7 @@ func cursorGone(err error, cursor string) bool {
 // are retried after a jittered backoff raised to the provider's
 // Retry-After, so a rate-limited pass waits as long as it is told to.
 func (a *ProviderActivities) providerFailure(ctx context.Context, op string, err error) error {
-	if providers.IsPermanent(err) || ports.IsPermanent(err) {
+	if providers.IsPermanent(err) || fault.IsPermanent(err) {
 		return temporal.NewNonRetryableApplicationError(op+": "+err.Error(), "ProviderPermanent", err)
 	}
 	delay := nextDelay(int(activity.GetInfo(ctx).Attempt), a.RetryInitial, a.RetryMax, err)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -72,7 +73,7 @@ func (a *ProviderActivities) RecoverDeliveriesPage(ctx context.Context, in Recov
 	}
 	if providers.IsNotFound(err) {
 		// The hook itself (or its repository) is unknown to the key: no retry helps.
-		err = ports.Permanent(err)
+		err = fault.Permanent(err)
 	}
 	if err != nil {
 		return PageResult{}, a.providerFailure(ctx, "list deliveries", err)

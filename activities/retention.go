@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/hookinbox/hookinbox/activities/ports"
 )
 
 // Retention steps, in the order the retention workflow runs them.
@@ -64,7 +63,7 @@ func (a *ControlActivities) RetentionStep(ctx context.Context, in RetentionStepI
 	var res RetentionStepResult
 	for res.Batches < max(in.MaxBatches, 1) {
 		n, err := run(ctx, in.OlderThan, in.BatchSize)
-		if ports.IsPermanent(err) {
+		if fault.IsPermanent(err) {
 			return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidRetention", err)
 		}
 		if err != nil {

@@ -6,18 +6,21 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/hookinbox/hookinbox/internal/fault"
 )
 
-// Sentinels for errors.Is. Every *Error matches exactly one of them.
+// Sentinels for errors.Is, hookinbox's error kinds (defined once, in
+// internal/fault). Every *Error matches exactly one of them.
 var (
 	// ErrNotFound: the provider says the resource does not exist (404). It is
 	// not a state: a 404 never means deleted or cancelled.
-	ErrNotFound = errors.New("provider: not found")
+	ErrNotFound = fault.ErrNotFound
 	// ErrPermanent: asking again will not help (400, 401, 403, other 4xx,
 	// an answer that cannot be read).
-	ErrPermanent = errors.New("provider: permanent error")
+	ErrPermanent = fault.ErrPermanent
 	// ErrRetryable: try again later (5xx, 408, 429, timeouts, connection errors).
-	ErrRetryable = errors.New("provider: retryable error")
+	ErrRetryable = fault.ErrRetryable
 )
 
 // Error is a failed provider call.
@@ -68,13 +71,13 @@ func (e *Error) Unwrap() []error {
 }
 
 // IsNotFound reports a 404.
-func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+func IsNotFound(err error) bool { return fault.IsNotFound(err) }
 
 // IsRetryable reports an error worth retrying later.
-func IsRetryable(err error) bool { return errors.Is(err, ErrRetryable) }
+func IsRetryable(err error) bool { return fault.IsRetryable(err) }
 
 // IsPermanent reports an error that retrying will not fix.
-func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+func IsPermanent(err error) bool { return fault.IsPermanent(err) }
 
 // RetryAfter returns the server's Retry-After, when it sent one.
 func RetryAfter(err error) (time.Duration, bool) {

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hookinbox/hookinbox/internal/admission"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -251,7 +252,7 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		return http.StatusNotFound, failure(d, outNotFound, "unknown endpoint")
 	}
 	ep, err := s.adm.Endpoint(ctx, d.slug)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return http.StatusNotFound, failure(d, outNotFound, "unknown endpoint")
 	}
 	if err != nil {

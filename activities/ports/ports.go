@@ -19,54 +19,14 @@ import (
 	"github.com/hookinbox/hookinbox/providers"
 )
 
-// ErrNotFound means the event, outbox row or endpoint a port was asked about does
-// not exist.
-var ErrNotFound = errors.New("not found")
-
-// permanentError marks an error no retry can fix.
-type permanentError struct{ err error }
-
-func (p permanentError) Error() string { return p.err.Error() }
-func (p permanentError) Unwrap() error { return p.err }
-
-// Permanent wraps err so the activity fails at once instead of retrying.
-func Permanent(err error) error { return permanentError{err} }
-
-// IsPermanent reports whether err was wrapped by Permanent.
-func IsPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
-}
-
-// unavailableError marks an error that says the database is away.
-type unavailableError struct{ err error }
-
-func (u unavailableError) Error() string { return u.err.Error() }
-func (u unavailableError) Unwrap() error { return u.err }
-
-// Unavailable wraps err to say the database could not be reached (the
-// store-backed ports classify their errors with store.IsUnavailable): the
-// work waits for it, without spending its retry budget.
-func Unavailable(err error) error {
-	if err == nil || IsUnavailable(err) {
-		return err
-	}
-	return unavailableError{err}
-}
-
-// IsUnavailable reports whether err was wrapped by Unavailable.
-func IsUnavailable(err error) bool {
-	var u unavailableError
-	return errors.As(err, &u)
-}
-
 // Events is the inbox as the resource workflow's activities see it.
 type Events interface {
 	// LoadPending returns the resource's due pending rows, oldest first,
 	// and its outbox rows due to be sent.
 	LoadPending(ctx context.Context, r keys.Resource, limit int) (keys.PendingBatch, error)
 	// Handle runs the event's business handler (see Handled). An event not
-	// in the inbox is ErrNotFound; one that can never succeed is
+	// in the inbox is Handled.Missing (a handler's own not-found, such as a
+	// provider's 404, is an error like any other); one that can never succeed is
 	// Permanent; the database being away is Unavailable (as for every
 	// method of Events and Outbox); any other error is retried. Handled.Route is set whenever
 	// the event was read, errors included.
@@ -92,6 +52,8 @@ type Handled struct {
 	Note   string
 	// Skipped: the row was no longer pending; nothing ran.
 	Skipped bool
+	// Missing: the event is not in the inbox; nothing ran.
+	Missing bool
 	// NoHandler: the event's type has a route (the intake decided it is
 	// handled) but no handler is registered here (a rolled-back worker, an
 	// intake deployed ahead of the workers). Nothing ran and the row is

@@ -68,7 +68,7 @@ func New(o Options) *Admitter {
 }
 
 // Endpoint returns the endpoint slug from the cache (loading it on a miss),
-// or store.ErrNotFound.
+// or fault.ErrNotFound.
 func (a *Admitter) Endpoint(ctx context.Context, slug string) (*Endpoint, error) {
 	return a.cache.get(ctx, slug, false)
 }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
@@ -84,7 +85,7 @@ func newEndpointCache(s *store.Store, ttl, negTTL time.Duration) *endpointCache 
 // minReload bounds reloads caused by bad signatures or unknown accounts.
 const minReload = time.Second
 
-// get returns the endpoint, or store.ErrNotFound. fresh asks for a reload
+// get returns the endpoint, or fault.ErrNotFound. fresh asks for a reload
 // unless the entry is younger than minReload.
 func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endpoint, error) {
 	c.mu.RLock()
@@ -98,13 +99,13 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 		}
 	}
 	if unknown && time.Since(missed) < c.negTTL {
-		return nil, store.ErrNotFound
+		return nil, fault.ErrNotFound
 	}
 	v, err, _ := c.group.Do(slug, func() (any, error) {
 		// Never the API key: the intake has no use for it.
 		ep, err := endpoints.GetIntakeEndpoint(ctx, c.store, slug)
 		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, fault.ErrNotFound) {
 				c.mu.Lock()
 				delete(c.m, slug)
 				c.rememberUnknown(slug)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/admission"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/testenv"
@@ -33,12 +34,12 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 	adm := admission.New(admission.Options{Store: st, CacheTTL: time.Minute, NegativeTTL: negTTL})
 	for i := range 3 {
 		_, err := adm.Endpoint(ctx, fmt.Sprintf("ghost-%d", i))
-		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorIs(t, err, fault.ErrNotFound)
 	}
 	st.Close() // any database call now fails with "closed pool"
 	for range 100 {
 		_, err := adm.Endpoint(ctx, "ghost-1")
-		require.ErrorIs(t, err, store.ErrNotFound, "an unknown slug repeated within the negative TTL reaches the database")
+		require.ErrorIs(t, err, fault.ErrNotFound, "an unknown slug repeated within the negative TTL reaches the database")
 	}
 
 	st2, err := store.Open(ctx, url, 2)
@@ -47,7 +48,7 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 	t.Cleanup(st2.Close)
 	adm = admission.New(admission.Options{Store: st2, CacheTTL: time.Minute, NegativeTTL: negTTL})
 	_, err = adm.Endpoint(ctx, "late")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.NoError(t, endpoints.InsertEndpoint(ctx, seed, endpoints.NewEndpoint{Slug: "late", Provider: "stripe", Environment: "test", Secrets: []string{"whsec_late0123456789abcdefghijklmnopqrstuvwxyz"}}))
 	time.Sleep(negTTL + 50*time.Millisecond)
 	ep, err := adm.Endpoint(ctx, "late")

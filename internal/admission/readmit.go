@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -64,7 +65,7 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 			"(replay %s)", id, ErrCannotReadmit, k, id, k)
 	}
 	sep, err := endpoints.GetIntakeEndpoint(ctx, st, q.EndpointSlug)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return ReadmitResult{}, fmt.Errorf("quarantine %d: %w: endpoint %s no longer exists", id, ErrCannotReadmit, q.EndpointSlug)
 	}
 	if err != nil {

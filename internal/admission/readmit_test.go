@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/admission"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -212,7 +213,7 @@ func TestReadmitRefusals(t *testing.T) {
 	_, err = admission.Readmit(b.ctx, b.store, malformed, "alice", " ")
 	require.Error(t, err)
 	_, err = admission.Readmit(b.ctx, b.store, 999999, "alice", "x")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 
 	// A conflicting duplicate is resolved by discarding it; the audit shows
 	// on the original event too.

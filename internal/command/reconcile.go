@@ -22,6 +22,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -140,7 +141,7 @@ func (o *reconcileOptions) resource(ctx context.Context, st *store.Store, args [
 		}
 	} else {
 		ep, err := endpoints.GetEndpoint(ctx, st, o.endpoint)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return r, cli.Usagef("no endpoint %q", o.endpoint)
 		}
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v84/webhook"
 
 	"github.com/hookinbox/hookinbox/internal/admission"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -144,7 +145,7 @@ func TestWorkspacesEraseThenRedeliverThenCount(t *testing.T) {
 	require.Equal(t, ledger.ErasureCounts{}, res.Counts)
 
 	_, err = runWorkspacesCmd(t, b.url, "erase", "--workspace", "ws_nope", "--reason", "x")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 }
 
 func TestWorkspacesAdjustOncePerOperationID(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -94,7 +95,7 @@ var errNoGrantYet = errors.New("the invoice has no credit grant yet")
 func (c *CreditNotes) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
 	cnID := ev.ObjectID
 	if cnID == "" {
-		return Outcome{}, ports.Permanent(fmt.Errorf("%s event names no credit note", ev.EventType))
+		return Outcome{}, fault.Permanent(fmt.Errorf("%s event names no credit note", ev.EventType))
 	}
 	client, err := c.Providers.For(ctx, ev.EndpointSlug)
 	if err != nil {
@@ -106,13 +107,13 @@ func (c *CreditNotes) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcom
 	}
 	switch {
 	case cn.ID != cnID:
-		return Outcome{}, ports.Permanent(fmt.Errorf("provider answered credit note %q for %q", cn.ID, cnID))
+		return Outcome{}, fault.Permanent(fmt.Errorf("provider answered credit note %q for %q", cn.ID, cnID))
 	case cn.Invoice != ev.ResourceID:
-		return Outcome{}, ports.Permanent(fmt.Errorf("credit note %s credits invoice %s at the provider; the event says %s", cn.ID, cn.Invoice, ev.ResourceID))
+		return Outcome{}, fault.Permanent(fmt.Errorf("credit note %s credits invoice %s at the provider; the event says %s", cn.ID, cn.Invoice, ev.ResourceID))
 	case cn.Livemode != (ev.Key.Environment == keys.EnvLive):
-		return Outcome{}, ports.Permanent(fmt.Errorf("credit note %s livemode=%t does not match the %s environment", cn.ID, cn.Livemode, ev.Key.Environment))
+		return Outcome{}, fault.Permanent(fmt.Errorf("credit note %s livemode=%t does not match the %s environment", cn.ID, cn.Livemode, ev.Key.Environment))
 	case cn.Status != providers.CreditNoteIssued && cn.Status != providers.CreditNoteVoid:
-		return Outcome{}, ports.Permanent(fmt.Errorf("credit note %s has status %q, neither issued nor void", cn.ID, cn.Status))
+		return Outcome{}, fault.Permanent(fmt.Errorf("credit note %s has status %q, neither issued nor void", cn.ID, cn.Status))
 	case ev.EventType == EventCreditNoteVoided && cn.Status != providers.CreditNoteVoid:
 		// The event says voided; the source of truth does not (yet).
 		return Outcome{}, fmt.Errorf("credit note %s is %q at the provider, not void (yet)", cn.ID, cn.Status)
@@ -122,10 +123,10 @@ func (c *CreditNotes) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcom
 		return Outcome{}, providerErr(err)
 	}
 	if inv.ID != cn.Invoice {
-		return Outcome{}, ports.Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, cn.Invoice))
+		return Outcome{}, fault.Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, cn.Invoice))
 	}
 	if inv.Total <= 0 {
-		return Outcome{}, ports.Permanent(fmt.Errorf("invoice %s has total %d: nothing a credit note can be a part of", inv.ID, inv.Total))
+		return Outcome{}, fault.Permanent(fmt.Errorf("invoice %s has total %d: nothing a credit note can be a part of", inv.ID, inv.Total))
 	}
 	bkey := CreditReversalKey(ev.Key.Provider, ev.Key.Account, ev.Key.Environment, inv.ID, cn.ID)
 	out, err := InPendingTx(ctx, c.Store, ev.Key, func(tx pgx.Tx, row *inbox.StoredEvent) (Outcome, error) {
@@ -143,14 +144,14 @@ func (c *CreditNotes) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcom
 func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *inbox.StoredEvent, cn providers.CreditNote, inv providers.Invoice, bkey string) (Outcome, error) {
 	k := row.Key
 	grant, err := ledger.GetCreditGrant(ctx, tx, k.Provider, k.Account, k.Environment, inv.ID, OperationInitialGrant)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return Outcome{}, fmt.Errorf("credit note %s of invoice %s: %w", cn.ID, inv.ID, errNoGrantYet)
 	}
 	if err != nil {
 		return Outcome{}, err
 	}
 	if grant.WorkspaceID != row.WorkspaceID {
-		return Outcome{}, ports.Permanent(fmt.Errorf("invoice %s was granted to workspace %s; this credit note maps to %s",
+		return Outcome{}, fault.Permanent(fmt.Errorf("invoice %s was granted to workspace %s; this credit note maps to %s",
 			inv.ID, grant.WorkspaceID, row.WorkspaceID))
 	}
 	credits := ReversalCredits(grant.Credits, cn.Total, inv.Total)

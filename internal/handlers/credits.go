@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -46,10 +47,10 @@ func (c *Credits) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, e
 		return Outcome{}, providerErr(err)
 	}
 	if inv.ID != ev.ResourceID {
-		return Outcome{}, ports.Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, ev.ResourceID))
+		return Outcome{}, fault.Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, ev.ResourceID))
 	}
 	if inv.Livemode != (ev.Key.Environment == keys.EnvLive) {
-		return Outcome{}, ports.Permanent(fmt.Errorf("invoice %s livemode=%t does not match the %s environment", inv.ID, inv.Livemode, ev.Key.Environment))
+		return Outcome{}, fault.Permanent(fmt.Errorf("invoice %s livemode=%t does not match the %s environment", inv.ID, inv.Livemode, ev.Key.Environment))
 	}
 	if !inv.Paid {
 		// The event says paid; the source of truth does not (yet). Never
@@ -71,7 +72,7 @@ func (c *Credits) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, e
 			// Another event, a repair or an earlier attempt already did it:
 			// check it is the same operation, then just complete the row.
 			if existing.WorkspaceID != grant.WorkspaceID || existing.Credits != grant.Credits {
-				return Outcome{}, ports.Permanent(fmt.Errorf("invoice %s was already granted %d credits to workspace %s; this event maps it to %s for %d",
+				return Outcome{}, fault.Permanent(fmt.Errorf("invoice %s was already granted %d credits to workspace %s; this event maps it to %s for %d",
 					inv.ID, existing.Credits, existing.WorkspaceID, grant.WorkspaceID, grant.Credits))
 			}
 			return Outcome{Status: keys.StatusDone, Note: "already granted by " + existing.EventKey}, nil

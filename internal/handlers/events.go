@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -49,8 +50,8 @@ func (e *Events) Handle(ctx context.Context, k keys.Event) (ports.Handled, error
 
 func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error) {
 	ev, err := inbox.GetInboxEvent(ctx, e.Store.Pool, k)
-	if errors.Is(err, store.ErrNotFound) {
-		return ports.Handled{}, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
+	if errors.Is(err, fault.ErrNotFound) {
+		return ports.Handled{Missing: true}, nil
 	}
 	if err != nil {
 		return ports.Handled{}, err
@@ -97,11 +98,11 @@ func (e *Events) Stop(ctx context.Context, k keys.Event, status, lastErr string)
 	return true, route, nil
 }
 
-// portErr says so when err means the database is away (ports.Unavailable),
+// portErr says so when err means the database is away (fault.Unavailable),
 // so the activities wait for it instead of spending an event's budget.
 func portErr(err error) error {
 	if store.IsUnavailable(err) {
-		return ports.Unavailable(err)
+		return fault.Unavailable(err)
 	}
 	return err
 }

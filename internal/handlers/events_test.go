@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -59,7 +60,7 @@ func TestEventsRoutesSkipsAndIgnores(t *testing.T) {
 		handlers.RouteCredits: handlers.HandlerFunc(func(ctx context.Context, e *inbox.StoredEvent) (handlers.Outcome, error) {
 			calls++
 			if e.Key.EventID == "evt_bad" {
-				return handlers.Outcome{}, ports.Permanent(errors.New("invoice belongs to another workspace"))
+				return handlers.Outcome{}, fault.Permanent(errors.New("invoice belongs to another workspace"))
 			}
 			return handlers.InPendingTx(ctx, st, e.Key, func(_ pgx.Tx, _ *inbox.StoredEvent) (handlers.Outcome, error) {
 				return handlers.Outcome{Note: "granted", BusinessKey: "bk"}, nil
@@ -96,11 +97,12 @@ func TestEventsRoutesSkipsAndIgnores(t *testing.T) {
 
 	bad := insert("evt_bad", "invoice.paid")
 	h, err = ev.Handle(ctx, bad)
-	require.True(t, ports.IsPermanent(err))
+	require.True(t, fault.IsPermanent(err))
 	require.Equal(t, handlers.RouteCredits, h.Route, "the route is known for the metrics even on failure")
 
-	_, err = ev.Handle(ctx, keys.Event{Provider: "stripe", Account: "acct_ev", Environment: "test", EventID: "evt_none"})
-	require.ErrorIs(t, err, ports.ErrNotFound)
+	h, err = ev.Handle(ctx, keys.Event{Provider: "stripe", Account: "acct_ev", Environment: "test", EventID: "evt_none"})
+	require.NoError(t, err)
+	require.True(t, h.Missing, "an event not in the inbox is reported missing, not as an error a provider's 404 could be mistaken for")
 
 	changed, route, err := ev.Stop(ctx, bad, keys.StatusFailed, "invoice belongs to another workspace")
 	require.NoError(t, err)

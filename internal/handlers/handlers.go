@@ -57,7 +57,7 @@ func For(provider, eventType string) (Route, bool) {
 // Handler applies the business effect of one inbox event. It runs outside
 // any transaction, may call the provider's API first, and then commits its
 // effect together with the inbox row's completion in ONE transaction,
-// normally through InPendingTx. Return ports.Permanent(err) for an event
+// normally through InPendingTx. Return fault.Permanent(err) for an event
 // that can never succeed; any other error is retried.
 type Handler interface {
 	Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -144,7 +144,7 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 		b.sim.InjectAPIFault(f)
 		_, err := h.Handle(b.ctx, ev)
 		require.Error(t, err, tt.name)
-		require.Equal(t, tt.permanent, ports.IsPermanent(err), tt.name)
+		require.Equal(t, tt.permanent, fault.IsPermanent(err), tt.name)
 		require.Equal(t, tt.retryable, providers.IsRetryable(err), tt.name)
 		require.EqualValues(t, 0, b.balance(t), tt.name)
 	}
@@ -170,7 +170,7 @@ func TestCreditsWithoutAPIKeyFailPermanently(t *testing.T) {
 	require.NoError(t, err)
 	h := &handlers.Credits{Store: b.store, Providers: &handlers.EndpointProviders{Store: b.store}, PerInvoice: 100}
 	_, err = h.Handle(b.ctx, b.accept(t, paid))
-	require.True(t, ports.IsPermanent(err))
+	require.True(t, fault.IsPermanent(err))
 	require.ErrorContains(t, err, "no API key")
 }
 
@@ -299,7 +299,7 @@ func TestAStaleAttemptsWriteLosesTheCompareAndSet(t *testing.T) {
 	// A wakes up and writes late: the fencing token has moved, so it loses.
 	_, err = h.Commit(b.ctx, e1, stale)
 	require.Error(t, err)
-	require.False(t, ports.IsPermanent(err), "retried: the next attempt fetches again")
+	require.False(t, fault.IsPermanent(err), "retried: the next attempt fetches again")
 	p := b.projection(t, sub.ID)
 	require.Equal(t, "canceled", p.State.Status)
 	require.Equal(t, keys.StatusPending, func() string {
@@ -452,7 +452,7 @@ func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 
 	// An unlinked account cannot be reconciled: a permanent, explained error.
 	_, err = h.Reconcile(b.ctx, keys.Resource{Provider: "stripe", Account: "acct_nobody", Environment: "test", Kind: "subscription", ID: sub.ID}, "t")
-	require.True(t, ports.IsPermanent(err))
+	require.True(t, fault.IsPermanent(err))
 }
 
 // TestReconcileKeepsTheProjectionsWorkspace: an account linked on two

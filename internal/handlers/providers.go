@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -50,23 +51,23 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 	}
 	p.mu.Unlock()
 	ep, err := endpoints.GetProviderEndpoint(ctx, p.Store, slug)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, ports.Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, fault.Permanent(fmt.Errorf("endpoint %s no longer exists: no provider API to ask", slug))
 	}
 	if err != nil {
 		return nil, err
 	}
 	if ep.APIKey == "" {
-		return nil, ports.Permanent(fmt.Errorf("endpoint %s has no API key: register it with --api-key (and --api-base-url) to fetch from the provider", slug))
+		return nil, fault.Permanent(fmt.Errorf("endpoint %s has no API key: register it with --api-key (and --api-base-url) to fetch from the provider", slug))
 	}
 	pr, ok := providers.Lookup(ep.Provider)
 	if !ok {
-		return nil, ports.Permanent(fmt.Errorf("no API client for provider %s: %w", ep.Provider, providers.ErrUnknown))
+		return nil, fault.Permanent(fmt.Errorf("no API client for provider %s: %w", ep.Provider, providers.ErrUnknown))
 	}
 	own, _ := ep.OwnAccount()
 	c, err := providers.NewClient(pr, providers.ClientConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, OwnAccount: own})
 	if err != nil {
-		return nil, ports.Permanent(err)
+		return nil, fault.Permanent(err)
 	}
 	p.mu.Lock()
 	if p.cache == nil {
@@ -83,14 +84,14 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 // provider has no delivery log, is a permanent error.
 func (p *EndpointProviders) Hook(ctx context.Context, slug string) (ports.HookEndpoint, error) {
 	ep, err := endpoints.GetProviderEndpoint(ctx, p.Store, slug)
-	if errors.Is(err, store.ErrNotFound) {
-		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s no longer exists: no delivery log to read", slug))
+	if errors.Is(err, fault.ErrNotFound) {
+		return ports.HookEndpoint{}, fault.Permanent(fmt.Errorf("endpoint %s no longer exists: no delivery log to read", slug))
 	}
 	if err != nil {
 		return ports.HookEndpoint{}, err
 	}
 	if ep.APIKey == "" {
-		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s has no API key: set one with endpoints update --api-key to read its hook's deliveries", slug))
+		return ports.HookEndpoint{}, fault.Permanent(fmt.Errorf("endpoint %s has no API key: set one with endpoints update --api-key to read its hook's deliveries", slug))
 	}
 	mode := ep.Settings.GitHubRecovery
 	switch mode {
@@ -98,16 +99,16 @@ func (p *EndpointProviders) Hook(ctx context.Context, slug string) (ports.HookEn
 		mode = keys.RecoverRedeliver
 	case keys.RecoverRedeliver, keys.RecoverFetch:
 	default:
-		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s: unknown recovery mode %q", slug, mode))
+		return ports.HookEndpoint{}, fault.Permanent(fmt.Errorf("endpoint %s: unknown recovery mode %q", slug, mode))
 	}
 	pr, ok := providers.Lookup(ep.Provider)
 	if !ok {
-		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("no delivery log for provider %s: %w", ep.Provider, providers.ErrUnknown))
+		return ports.HookEndpoint{}, fault.Permanent(fmt.Errorf("no delivery log for provider %s: %w", ep.Provider, providers.ErrUnknown))
 	}
 	own, _ := ep.OwnAccount()
 	c, err := providers.NewHookClient(pr, providers.ClientConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, OwnAccount: own, Settings: ep.Settings})
 	if err != nil {
-		return ports.HookEndpoint{}, ports.Permanent(fmt.Errorf("endpoint %s: %w", slug, err))
+		return ports.HookEndpoint{}, fault.Permanent(fmt.Errorf("endpoint %s: %w", slug, err))
 	}
 	return ports.HookEndpoint{Client: c, Mode: mode}, nil
 }
@@ -117,7 +118,7 @@ func (p *EndpointProviders) Hook(ctx context.Context, slug string) (ports.HookEn
 // is never read as a state: it may be the provider catching up).
 func providerErr(err error) error {
 	if providers.IsPermanent(err) {
-		return ports.Permanent(err)
+		return fault.Permanent(err)
 	}
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -103,7 +104,7 @@ func (s *Subscriptions) Prepare(ctx context.Context, ev *inbox.StoredEvent) (Sub
 // projection is the stored projection of ev's subscription, nil if none.
 func (s *Subscriptions) projection(ctx context.Context, ev *inbox.StoredEvent) (*ledger.Projection, error) {
 	cur, err := ledger.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
 	return cur, err
@@ -121,7 +122,7 @@ func (s *Subscriptions) fetch(ctx context.Context, ev *inbox.StoredEvent) (provi
 		return providers.Subscription{}, providerErr(err)
 	}
 	if snap.ID != ev.ResourceID {
-		return providers.Subscription{}, ports.Permanent(fmt.Errorf("provider answered subscription %q for %q", snap.ID, ev.ResourceID))
+		return providers.Subscription{}, fault.Permanent(fmt.Errorf("provider answered subscription %q for %q", snap.ID, ev.ResourceID))
 	}
 	return snap, nil
 }
@@ -143,10 +144,10 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *inbox.StoredEv
 	haveSnap := len(ev.Payload) > 0
 	if haveSnap {
 		if snap, err = stripe.SubscriptionFromEvent(ev.Key.Account, ev.Payload); err != nil {
-			return plan, ports.Permanent(err)
+			return plan, fault.Permanent(err)
 		}
 		if snap.ID != ev.ResourceID {
-			return plan, ports.Permanent(fmt.Errorf("event snapshot is subscription %q, resource is %q", snap.ID, ev.ResourceID))
+			return plan, fault.Permanent(fmt.Errorf("event snapshot is subscription %q, resource is %q", snap.ID, ev.ResourceID))
 		}
 		snap.Version, snap.HasVersion = v, true
 	}
@@ -292,8 +293,8 @@ func (s *Subscriptions) keep(by string, plan SubscriptionPlan, p ledger.Projecti
 // races that resource's events.
 func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason string) (ports.ReconcileOutcome, error) {
 	ep, err := endpoints.FindAPIEndpoint(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment)
-	if errors.Is(err, store.ErrNotFound) {
-		return ports.ReconcileOutcome{}, ports.Permanent(fmt.Errorf("no %s endpoint with an API key links account %s (%s)", r.Provider, r.Account, r.Environment))
+	if errors.Is(err, fault.ErrNotFound) {
+		return ports.ReconcileOutcome{}, fault.Permanent(fmt.Errorf("no %s endpoint with an API key links account %s (%s)", r.Provider, r.Account, r.Environment))
 	}
 	if err != nil {
 		return ports.ReconcileOutcome{}, err
@@ -301,7 +302,7 @@ func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason s
 	var plan SubscriptionPlan
 	cur, err := ledger.GetProjection(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment, r.ID)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, fault.ErrNotFound):
 	case err != nil:
 		return ports.ReconcileOutcome{}, err
 	default:

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/github"
@@ -477,7 +477,7 @@ func (s *Service) RemoveSecret(ctx context.Context, who Actor, slug string, id i
 		return err
 	}
 	if err := endpoints.DeleteSecret(ctx, s.Store, slug, id); err != nil {
-		if !errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), "last secret") {
+		if !errors.Is(err, fault.ErrNotFound) && strings.Contains(err.Error(), "last secret") {
 			return &ConflictError{Err: err}
 		}
 		return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -188,7 +189,7 @@ func ambiguous(what, ref string, n int) error {
 }
 
 func notFound(what, ref string) error {
-	return fmt.Errorf("no %s matches %q: %w", what, ref, store.ErrNotFound)
+	return fmt.Errorf("no %s matches %q: %w", what, ref, fault.ErrNotFound)
 }
 
 // refParts splits a reference that may be a business key with prefix, a

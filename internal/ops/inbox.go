@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -187,10 +188,10 @@ func (s *Service) ShowEvent(ctx context.Context, k keys.Event, withPayload bool)
 	d, err := inbox.InspectInboxEvent(ctx, s.Store.Pool, k, withPayload)
 	var v *EventDetail
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, fault.ErrNotFound):
 		l, lerr := inbox.FindLineageEvent(ctx, s.Store.Pool, k)
 		if lerr != nil {
-			return nil, fmt.Errorf("event %s is not in the inbox (check the quarantine and the key's escaping): %w", k, store.ErrNotFound)
+			return nil, fmt.Errorf("event %s is not in the inbox (check the quarantine and the key's escaping): %w", k, fault.ErrNotFound)
 		}
 		v = &EventDetail{InboxRow: InboxRow{ID: l.SourceID, Key: k.String(), Provider: k.Provider, Account: k.Account,
 			Environment: k.Environment, EventID: k.EventID, Endpoint: l.EndpointSlug, Workspace: l.WorkspaceID,

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -81,7 +82,7 @@ func IsConflict(err error) bool {
 }
 
 // IsNotFound reports whether err names something that does not exist.
-func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func IsNotFound(err error) bool { return errors.Is(err, fault.ErrNotFound) }
 
 func (s *Service) signalTimeout() time.Duration {
 	if s.SignalTimeout > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
@@ -99,7 +100,7 @@ func (s *Service) ReleaseOutbox(ctx context.Context, who Actor, id int64, reason
 			return err
 		}
 		if o, err = outbox.ReleaseOutbox(ctx, tx, id); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, fault.ErrNotFound) {
 				return &ConflictError{Err: fmt.Errorf("outbox %d is %s: only held_for_review or failed rows are released", id, prev.Status)}
 			}
 			return err

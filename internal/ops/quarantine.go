@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -99,8 +100,8 @@ func (s *Service) ListQuarantine(ctx context.Context, f inbox.QuarantineFilter) 
 // ShowQuarantine reads one entry, its body only when withPayload.
 func (s *Service) ShowQuarantine(ctx context.Context, id int64, withPayload bool) (*QuarantineDetail, error) {
 	q, err := inbox.GetQuarantineEntry(ctx, s.Store.Pool, id, withPayload)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("quarantine entry %d does not exist: %w", id, store.ErrNotFound)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, fmt.Errorf("quarantine entry %d does not exist: %w", id, fault.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
@@ -214,8 +215,8 @@ func (s *Service) resolveOne(ctx context.Context, who Actor, id int64, action, r
 	v := ResolveResult{ID: id, Action: action}
 	if action == ResolveDiscard {
 		act, err := inbox.DiscardQuarantine(ctx, s.Store, id, who.Name, reason)
-		if errors.Is(err, store.ErrNotFound) {
-			return v, fmt.Errorf("quarantine entry %d does not exist: %w", id, store.ErrNotFound)
+		if errors.Is(err, fault.ErrNotFound) {
+			return v, fmt.Errorf("quarantine entry %d does not exist: %w", id, fault.ErrNotFound)
 		}
 		if err != nil {
 			return v, err
@@ -225,8 +226,8 @@ func (s *Service) resolveOne(ctx context.Context, who Actor, id int64, action, r
 		return v, nil
 	}
 	res, err := readmit(ctx, s.Store, id, who.Name, reason)
-	if errors.Is(err, store.ErrNotFound) {
-		return v, fmt.Errorf("quarantine entry %d does not exist: %w", id, store.ErrNotFound)
+	if errors.Is(err, fault.ErrNotFound) {
+		return v, fmt.Errorf("quarantine entry %d does not exist: %w", id, fault.ErrNotFound)
 	}
 	if err != nil {
 		if isCannotReadmit(err) {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/access"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
@@ -187,8 +187,8 @@ func (s *Service) Replay(ctx context.Context, who Actor, req ReplayRequest) (Rep
 	} else {
 		for _, k := range req.Keys {
 			d, err := inbox.InspectInboxEvent(ctx, s.Store.Pool, k, false)
-			if errors.Is(err, store.ErrNotFound) {
-				err = fmt.Errorf("event %s is not in the inbox (a quarantined delivery is re-admitted with 'quarantine resolve'): %w", k, store.ErrNotFound)
+			if errors.Is(err, fault.ErrNotFound) {
+				err = fmt.Errorf("event %s is not in the inbox (a quarantined delivery is re-admitted with 'quarantine resolve'): %w", k, fault.ErrNotFound)
 			}
 			if err != nil {
 				if len(req.Keys) == 1 {
@@ -330,7 +330,7 @@ func (s *Service) RunReplayJobs(ctx context.Context, interval time.Duration) {
 		for ctx.Err() == nil {
 			j, err := access.ClaimReplayJob(ctx, s.Store.Pool, 0, jobStale)
 			if err != nil {
-				if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+				if !errors.Is(err, fault.ErrNotFound) && ctx.Err() == nil {
 					s.log().Warn("claim replay job", "error", err.Error())
 				}
 				break

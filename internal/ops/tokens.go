@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/access"
 )
@@ -106,7 +107,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*access.APITo
 		return nil, ErrBadToken
 	}
 	t, err := access.LookupAPIToken(ctx, s.Store.Pool, HashToken(token))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return nil, ErrBadToken
 	}
 	return t, err

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -138,7 +139,7 @@ func TestIntakeRoleCanDoEverythingTheIntakeDoes(t *testing.T) {
 	require.Equal(t, map[string]string{"acct_1": "ws_1"}, ep.Links)
 	require.Empty(t, ep.APIKey, "never the API key")
 	_, err = endpoints.GetIntakeEndpoint(ctx, in, "nope")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 
 	ev := storetest.Event("evt_in", `{"id":"evt_in"}`)
 	res, err := inbox.InsertInboxEvent(ctx, in.Pool, ev)

@@ -1,6 +1,6 @@
 // Package store owns every SQL statement of hookinbox: one function per
 // statement, named for what it does, parameters always bound. It translates
-// driver errors at its boundary (pgx.ErrNoRows → ErrNotFound) and offers the
+// driver errors at its boundary (pgx.ErrNoRows → fault.ErrNotFound) and offers the
 // one transaction helper activities use. It never calls the network other
 // than the database, and no transaction here spans a call to anything else.
 package store
@@ -17,11 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 )
-
-// ErrNotFound is returned when a looked-up row does not exist.
-var ErrNotFound = errors.New("not found")
 
 // DB is what the query functions need: a pool, a connection or a transaction.
 type DB interface {
@@ -121,10 +119,10 @@ func (s *Store) Tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 func (s *Store) Ping(ctx context.Context) error { return s.Pool.Ping(ctx) }
 
 // Interpret translates driver errors at the store boundary: no row is
-// ErrNotFound.
+// fault.ErrNotFound.
 func Interpret(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
+		return fault.ErrNotFound
 	}
 	return err
 }

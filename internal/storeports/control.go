@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -96,7 +97,7 @@ func (r Retention) RedactPayloads(ctx context.Context, olderThan time.Duration, 
 // refuses a window shorter than keys.MinDedupRetention.
 func (r Retention) DeleteInboxRows(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
 	if olderThan < keys.MinDedupRetention {
-		return 0, ports.Permanent(fmt.Errorf("refusing to delete inbox rows younger than %s (the dedup window is at least %s)", olderThan, keys.MinDedupRetention))
+		return 0, fault.Permanent(fmt.Errorf("refusing to delete inbox rows younger than %s (the dedup window is at least %s)", olderThan, keys.MinDedupRetention))
 	}
 	return inbox.DeleteExpiredInboxRows(ctx, r.Store.Pool, olderThan, limit)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/admission"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -31,8 +32,8 @@ func (f Facts) OwnAccount(ctx context.Context, endpoint string) (string, error) 
 
 func (f Facts) endpoint(ctx context.Context, slug string) (*endpoints.Endpoint, error) {
 	ep, err := endpoints.GetProviderEndpoint(ctx, f.Store, slug)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", fault.ErrNotFound, err)
 	}
 	return ep, err
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/storeports"
@@ -56,5 +56,5 @@ func TestFactsAdmitBooksConnectEventsUnderTheListedAccount(t *testing.T) {
 	require.Equal(t, ports.Rejected, got[2].Outcome)
 	require.ErrorContains(t, got[2].Reason, "the event names account acct_c2, the pass lists acct_c1")
 	_, err = inbox.GetInboxEvent(ctx, st.Pool, keys.Event{Provider: "stripe", Account: "acct_c2", Environment: "live", EventID: "evt_other"})
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -28,8 +29,8 @@ var _ ports.Outbox = (*Outbox)(nil)
 // Get reads one outbox row.
 func (o *Outbox) Get(ctx context.Context, id int64) (*ports.OutboxRow, error) {
 	r, err := outbox.GetOutbox(ctx, o.Store.Pool, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w", ports.ErrNotFound, err)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", fault.ErrNotFound, err)
 	}
 	if err != nil {
 		return nil, portErr(err)
@@ -51,7 +52,7 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 		Message string `json:"message"`
 	}
 	if err := json.Unmarshal(row.Payload, &p); err != nil {
-		return nil, outbound.Message{}, ports.Permanent(fmt.Errorf("outbox %d payload: %w", row.ID, err))
+		return nil, outbound.Message{}, fault.Permanent(fmt.Errorf("outbox %d payload: %w", row.ID, err))
 	}
 	msg := outbound.Message{Key: row.OperationKey, To: p.To, Subject: p.Subject, Text: p.Text, Body: row.Payload}
 	switch row.Class {
@@ -83,15 +84,15 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 			return o.mailer(row, msg)
 		}
 	}
-	return nil, msg, ports.Permanent(fmt.Errorf("destination %q of workspace %s no longer exists", row.Destination, row.WorkspaceID))
+	return nil, msg, fault.Permanent(fmt.Errorf("destination %q of workspace %s no longer exists", row.Destination, row.WorkspaceID))
 }
 
 func (o *Outbox) mailer(row *ports.OutboxRow, msg outbound.Message) (outbound.Sender, outbound.Message, error) {
 	if o.Mailer == nil {
-		return nil, msg, ports.Permanent(fmt.Errorf("outbox %d: no mailer configured", row.ID))
+		return nil, msg, fault.Permanent(fmt.Errorf("outbox %d: no mailer configured", row.ID))
 	}
 	if msg.To == "" {
-		return nil, msg, ports.Permanent(fmt.Errorf("outbox %d: no recipient", row.ID))
+		return nil, msg, fault.Permanent(fmt.Errorf("outbox %d: no recipient", row.ID))
 	}
 	return o.Mailer, msg, nil
 }
@@ -118,11 +119,11 @@ func (o *Outbox) Stop(ctx context.Context, id int64, status, note string) (bool,
 	return changed, portErr(err)
 }
 
-// portErr says so when err means the database is away (ports.Unavailable),
+// portErr says so when err means the database is away (fault.Unavailable),
 // so a send waits for it instead of spending the row's budget.
 func portErr(err error) error {
 	if store.IsUnavailable(err) {
-		return ports.Unavailable(err)
+		return fault.Unavailable(err)
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
@@ -270,7 +271,7 @@ func CancelReplayJob(ctx context.Context, db store.DB, id int64) (*ReplayJob, er
 		       finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END
 		 WHERE id = $1 AND status IN ('queued', 'running')
 		RETURNING `+jobColumns, id))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return GetReplayJob(ctx, db, id)
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -124,7 +125,7 @@ func InsertSecret(ctx context.Context, db store.DB, kr *secretbox.Keyring, slug,
 		ON CONFLICT (endpoint_slug, secret_fingerprint) DO UPDATE SET secret_fingerprint = EXCLUDED.secret_fingerprint
 		RETURNING id`, slug, sealed, keyID, store.SecretFingerprint(kr, secret), accountsArg(accounts)).Scan(&id)
 	if store.IsForeignKeyViolation(err) {
-		return 0, fmt.Errorf("endpoint %q: %w", slug, store.ErrNotFound)
+		return 0, fmt.Errorf("endpoint %q: %w", slug, fault.ErrNotFound)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("insert secret: %w", err)
@@ -141,7 +142,7 @@ func BindSecret(ctx context.Context, s *store.Store, slug string, id int64, acco
 		return fmt.Errorf("bind secret %d: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("secret %d of endpoint %q: %w", id, slug, store.ErrNotFound)
+		return fmt.Errorf("secret %d of endpoint %q: %w", id, slug, fault.ErrNotFound)
 	}
 	return nil
 }
@@ -167,7 +168,7 @@ func SetAPIKey(ctx context.Context, s *store.Store, slug, apiKey string) error {
 		return fmt.Errorf("set API key: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("endpoint %q: %w", slug, store.ErrNotFound)
+		return fmt.Errorf("endpoint %q: %w", slug, fault.ErrNotFound)
 	}
 	return nil
 }
@@ -192,7 +193,7 @@ func DeleteSecret(ctx context.Context, s *store.Store, slug string, id int64) er
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("secret %d of endpoint %q: %w", id, slug, store.ErrNotFound)
+			return fmt.Errorf("secret %d of endpoint %q: %w", id, slug, fault.ErrNotFound)
 		}
 		if n <= 1 {
 			return fmt.Errorf("secret %d is the last secret of endpoint %q: add its replacement first", id, slug)
@@ -316,7 +317,7 @@ func SetOwnAccount(ctx context.Context, s *store.Store, slug, account string) er
 		return fmt.Errorf("set own account of %q: %w", slug, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("endpoint %q: %w", slug, store.ErrNotFound)
+		return fmt.Errorf("endpoint %q: %w", slug, fault.ErrNotFound)
 	}
 	return nil
 }
@@ -328,7 +329,7 @@ func UnlinkAccount(ctx context.Context, s *store.Store, slug, account string) er
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("link %s of endpoint %q: %w", account, slug, store.ErrNotFound)
+		return fmt.Errorf("link %s of endpoint %q: %w", account, slug, fault.ErrNotFound)
 	}
 	return nil
 }
@@ -341,7 +342,7 @@ func DeleteEndpoint(ctx context.Context, s *store.Store, slug string) error {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("endpoint %q: %w", slug, store.ErrNotFound)
+		return fmt.Errorf("endpoint %q: %w", slug, fault.ErrNotFound)
 	}
 	return nil
 }

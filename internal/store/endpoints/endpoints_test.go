@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
@@ -79,5 +79,5 @@ func TestASecondLinkKeepsTheOwnAccountsEventsRouted(t *testing.T) {
 	require.Equal(t, endpoints.LinkResult{OwnAccount: "acct_own"}, res)
 
 	_, err = endpoints.Link(ctx, s, "nope", "acct_1", "ws_1")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -83,7 +84,7 @@ func UpdateEndpoint(ctx context.Context, db store.DB, kr *secretbox.Keyring, slu
 		return fmt.Errorf("update endpoint %q: %w", slug, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("endpoint %q: %w", slug, store.ErrNotFound)
+		return fmt.Errorf("endpoint %q: %w", slug, fault.ErrNotFound)
 	}
 	return nil
 }

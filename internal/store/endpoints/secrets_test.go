@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -177,7 +178,7 @@ func TestWrongKeyIsAClearErrorNeverGarbage(t *testing.T) {
 	require.ErrorIs(t, endpoints.InsertEndpoint(ctx, none, endpoints.NewEndpoint{Slug: "x", Provider: "stripe", Environment: "test",
 		Secrets: []string{"whsec_x"}}), secretbox.ErrNoKey, "no key: nothing is stored in plain text")
 	_, err = endpoints.GetEndpoint(ctx, none, "x")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 
 	// A sealed value moved to another row does not open there.
 	_, err = s.Pool.Exec(ctx, `UPDATE endpoints SET api_key_sealed = (SELECT api_key_sealed FROM endpoints WHERE slug = 'stripe'),

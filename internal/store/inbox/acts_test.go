@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -121,7 +122,7 @@ func TestInspectInboxEventReadsThePayloadOnlyWhenAsked(t *testing.T) {
 	require.Nil(t, d.Payload)
 
 	_, err = inbox.InspectInboxEvent(ctx, s.Pool, event("evt_missing", "").Key, false)
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 }
 
 // stoppedEvent inserts an event that failed three times and then stopped in status.
@@ -250,7 +251,7 @@ func TestReplayLeavesAPendingEventAlone(t *testing.T) {
 	require.WithinDuration(t, next, got.NextAttemptAt, time.Second)
 
 	_, err = inbox.ReplayInboxEvent(ctx, s, inbox.ReplayRequest{Key: event("evt_none", "").Key, Actor: "bob", Reason: "x"})
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	_, err = inbox.ReplayInboxEvent(ctx, s, inbox.ReplayRequest{Key: e.Key, Actor: "bob", Reason: "  "})
 	require.Error(t, err, "why is required")
 }
@@ -329,7 +330,7 @@ func TestQuarantineListShowAndDiscard(t *testing.T) {
 	require.ErrorAs(t, err, &resolved)
 	require.Equal(t, "carol", resolved.By)
 	_, err = inbox.DiscardQuarantine(ctx, s, 999999, "dave", "missing")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 
 	acts, err := store.ListOperatorActions(ctx, s.Pool, inbox.QuarantineTarget(a), 10)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -152,7 +153,7 @@ func AdjustCreditsOnce(ctx context.Context, tx pgx.Tx, a *CreditAdjustment, poli
 	switch {
 	case err == nil:
 		return false, prior, nil
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, fault.ErrNotFound):
 		return false, nil, err
 	}
 	applied, shortfall, decision, err := decide(policy, balance, a.Requested)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
 
@@ -74,7 +75,7 @@ func GrantCreditsOnce(ctx context.Context, tx pgx.Tx, g CreditGrant) (granted bo
 			return false, nil, fmt.Errorf("increment balance of %s: %w", g.WorkspaceID, err)
 		}
 		if tag.RowsAffected() != 1 {
-			return false, nil, fmt.Errorf("increment balance: workspace %s: %w", g.WorkspaceID, store.ErrNotFound)
+			return false, nil, fmt.Errorf("increment balance: workspace %s: %w", g.WorkspaceID, fault.ErrNotFound)
 		}
 		return true, nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -133,11 +134,11 @@ func AdvancePass(ctx context.Context, db store.DB, name string, p PageProgress) 
 	if err == nil {
 		return cp, false, nil
 	}
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, fault.ErrNotFound) {
 		return nil, false, fmt.Errorf("advance checkpoint %s: %w", name, err)
 	}
 	cur, err := GetCheckpoint(ctx, db, name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return nil, false, &CheckpointMovedError{Name: name, Owner: p.Owner, ExpectedPages: p.Pages}
 	}
 	if err != nil {

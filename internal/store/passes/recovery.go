@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -103,7 +104,7 @@ func SetRecoveryAction(ctx context.Context, db store.DB, endpoint, guid, action 
 		return fmt.Errorf("record recovery of %s on %s: %w", guid, endpoint, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("recovery of %s on %s: %w", guid, endpoint, store.ErrNotFound)
+		return fmt.Errorf("recovery of %s on %s: %w", guid, endpoint, fault.ErrNotFound)
 	}
 	return nil
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
@@ -72,5 +72,5 @@ func TestClaimRecoveryOncePerPassCountingPasses(t *testing.T) {
 	rs, err := passes.ListHookRecoveries(ctx, s.Pool, "ep")
 	require.NoError(t, err)
 	require.Equal(t, []passes.HookRecovery{{Endpoint: "ep", GUID: "guid-1", DeliveryID: 12, Attempts: 2, Action: passes.RecoveryFetch, Pass: "pass-2"}}, rs)
-	require.ErrorIs(t, passes.SetRecoveryAction(ctx, s.Pool, "ep", "guid-none", passes.RecoveryFetch), store.ErrNotFound)
+	require.ErrorIs(t, passes.SetRecoveryAction(ctx, s.Pool, "ep", "guid-none", passes.RecoveryFetch), fault.ErrNotFound)
 }

@@ -1,0 +1,63 @@
+// Package fault defines hookinbox's error kinds once: not found, permanent
+// (asking again will not help), retryable, and unavailable (the database is
+// away: the work waits for it without spending its budget). Every layer
+// classifies with these sentinels and errors.Is, so a provider's answer, a
+// store lookup and a handler's verdict mean the same thing everywhere. The
+// public packages (the module root, providers) re-export them. It imports
+// the standard library only.
+package fault
+
+import "errors"
+
+// The kinds. An error matches at most one of ErrPermanent and ErrRetryable;
+// ErrNotFound is neither (a provider's 404 may be the provider catching up,
+// so it is retried; a caller that knows better wraps it Permanent).
+var (
+	// ErrNotFound: the thing asked about does not exist (a row, an endpoint,
+	// a provider's 404). Never a state: a 404 never means deleted.
+	ErrNotFound = errors.New("not found")
+	// ErrPermanent: asking again will not help (bad input, a 4xx that will
+	// not change, an answer that cannot be read).
+	ErrPermanent = errors.New("permanent error")
+	// ErrRetryable: try again later (5xx, 408, 429, timeouts, connection errors).
+	ErrRetryable = errors.New("retryable error")
+	// ErrUnavailable: the database could not be reached; the work waits
+	// for it instead of spending its retry budget.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// kindError wraps err so that errors.Is also matches kind.
+type kindError struct {
+	kind error
+	err  error
+}
+
+func (k kindError) Error() string   { return k.err.Error() }
+func (k kindError) Unwrap() []error { return []error{k.kind, k.err} }
+
+// Permanent wraps err so that it matches ErrPermanent: the work fails at
+// once instead of retrying. Permanent(nil) is nil.
+func Permanent(err error) error { return wrap(ErrPermanent, err) }
+
+// Unavailable wraps err so that it matches ErrUnavailable. Unavailable(nil)
+// is nil.
+func Unavailable(err error) error { return wrap(ErrUnavailable, err) }
+
+func wrap(kind, err error) error {
+	if err == nil || errors.Is(err, kind) {
+		return err
+	}
+	return kindError{kind: kind, err: err}
+}
+
+// IsNotFound reports whether err matches ErrNotFound.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsPermanent reports whether err matches ErrPermanent.
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// IsRetryable reports whether err matches ErrRetryable.
+func IsRetryable(err error) bool { return errors.Is(err, ErrRetryable) }
+
+// IsUnavailable reports whether err matches ErrUnavailable.
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
