@@ -12,9 +12,10 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/activities/ports"
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
@@ -37,7 +38,7 @@ func TestAWorkerWithoutTheHandlerLeavesTheRowPending(t *testing.T) {
 	require.NoError(t, err)
 
 	m := metrics.New()
-	a := &activities.ResourceActivities{Events: &handlers.Events{Store: st, Handlers: handlers.Set{}}, Metrics: m,
+	a := &activities.ResourceActivities{Events: &engine.Events{Store: st, Routes: routestest.Builtin(), Handlers: engine.Set{}}, Metrics: m,
 		RetryInitial: time.Second, RetryMax: time.Minute}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -58,8 +59,8 @@ func TestAWorkerWithoutTheHandlerLeavesTheRowPending(t *testing.T) {
 	require.True(t, row.NextAttemptAt.After(before.Add(20*time.Second)), "due again after a backoff, not at once: %s", row.NextAttemptAt.Sub(before))
 	require.NotNil(t, res.RetryAt)
 	require.WithinDuration(t, row.NextAttemptAt, *res.RetryAt, time.Millisecond, "the workflow wakes when the row is due")
-	require.EqualValues(t, 1, testutil.ToFloat64(m.EventsHandled.WithLabelValues(handlers.RouteCredits, activities.StatusNoHandler)))
-	require.EqualValues(t, 0, testutil.ToFloat64(m.EventsHandled.WithLabelValues(handlers.RouteCredits, keys.StatusIgnored)))
+	require.EqualValues(t, 1, testutil.ToFloat64(m.EventsHandled.WithLabelValues(routestest.Credits, activities.StatusNoHandler)))
+	require.EqualValues(t, 0, testutil.ToFloat64(m.EventsHandled.WithLabelValues(routestest.Credits, keys.StatusIgnored)))
 }
 
 // handledEvents answers every Handle with h (the other methods are not called).
@@ -75,7 +76,7 @@ func (e handledEvents) Handle(context.Context, keys.Event) (ports.Handled, error
 func TestSameVersionDivergencesAreCounted(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	a := &activities.ResourceActivities{Metrics: m, Events: handledEvents{h: ports.Handled{Route: handlers.RouteSubscriptions,
+	a := &activities.ResourceActivities{Metrics: m, Events: handledEvents{h: ports.Handled{Route: routestest.Subscriptions,
 		Status: keys.StatusDone, Note: "differs", Divergences: []keys.Divergence{{Field: "status", SameVersion: true}}}}}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()

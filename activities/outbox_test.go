@@ -16,8 +16,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
@@ -34,7 +34,7 @@ func newOutbox(t *testing.T, mailer outbound.Sender, policies map[string]string)
 	t.Helper()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	require.NoError(t, ledger.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
+	require.NoError(t, records.SetWorkspaceEmail(ctx, st.Pool, "ws", "billing@ws.example"))
 	a := &activities.ResourceActivities{Outbox: &storeports.Outbox{Store: st, Mailer: mailer}, Policies: policies,
 		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
 	var s testsuite.WorkflowTestSuite

@@ -12,12 +12,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/hookinbox/hookinbox/activities"
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/internal/storeports"
+	"github.com/hookinbox/hookinbox/lab/builtin"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -62,8 +63,9 @@ func newPass(t *testing.T, cfg simulator.Config) *passActivities {
 	passes := storeports.Passes{Store: b.store}
 	ctl := &activities.ControlActivities{Sweeps: storeports.Sweeps{Store: b.store}, Passes: passes,
 		Retention: storeports.Retention{Store: b.store}, Doorbell: sig}
+	biz := builtin.MustBusiness()
 	acts := &activities.ProviderActivities{Providers: b.provs, Passes: passes,
-		Projections: &handlers.Subscriptions{Store: b.store, Providers: b.provs}, Facts: storeports.Facts{Store: b.store}, Doorbell: sig}
+		Projections: engine.BindLister(biz.Projections, b.env()), Facts: storeports.Facts{Store: b.store, Routes: biz.Routes}, Doorbell: sig}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(ctl)
@@ -102,7 +104,7 @@ func (p *passActivities) backfillPage(t *testing.T, in activities.BackfillPageIn
 func TestReconcilePageSignalsOnlyWhatDiffersAndCheckpointsEveryPage(t *testing.T) {
 	t.Parallel()
 	p := newPass(t, simulator.Config{})
-	subs := &handlers.Subscriptions{Store: p.store, Providers: p.provs}
+	subs := engine.BindReconciler(builtin.MustBusiness().Reconcilers["subscription"], p.bundle.env())
 	inSync, _ := p.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	stale, _ := p.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
 	missing, _ := p.sim.CreateSubscription(account, "", simulator.SubscriptionOptions{})
@@ -229,13 +231,18 @@ func TestRetentionStepRefusesToDeleteInsideTheDedupWindow(t *testing.T) {
 	require.ErrorContains(t, err, "refusing to delete")
 }
 
+// The backfill lists exactly the Stripe types a built-in handler takes:
+// every listed type has a route, and every routed type is listed (a type
+// handled but not listed would never be backfilled).
 func TestBackfillListsEveryTypeAHandlerTakes(t *testing.T) {
 	t.Parallel()
+	routes := builtin.MustBusiness().Routes
 	for _, typ := range activities.BackfillTypes() {
-		_, ok := handlers.For("stripe", typ)
-		require.True(t, ok, typ)
+		_, ok := routes.Route("stripe", typ)
+		require.True(t, ok, "%s is listed but no handler takes it", typ)
 		require.NotContains(t, typ, "*", "Stripe's types filter takes no wildcard")
 	}
+	require.ElementsMatch(t, routes.ExactTypes("stripe"), activities.BackfillTypes(), "every routed Stripe type is backfilled")
 }
 
 func TestBackfillRefusesAKeyOfAnotherAccount(t *testing.T) {

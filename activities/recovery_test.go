@@ -14,6 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/internal/storeports"
@@ -44,7 +45,7 @@ func newGHPass(t *testing.T, mode string) *ghPass {
 		Secrets: []string{ghSecret}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey,
 		Settings: keys.EndpointSettings{GitHubHook: "repo:acme/widgets", GitHubHookID: 7, GitHubRecovery: mode}}))
 	require.NoError(t, endpoints.LinkAccount(p.ctx, p.store, "gh", "acme", "ws"))
-	adm := admission.New(admission.Options{Store: p.store})
+	adm := admission.New(admission.Options{Routes: routestest.Builtin(), Store: p.store})
 	intake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		ep, err := adm.Endpoint(r.Context(), "gh")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -24,7 +24,7 @@ type bundle struct {
 	ctx   context.Context
 	store *store.Store
 	sim   *simulator.Simulator
-	provs *handlers.EndpointProviders
+	provs *engine.EndpointProviders
 }
 
 // setup registers a Stripe endpoint whose API is a simulator served over
@@ -39,7 +39,12 @@ func setup(t *testing.T, cfg simulator.Config) *bundle {
 	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "sim", Provider: "stripe", Environment: "test",
 		Secrets: []string{"whsec_x"}, APIBaseURL: api.URL, APIKey: simulator.DefaultAPIKey}))
 	require.NoError(t, endpoints.LinkAccount(ctx, st, "sim", account, "ws"))
-	return &bundle{ctx: ctx, store: st, sim: sim, provs: &handlers.EndpointProviders{Store: st}}
+	return &bundle{ctx: ctx, store: st, sim: sim, provs: &engine.EndpointProviders{Store: st}}
+}
+
+// env is what handlers and reconcilers of the bundle's store run with.
+func (b *bundle) env() engine.Env {
+	return engine.Env{Store: b.store, Providers: b.provs}
 }
 
 // accept puts a simulator event in the inbox as the intake would.

@@ -11,13 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/domains/credits"
+	"github.com/hookinbox/hookinbox/domains/subscriptions"
+	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
-	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
+	"github.com/hookinbox/hookinbox/lab/builtin"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
@@ -60,7 +64,7 @@ func newSimWorld(t *testing.T, s *stack, cfg simulator.Config) *simWorld {
 		Secrets: []string{fbSecret}, Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}}))
 	require.NoError(t, endpoints.LinkAccount(s.ctx, s.store, "stripe-sim", w.account, w.workspace))
 	require.NoError(t, endpoints.LinkAccount(s.ctx, s.store, "feedback-sim", w.project, w.workspace))
-	require.NoError(t, ledger.SetWorkspaceEmail(s.ctx, s.store.Pool, w.workspace, "billing@"+w.workspace+".example"))
+	require.NoError(t, records.SetWorkspaceEmail(s.ctx, s.store.Pool, w.workspace, "billing@"+w.workspace+".example"))
 	w.targets = simulator.Targets{
 		Stripe:   simulator.Endpoint{URL: s.url + "/webhooks/stripe-sim", Secrets: []string{stripeSecret}},
 		Standard: simulator.Endpoint{URL: s.url + "/webhooks/feedback-sim", Secrets: []string{fbSecret}},
@@ -85,7 +89,7 @@ func (w *simWorld) count(t *testing.T, sql string, args ...any) int {
 }
 
 func (w *simWorld) balance(t *testing.T) int64 {
-	ws, err := ledger.GetWorkspace(w.ctx, w.store.Pool, w.workspace)
+	ws, err := records.GetWorkspace(w.ctx, w.store.Pool, w.workspace)
 	require.NoError(t, err)
 	return ws.CreditsBalance
 }
@@ -130,18 +134,16 @@ func f4CrashBeforeAndAfterTheBusinessCommit(t *testing.T) {
 	// After the commit: the attempt's answer is lost (the handler returns an
 	// error once after its effect committed). The retry finds the row done.
 	var lost atomic.Bool
-	var s *stack
-	var credits handlers.Handler
-	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: handlers.HandlerFunc(func(ctx context.Context, ev *inbox.StoredEvent) (handlers.Outcome, error) {
-			out, err := credits.Handle(ctx, ev)
+	grants := builtin.MustBusiness().Handlers[credits.NameGrants]
+	s := newStack(t, stackOptions{handlers: map[string]engine.Handler{
+		credits.NameGrants: engine.HandlerFunc(func(ctx context.Context, c *engine.Call) (engine.Outcome, error) {
+			out, err := grants.Handle(ctx, c)
 			if err == nil && lost.CompareAndSwap(false, true) {
-				return handlers.Outcome{}, fmt.Errorf("connection reset while reading the COMMIT answer")
+				return engine.Outcome{}, fmt.Errorf("connection reset while reading the COMMIT answer")
 			}
 			return out, err
 		}),
 	}})
-	credits = &handlers.Credits{Store: s.workerStore, Providers: &handlers.EndpointProviders{Store: s.workerStore}, PerInvoice: 100}
 	w := newSimWorld(t, s, simulator.Config{})
 
 	// Before the commit: the first balance update fails inside the business
@@ -190,12 +192,13 @@ func f6ReversedSnapshotsWithVersionsAndReplay(t *testing.T) {
 	w.send(t, created, paid, again, updated)
 	w.allDone(t, 5)
 
-	p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	p, err := subscriptions.Get(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
 	require.NoError(t, err)
+	require.NotNil(t, p, "the subscription has a projection")
 	require.Equal(t, "canceled", p.State.Status)
 	require.EqualValues(t, 3, *p.Version)
 	require.True(t, p.Deleted)
-	ok, err := ledger.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
+	ok, err := records.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
 	require.NoError(t, err)
 	require.False(t, ok, "the old active snapshot never comes back")
 	require.EqualValues(t, 100, w.balance(t))
@@ -214,39 +217,38 @@ func f6ReversedNoticesWithoutVersions(t *testing.T) {
 	w.send(t, canceled, updated, created)
 	w.allDone(t, 3)
 	w.send(t, created) // a replayed old notice
-	p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	p, err := subscriptions.Get(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
 	require.NoError(t, err)
+	require.NotNil(t, p, "the subscription has a projection")
 	require.Equal(t, "canceled", p.State.Status)
 	require.Nil(t, p.Version)
-	ok, err := ledger.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
+	ok, err := records.WorkspaceHasAccess(w.ctx, w.store.Pool, w.workspace)
 	require.NoError(t, err)
 	require.False(t, ok)
 }
 
 func f6TimedOutAttemptWritesLate(t *testing.T) {
-	var s *stack
-	var subs *handlers.Subscriptions
+	subs := &subscriptions.Subscriptions{}
 	var stalled atomic.Bool
 	release := make(chan struct{})
-	s = newStack(t, stackOptions{
+	s := newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.ActivityTimeout = 2 * time.Second },
-		handlers: map[string]handlers.Handler{
-			handlers.RouteSubscriptions: handlers.HandlerFunc(func(ctx context.Context, ev *inbox.StoredEvent) (handlers.Outcome, error) {
+		handlers: map[string]engine.Handler{
+			subscriptions.Name: app.HandlerOf(hookinbox.HandlerFunc(func(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
 				if activity.GetInfo(ctx).Attempt == 1 && stalled.CompareAndSwap(false, true) {
 					// Attempt 1 fetches, then stalls past its timeout and
 					// writes anyway, as a process that missed its deadline.
 					plan, err := subs.Prepare(ctx, ev)
 					if err != nil {
-						return handlers.Outcome{}, err
+						return hookinbox.Result{}, err
 					}
 					<-release
 					return subs.Commit(context.WithoutCancel(ctx), ev, plan)
 				}
 				return subs.Handle(ctx, ev)
-			}),
+			})),
 		},
 	})
-	subs = &handlers.Subscriptions{Store: s.workerStore, Providers: &handlers.EndpointProviders{Store: s.workerStore}}
 	w := newSimWorld(t, s, simulator.Config{})
 	sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
 	w.send(t, created)
@@ -256,14 +258,16 @@ func f6TimedOutAttemptWritesLate(t *testing.T) {
 	_, err := w.sim.CancelSubscription(sub.ID, false)
 	require.NoError(t, err)
 	w.allDone(t, 1)
-	p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	p, err := subscriptions.Get(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
 	require.NoError(t, err)
+	require.NotNil(t, p, "the subscription has a projection")
 	require.Equal(t, "canceled", p.State.Status)
 
 	close(release) // the stale attempt writes late
 	time.Sleep(500 * time.Millisecond)
-	p, err = ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
+	p, err = subscriptions.Get(w.ctx, w.store.Pool, "stripe", w.account, "test", sub.ID)
 	require.NoError(t, err)
+	require.NotNil(t, p, "the subscription has a projection")
 	require.Equal(t, "canceled", p.State.Status, "the late write lost")
 	var seq int64
 	require.NoError(t, s.store.Pool.QueryRow(s.ctx, `SELECT write_seq FROM subscription_projection`).Scan(&seq))

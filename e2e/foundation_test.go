@@ -14,8 +14,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/hookinbox/hookinbox/domains/credits"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -24,7 +25,7 @@ import (
 
 func TestWebhookReachesItsResourceWorkflow(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, stackOptions{handlers: map[string]handlers.Handler{handlers.RouteCredits: nil}})
+	s := newStack(t, stackOptions{handlers: map[string]engine.Handler{credits.NameGrants: nil}})
 	s.stripeEndpoint("ep", "acct_reach", "ws_reach")
 
 	// With no handler registered for invoice.paid in this worker, its
@@ -61,8 +62,8 @@ func TestRegisteredHandlerRunsOncePerEvent(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
 	var s *stack
-	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
+	s = newStack(t, stackOptions{handlers: map[string]engine.Handler{
+		credits.NameGrants: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_h", "ws_h")
 	for i := range 5 {
@@ -115,8 +116,8 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 	srv := testenv.NewTemporal(t)
 	var calls atomic.Int64
 	var s *stack
-	s = newStack(t, stackOptions{temporalAddr: srv.Address, handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
+	s = newStack(t, stackOptions{temporalAddr: srv.Address, handlers: map[string]engine.Handler{
+		credits.NameGrants: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_down", "ws_down")
 
@@ -142,8 +143,8 @@ func f3TemporalDownDuringIntake(t *testing.T) {
 func f3CrashAfterIntakeCommit(t *testing.T) {
 	var calls atomic.Int64
 	var s *stack
-	s = newStack(t, stackOptions{handlers: map[string]handlers.Handler{
-		handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
+	s = newStack(t, stackOptions{handlers: map[string]engine.Handler{
+		credits.NameGrants: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 	}})
 	s.stripeEndpoint("ep", "acct_crash", "ws_crash")
 	// F3: the intake committed and died before ringing the doorbell.
@@ -164,8 +165,8 @@ func TestSignalsAcrossContinueAsNewAreNotLost(t *testing.T) {
 	var s *stack
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.MaxEventsPerRun = 3 },
-		handlers: map[string]handlers.Handler{
-			handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
+		handlers: map[string]engine.Handler{
+			credits.NameGrants: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_can", "ws_can")
@@ -207,8 +208,8 @@ func TestIdleWorkflowCompletesAndNextEventStartsANewRun(t *testing.T) {
 	var s *stack
 	s = newStack(t, stackOptions{
 		configure: func(c *config.Config) { c.IdleTimeout = time.Second },
-		handlers: map[string]handlers.Handler{
-			handlers.RouteCredits: countingHandler(func() *store.Store { return s.workerStore }, &calls),
+		handlers: map[string]engine.Handler{
+			credits.NameGrants: countingHandler(func() *store.Store { return s.workerStore }, &calls),
 		},
 	})
 	s.stripeEndpoint("ep", "acct_idle", "ws_idle")

@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/activities"
+	"github.com/hookinbox/hookinbox/domains/subscriptions"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/starter"
@@ -58,8 +58,8 @@ func (w *simWorld) inSync(t *testing.T, id string) bool {
 	sub, ok := w.sim.Subscription(id)
 	require.True(t, ok)
 	cur := sub.Current()
-	p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", id)
-	if err != nil {
+	p, err := subscriptions.Get(w.ctx, w.store.Pool, "stripe", w.account, "test", id)
+	if err != nil || p == nil {
 		return false
 	}
 	if p.State.Status != cur.Status || p.State.CancelAtPeriodEnd != cur.CancelAtPeriodEnd ||
@@ -136,8 +136,8 @@ func TestReconcileCorrectsStaleProjectionsWhileWebhooksKeepArriving(t *testing.T
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			p, err := ledger.GetProjection(w.ctx, w.store.Pool, "stripe", w.account, "test", hot.ID)
-			if err != nil || p.Version == nil {
+			p, err := subscriptions.Get(w.ctx, w.store.Pool, "stripe", w.account, "test", hot.ID)
+			if err != nil || p == nil || p.Version == nil {
 				continue
 			}
 			if *p.Version < last {

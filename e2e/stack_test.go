@@ -20,12 +20,13 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/lab/builtin"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -43,8 +44,11 @@ type stack struct {
 	// internalURL is the intake's internal listener (/metrics, /readyz).
 	internalURL string
 	metrics     *metrics.Metrics
-	handlers    map[string]handlers.Handler
+	handlers    map[string]engine.Handler
 	ctx         context.Context
+	// business is the shipped binary's (lab/builtin): the routes and the
+	// domains' handlers the stack runs, before handlers overrides them.
+	business app.Business
 
 	stopWorker func()
 	stopIntake func()
@@ -62,7 +66,7 @@ type stackOptions struct {
 	// the package's server).
 	databaseURL string
 	configure   func(*config.Config)
-	handlers    map[string]handlers.Handler
+	handlers    map[string]engine.Handler
 }
 
 func testLogger() *slog.Logger {
@@ -118,9 +122,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	require.NoError(t, err)
 	workerSt.Keys = st.Keys
 	t.Cleanup(workerSt.Close)
-	s := &stack{t: t, cfg: cfg, store: st, intakeStore: intakeSt, workerStore: workerSt, metrics: metrics.New(), handlers: o.handlers, ctx: ctx}
+	s := &stack{t: t, cfg: cfg, store: st, intakeStore: intakeSt, workerStore: workerSt, metrics: metrics.New(), handlers: o.handlers, ctx: ctx,
+		business: builtin.MustBusiness()}
 	if s.handlers == nil {
-		s.handlers = map[string]handlers.Handler{}
+		s.handlers = map[string]engine.Handler{}
 	}
 	s.client = testenv.TemporalClient(t, cfg.TemporalAddress)
 	s.startWorker()
@@ -144,7 +149,7 @@ func (s *stack) startWorker() {
 	}
 	wc, err := starter.Dial(context.Background(), s.cfg, log, opts...)
 	require.NoError(t, err)
-	acts, err := app.NewActivities(s.cfg, s.workerStore, wc, s.metrics, log)
+	acts, err := app.NewActivities(s.cfg, s.workerStore, wc, s.metrics, log, s.business)
 	require.NoError(t, err)
 	for k, h := range s.handlers {
 		if h == nil {
@@ -174,7 +179,7 @@ func (s *stack) startIntake() {
 	iln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s.internalURL = "http://" + iln.Addr().String()
-	in := app.NewIntake(s.cfg, s.intakeStore, ic, s.metrics, log)
+	in := app.NewIntake(s.cfg, s.intakeStore, ic, s.metrics, log, s.business.Routes)
 	in.InternalListener = iln
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -235,12 +240,12 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 
 // countingHandler completes each event done and adds one credit per
 // handled event to the workspace, in the event's one transaction.
-func countingHandler(st func() *store.Store, calls *atomic.Int64) handlers.Handler {
-	return handlers.HandlerFunc(func(ctx context.Context, ev *inbox.StoredEvent) (handlers.Outcome, error) {
+func countingHandler(st func() *store.Store, calls *atomic.Int64) engine.Handler {
+	return engine.HandlerFunc(func(ctx context.Context, c *engine.Call) (engine.Outcome, error) {
 		calls.Add(1)
-		return handlers.InPendingTx(ctx, st(), ev.Key, func(tx pgx.Tx, ev *inbox.StoredEvent) (handlers.Outcome, error) {
+		return engine.InPendingTx(ctx, st(), c.Event.Key, func(tx pgx.Tx, ev *inbox.StoredEvent) (engine.Outcome, error) {
 			_, err := tx.Exec(ctx, `UPDATE workspaces SET credits_balance = credits_balance + 1 WHERE id = $1`, ev.WorkspaceID)
-			return handlers.Outcome{Status: keys.StatusDone}, err
+			return engine.Outcome{Status: keys.StatusDone}, err
 		})
 	})
 }

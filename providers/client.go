@@ -201,3 +201,11 @@ func NewHookClient(p Provider, cfg ClientConfig) (HookDeliveries, error) {
 	}
 	return c.NewHookClient(cfg)
 }
+
+// ObjectFetcher is implemented by API clients that can fetch any object of
+// the provider by its resource kind and id, as raw JSON: what a handler's
+// Event.Fetch returns (SPEC R14: fetch the current state before writing).
+// Kinds the provider has no route for are permanent errors.
+type ObjectFetcher interface {
+	FetchObject(ctx context.Context, account, kind, id string) (json.RawMessage, error)
+}

@@ -51,9 +51,9 @@ import (
 
 	"github.com/stripe/stripe-go/v84/webhook"
 
-	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -156,7 +156,7 @@ func newFuzzIntake(f testing.TB) *fuzzIntake {
 			fi.secretIDs[e.slug][sec.Value] = sec.ID
 		}
 	}
-	srv := hwebhook.New(hwebhook.Options{
+	srv := hwebhook.New(hwebhook.Options{Routes: routestest.Builtin(),
 		Store: s, Handoff: fi.handoff, Metrics: metrics.New(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		MaxBodyBytes: 64 << 10, Tolerance: fuzzTolerance, CacheTTL: time.Minute,
 	})
@@ -317,7 +317,7 @@ func (fi *fuzzIntake) checkStored(t testing.TB, d delivery, out outcome) {
 		if !fi.secretRegistered(d.slug, e.SecretID) {
 			t.Fatalf("row records secret id %d, not one of %s's", e.SecretID, d.slug)
 		}
-		_, handled := handlers.For(e.Key.Provider, e.EventType)
+		_, handled := routestest.Builtin().Route(e.Key.Provider, e.EventType)
 		switch {
 		case handled && e.Status == keys.StatusPending:
 			want := e.Resource()

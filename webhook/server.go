@@ -17,6 +17,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
@@ -28,7 +29,10 @@ type Handoff = admission.Handoff
 
 // Options configure the intake.
 type Options struct {
-	Store   *store.Store
+	Store *store.Store
+	// Routes decides which authenticated events are handled (pending) and
+	// which are ignored (admission.Options.Routes).
+	Routes  routes.Router
 	Handoff Handoff
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
@@ -77,7 +81,7 @@ func New(o Options) *Server {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
-	adm := admission.New(admission.Options{Store: o.Store, Handoff: o.Handoff, Tolerance: o.Tolerance,
+	adm := admission.New(admission.Options{Store: o.Store, Routes: o.Routes, Handoff: o.Handoff, Tolerance: o.Tolerance,
 		CacheTTL: o.CacheTTL, NegativeTTL: o.NegativeTTL, Writers: o.InboxWriters,
 		WriterTimeout: o.RequestTimeout, Now: o.Now})
 	return &Server{o: o, adm: adm, log: o.Logger}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -115,7 +116,7 @@ func setup(t *testing.T) *bundle {
 	h := &recordingHandoff{}
 	logs := &syncBuffer{}
 	m := metrics.New()
-	srv := hwebhook.New(hwebhook.Options{
+	srv := hwebhook.New(hwebhook.Options{Routes: routestest.Builtin(),
 		Store: s, Handoff: h, Metrics: m,
 		Logger:       slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		MaxBodyBytes: 64 << 10, Tolerance: 5 * time.Minute, CacheTTL: time.Minute,

@@ -347,7 +347,11 @@ func (r *resource) reconcile(ctx workflow.Context) error {
 // handle runs one event through HandleEvent with its retry policy, then
 // records failed or exhausted rows.
 func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
-	remaining := int32(max(1, r.s.RetryBudget-ev.Attempts))
+	budget := r.s.RetryBudget
+	if ev.Budget > 0 {
+		budget = ev.Budget // the route's own (hookinbox.RetryBudget)
+	}
+	remaining := int32(max(1, budget-ev.Attempts))
 	// The activity returns the next delay itself (full jitter); these bound
 	// the attempts and stand in if it could not say.
 	retry := &temporal.RetryPolicy{

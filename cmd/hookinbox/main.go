@@ -1,23 +1,23 @@
-// Command hookinbox is the service binary: the webhook intake, the Temporal
-// worker, the operator console and API, the local stack (dev), migrations
-// and the operator CLI. The simulator, soak, bench and demo are in
-// cmd/hookinbox-lab, not here.
+// Command hookinbox is the shipped binary: the public app (package
+// hookinbox) with the built-in domains (package domains). It runs the
+// webhook intake, the Temporal worker, the operator console and API, the
+// local stack (dev), migrations and the operator CLI. A team's own binary
+// is the same few lines with its own handlers (examples/provisioning).
+// The simulator, soak, bench and demo are in cmd/hookinbox-lab.
 package main
 
 import (
-	"context"
+	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/hookinbox/hookinbox/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/command"
+	"github.com/hookinbox/hookinbox/domains"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code := cli.Run(ctx, command.NewRootCmd(), os.Stderr)
-	stop()
-	os.Exit(code)
+	app, err := domains.New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(2)
+	}
+	app.Main()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
@@ -25,6 +26,10 @@ type Handoff interface {
 // Options configure an Admitter.
 type Options struct {
 	Store *store.Store
+	// Routes decides which authenticated events are handled (recorded
+	// pending, on the route's resource) and which are ignored. Nil: none
+	// is handled.
+	Routes routes.Router
 	// Handoff is notified of each pending event a webhook delivery commits
 	// (and of a duplicate of a still-pending one). Nil: nobody is notified.
 	Handoff Handoff
@@ -172,12 +177,12 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		return Result{}, err
 	}
 
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
+	ev, err := derive(a.o.Routes, ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
 	var rej *Rejection
 	if errors.As(err, &rej) && (rej.Reason == inbox.ReasonUnknownAccount || rej.Reason == inbox.ReasonAccountMismatch) {
 		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
 			ep = fresh
-			ev, err = derive(ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
+			ev, err = derive(a.o.Routes, ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
 		}
 	}
 	res := Result{Key: ev.Key}
@@ -245,7 +250,7 @@ func (a *Admitter) quarantine(ctx context.Context, ep *Endpoint, d Delivery, ev 
 func (a *Admitter) backfill(ctx context.Context, ep *Endpoint, d Delivery) (Result, error) {
 	// The account is the scope's the pass listed under (Stripe-Account),
 	// whether or not the listed JSON names one; naming another is refused.
-	ev, err := derive(ep.Endpoint, ep.provider, d.Header, d.Body, d.Body, 0, d.Account)
+	ev, err := derive(a.o.Routes, ep.Endpoint, ep.provider, d.Header, d.Body, d.Body, 0, d.Account)
 	if err == nil && d.Account != "" && ev.Key.Account != d.Account {
 		err = fmt.Errorf("the event names account %s, the pass lists %s", ev.Key.Account, d.Account)
 	}

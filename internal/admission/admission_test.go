@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -66,7 +67,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, endpoints.LinkAccount(ctx, s, "stripe-connect", "acct_c1", "ws_c1"))
 	require.NoError(t, endpoints.LinkAccount(ctx, s, "gh", "4242", "ws_gh"))
 	h := &recordingHandoff{}
-	adm := admission.New(admission.Options{Store: s, Handoff: h, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
+	adm := admission.New(admission.Options{Routes: routestest.Builtin(), Store: s, Handoff: h, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
 	return &bundle{store: s, adm: adm, handoff: h, ctx: ctx}
 }
 
@@ -87,7 +88,7 @@ func (b *bundle) backfill(t *testing.T, slug, account string, body []byte) (admi
 	t.Helper()
 	ep, err := endpoints.GetEndpoint(b.ctx, b.store, slug)
 	require.NoError(t, err)
-	return admission.New(admission.Options{Store: b.store}).Admit(b.ctx, admission.NewEndpoint(ep),
+	return admission.New(admission.Options{Routes: routestest.Builtin(), Store: b.store}).Admit(b.ctx, admission.NewEndpoint(ep),
 		admission.Delivery{Body: body, Account: account}, keys.OriginBackfill)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/admission"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers/providertest"
@@ -81,7 +82,7 @@ func TestASecretCannotSignForAnotherTenantsAccount(t *testing.T) {
 	q := b.entry(t, b.quarantineID(t, "evt_forged"))
 	require.NotZero(t, q.SecretID)
 	require.NotEqual(t, ep.Secrets[0].ID, q.SecretID)
-	_, err = admission.Readmit(b.ctx, b.store, q.ID, "ops", "try")
+	_, err = admission.Readmit(b.ctx, b.store, routestest.Builtin(), q.ID, "ops", "try")
 	require.ErrorIs(t, err, admission.ErrCannotReadmit)
 	require.ErrorContains(t, err, "account mismatch")
 	require.Zero(t, b.inboxCount(t))
@@ -153,7 +154,7 @@ func TestShopifyWithoutABindingTrustsOnlyASingleLinkedShop(t *testing.T) {
 	res2, err := endpoints.Link(b.ctx, b.store, "shops", "b.myshopify.com", "ws_b")
 	require.NoError(t, err)
 	require.True(t, res2.PinnedOwnAccount)
-	b.adm = admission.New(admission.Options{Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
+	b.adm = admission.New(admission.Options{Routes: routestest.Builtin(), Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
 	body2 := []byte(`{"id":2002}`)
 	res, err = b.admit(t, "shops", body2, shopifyHeaders(body2, shopKey, "b.myshopify.com", "e-2", "orders/create"))
 	require.NoError(t, err)
@@ -165,7 +166,7 @@ func TestShopifyWithoutABindingTrustsOnlyASingleLinkedShop(t *testing.T) {
 	// Without the pin ('endpoints set-account --account ""') nothing binds
 	// a shop: with two linked, every header is refused.
 	require.NoError(t, endpoints.SetOwnAccount(b.ctx, b.store, "shops", ""))
-	b.adm = admission.New(admission.Options{Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
+	b.adm = admission.New(admission.Options{Routes: routestest.Builtin(), Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
 	body2b := []byte(`{"id":2012}`)
 	res, err = b.admit(t, "shops", body2b, shopifyHeaders(body2b, shopKey, "a.myshopify.com", "e-2b", "orders/create"))
 	require.NoError(t, err)
@@ -180,7 +181,7 @@ func TestShopifyWithoutABindingTrustsOnlyASingleLinkedShop(t *testing.T) {
 	ep, err := endpoints.GetEndpoint(b.ctx, b.store, "shops")
 	require.NoError(t, err)
 	require.NoError(t, endpoints.BindSecret(b.ctx, b.store, "shops", ep.Secrets[0].ID, []string{"a.myshopify.com"}))
-	b.adm = admission.New(admission.Options{Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
+	b.adm = admission.New(admission.Options{Routes: routestest.Builtin(), Store: b.store, Handoff: b.handoff, Tolerance: 5 * time.Minute, CacheTTL: time.Minute})
 	body3 := []byte(`{"id":2003}`)
 	res, err = b.admit(t, "shops", body3, shopifyHeaders(body3, shopKeyB, "b.myshopify.com", "e-3", "orders/create"))
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/fault"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/testenv"
@@ -31,7 +32,7 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 	st, err := store.Open(ctx, url, 2)
 	require.NoError(t, err)
 	const negTTL = 500 * time.Millisecond
-	adm := admission.New(admission.Options{Store: st, CacheTTL: time.Minute, NegativeTTL: negTTL})
+	adm := admission.New(admission.Options{Routes: routestest.Builtin(), Store: st, CacheTTL: time.Minute, NegativeTTL: negTTL})
 	for i := range 3 {
 		_, err := adm.Endpoint(ctx, fmt.Sprintf("ghost-%d", i))
 		require.ErrorIs(t, err, fault.ErrNotFound)
@@ -46,7 +47,7 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 	require.NoError(t, err)
 	st2.Keys = seed.Keys
 	t.Cleanup(st2.Close)
-	adm = admission.New(admission.Options{Store: st2, CacheTTL: time.Minute, NegativeTTL: negTTL})
+	adm = admission.New(admission.Options{Routes: routestest.Builtin(), Store: st2, CacheTTL: time.Minute, NegativeTTL: negTTL})
 	_, err = adm.Endpoint(ctx, "late")
 	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.NoError(t, endpoints.InsertEndpoint(ctx, seed, endpoints.NewEndpoint{Slug: "late", Provider: "stripe", Environment: "test", Secrets: []string{"whsec_late0123456789abcdefghijklmnopqrstuvwxyz"}}))

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
@@ -39,7 +39,7 @@ func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 // On rejection the returned event still carries the key parts that could be
 // derived (for the quarantine row); err is a *Rejection, or another error for
 // a provider without a normalizer.
-func derive(ep *endpoints.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, secretID int64, scope string) (*inbox.InboxEvent, error) {
+func derive(rt routes.Router, ep *endpoints.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, secretID int64, scope string) (*inbox.InboxEvent, error) {
 	sum := sha256.Sum256(raw)
 	ev := &inbox.InboxEvent{EndpointSlug: ep.Slug, Payload: raw, BodySHA256: sum[:], Key: keys.Event{Provider: ep.Provider}}
 	n, err := normalize(ep, p, h, payload)
@@ -71,7 +71,16 @@ func derive(ep *endpoints.Endpoint, p providers.Provider, h http.Header, payload
 		return ev, &Rejection{Reason: inbox.ReasonUnknownAccount,
 			Detail: "source account " + orDefault(account, "(none: the endpoint has no own account)") + " is not linked to a workspace"}
 	}
-	_, handled := handlers.For(ep.Provider, n.EventType)
+	var route routes.Route
+	handled := false
+	if rt != nil {
+		route, handled = rt.Route(ep.Provider, n.EventType)
+	}
+	if handled && route.Resource != nil {
+		if err := n.serializeOn(*route.Resource, payload); err != nil {
+			return ev, &Rejection{Reason: inbox.ReasonMalformed, Detail: err.Error()}
+		}
+	}
 	kind, id, err := n.resourceOrFallback(handled)
 	if err != nil {
 		return ev, &Rejection{Reason: inbox.ReasonMalformed, Detail: err.Error()}

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -115,6 +115,7 @@ func FuzzDerive(f *testing.F) {
 	for slug, ep := range fuzzEndpoints {
 		eps[slug] = NewEndpoint(ep)
 	}
+	rt := routestest.Builtin()
 	f.Fuzz(func(t *testing.T, route uint8, body []byte, idHeader, typeHeader string) {
 		slug, h, raw := fuzzDelivery(fuzzRoutes[int(route)%len(fuzzRoutes)], body, headerValue(idHeader), headerValue(typeHeader))
 		ep := eps[slug]
@@ -122,7 +123,7 @@ func FuzzDerive(f *testing.F) {
 		if err != nil {
 			return // the verifier refuses it before derivation
 		}
-		ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, 0, "")
+		ev, err := derive(rt, ep.Endpoint, ep.provider, h, payload, raw, 0, "")
 		if ev == nil {
 			t.Fatal("derive returned no event")
 		}
@@ -149,7 +150,7 @@ func FuzzDerive(f *testing.F) {
 		if !ev.Resource().Valid() {
 			t.Fatalf("derived resource %+v is incomplete", ev.Resource())
 		}
-		_, handled := handlers.For(ev.Key.Provider, ev.EventType)
+		_, handled := rt.Route(ev.Key.Provider, ev.EventType)
 		if handled != (ev.Status == keys.StatusPending) {
 			t.Fatalf("status %s for type %q (handled: %v)", ev.Status, ev.EventType, handled)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -91,6 +92,29 @@ func (n normalized) resourceOrFallback(handled bool) (kind, id string, err error
 		return "", "", fmt.Errorf("missing the resource id of a %s event", n.EventType)
 	}
 	return "event", n.EventID, nil
+}
+
+// serializeOn moves the event onto the resource a route names: kind, and
+// the id read from the verified payload at the rule's path. The resource
+// the provider normalized is kept as the event's object (unless the
+// provider already named one).
+func (n *normalized) serializeOn(rule routes.ResourceRule, payload []byte) error {
+	v := gjson.GetBytes(payload, rule.IDPath)
+	if v.IsObject() {
+		v = v.Get("id") // an expandable field, expanded
+	}
+	id := strings.TrimSpace(v.String())
+	if !v.Exists() || id == "" || (v.Type != gjson.String && v.Type != gjson.Number) {
+		return fmt.Errorf("%s event names no %s at %s", n.EventType, rule.Kind, rule.IDPath)
+	}
+	if len(id) > 255 || !storableText(id) {
+		return fmt.Errorf("the %s id at %s is not storable text of at most 255 bytes", rule.Kind, rule.IDPath)
+	}
+	if n.ObjectID == "" && !(n.ResourceKind == rule.Kind && n.ResourceID == id) {
+		n.ObjectID = n.ResourceID
+	}
+	n.ResourceKind, n.ResourceID = rule.Kind, id
+	return nil
 }
 
 // isMalformed reports a provider's *MalformedError.

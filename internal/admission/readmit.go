@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -46,7 +47,7 @@ type ReadmitResult struct {
 // closed and the act audited (by, reason) in the same transaction as the
 // insert; on any refusal nothing changes and the entry stays open. The
 // caller rings the resource's doorbell when Status is pending.
-func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) (ReadmitResult, error) {
+func Readmit(ctx context.Context, st *store.Store, rt routes.Router, id int64, by, reason string) (ReadmitResult, error) {
 	if strings.TrimSpace(by) == "" || strings.TrimSpace(reason) == "" {
 		return ReadmitResult{}, fmt.Errorf("re-admit quarantine %d: who and why are required", id)
 	}
@@ -82,7 +83,7 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 		if err := q.CheckOpen(); err != nil {
 			return err
 		}
-		ev, err := readmission(ep, q)
+		ev, err := readmission(rt, ep, q)
 		if err != nil {
 			return fmt.Errorf("quarantine %d: %w: %w", id, ErrCannotReadmit, err)
 		}
@@ -121,7 +122,7 @@ func Readmit(ctx context.Context, st *store.Store, id int64, by, reason string) 
 // readmission derives the inbox row of an already-authenticated delivery
 // with the intake's own step and the endpoint's current settings and links.
 // Its errors say what is still wrong and how to fix it.
-func readmission(ep *Endpoint, q *inbox.QuarantineItem) (*inbox.InboxEvent, error) {
+func readmission(rt routes.Router, ep *Endpoint, q *inbox.QuarantineItem) (*inbox.InboxEvent, error) {
 	raw := q.Payload
 	if raw == nil {
 		return nil, errors.New("the delivery's body is no longer stored")
@@ -148,7 +149,7 @@ func readmission(ep *Endpoint, q *inbox.QuarantineItem) (*inbox.InboxEvent, erro
 		return nil, fmt.Errorf("secret #%d, which verified this delivery, was removed: its account binding "+
 			"cannot be checked again; discard the entry", q.SecretID)
 	}
-	ev, err := derive(ep.Endpoint, ep.provider, h, payload, raw, q.SecretID, "")
+	ev, err := derive(rt, ep.Endpoint, ep.provider, h, payload, raw, q.SecretID, "")
 	var rej *Rejection
 	if errors.As(err, &rej) {
 		switch rej.Reason {

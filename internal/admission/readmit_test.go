@@ -11,6 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -45,7 +46,7 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 	key := keys.Event{Provider: "stripe", Account: "acct_new", Environment: "live", EventID: "evt_q1"}
 
 	// Still unlinked: refused with the fix, entry open, nothing inserted.
-	_, err = admission.Readmit(b.ctx, b.store, id, "alice", "customer onboarded")
+	_, err = admission.Readmit(b.ctx, b.store, routestest.Builtin(), id, "alice", "customer onboarded")
 	require.ErrorIs(t, err, admission.ErrCannotReadmit)
 	require.Contains(t, err.Error(), "acct_new is still not linked")
 	require.Contains(t, err.Error(), "endpoints link --slug stripe-connect --account acct_new")
@@ -57,7 +58,7 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 
 	// The operator links the account, then re-admits.
 	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "stripe-connect", "acct_new", "ws_new"))
-	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "customer onboarded")
+	res, err := admission.Readmit(b.ctx, b.store, routestest.Builtin(), id, "alice", "customer onboarded")
 	require.NoError(t, err)
 	require.Equal(t, inbox.Inserted, res.Outcome)
 	require.Equal(t, key, res.Key)
@@ -92,7 +93,7 @@ func TestReadmitUnknownAccountAfterLinking(t *testing.T) {
 	require.Equal(t, "inserted", acts[0].Details["outcome"])
 
 	// Resolved once: a second re-admission is refused and adds nothing.
-	_, err = admission.Readmit(b.ctx, b.store, id, "bob", "again")
+	_, err = admission.Readmit(b.ctx, b.store, routestest.Builtin(), id, "bob", "again")
 	var resolved *inbox.AlreadyResolvedError
 	require.ErrorAs(t, err, &resolved)
 	require.Equal(t, 1, b.inboxCount(t))
@@ -118,7 +119,7 @@ func TestReadmitWhenTheSenderAlreadyRedelivered(t *testing.T) {
 	require.NoError(t, err)
 
 	// The event key settles it: the entry closes, the row is left alone.
-	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "linked")
+	res, err := admission.Readmit(b.ctx, b.store, routestest.Builtin(), id, "alice", "linked")
 	require.NoError(t, err)
 	require.Equal(t, inbox.Duplicate, res.Outcome)
 	require.Equal(t, keys.StatusDone, res.Status, "no doorbell needed for a done row")
@@ -142,7 +143,7 @@ func TestReadmitGitHubFormDeliveryUsesTheKeptHeaders(t *testing.T) {
 	id := b.quarantineID(t, "d-q1")
 
 	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "gh", "999", "ws_gh2"))
-	res, err := admission.Readmit(b.ctx, b.store, id, "alice", "installation approved")
+	res, err := admission.Readmit(b.ctx, b.store, routestest.Builtin(), id, "alice", "installation approved")
 	require.NoError(t, err)
 	key := keys.Event{Provider: "github", Account: "999", Environment: "live", EventID: "d-q1"}
 	require.Equal(t, key, res.Key)
@@ -198,7 +199,7 @@ func TestReadmitRefusals(t *testing.T) {
 		{"still malformed", malformed, []string{"still malformed", "missing the resource id of a invoice.paid event"}},
 	}
 	for _, tt := range tests {
-		_, err := admission.Readmit(b.ctx, b.store, tt.id, "alice", "try")
+		_, err := admission.Readmit(b.ctx, b.store, routestest.Builtin(), tt.id, "alice", "try")
 		require.ErrorIs(t, err, admission.ErrCannotReadmit, tt.name)
 		for _, w := range tt.want {
 			require.Contains(t, err.Error(), w, tt.name)
@@ -210,9 +211,9 @@ func TestReadmitRefusals(t *testing.T) {
 	require.Equal(t, orig, got.Payload, "the original is untouched")
 
 	// Who and why are required; an unknown id is not found.
-	_, err = admission.Readmit(b.ctx, b.store, malformed, "alice", " ")
+	_, err = admission.Readmit(b.ctx, b.store, routestest.Builtin(), malformed, "alice", " ")
 	require.Error(t, err)
-	_, err = admission.Readmit(b.ctx, b.store, 999999, "alice", "x")
+	_, err = admission.Readmit(b.ctx, b.store, routestest.Builtin(), 999999, "alice", "x")
 	require.ErrorIs(t, err, fault.ErrNotFound)
 
 	// A conflicting duplicate is resolved by discarding it; the audit shows

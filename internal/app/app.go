@@ -21,10 +21,11 @@ import (
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/outbound"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/storeports"
@@ -88,9 +89,9 @@ type Intake struct {
 }
 
 // NewIntake builds the intake on a store and a (lazy) Temporal client.
-func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) *Intake {
+func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger, rt routes.Router) *Intake {
 	h := NewHandoff(cfg, Resources(cfg, c), m, log)
-	o := IntakeOptions(cfg, st, h, m, log)
+	o := IntakeOptions(cfg, st, h, m, log, rt)
 	o.TemporalCheck = func(ctx context.Context) error {
 		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
 		return err
@@ -118,10 +119,11 @@ func NewHandoff(cfg config.Config, s keys.Doorbell, m *metrics.Metrics, log *slo
 }
 
 // IntakeOptions are the intake server's options from cfg, with h as its
-// hand-off (no Temporal health check: NewIntake adds it).
-func IntakeOptions(cfg config.Config, st *store.Store, h webhook.Handoff, m *metrics.Metrics, log *slog.Logger) webhook.Options {
+// hand-off and rt as its route table (no Temporal health check: NewIntake
+// adds it).
+func IntakeOptions(cfg config.Config, st *store.Store, h webhook.Handoff, m *metrics.Metrics, log *slog.Logger, rt routes.Router) webhook.Options {
 	return webhook.Options{
-		Store: st, Handoff: h, Metrics: m, Logger: log,
+		Store: st, Routes: rt, Handoff: h, Metrics: m, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, Tolerance: cfg.SignatureTolerance, CacheTTL: cfg.EndpointCacheTTL,
 		RequestTimeout: cfg.RequestTimeout, InboxWriters: cfg.IntakeWriters,
 	}
@@ -192,34 +194,39 @@ func (i *Intake) Run(ctx context.Context, addr string, ln net.Listener, log *slo
 type Activities struct {
 	worker.Activities
 	Store *store.Store
-	// Handlers by route name (handlers.Route*); tests and benchmarks
+	// Handlers by route name (the Business's); tests and benchmarks
 	// replace or remove some before the worker starts.
-	Handlers handlers.Set
+	Handlers engine.Set
 }
 
-// NewActivities builds the worker's activities with the built-in handlers
-// (credits, credit notes, subscriptions, feedback alerts), the reconcilers and the
-// configured mailer.
-func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger) (*Activities, error) {
+// NewActivities builds the worker's activities with b's handlers and
+// reconcilers and the configured mailer.
+func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger, b Business) (*Activities, error) {
 	policies, err := activities.ParsePolicies(cfg.UncertainPolicy)
 	if err != nil {
 		return nil, fmt.Errorf("HOOKINBOX_UNCERTAIN_POLICY: %w", err)
 	}
-	providers := &handlers.EndpointProviders{Store: st}
-	subs := &handlers.Subscriptions{Store: st, Providers: providers, Logger: log}
-	set := handlers.Set{
-		handlers.RouteCredits: &handlers.Credits{Store: st, Providers: providers, PerInvoice: cfg.CreditsPerInvoice},
-		handlers.RouteCreditNotes: &handlers.CreditNotes{Store: st, Providers: providers, Policy: cfg.NegativeBalancePolicy,
-			WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax, WaitLimit: cfg.CreditNoteWait},
-		handlers.RouteSubscriptions:  subs,
-		handlers.RouteFeedbackAlerts: &handlers.FeedbackAlerts{Store: st},
+	provs := &engine.EndpointProviders{Store: st}
+	env := engine.Env{Store: st, Providers: provs}
+	set := engine.Set{}
+	for k, v := range b.Handlers {
+		set[k] = v
+	}
+	recs := map[string]ports.Reconciler{}
+	for kind, r := range b.Reconcilers {
+		recs[kind] = engine.BindReconciler(r, env)
+	}
+	var projections ports.Projections
+	if b.Projections != nil {
+		projections = engine.BindLister(b.Projections, env)
 	}
 	passes := storeports.Passes{Store: st}
 	doorbell := Resources(cfg, c)
 	return &Activities{Store: st, Handlers: set, Activities: worker.Activities{
 		Resource: &activities.ResourceActivities{
-			Events:      &handlers.Events{Store: st, Handlers: set},
-			Reconcilers: map[string]ports.Reconciler{"subscription": subs},
+			Events: &engine.Events{Store: st, Providers: provs, Routes: b.Routes, Handlers: set, WaitLimits: b.WaitLimits,
+				WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax},
+			Reconcilers: recs,
 			Outbox: &storeports.Outbox{Store: st, Mailer: Mailer(cfg),
 				Guard: outbound.Guard{AllowPrivate: cfg.OutboundAllowPrivate}},
 			Policies: policies,
@@ -230,8 +237,8 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 			Doorbell: doorbell, Metrics: m, Logger: log,
 		},
 		Provider: &activities.ProviderActivities{
-			Providers: providers, Passes: passes, Projections: subs, Facts: storeports.Facts{Store: st},
-			Hooks: providers, Recoveries: storeports.Recoveries{Store: st},
+			Providers: provs, Passes: passes, Projections: projections, Facts: storeports.Facts{Store: st, Routes: b.Routes},
+			Hooks: provs, Recoveries: storeports.Recoveries{Store: st},
 			Doorbell: doorbell, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 		},
 	}}, nil

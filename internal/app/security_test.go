@@ -34,6 +34,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/lab/testenv"
@@ -77,7 +78,7 @@ func startSecIntake(t *testing.T) *secIntake {
 	require.NoError(t, err)
 	internal, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	in := app.NewIntake(cfg, st, c, metrics.New(), log)
+	in := app.NewIntake(cfg, st, c, metrics.New(), log, routestest.Builtin())
 	in.InternalListener = internal
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
@@ -88,7 +89,8 @@ func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
 	return nil
 }
 
-// migrateSchema applies pending migrations to url, printing each to out,
+// migrateSchema applies pending migrations to url, then the team's own
+// (the App's WithMigrations, carried by ctx), printing each to out,
 // then re-applies the process roles' grants when those roles exist (a
 // migration may have added a column an "every column but" grant must cover,
 // or a table a role is granted), so no one has to remember `hookinbox db
@@ -106,7 +108,17 @@ func migrateSchema(ctx context.Context, url string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "migrations: %d applied, database up to date\n", n)
-	roles, stmts, err := store.ReapplyGrants(ctx, conn)
+	biz := app.BusinessFrom(ctx)
+	for _, set := range biz.Migrations {
+		n, err := migrations.UpSet(ctx, conn, set, func(seq int32, name string) {
+			fmt.Fprintf(out, "migrating %s: %04d %s\n", set.Name, seq, name)
+		})
+		if err != nil {
+			return fmt.Errorf("migrations of %s: %w", set.Name, err)
+		}
+		fmt.Fprintf(out, "migrations of %s: %d applied, up to date\n", set.Name, n)
+	}
+	roles, stmts, err := store.ReapplyGrants(ctx, conn, biz.Grants...)
 	if err != nil {
 		return fmt.Errorf("re-apply role grants: %w", err)
 	}

@@ -29,7 +29,7 @@ See docs/console.md.`,
 				return err
 			}
 			defer svc.Close()
-			srv, err := app.NewConsole(cfg, svc.st, svc.c, svc.log.With("process", "console"))
+			srv, err := app.NewConsole(cfg, svc.st, svc.c, svc.log.With("process", "console"), app.BusinessFrom(cmd.Context()).Routes)
 			if err != nil {
 				return err
 			}

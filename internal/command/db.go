@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -86,6 +87,7 @@ func applyRoles(ctx context.Context, url string, o store.RoleOptions, out io.Wri
 		return fmt.Errorf("connect to database: %w", err)
 	}
 	defer conn.Close(ctx)
+	o.Extra = append(o.Extra, app.BusinessFrom(ctx).Grants...) // the team's own tables
 	changes, n, err := store.ApplyRoles(ctx, conn, o)
 	if err != nil {
 		return err

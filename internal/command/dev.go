@@ -271,11 +271,12 @@ Press Ctrl-C to stop everything started here.
 	}
 	defer ownerSt.Close()
 	st, c, m, log := svc.st, svc.c, svc.m, svc.log
-	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"))
+	biz := app.BusinessFrom(ctx)
+	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"), biz)
 	if err != nil {
 		return err
 	}
-	con, err := app.NewConsole(cfg, ownerSt, c, log.With("process", "console"))
+	con, err := app.NewConsole(cfg, ownerSt, c, log.With("process", "console"), biz.Routes)
 	if err != nil {
 		return err
 	}
@@ -290,7 +291,7 @@ Press Ctrl-C to stop everything started here.
 	}()
 	go func() {
 		defer wg.Done()
-		errc <- app.NewIntake(cfg, intakeSt, c, m, log.With("process", "intake")).Run(runCtx, cfg.HTTPAddr, nil, log)
+		errc <- app.NewIntake(cfg, intakeSt, c, m, log.With("process", "intake"), biz.Routes).Run(runCtx, cfg.HTTPAddr, nil, log)
 	}()
 	go func() {
 		defer wg.Done()

@@ -19,6 +19,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -71,7 +72,7 @@ func (b *opsBundle) env() opsEnv {
 	b.errOut.Reset()
 	cfg := config.Default()
 	cfg.TemporalUIURL = "http://temporal.example:8233"
-	svc := &ops.Service{Store: b.st, Doorbell: b.sig, Config: cfg, SignalTimeout: time.Second}
+	svc := &ops.Service{Store: b.st, Routes: routestest.Builtin(), Doorbell: b.sig, Config: cfg, SignalTimeout: time.Second}
 	return opsEnv{svc: svc, out: b.out, errOut: b.errOut, in: b.in}
 }
 

@@ -40,7 +40,7 @@ func withOps(cmd *cobra.Command, fn func(env opsEnv) error) error {
 			return err
 		}
 		defer c.Close()
-		svc := &ops.Service{Store: st, Doorbell: app.Resources(cfg, c), Temporal: c, Config: cfg, SignalTimeout: 10 * time.Second}
+		svc := &ops.Service{Store: st, Routes: app.BusinessFrom(cmd.Context()).Routes, Doorbell: app.Resources(cfg, c), Temporal: c, Config: cfg, SignalTimeout: 10 * time.Second}
 		return fn(opsEnv{svc: svc, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), in: cmd.InOrStdin()})
 	})
 }

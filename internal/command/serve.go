@@ -41,7 +41,7 @@ events are still accepted and handed off later.`,
 				return err
 			}
 			defer svc.Close()
-			return app.NewIntake(cfg, svc.st, svc.c, svc.m, svc.log).Run(cmd.Context(), cfg.HTTPAddr, nil, svc.log)
+			return app.NewIntake(cfg, svc.st, svc.c, svc.m, svc.log, app.BusinessFrom(cmd.Context()).Routes).Run(cmd.Context(), cfg.HTTPAddr, nil, svc.log)
 		},
 	}
 }
@@ -64,7 +64,7 @@ Its database is HOOKINBOX_WORKER_DATABASE_URL (role hookinbox_worker), else DATA
 				return err
 			}
 			defer svc.Close()
-			acts, err := app.NewActivities(cfg, svc.st, svc.c, svc.m, svc.log)
+			acts, err := app.NewActivities(cfg, svc.st, svc.c, svc.m, svc.log, app.BusinessFrom(cmd.Context()))
 			if err != nil {
 				return err
 			}

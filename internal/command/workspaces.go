@@ -10,7 +10,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 )
 
 // newAdjustCmd is `hookinbox workspaces adjust`: an operator's correction
@@ -45,7 +45,7 @@ the decision is recorded. Every correction is audited in operator_actions (who, 
 				if policy != "" {
 					p = policy
 				}
-				res, err := ledger.AdjustWorkspace(cmd.Context(), st, ledger.OperatorAdjustment{Workspace: ws, Credits: credits,
+				res, err := records.AdjustWorkspace(cmd.Context(), st, records.OperatorAdjustment{Workspace: ws, Credits: credits,
 					OperationID: opID, Actor: by, Reason: reason, Policy: p})
 				if err != nil {
 					return err
@@ -106,7 +106,7 @@ statuses, operator actions) stay too. The act and its counts are audited in oper
 				return cli.Usagef("--by must not be empty")
 			}
 			return withStore(cmd, func(st *store.Store) error {
-				res, err := ledger.EraseWorkspace(cmd.Context(), st, ledger.EraseRequest{Workspace: ws, Actor: by, Reason: reason})
+				res, err := records.EraseWorkspace(cmd.Context(), st, records.EraseRequest{Workspace: ws, Actor: by, Reason: reason})
 				if err != nil {
 					return err
 				}

@@ -13,14 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v84/webhook"
 
+	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -56,9 +58,9 @@ func setupErase(t *testing.T) *eraseBundle {
 	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "stripe", Provider: "stripe", Environment: "test",
 		Account: "acct_1", Secrets: []string{"whsec_erase"}}))
 	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe", "acct_1", "ws_1"))
-	require.NoError(t, ledger.SetWorkspaceEmail(ctx, st.Pool, "ws_1", "billing@ws1.example"))
+	require.NoError(t, records.SetWorkspaceEmail(ctx, st.Pool, "ws_1", "billing@ws1.example"))
 	require.NoError(t, outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: "ws_1", Name: "team", Kind: "email", Target: "team@ws1.example", Enabled: true}))
-	return &eraseBundle{ctx: ctx, url: url, st: st, adm: admission.New(admission.Options{Store: st, Tolerance: 5 * time.Minute})}
+	return &eraseBundle{ctx: ctx, url: url, st: st, adm: admission.New(admission.Options{Routes: routestest.Builtin(), Store: st, Tolerance: 5 * time.Minute})}
 }
 
 // deliver admits a signed Stripe delivery through the intake's own path.
@@ -113,10 +115,10 @@ func TestWorkspacesEraseThenRedeliverThenCount(t *testing.T) {
 	out, err := runWorkspacesCmd(t, b.url, "erase", "--workspace", "ws_1", "--reason", "GDPR request 1", "--by", "dpo", "--output", "json")
 	require.NoError(t, err, out)
 	var res struct {
-		Counts ledger.ErasureCounts `json:"counts"`
+		Counts records.ErasureCounts `json:"counts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
-	require.Equal(t, ledger.ErasureCounts{InboxPayloads: 1, QuarantinePayloads: 1, OutboxPayloads: 2, FeedbackAlertTexts: 1,
+	require.Equal(t, records.ErasureCounts{InboxPayloads: 1, QuarantinePayloads: 1, OutboxPayloads: 2, FeedbackAlertTexts: 1,
 		OutboxStopped: 2, EmailAddresses: 2}, res.Counts)
 
 	// Redeliver the erased event: recognized as a duplicate, nothing changes.
@@ -142,7 +144,7 @@ func TestWorkspacesEraseThenRedeliverThenCount(t *testing.T) {
 	out, err = runWorkspacesCmd(t, b.url, "erase", "--workspace", "ws_1", "--reason", "GDPR request 1, again", "--by", "dpo", "--output", "json")
 	require.NoError(t, err, out)
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	require.Equal(t, ledger.ErasureCounts{}, res.Counts)
+	require.Equal(t, records.ErasureCounts{}, res.Counts)
 
 	_, err = runWorkspacesCmd(t, b.url, "erase", "--workspace", "ws_nope", "--reason", "x")
 	require.ErrorIs(t, err, fault.ErrNotFound)

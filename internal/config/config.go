@@ -134,18 +134,16 @@ type Config struct {
 	// as a pending activity in the UI, about six history events per event).
 	HandleMode string
 
-	// HOOKINBOX_CREDITS_PER_INVOICE: credits granted once per paid invoice.
-	CreditsPerInvoice int64
-	// HOOKINBOX_NEGATIVE_BALANCE_POLICY: what a credit reversal (or an
-	// operator correction) that would take a balance below zero does:
+	// HOOKINBOX_NEGATIVE_BALANCE_POLICY: what an operator correction
+	// (`workspaces adjust`) that would take a balance below zero does by
+	// default (the credits domain reads it for credit reversals,
+	// domains.OptionsFromEnv; HOOKINBOX_CREDITS_PER_INVOICE and
+	// HOOKINBOX_CREDIT_NOTE_WAIT are the domain's own). The domain checks
+	// it when the worker starts, the adjust command when it runs:
 	// "allow" (default: it goes negative), "clamp" (down to zero, the
 	// shortfall recorded) or "hold" (nothing changes; held for review). The
 	// decision is recorded with each change.
 	NegativeBalancePolicy string
-	// HOOKINBOX_CREDIT_NOTE_WAIT: how long after receipt a credit note may
-	// wait for its invoice's grant (arriving later, or backfilled) before
-	// its retries count against the budget (then it ends exhausted).
-	CreditNoteWait time.Duration
 
 	// HOOKINBOX_MAILER: "smtp" (Mailpit in the local stack) or "http" (an
 	// email API taking an Idempotency-Key header).
@@ -303,7 +301,6 @@ func Default() Config {
 		RetryInitial:          time.Second,
 		RetryMax:              5 * time.Minute,
 		ActivityTimeout:       30 * time.Second,
-		CreditsPerInvoice:     100,
 		Mailer:                "smtp",
 		SMTPAddr:              "127.0.0.1:1025",
 		SMTPTLS:               "starttls",
@@ -315,7 +312,6 @@ func Default() Config {
 		ConsoleAddr:           "127.0.0.1:9092",
 		TemporalUIURL:         fmt.Sprintf("http://127.0.0.1:%d", DefaultTemporalUI),
 		NegativeBalancePolicy: keys.BalanceAllow,
-		CreditNoteWait:        72 * time.Hour,
 
 		ReconcileInterval:      time.Hour,
 		ReconcilePageSize:      100,
@@ -397,9 +393,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_RETRY_MAX", &c.RetryMax)
 	p.duration("HOOKINBOX_ACTIVITY_TIMEOUT", &c.ActivityTimeout)
 	p.str("HOOKINBOX_HANDLE_MODE", &c.HandleMode)
-	p.int64("HOOKINBOX_CREDITS_PER_INVOICE", &c.CreditsPerInvoice)
 	p.str("HOOKINBOX_NEGATIVE_BALANCE_POLICY", &c.NegativeBalancePolicy)
-	p.duration("HOOKINBOX_CREDIT_NOTE_WAIT", &c.CreditNoteWait)
 	p.str("HOOKINBOX_MAILER", &c.Mailer)
 	p.str("HOOKINBOX_SMTP_ADDR", &c.SMTPAddr)
 	p.str("HOOKINBOX_EMAIL_FROM", &c.EmailFrom)
@@ -497,14 +491,6 @@ func (c Config) Validate() error {
 	}
 	if c.RetryInitial <= 0 || c.RetryMax < c.RetryInitial {
 		errs = append(errs, "HOOKINBOX_RETRY_INITIAL must be positive and at most HOOKINBOX_RETRY_MAX")
-	}
-	if c.CreditsPerInvoice <= 0 {
-		errs = append(errs, "HOOKINBOX_CREDITS_PER_INVOICE must be positive")
-	}
-	switch c.NegativeBalancePolicy {
-	case keys.BalanceAllow, keys.BalanceClamp, keys.BalanceHold:
-	default:
-		errs = append(errs, `HOOKINBOX_NEGATIVE_BALANCE_POLICY must be "allow", "clamp" or "hold"`)
 	}
 	if c.OutboxSend != "local-first" && c.OutboxSend != "activity" {
 		errs = append(errs, `HOOKINBOX_OUTBOX_SEND must be "local-first" or "activity"`)

@@ -21,6 +21,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/console"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -49,7 +50,7 @@ func setup(t *testing.T) *bundle {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	cfg := config.Default()
-	svc := &ops.Service{Store: st, Doorbell: nopBell{}, Config: cfg, SignalTimeout: time.Second}
+	svc := &ops.Service{Store: st, Routes: routestest.Builtin(), Doorbell: nopBell{}, Config: cfg, SignalTimeout: time.Second}
 	srv, err := console.New(console.Options{Ops: svc})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

@@ -61,3 +61,33 @@ func IsRetryable(err error) bool { return errors.Is(err, ErrRetryable) }
 
 // IsUnavailable reports whether err matches ErrUnavailable.
 func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// WaitError says an event waits for another fact (a credit note for its
+// invoice's grant): nothing failed, so its row stays pending, due again
+// after a backoff, without counting against its retry budget until it has
+// waited longer than its handler's wait limit.
+type WaitError struct {
+	// Reason is what the event waits for, recorded as the row's last error.
+	Reason string
+	// Err is the cause, if any.
+	Err error
+}
+
+func (w *WaitError) Error() string {
+	if w.Err == nil {
+		return w.Reason
+	}
+	return w.Reason + ": " + w.Err.Error()
+}
+
+func (w *WaitError) Unwrap() error { return w.Err }
+
+// Wait is a *WaitError.
+func Wait(reason string, cause error) error { return &WaitError{Reason: reason, Err: cause} }
+
+// AsWait returns err's *WaitError, if it has one.
+func AsWait(err error) (*WaitError, bool) {
+	var w *WaitError
+	ok := errors.As(err, &w)
+	return w, ok
+}

@@ -12,6 +12,10 @@ type PendingEvent struct {
 	Key       Event  `json:"key"`
 	EventType string `json:"event_type"`
 	Attempts  int    `json:"attempts"`
+	// Budget is the attempts its handler's route allows (0: the workflow's
+	// Settings.RetryBudget; rows loaded by workers before per-route budgets
+	// carry none).
+	Budget int `json:"budget,omitempty"`
 }
 
 // PendingBatch is a resource's due pending rows, oldest first, and when the

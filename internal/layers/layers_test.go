@@ -60,7 +60,7 @@ func TestImportRules(t *testing.T) {
 		{"activities", []string{"github.com/jackc/pgx", module + "internal/store"}, "activities hold ports, never the store"},
 		{"activities/ports", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "ports are plain interfaces"},
 		{"providers", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "the provider contract needs no database"},
-		{"internal/handlers", []string{"go.temporal.io"}, "business handlers are Temporal-free"},
+		{"internal/engine", []string{"go.temporal.io"}, "business handlers are Temporal-free"},
 		{"webhook", []string{"go.temporal.io/sdk/workflow"}, "the HTTP intake runs no workflow code"},
 		{"internal/console", []string{module + "internal/app", module + "webhook"}, "the console is HTTP over ops"},
 		{"internal/ops", []string{module + "internal/app", module + "internal/console", module + "webhook"}, "operator acts sit below their two front ends"},

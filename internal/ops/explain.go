@@ -9,13 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 )
 
 // Lineage kinds: what `explain` starts from.
@@ -219,13 +220,13 @@ func (s *Service) findGrant(ctx context.Context, ref string) (keys.Resource, err
 	var gs []ledger.CreditGrant
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
-		gs, err = ledger.FindCreditGrants(ctx, s.Store.Pool, id, "", "", "", "")
+		gs, err = records.FindCreditGrants(ctx, s.Store.Pool, id, "", "", "", "")
 	} else {
 		p, a, e, inv, perr := refParts(ref, grantKeyPrefix)
 		if perr != nil {
 			return keys.Resource{}, perr
 		}
-		gs, err = ledger.FindCreditGrants(ctx, s.Store.Pool, 0, p, a, e, inv)
+		gs, err = records.FindCreditGrants(ctx, s.Store.Pool, 0, p, a, e, inv)
 	}
 	if err != nil {
 		return keys.Resource{}, err
@@ -257,7 +258,7 @@ func (s *Service) findSubscription(ctx context.Context, ref string) (keys.Resour
 	if err != nil {
 		return keys.Resource{}, err
 	}
-	rs, err := ledger.FindProjections(ctx, s.Store.Pool, p, a, e, id)
+	rs, err := records.FindProjections(ctx, s.Store.Pool, p, a, e, id)
 	if err != nil {
 		return keys.Resource{}, err
 	}
@@ -272,16 +273,16 @@ func (s *Service) findSubscription(ctx context.Context, ref string) (keys.Resour
 }
 
 func (s *Service) findAlert(ctx context.Context, ref string) (keys.Resource, error) {
-	var as []ledger.StoredFeedbackAlert
+	var as []records.StoredFeedbackAlert
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
-		as, err = ledger.FindFeedbackAlerts(ctx, s.Store.Pool, id, "", "", "", "")
+		as, err = records.FindFeedbackAlerts(ctx, s.Store.Pool, id, "", "", "", "")
 	} else {
 		p, a, e, fid, perr := refParts(ref, alertKeyPrefix)
 		if perr != nil {
 			return keys.Resource{}, perr
 		}
-		as, err = ledger.FindFeedbackAlerts(ctx, s.Store.Pool, 0, p, a, e, fid)
+		as, err = records.FindFeedbackAlerts(ctx, s.Store.Pool, 0, p, a, e, fid)
 	}
 	if err != nil {
 		return keys.Resource{}, err
@@ -329,7 +330,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 	l.Workflow, l.ConsolePath = s.workflowRef(r), keys.ConsoleResourcePath(r)
 	l.Grants, l.Alerts, l.Outbox, l.Events = []GrantView{}, []AlertView{}, []OutboxView{}, []LineageRow{}
 
-	gs, err := ledger.FindCreditGrants(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
+	gs, err := records.FindCreditGrants(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
 	if err != nil {
 		return err
 	}
@@ -343,7 +344,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 			AmountPaid: g.AmountPaid, Currency: g.Currency, EventKey: g.EventKey, CreatedAt: g.CreatedAt.UTC()})
 		effectEvents[g.EventKey] = fmt.Sprintf("created credit grant #%d (%d credits)", g.ID, g.Credits)
 	}
-	as, err := ledger.FindFeedbackAlerts(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
+	as, err := records.FindFeedbackAlerts(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
 	if err != nil {
 		return err
 	}
@@ -352,7 +353,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 		l.Alerts = append(l.Alerts, AlertView{ID: a.ID, BusinessKey: bk, Workspace: a.WorkspaceID, EventKey: a.EventKey, CreatedAt: a.CreatedAt.UTC()})
 		effectEvents[a.EventKey] = fmt.Sprintf("created feedback alert #%d", a.ID)
 	}
-	if p, err := ledger.GetProjection(ctx, db, r.Provider, r.Account, r.Environment, r.ID); err == nil && r.Kind == "subscription" {
+	if p, err := records.GetProjection(ctx, db, r.Provider, r.Account, r.Environment, r.ID); err == nil && r.Kind == "subscription" {
 		l.Projection = &ProjectionView{BusinessKey: "projection/" + r.String(), Workspace: p.WorkspaceID, Status: p.State.Status,
 			Version: p.Version, Deleted: p.Deleted, Access: p.Access, AccessEndsAt: utcPtr(p.AccessEndsAt),
 			WriteSeq: p.WriteSeq, WrittenBy: p.WrittenBy, UpdatedAt: p.UpdatedAt.UTC()}

@@ -13,6 +13,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
@@ -21,6 +22,9 @@ import (
 // and status, Temporal.
 type Service struct {
 	Store *store.Store
+	// Routes is the route table re-admitted deliveries are recorded by
+	// (the same the intake uses).
+	Routes routes.Router
 	// Doorbell rings resource workflows after a replay, a re-admission or
 	// a release; nil leaves that to the sweeper.
 	Doorbell keys.Doorbell

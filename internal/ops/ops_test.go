@@ -11,14 +11,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/access"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -54,7 +55,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe", "acct_1", "ws_1"))
 	cfg := config.Default()
 	b := &bell{}
-	return &bundle{ctx: ctx, st: st, bell: b, svc: &ops.Service{Store: st, Doorbell: b, Config: cfg, SignalTimeout: time.Second}}
+	return &bundle{ctx: ctx, st: st, bell: b, svc: &ops.Service{Store: st, Routes: routestest.Builtin(), Doorbell: b, Config: cfg, SignalTimeout: time.Second}}
 }
 
 // add inserts an event of invoice inv and leaves it in status.

@@ -225,7 +225,7 @@ func (s *Service) resolveOne(ctx context.Context, who Actor, id int64, action, r
 		s.log().Info("quarantine discarded", "quarantine", id, "actor", who.Name)
 		return v, nil
 	}
-	res, err := readmit(ctx, s.Store, id, who.Name, reason)
+	res, err := readmit(ctx, s.Store, s.Routes, id, who.Name, reason)
 	if errors.Is(err, fault.ErrNotFound) {
 		return v, fmt.Errorf("quarantine entry %d does not exist: %w", id, fault.ErrNotFound)
 	}

@@ -7,16 +7,16 @@ import (
 	"strings"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 )
 
 // ListWorkspaces lists workspaces by id.
-func (s *Service) ListWorkspaces(ctx context.Context, limit int) ([]ledger.WorkspaceSummary, error) {
+func (s *Service) ListWorkspaces(ctx context.Context, limit int) ([]records.WorkspaceSummary, error) {
 	if limit < 1 || limit > MaxListLimit {
 		return nil, Invalidf("limit must be between 1 and %d", MaxListLimit)
 	}
-	return ledger.ListWorkspaces(ctx, s.Store.Pool, limit)
+	return records.ListWorkspaces(ctx, s.Store.Pool, limit)
 }
 
 // WorkspaceView is one workspace: balance, access, email, destinations.
@@ -41,11 +41,11 @@ type DestinationView struct {
 
 // ShowWorkspace reads one workspace.
 func (s *Service) ShowWorkspace(ctx context.Context, id string) (*WorkspaceView, error) {
-	w, err := ledger.GetWorkspace(ctx, s.Store.Pool, id)
+	w, err := records.GetWorkspace(ctx, s.Store.Pool, id)
 	if err != nil {
 		return nil, err
 	}
-	access, err := ledger.WorkspaceHasAccess(ctx, s.Store.Pool, w.ID)
+	access, err := records.WorkspaceHasAccess(ctx, s.Store.Pool, w.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *Service) SetWorkspaceEmail(ctx context.Context, who Actor, id, email, r
 			return Invalidf("email: %v", err)
 		}
 	}
-	if err := ledger.SetWorkspaceEmail(ctx, s.Store.Pool, id, email); err != nil {
+	if err := records.SetWorkspaceEmail(ctx, s.Store.Pool, id, email); err != nil {
 		return err
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "workspace_email", "workspace:"+id, reason, map[string]any{"email": email})

@@ -155,6 +155,9 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "hook_recoveries"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "hook_recoveries"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "hook_recoveries"},
+	// The public API's tx.Claim: insert once, read back who claimed first.
+	{Role: RoleWorker, Privilege: "SELECT", Table: "business_claims"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "business_claims"},
 
 	// The operator: read-only, no payload (the *_payload_size views give the
 	// sizes), no provider API key and no destination secret, plain or sealed
@@ -182,6 +185,7 @@ var Grants = []Grant{
 	// Who holds a console token, never its hash.
 	{Role: RoleOperator, Privilege: "SELECT", Table: "api_tokens", Except: cols("token_sha256")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "hook_recoveries"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "business_claims"},
 
 	// The payload reader: the payload columns only.
 	{Role: RolePayloadReader, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("payload")},
@@ -199,6 +203,9 @@ type RoleOptions struct {
 	// NoLogin creates the process roles NOLOGIN: group roles to grant to
 	// login users managed elsewhere.
 	NoLogin bool
+	// Extra are privileges on a team's own tables (the public App's
+	// WithMigrations), applied with Grants.
+	Extra []Grant
 }
 
 // RoleChange is what ApplyRoles did to one role: "created", "updated" or
@@ -245,7 +252,7 @@ func ApplyRoles(ctx context.Context, db TxBeginner, o RoleOptions) ([]RoleChange
 			changes = append(changes, c)
 		}
 		var err error
-		n, err = applyGrants(ctx, tx, Roles)
+		n, err = applyGrants(ctx, tx, Roles, o.Extra)
 		return err
 	})
 	if err != nil {
@@ -259,7 +266,8 @@ func ApplyRoles(ctx context.Context, db TxBeginner, o RoleOptions) ([]RoleChange
 // number of statements; none when no role exists. `hookinbox migrate` runs
 // it after every migration, so a column added since is covered by the
 // "every column but" grants and the role set never drifts from Grants.
-func ReapplyGrants(ctx context.Context, db TxBeginner) ([]string, int, error) {
+// extra are privileges on a team's own tables, applied with Grants.
+func ReapplyGrants(ctx context.Context, db TxBeginner, extra ...Grant) ([]string, int, error) {
 	var present []string
 	var n int
 	err := retryConcurrent(ctx, db, func(tx pgx.Tx) error {
@@ -267,7 +275,7 @@ func ReapplyGrants(ctx context.Context, db TxBeginner) ([]string, int, error) {
 		if present, err = existingRoles(ctx, tx); err != nil || len(present) == 0 {
 			return err
 		}
-		n, err = applyGrants(ctx, tx, present)
+		n, err = applyGrants(ctx, tx, present, extra)
 		return err
 	})
 	return present, n, err
@@ -334,7 +342,7 @@ func ensureRole(ctx context.Context, tx pgx.Tx, role string, login bool, passwor
 
 // applyGrants revokes what roles hold on schema public's relations, then
 // grants their entries of Grants. It returns the number of statements run.
-func applyGrants(ctx context.Context, tx pgx.Tx, roles []string) (int, error) {
+func applyGrants(ctx context.Context, tx pgx.Tx, roles []string, extra []Grant) (int, error) {
 	var stmts []string
 	for _, role := range roles {
 		r := pgx.Identifier{role}.Sanitize()
@@ -342,8 +350,11 @@ func applyGrants(ctx context.Context, tx pgx.Tx, roles []string) (int, error) {
 			"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM "+r,
 			"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM "+r)
 	}
+	if err := checkExtra(extra); err != nil {
+		return 0, err
+	}
 	columns := map[string][]string{}
-	for _, g := range Grants {
+	for _, g := range append(slices.Clip(Grants), extra...) {
 		if !slices.Contains(roles, g.Role) {
 			continue
 		}
@@ -371,6 +382,26 @@ func applyGrants(ctx context.Context, tx pgx.Tx, roles []string) (int, error) {
 // accessStatements grants CONNECT on the database and USAGE on schema
 // public to role when it lacks them (PUBLIC usually holds both; a hardened
 // server may have revoked them).
+// checkExtra refuses extra grants on hookinbox's own tables (a team's
+// migrations may not widen what a process role sees there) or to a role
+// hookinbox does not have.
+func checkExtra(extra []Grant) error {
+	for _, g := range extra {
+		if !slices.Contains(Roles, g.Role) {
+			return fmt.Errorf("grant on %s: unknown role %q", g.Table, g.Role)
+		}
+		if !slices.Contains([]string{"SELECT", "INSERT", "UPDATE", "DELETE"}, g.Privilege) {
+			return fmt.Errorf("grant on %s: privilege %q is not SELECT, INSERT, UPDATE or DELETE", g.Table, g.Privilege)
+		}
+		for _, own := range Grants {
+			if own.Table == g.Table {
+				return fmt.Errorf("grant on %s: that is hookinbox's own table; a team's grants cover its own tables only", g.Table)
+			}
+		}
+	}
+	return nil
+}
+
 func accessStatements(ctx context.Context, tx pgx.Tx, role string) ([]string, error) {
 	var db string
 	var connect, usage bool

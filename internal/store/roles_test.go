@@ -12,14 +12,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/internal/store/storetest"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
@@ -231,7 +232,7 @@ func TestOperatorRoleReadsWithoutPayloadsAndCannotWrite(t *testing.T) {
 	}
 	_, err = inbox.ResetInboxEvent(ctx, op.Pool, b.key, keys.StatusPending)
 	requireDenied(t, err, "replay's reset as the operator")
-	requireDenied(t, ledger.SetWorkspaceEmail(ctx, op.Pool, "ws_1", "x@example.com"), "workspaces set as the operator")
+	requireDenied(t, records.SetWorkspaceEmail(ctx, op.Pool, "ws_1", "x@example.com"), "workspaces set as the operator")
 }
 
 var memberSeq atomic.Int64
@@ -440,7 +441,7 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ws, err := ledger.GetWorkspace(ctx, tx, ev.WorkspaceID)
+		ws, err := records.GetWorkspace(ctx, tx, ev.WorkspaceID)
 		if err != nil {
 			return err
 		}
@@ -455,27 +456,35 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 			AmountPaid: 1000, Currency: "usd", EventKey: ev.Key.String()}); err != nil || again == nil {
 			return fmt.Errorf("grant again: %w", err)
 		}
-		if _, err := ledger.InsertFeedbackAlertOnce(ctx, tx, ledger.FeedbackAlert{Provider: "standard", Project: "p",
-			Environment: "test", FeedbackID: "f1", Operation: "initial-alert", WorkspaceID: ws.ID, EventKey: "k"}); err != nil {
+		// The domains' own statements (domains/feedback, subscriptions):
+		// the alert's insert once, and the projection writes of the
+		// public API (Tx.WriteNewer, Tx.WriteFenced) with their reads.
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO feedback_alerts (provider, project, environment, feedback_id, operation, workspace_id, event_key)
+			VALUES ('standard', 'p', 'test', 'f1', 'initial-alert', $1, 'k')
+			ON CONFLICT ON CONSTRAINT feedback_alerts_business_key DO NOTHING`, ws.ID); err != nil {
 			return err
 		}
-		v := int64(1)
-		p := ledger.Projection{Provider: "stripe", Account: "acct_1", Environment: "test", ResourceID: "sub_1",
-			WorkspaceID: ws.ID, Version: &v, State: ledger.SubscriptionState{Status: "active"}, Access: true, WrittenBy: "k"}
-		if _, err := ledger.WriteProjectionIfNewer(ctx, tx, p); err != nil {
+		if _, _, err := records.ClaimOnce(ctx, tx, records.Claim{BusinessKey: "bk/1", EventKey: "k", ResourceKey: "r", Handler: "h"}); err != nil {
 			return err
 		}
-		cur, err := ledger.GetProjection(ctx, tx, "stripe", "acct_1", "test", "sub_1")
-		if err != nil {
+		proj := records.ProjectionTable{Name: "subscription_projection", Key: []string{"provider", "source_account", "environment", "resource_id"},
+			Version: "provider_version", Seq: "write_seq", Touched: "updated_at", Sticky: []string{"deleted"},
+			TerminalColumn: "status", TerminalValue: "canceled"}
+		row := map[string]any{"provider": "stripe", "source_account": "acct_1", "environment": "test", "resource_id": "sub_1",
+			"workspace_id": ws.ID, "provider_version": int64(1), "state": []byte(`{"status":"active"}`), "status": "active",
+			"deleted": false, "access": true, "written_by": "k"}
+		if _, err := records.WriteIfNewer(ctx, tx, proj, row); err != nil {
 			return err
 		}
-		if _, err := ledger.WriteProjectionCAS(ctx, tx, p, cur.WriteSeq); err != nil {
+		var seq int64
+		if err := tx.QueryRow(ctx, `SELECT write_seq FROM subscription_projection WHERE resource_id = 'sub_1'`).Scan(&seq); err != nil {
 			return err
 		}
-		if _, err := ledger.GetProjections(ctx, tx, "stripe", "acct_1", "test", []string{"sub_1"}); err != nil {
+		if _, err := records.WriteFenced(ctx, tx, proj, row, seq); err != nil {
 			return err
 		}
-		if _, err := ledger.WorkspaceHasAccess(ctx, tx, ws.ID); err != nil {
+		if _, err := records.WorkspaceHasAccess(ctx, tx, ws.ID); err != nil {
 			return err
 		}
 		if _, err := outbox.ListDestinations(ctx, tx, ws.ID, true); err != nil {

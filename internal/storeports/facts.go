@@ -9,6 +9,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
@@ -16,7 +17,11 @@ import (
 
 // Facts implements ports.Facts: the facts backfill admits listed events
 // through the intake's own derivation and insert.
-type Facts struct{ Store *store.Store }
+type Facts struct {
+	Store *store.Store
+	// Routes decides handled or ignored, as at the intake.
+	Routes routes.Router
+}
 
 var _ ports.Facts = Facts{}
 
@@ -52,7 +57,7 @@ func (f Facts) Admit(ctx context.Context, endpoint, account string, events []pro
 	if err != nil {
 		return nil, err
 	}
-	adm, aep := admission.New(admission.Options{Store: f.Store}), admission.NewEndpoint(ep)
+	adm, aep := admission.New(admission.Options{Store: f.Store, Routes: f.Routes}), admission.NewEndpoint(ep)
 	out := make([]ports.Admission, 0, len(events))
 	for _, e := range events {
 		a := ports.Admission{EventID: e.ID, Type: e.Type}

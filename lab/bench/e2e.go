@@ -21,14 +21,17 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/domains/credits"
+	"github.com/hookinbox/hookinbox/domains/subscriptions"
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/lab/builtin"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -246,16 +249,16 @@ type system struct {
 
 // benchHandler is the cheap business handler every design runs: one short
 // transaction that locks the pending inbox row, inserts one effect row and
-// completes the inbox row (handlers.InPendingTx), no network. With email,
+// completes the inbox row (engine.InPendingTx), no network. With email,
 // the same transaction records a confirmation email in the outbox (as the
 // credits handler does), which the workflow then sends.
-func benchHandler(st *store.Store, email bool) handlers.Handler {
-	return handlers.HandlerFunc(func(ctx context.Context, ev *inbox.StoredEvent) (handlers.Outcome, error) {
-		return handlers.InPendingTx(ctx, st, ev.Key, func(tx pgx.Tx, ev *inbox.StoredEvent) (handlers.Outcome, error) {
+func benchHandler(st *store.Store, email bool) engine.Handler {
+	return engine.HandlerFunc(func(ctx context.Context, c *engine.Call) (engine.Outcome, error) {
+		return engine.InPendingTx(ctx, st, c.Event.Key, func(tx pgx.Tx, ev *inbox.StoredEvent) (engine.Outcome, error) {
 			_, err := tx.Exec(ctx, `INSERT INTO bench_effects (event_key, resource) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 				ev.Key.String(), ev.Resource().String())
 			if err != nil || !email {
-				return handlers.Outcome{Status: keys.StatusDone}, err
+				return engine.Outcome{Status: keys.StatusDone}, err
 			}
 			id, err := outbox.InsertOutbox(ctx, tx, outbox.OutboxIntent{
 				OperationKey: "bench:" + ev.Key.String() + ":confirmation", Class: keys.ClassCreditsConfirmation,
@@ -264,7 +267,7 @@ func benchHandler(st *store.Store, email bool) handlers.Handler {
 				Payload: map[string]any{"to": "billing@example.com", "subject": "100 credits added",
 					"text": "Invoice " + ev.Resource().ID + " was paid: 100 credits were added."},
 			})
-			return handlers.Outcome{Status: keys.StatusDone, Outbox: []int64{id}}, err
+			return engine.Outcome{Status: keys.StatusDone, Outbox: []int64{id}}, err
 		})
 	})
 }
@@ -319,12 +322,16 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	}
 	closers = append(closers, wc.Close)
 	wm := metrics.New()
-	acts, err := app.NewActivities(cfg, wst, wc, wm, log)
+	biz, err := builtin.Business()
 	if err != nil {
 		return nil, err
 	}
-	acts.Handlers[handlers.RouteCredits] = benchHandler(wst, true)
-	acts.Handlers[handlers.RouteSubscriptions] = benchHandler(wst, false)
+	acts, err := app.NewActivities(cfg, wst, wc, wm, log, biz)
+	if err != nil {
+		return nil, err
+	}
+	acts.Handlers[credits.NameGrants] = benchHandler(wst, true)
+	acts.Handlers[subscriptions.Name] = benchHandler(wst, false)
 
 	ist, err := store.Open(ctx, cfg.DatabaseURL, 0)
 	if err != nil {
@@ -356,7 +363,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	case DesignHookinbox, DesignActivity, DesignV1, DesignUnpaced:
 		wg.Add(1)
 		go func() { defer wg.Done(); werr <- app.RunWorker(wctx, cfg, wc, acts, wm, "", log) }()
-		in := app.NewIntake(cfg, ist, ic, im, log)
+		in := app.NewIntake(cfg, ist, ic, im, log, biz.Routes)
 		in.InternalAddr = "" // the benchmark reads the registry itself
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = in.Run(ictx, "", ln, log) }()
@@ -375,7 +382,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 		wg.Add(1)
 		go func() { defer wg.Done(); <-wctx.Done(); w.Stop(); werr <- nil }()
 		h := newNaiveHandoff(ic, cfg.TaskQueue, app.WorkflowSettings(cfg), cfg.HandoffWorkers, cfg.HandoffTimeout, log)
-		srv := webhook.New(app.IntakeOptions(cfg, ist, h, im, log))
+		srv := webhook.New(app.IntakeOptions(cfg, ist, h, im, log, biz.Routes))
 		wg.Add(2)
 		go func() { defer wg.Done(); h.Run(ictx) }()
 		go func() { defer wg.Done(); _ = app.Serve(ictx, "", ln, srv.Handler(), log) }()

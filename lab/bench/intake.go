@@ -27,6 +27,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/lab/builtin"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
@@ -191,7 +192,7 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 	}
 	pb := &pausable{bell: bell}
 	h := app.NewHandoff(cfg, pb, m, log)
-	srv := webhook.New(app.IntakeOptions(cfg, st, h, m, log))
+	srv := webhook.New(app.IntakeOptions(cfg, st, h, m, log, builtin.MustBusiness().Routes))
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		closeClient()

@@ -20,14 +20,15 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/domains/credits"
+	"github.com/hookinbox/hookinbox/domains/subscriptions"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/handlers"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/soak"
 	"github.com/hookinbox/hookinbox/lab/verify"
@@ -317,7 +318,7 @@ func demoErase(ctx context.Context, out io.Writer, st *store.Store, run demoRun,
 	if err != nil {
 		return err
 	}
-	res, err := ledger.EraseWorkspace(ctx, st, ledger.EraseRequest{Workspace: run.workspace, Actor: "hookinbox-lab demo", Reason: "demo: per-tenant erasure"})
+	res, err := records.EraseWorkspace(ctx, st, records.EraseRequest{Workspace: run.workspace, Actor: "hookinbox-lab demo", Reason: "demo: per-tenant erasure"})
 	if err != nil {
 		return fmt.Errorf("erase %s: %w", run.workspace, err)
 	}
@@ -487,7 +488,7 @@ func demoRegister(ctx context.Context, st *store.Store, run demoRun, apiURL, tea
 	if err := endpoints.LinkAccount(ctx, st, run.feedbackSlug, run.project, run.workspace); err != nil {
 		return err
 	}
-	if err := ledger.SetWorkspaceEmail(ctx, st.Pool, run.workspace, run.email); err != nil {
+	if err := records.SetWorkspaceEmail(ctx, st.Pool, run.workspace, run.email); err != nil {
 		return err
 	}
 	return outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: run.workspace, Name: run.destination,
@@ -514,7 +515,7 @@ func demoSideBySide(ctx context.Context, out io.Writer, st *store.Store, run dem
 			access++
 		}
 	}
-	projs, err := ledger.GetProjections(ctx, st.Pool, "stripe", run.account, "test", subscriptionIDs(truth))
+	projs, err := subscriptions.List(ctx, st.Pool, "stripe", run.account, "test", subscriptionIDs(truth))
 	if err != nil {
 		return err
 	}
@@ -540,7 +541,7 @@ func demoSideBySide(ctx context.Context, out io.Writer, st *store.Store, run dem
 			continue
 		}
 		issued++
-		taken += handlers.ReversalCredits(100, cn.Total, cn.InvoiceTotal)
+		taken += credits.ReversalCredits(100, cn.Total, cn.InvoiceTotal)
 	}
 	fmt.Fprintf(tw, "  credit notes\t%d issued, %d of them voided since\t%d reversals, %d given back by a void\n",
 		issued+voided, voided, n.Reversals, n.Voids)

@@ -21,6 +21,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/lab/builtin"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/providers/github"
@@ -71,7 +72,7 @@ func newLabStack(t *testing.T, configure func(*config.Config)) *labStack {
 	wc, err := starter.Dial(ctx, cfg, log)
 	require.NoError(t, err)
 	m := metrics.New()
-	acts, err := app.NewActivities(cfg, open(cfg.WorkerDB()), wc, m, log)
+	acts, err := app.NewActivities(cfg, open(cfg.WorkerDB()), wc, m, log, builtin.MustBusiness())
 	require.NoError(t, err)
 	wctx, stopWorker := context.WithCancel(ctx)
 	workerDone := make(chan error, 1)
@@ -84,7 +85,7 @@ func newLabStack(t *testing.T, configure func(*config.Config)) *labStack {
 	iln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s.intake = "http://" + ln.Addr().String()
-	in := app.NewIntake(cfg, open(cfg.IntakeDB()), ic, m, log)
+	in := app.NewIntake(cfg, open(cfg.IntakeDB()), ic, m, log, builtin.MustBusiness().Routes)
 	in.InternalListener = iln
 	ictx, stopIntake := context.WithCancel(ctx)
 	intakeDone := make(chan error, 1)

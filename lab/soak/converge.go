@@ -9,7 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/domains/credits"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/workflows"
@@ -73,7 +73,7 @@ func ReadBacklog(ctx context.Context, db store.DB, sc Scope) (Backlog, error) {
 		       count(*) FILTER (WHERE status = 'exhausted'),
 		       extract(epoch FROM now() - min(coalesce(pending_since, received_at)) FILTER (WHERE status = 'pending'))::float8,
 		       count(*) FILTER (WHERE status = 'pending' AND next_attempt_at > now() AND starts_with(coalesce(last_error, ''), $2))
-		  FROM webhook_inbox WHERE source_account = ANY($1)`, sc.Accounts, handlers.WaitingForGrant).
+		  FROM webhook_inbox WHERE source_account = ANY($1)`, sc.Accounts, credits.WaitingForGrant).
 		Scan(&b.Rows, &b.Pending, &b.Done, &b.Ignored, &b.Failed, &b.Exhausted, &oldest, &b.Waiting)
 	if err != nil {
 		return b, fmt.Errorf("read inbox backlog: %w", err)

@@ -26,8 +26,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/verify"
@@ -672,7 +672,7 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 		}
 	}
 	for _, ws := range []string{wsVersions, wsNotices} {
-		if err := ledger.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@"+strings.ReplaceAll(ws, "_", "-")+".example"); err != nil {
+		if err := records.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@"+strings.ReplaceAll(ws, "_", "-")+".example"); err != nil {
 			return targetsV, targetsN, err
 		}
 	}

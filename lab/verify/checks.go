@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/domains/credits"
+	"github.com/hookinbox/hookinbox/domains/feedback"
+	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -236,7 +237,7 @@ func (d *runData) grantPerInvoice(r *Result) {
 			r.offend(d.label(), "%s (%s): paid, no grant", inv.ID, inv.Account)
 		case len(gs) > 1:
 			r.offend(d.label(), "%s: %d grants", inv.ID, len(gs))
-		case gs[0].operation != handlers.OperationInitialGrant:
+		case gs[0].operation != credits.OperationInitialGrant:
 			r.offend(d.label(), "%s: grant operation %q", inv.ID, gs[0].operation)
 		case linked && gs[0].workspace != ws:
 			r.offend(d.label(), "%s: granted to %s, the account links %s", inv.ID, gs[0].workspace, ws)
@@ -317,7 +318,7 @@ func (d *runData) reversalPerCreditNote(r *Result) {
 		if rows == nil {
 			rows = &creditNoteRows{}
 		}
-		want := -handlers.ReversalCredits(gs[0].credits, cn.Total, cn.InvoiceTotal)
+		want := -credits.ReversalCredits(gs[0].credits, cn.Total, cn.InvoiceTotal)
 		switch {
 		case len(rows.reversals) != 1:
 			r.offend(d.label(), "%s (invoice %s): %d reversal(s)", cn.ID, cn.Invoice, len(rows.reversals))
@@ -552,7 +553,7 @@ func (d *runData) outboxIntents(r *Result) {
 			continue
 		}
 		r.Expected++
-		key := handlers.CreditGrantKey(d.stripe, g.account, d.env, g.invoice) + ":confirmation"
+		key := credits.GrantKey(d.stripe, g.account, d.env, g.invoice) + ":confirmation"
 		if _, ok := d.outbox[key]; !ok {
 			r.offend(d.label(), "%s: granted to %s (email %s), no confirmation intent", g.invoice, g.workspace, d.wsEmail[g.workspace])
 			continue
@@ -566,9 +567,9 @@ func (d *runData) outboxIntents(r *Result) {
 				continue
 			}
 			r.Expected++
-			key := handlers.CreditReversalKey(d.stripe, a.account, d.env, a.invoice, a.reference) + ":notice"
+			key := credits.CreditReversalKey(d.stripe, a.account, d.env, a.invoice, a.reference) + ":notice"
 			if a.operation == ledger.OperationCreditReversalVoid {
-				key = handlers.CreditReversalVoidKey(d.stripe, a.account, d.env, a.invoice, a.reference) + ":notice"
+				key = credits.CreditReversalVoidKey(d.stripe, a.account, d.env, a.invoice, a.reference) + ":notice"
 			}
 			if _, ok := d.outbox[key]; !ok {
 				r.offend(d.label(), "%s %s: no notice intent", a.reference, a.operation)
@@ -580,7 +581,7 @@ func (d *runData) outboxIntents(r *Result) {
 	for _, k := range sortedAlertKeys(d.alerts) {
 		for _, dest := range d.dests[d.alertWS[k]] {
 			r.Expected++
-			key := handlers.FeedbackAlertKey(d.feedback, k.project, d.env, k.feedback) + ":" + dest
+			key := feedback.AlertKey(d.feedback, k.project, d.env, k.feedback) + ":" + dest
 			if _, ok := d.outbox[key]; !ok {
 				r.offend(d.label(), "%s: alert, no intent for destination %s", k.feedback, dest)
 				continue

@@ -8,10 +8,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/domains/feedback"
+	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -34,7 +35,7 @@ type grantRow struct {
 type projectionRow struct {
 	account, id string
 	version     *int64
-	state       ledger.SubscriptionState
+	state       records.SubscriptionState
 	status      string
 	deleted     bool
 	access      bool
@@ -248,7 +249,7 @@ func (d *runData) loadProjections(ctx context.Context, db store.DB) error {
 	var p projectionRow
 	var state []byte
 	_, err = pgx.ForEachRow(rows, []any{&p.account, &p.id, &p.version, &state, &p.status, &p.deleted, &p.access, &p.effective}, func() error {
-		p.state = ledger.SubscriptionState{}
+		p.state = records.SubscriptionState{}
 		if p.version != nil {
 			v := *p.version
 			p.version = &v
@@ -272,7 +273,7 @@ func (d *runData) loadAlerts(ctx context.Context, db store.DB) error {
 		SELECT project, feedback_id, min(workspace_id), count(*)
 		  FROM feedback_alerts
 		 WHERE provider = $1 AND environment = $2 AND project = ANY($3) AND operation = $4
-		 GROUP BY project, feedback_id`, d.feedback, d.env, d.projects, handlers.OperationInitialAlert)
+		 GROUP BY project, feedback_id`, d.feedback, d.env, d.projects, feedback.OperationInitialAlert)
 	if err != nil {
 		return fmt.Errorf("feedback alerts: %w", err)
 	}

@@ -12,12 +12,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/handlers"
+	"github.com/hookinbox/hookinbox/domains/credits"
+	"github.com/hookinbox/hookinbox/domains/feedback"
+	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/lab/verify"
@@ -123,7 +125,7 @@ func setup(t *testing.T) *bundle {
 		Secrets: []string{simulator.StandardSecret("t")}, Settings: keys.EndpointSettings{AccountPath: "data.project_id"}}))
 	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe-t", acct, ws))
 	require.NoError(t, endpoints.LinkAccount(ctx, st, "fb-t", proj, ws))
-	require.NoError(t, ledger.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@ws-t.example"))
+	require.NoError(t, records.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@ws-t.example"))
 	require.NoError(t, outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: ws, Name: "oncall", Kind: "webhook",
 		Target: "http://127.0.0.1:1/hook", Secret: simulator.StandardSecret("team"), Enabled: true}))
 
@@ -145,10 +147,10 @@ func setup(t *testing.T) *bundle {
 	for _, inv := range []string{"in_1", "in_2"} {
 		b.exec(t, `INSERT INTO credit_grants (provider, source_account, environment, invoice_id, operation, workspace_id,
 			credits, amount_paid, currency, event_key) VALUES ('stripe', $1, 'test', $2, $3, $4, 100, 2000, 'usd', 'k')`,
-			acct, inv, handlers.OperationInitialGrant, ws)
+			acct, inv, credits.OperationInitialGrant, ws)
 		b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
 			VALUES ($1, $2, 'email', 'billing@ws-t.example', $3, 'r', '{}', 'sent', now())`,
-			handlers.CreditGrantKey("stripe", acct, "test", inv)+":confirmation", keys.ClassCreditsConfirmation, ws)
+			credits.GrantKey("stripe", acct, "test", inv)+":confirmation", keys.ClassCreditsConfirmation, ws)
 	}
 	// cn_1 took back 25 of in_1's 100 and its void gave them back; cn_2
 	// took back 50 of in_2's.
@@ -159,30 +161,30 @@ func setup(t *testing.T) *bundle {
 		b.exec(t, `INSERT INTO credit_adjustments (provider, source_account, environment, invoice_id, reference, operation, workspace_id,
 			requested, applied, policy, decision, balance_before, balance_after, event_key)
 			VALUES ('stripe', $1, 'test', $2, $3, $4, $5, $6, $6, 'allow', 'applied', 0, 0, 'k')`, acct, a.inv, a.cn, a.op, ws, a.n)
-		key := handlers.CreditReversalKey("stripe", acct, "test", a.inv, a.cn)
+		key := credits.CreditReversalKey("stripe", acct, "test", a.inv, a.cn)
 		if a.op == ledger.OperationCreditReversalVoid {
-			key = handlers.CreditReversalVoidKey("stripe", acct, "test", a.inv, a.cn)
+			key = credits.CreditReversalVoidKey("stripe", acct, "test", a.inv, a.cn)
 		}
 		b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
 			VALUES ($1, $2, 'email', 'billing@ws-t.example', $3, 'r', '{}', 'sent', now())`, key+":notice", keys.ClassCreditsReversal, ws)
 	}
 	b.exec(t, `UPDATE workspaces SET credits_balance = 150 WHERE id = $1`, ws)
-	active, _ := json.Marshal(ledger.SubscriptionState{Status: "active", CurrentPeriodEnd: &periodEnd})
-	canceled, _ := json.Marshal(ledger.SubscriptionState{Status: "canceled", CurrentPeriodEnd: &periodEnd, CanceledAt: &now, EndedAt: &now})
+	active, _ := json.Marshal(records.SubscriptionState{Status: "active", CurrentPeriodEnd: &periodEnd})
+	canceled, _ := json.Marshal(records.SubscriptionState{Status: "canceled", CurrentPeriodEnd: &periodEnd, CanceledAt: &now, EndedAt: &now})
 	b.exec(t, `INSERT INTO subscription_projection (provider, source_account, environment, resource_id, workspace_id,
 		provider_version, state, status, deleted, access, access_ends_at, written_by)
 		VALUES ('stripe', $1, 'test', 'sub_a', $2, 2, $3, 'active', false, true, NULL, 'k'),
 		       ('stripe', $1, 'test', 'sub_c', $2, 2, $4, 'canceled', true, false, $5, 'k')`, acct, ws, active, canceled, now)
 	b.exec(t, `INSERT INTO feedback_alerts (provider, project, environment, feedback_id, operation, workspace_id, event_key)
-		VALUES ('standard', $1, 'test', 'fb_1', $2, $3, 'k')`, proj, handlers.OperationInitialAlert, ws)
+		VALUES ('standard', $1, 'test', 'fb_1', $2, $3, 'k')`, proj, feedback.OperationInitialAlert, ws)
 	b.exec(t, `INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload, status, sent_at)
 		VALUES ($1, $2, 'webhook', 'oncall', $3, 'r', '{}', 'sent', now())`,
-		handlers.FeedbackAlertKey("standard", proj, "test", "fb_1")+":oncall", keys.ClassFeedbackAlert, ws)
+		feedback.AlertKey("standard", proj, "test", "fb_1")+":oncall", keys.ClassFeedbackAlert, ws)
 
 	var emails []simulator.Email
 	for _, inv := range []string{"in_1", "in_2"} {
 		emails = append(emails, simulator.Email{ID: "em_" + inv, To: "billing@ws-t.example", Posts: 1,
-			IdempotencyKey: handlers.CreditGrantKey("stripe", acct, "test", inv) + ":confirmation"})
+			IdempotencyKey: credits.GrantKey("stripe", acct, "test", inv) + ":confirmation"})
 	}
 	b.input = verify.Input{
 		Runs:        []verify.Run{{Label: "t", Truth: truth, Sent: verify.SentFrom(rep)}},
@@ -267,7 +269,7 @@ func TestEveryInvariantCanFail(t *testing.T) {
 		{verify.NoStrayGrant, func(t *testing.T, b *bundle) {
 			b.exec(t, `INSERT INTO credit_grants (provider, source_account, environment, invoice_id, operation, workspace_id,
 				credits, amount_paid, currency, event_key) VALUES ('stripe', $1, 'test', 'in_unpaid', $2, $3, 100, 2000, 'usd', 'k')`,
-				acct, handlers.OperationInitialGrant, ws)
+				acct, credits.OperationInitialGrant, ws)
 		}, "in_unpaid (acct_t): 100 credits to ws_t, but the invoice is not paid at the provider"},
 		{verify.BalanceMatches, func(t *testing.T, b *bundle) {
 			b.exec(t, `UPDATE workspaces SET credits_balance = 300 WHERE id = $1`, ws)

@@ -13,8 +13,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -291,7 +291,7 @@ func TestRetentionRedactsSentOutboxPayloadsAfterTheWindow(t *testing.T) {
 		if r.status == "sent" && r.sentAgo > 30*day {
 			require.JSONEq(t, outbox.RedactedOutboxPayload, payload, r.key)
 			if r.kind == "email" {
-				require.Equal(t, ledger.RedactedEmail, dest, r.key)
+				require.Equal(t, records.RedactedEmail, dest, r.key)
 			} else {
 				require.Equal(t, r.dest, dest, r.key+": a webhook URL is not personal data")
 			}

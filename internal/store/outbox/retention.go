@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 )
 
 // RedactedOutboxPayload replaces the payload of a redacted outbox row (the
@@ -36,7 +36,7 @@ func RedactSentOutboxPayloads(ctx context.Context, db store.DB, olderThan time.D
 		UPDATE outbox o SET payload = $3::jsonb,
 		       destination = CASE WHEN o.destination LIKE '%@%' THEN $4 ELSE o.destination END
 		  FROM batch WHERE o.id = batch.id`,
-		olderThan.Seconds(), limit, RedactedOutboxPayload, ledger.RedactedEmail)
+		olderThan.Seconds(), limit, RedactedOutboxPayload, records.RedactedEmail)
 	if err != nil {
 		return 0, fmt.Errorf("redact outbox payloads: %w", err)
 	}

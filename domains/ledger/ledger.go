@@ -1,3 +1,12 @@
+// Package ledger is the credits ledger of hookinbox's built-in credits
+// domain: a workspace's balance (workspaces.credits_balance), the initial
+// grant of each paid invoice (credit_grants) and every other change to it
+// (credit_adjustments: a credit note's reversal, its void, an operator's
+// correction), each once under its UNIQUE business key and in the caller's
+// transaction, with the negative-balance policy. The credits handlers
+// (domains/credits) and the operator's `workspaces adjust` both write
+// through it. It is plain SQL over pgx: it imports no hookinbox package,
+// so a team's own module may use it too.
 package ledger
 
 import (
@@ -5,15 +14,54 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/hookinbox/hookinbox/internal/fault"
-	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/providers"
 )
+
+// DB is a pool, a connection or a transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ErrNotFound: the workspace, grant or adjustment asked about does not
+// exist. It is hookinbox's not-found kind (errors.Is matches
+// hookinbox.ErrNotFound).
+var ErrNotFound = providers.ErrNotFound
+
+// The negative-balance policies: what a change that would take a
+// workspace's balance below zero does (HOOKINBOX_NEGATIVE_BALANCE_POLICY).
+const (
+	// PolicyAllow applies the change; the balance goes negative (default).
+	PolicyAllow = "allow"
+	// PolicyClamp takes back only down to zero and records the shortfall.
+	PolicyClamp = "clamp"
+	// PolicyHold changes nothing and records the change held for review.
+	PolicyHold = "hold"
+)
+
+// ParsePolicy checks a negative-balance policy ("" is PolicyAllow).
+func ParsePolicy(p string) (string, error) {
+	switch p {
+	case "":
+		return PolicyAllow, nil
+	case PolicyAllow, PolicyClamp, PolicyHold:
+		return p, nil
+	}
+	return "", fmt.Errorf("%w %q: allow, clamp or hold", ErrUnknownPolicy, p)
+}
+
+func interpret(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
 
 // This file holds the balance changes that are not initial grants (seed
 // 000: refunds and corrections are operations of their own): a credit
@@ -75,12 +123,12 @@ func decide(policy string, balance, requested int64) (applied, shortfall int64, 
 		return requested, 0, DecisionApplied, nil
 	}
 	switch policy {
-	case keys.BalanceAllow:
+	case PolicyAllow:
 		return requested, 0, DecisionAllowedNegative, nil
-	case keys.BalanceClamp:
+	case PolicyClamp:
 		take := min(-requested, max(balance, 0))
 		return -take, -requested - take, DecisionClamped, nil
-	case keys.BalanceHold:
+	case PolicyHold:
 		return 0, 0, DecisionHeld, nil
 	}
 	return 0, 0, "", fmt.Errorf("%w %q", ErrUnknownPolicy, policy)
@@ -96,7 +144,7 @@ func scanAdjustment(row pgx.Row) (*CreditAdjustment, error) {
 		&a.WorkspaceID, &a.Requested, &a.Applied, &a.Shortfall, &a.Policy, &a.Decision, &a.BalanceBefore,
 		&a.BalanceAfter, &detail, &a.EventKey, &a.CreatedAt)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, interpret(err)
 	}
 	if len(detail) > 0 {
 		if err := json.Unmarshal(detail, &a.Detail); err != nil {
@@ -108,7 +156,7 @@ func scanAdjustment(row pgx.Row) (*CreditAdjustment, error) {
 
 // GetAdjustment reads the adjustment of a business key (ErrNotFound when
 // there is none).
-func GetAdjustment(ctx context.Context, db store.DB, provider, account, env, invoice, reference, operation string) (*CreditAdjustment, error) {
+func GetAdjustment(ctx context.Context, db DB, provider, account, env, invoice, reference, operation string) (*CreditAdjustment, error) {
 	a, err := scanAdjustment(db.QueryRow(ctx, `SELECT `+adjustmentColumns+` FROM credit_adjustments
 		WHERE provider = $1 AND source_account = $2 AND environment = $3 AND invoice_id = $4
 		  AND reference = $5 AND operation = $6`, provider, account, env, invoice, reference, operation))
@@ -119,7 +167,7 @@ func GetAdjustment(ctx context.Context, db store.DB, provider, account, env, inv
 }
 
 // ListAdjustments returns a workspace's adjustments, oldest first.
-func ListAdjustments(ctx context.Context, db store.DB, workspace string) ([]CreditAdjustment, error) {
+func ListAdjustments(ctx context.Context, db DB, workspace string) ([]CreditAdjustment, error) {
 	rows, err := db.Query(ctx, `SELECT `+adjustmentColumns+` FROM credit_adjustments
 		WHERE workspace_id = $1 ORDER BY id`, workspace)
 	if err != nil {
@@ -147,13 +195,13 @@ func ListAdjustments(ctx context.Context, db store.DB, workspace string) ([]Cred
 func AdjustCreditsOnce(ctx context.Context, tx pgx.Tx, a *CreditAdjustment, policy string) (adjusted bool, existing *CreditAdjustment, err error) {
 	var balance int64
 	if err := tx.QueryRow(ctx, `SELECT credits_balance FROM workspaces WHERE id = $1 FOR UPDATE`, a.WorkspaceID).Scan(&balance); err != nil {
-		return false, nil, fmt.Errorf("lock workspace %s: %w", a.WorkspaceID, store.Interpret(err))
+		return false, nil, fmt.Errorf("lock workspace %s: %w", a.WorkspaceID, interpret(err))
 	}
 	prior, err := GetAdjustment(ctx, tx, a.Provider, a.Account, a.Environment, a.InvoiceID, a.Reference, a.Operation)
 	switch {
 	case err == nil:
 		return false, prior, nil
-	case !errors.Is(err, fault.ErrNotFound):
+	case !errors.Is(err, ErrNotFound):
 		return false, nil, err
 	}
 	applied, shortfall, decision, err := decide(policy, balance, a.Requested)
@@ -196,7 +244,7 @@ func AdjustCreditsOnce(ctx context.Context, tx pgx.Tx, a *CreditAdjustment, poli
 
 // GetCreditGrant reads the grant of a business key (ErrNotFound when the
 // invoice has none).
-func GetCreditGrant(ctx context.Context, db store.DB, provider, account, env, invoice, operation string) (*CreditGrant, error) {
+func GetCreditGrant(ctx context.Context, db DB, provider, account, env, invoice, operation string) (*CreditGrant, error) {
 	var e CreditGrant
 	err := db.QueryRow(ctx, `
 		SELECT id, provider, source_account, environment, invoice_id, operation, workspace_id, credits,
@@ -206,82 +254,64 @@ func GetCreditGrant(ctx context.Context, db store.DB, provider, account, env, in
 		provider, account, env, invoice, operation).Scan(&e.ID, &e.Provider, &e.Account,
 		&e.Environment, &e.InvoiceID, &e.Operation, &e.WorkspaceID, &e.Credits, &e.AmountPaid, &e.Currency, &e.EventKey, &e.CreatedAt)
 	if err != nil {
-		return nil, fmt.Errorf("grant of %s: %w", invoice, store.Interpret(err))
+		return nil, fmt.Errorf("grant of %s: %w", invoice, interpret(err))
 	}
 	return &e, nil
 }
 
-// ActionWorkspaceAdjust and ActionWorkspaceErase are the operator actions
-// of `hookinbox workspaces adjust` and `erase`.
-const (
-	ActionWorkspaceAdjust = "workspace_adjust"
-	ActionWorkspaceErase  = "workspace_erase"
-)
-
-// WorkspaceTarget is the audit target naming a workspace.
-func WorkspaceTarget(id string) string { return "workspace:" + id }
-
-// OperatorAdjustment is an operator's correction of a balance.
-type OperatorAdjustment struct {
-	Workspace   string
+// CreditGrant is one grant, identified by its business key.
+type CreditGrant struct {
+	ID          int64
+	Provider    string
+	Account     string
+	Environment string
+	InvoiceID   string
+	Operation   string
+	WorkspaceID string
 	Credits     int64
-	OperationID string
-	Actor       string
-	Reason      string
-	Policy      string
+	AmountPaid  int64
+	Currency    string
+	EventKey    string
+	CreatedAt   time.Time
 }
 
-// AdjustResult is what an operator correction did.
-type AdjustResult struct {
-	// Adjusted: this call changed the balance (false: the operation id was
-	// already used, and nothing changed).
-	Adjusted   bool
-	Adjustment CreditAdjustment
-	// Mismatch says how a repeated operation id differs from the first use
-	// ("" when it asks for the same thing).
-	Mismatch string
-	ActionID int64
-}
-
-// AdjustWorkspace applies an operator correction through the same path as
-// credit reversals (business key: the operation id; negative-balance policy)
-// and audits it in operator_actions, in one transaction. A repeated
-// operation id changes nothing and records nothing.
-func AdjustWorkspace(ctx context.Context, s *store.Store, o OperatorAdjustment) (AdjustResult, error) {
-	switch {
-	case strings.TrimSpace(o.Workspace) == "", strings.TrimSpace(o.OperationID) == "":
-		return AdjustResult{}, errors.New("adjust: workspace and operation id are required")
-	case strings.TrimSpace(o.Actor) == "", strings.TrimSpace(o.Reason) == "":
-		return AdjustResult{}, errors.New("adjust: who and why are required")
-	case o.Credits == 0:
-		return AdjustResult{}, errors.New("adjust: credits must not be 0")
-	}
-	var res AdjustResult
-	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		a := CreditAdjustment{
-			Provider: ProviderOperator, Reference: o.OperationID, Operation: OperationOperatorAdjustment,
-			WorkspaceID: o.Workspace, Requested: o.Credits, EventKey: "operator:" + o.OperationID,
-			Detail: map[string]any{"actor": o.Actor, "reason": o.Reason},
-		}
-		adjusted, prior, err := AdjustCreditsOnce(ctx, tx, &a, o.Policy)
+// GrantCreditsOnce inserts the grant if its business key is absent and, only
+// then, increments the workspace balance atomically, inside tx. It reports
+// whether it granted; when it did not, it returns the existing grant so the
+// caller can check it matches this operation.
+func GrantCreditsOnce(ctx context.Context, tx pgx.Tx, g CreditGrant) (granted bool, existing *CreditGrant, err error) {
+	var id int64
+	err = tx.QueryRow(ctx, `
+		INSERT INTO credit_grants (provider, source_account, environment, invoice_id, operation,
+			workspace_id, credits, amount_paid, currency, event_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT ON CONSTRAINT credit_grants_business_key DO NOTHING
+		RETURNING id`,
+		g.Provider, g.Account, g.Environment, g.InvoiceID, g.Operation, g.WorkspaceID, g.Credits,
+		g.AmountPaid, g.Currency, g.EventKey).Scan(&id)
+	if err == nil {
+		tag, err := tx.Exec(ctx, `UPDATE workspaces SET credits_balance = credits_balance + $2 WHERE id = $1`, g.WorkspaceID, g.Credits)
 		if err != nil {
-			return err
+			return false, nil, fmt.Errorf("increment balance of %s: %w", g.WorkspaceID, err)
 		}
-		if !adjusted {
-			res.Adjustment = *prior
-			if prior.WorkspaceID != o.Workspace || prior.Requested != o.Credits {
-				res.Mismatch = fmt.Sprintf("operation %s was %+d credits for workspace %s; this asks %+d for %s",
-					o.OperationID, prior.Requested, prior.WorkspaceID, o.Credits, o.Workspace)
-			}
-			return nil
+		if tag.RowsAffected() != 1 {
+			return false, nil, fmt.Errorf("increment balance: workspace %s: %w", g.WorkspaceID, ErrNotFound)
 		}
-		res.Adjusted, res.Adjustment = true, a
-		act := store.OperatorAction{Actor: o.Actor, Action: ActionWorkspaceAdjust, Target: WorkspaceTarget(o.Workspace), Reason: o.Reason,
-			Details: map[string]any{"operation_id": o.OperationID, "requested": a.Requested, "applied": a.Applied,
-				"shortfall": a.Shortfall, "policy": a.Policy, "decision": a.Decision,
-				"balance_before": a.BalanceBefore, "balance_after": a.BalanceAfter}}
-		res.ActionID, err = store.InsertOperatorAction(ctx, tx, &act)
-		return err
-	})
-	return res, err
+		return true, nil, nil
+	}
+	if err != pgx.ErrNoRows {
+		return false, nil, fmt.Errorf("insert credit grant %s: %w", g.InvoiceID, err)
+	}
+	var e CreditGrant
+	err = tx.QueryRow(ctx, `
+		SELECT id, provider, source_account, environment, invoice_id, operation, workspace_id, credits,
+		       amount_paid, currency, event_key, created_at
+		  FROM credit_grants
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND invoice_id = $4 AND operation = $5`,
+		g.Provider, g.Account, g.Environment, g.InvoiceID, g.Operation).Scan(&e.ID, &e.Provider, &e.Account,
+		&e.Environment, &e.InvoiceID, &e.Operation, &e.WorkspaceID, &e.Credits, &e.AmountPaid, &e.Currency, &e.EventKey, &e.CreatedAt)
+	if err != nil {
+		return false, nil, fmt.Errorf("read existing grant %s: %w", g.InvoiceID, interpret(err))
+	}
+	return false, &e, nil
 }

@@ -1,4 +1,4 @@
-package handlers_test
+package engine_test
 
 import (
 	"testing"

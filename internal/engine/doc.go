@@ -6,4 +6,4 @@
 // decide handled or ignored; the worker runs the handlers through Events.
 // It must not import Temporal: retries, backoff and activity errors belong
 // to package activities.
-package handlers
+package engine

@@ -1,4 +1,4 @@
-package handlers
+package engine
 
 import (
 	"context"
@@ -9,17 +9,35 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 )
 
 // Events implements ports.Events on the inbox: it routes each event to its
-// handler in Handlers.
+// handler in Handlers by the route table.
 type Events struct {
-	Store    *store.Store
+	Store *store.Store
+	// Providers are the endpoints' API clients the handlers fetch with.
+	Providers *EndpointProviders
+	// Routes is the route table the intake recorded the events by.
+	Routes routes.Router
+	// Handlers by route name.
 	Handlers Set
+	// WaitInitial and WaitMax bound the backoff of an event that waits for
+	// another fact (fault.WaitError); WaitLimits, by route name, how long
+	// after receipt it may wait (0: DefaultWaitLimit). Past it the wait is
+	// an ordinary retried error, which ends exhausted if the fact never comes.
+	WaitInitial, WaitMax time.Duration
+	WaitLimits           map[string]time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
 }
+
+// DefaultWaitLimit is how long after receipt an event may wait for another
+// fact when its route sets no limit.
+const DefaultWaitLimit = 24 * time.Hour
 
 var _ ports.Events = (*Events)(nil)
 
@@ -34,6 +52,11 @@ func (e *Events) loadPending(ctx context.Context, r keys.Resource, limit int) (k
 	b, err := inbox.LoadPending(ctx, e.Store.Pool, r, limit)
 	if err != nil {
 		return b, err
+	}
+	for i := range b.Events {
+		if rt, ok := e.route(r.Provider, b.Events[i].EventType); ok {
+			b.Events[i].Budget = rt.Budget
+		}
 	}
 	b.Outbox, err = outbox.UnsentOutbox(ctx, e.Store.Pool, r.String(), limit)
 	return b, err
@@ -59,14 +82,23 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 	if ev.Status != keys.StatusPending {
 		return ports.Handled{Status: ev.Status, Skipped: true}, nil
 	}
-	route, _ := For(ev.Key.Provider, ev.EventType)
+	route, _ := e.route(ev.Key.Provider, ev.EventType)
 	h := e.Handlers[route.Name]
 	if h == nil {
 		note := fmt.Sprintf("no handler registered for %s event type %s in this worker (route %q): left pending for a worker that has it",
 			ev.Key.Provider, ev.EventType, route.Name)
 		return ports.Handled{Route: route.Name, Status: keys.StatusPending, Note: note, NoHandler: true}, nil
 	}
-	out, err := h.Handle(ctx, ev)
+	provs := e.Providers
+	if provs == nil {
+		provs = &EndpointProviders{Store: e.Store}
+	}
+	out, err := h.Handle(ctx, &Call{Env: Env{Store: e.Store, Providers: provs}, Event: ev, Route: route})
+	if w, ok := fault.AsWait(err); ok {
+		bkey := out.BusinessKey
+		out, err = e.wait(ctx, ev, route.Name, w)
+		out.BusinessKey = bkey
+	}
 	return ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox,
 		Divergences: out.Divergences, EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}, err
 }
@@ -92,10 +124,52 @@ func (e *Events) Stop(ctx context.Context, k keys.Event, status, lastErr string)
 	}
 	route := ""
 	if ev, err := inbox.GetInboxEvent(ctx, e.Store.Pool, k); err == nil {
-		r, _ := For(ev.Key.Provider, ev.EventType)
+		r, _ := e.route(ev.Key.Provider, ev.EventType)
 		route = r.Name
 	}
 	return true, route, nil
+}
+
+// route is the route of a provider's event type.
+func (e *Events) route(provider, eventType string) (routes.Route, bool) {
+	if e.Routes == nil {
+		return routes.Route{}, false
+	}
+	return e.Routes.Route(provider, eventType)
+}
+
+// wait keeps an event that waits for another fact pending: the attempt is
+// recorded with a backoff (the fact's own commit may wake it sooner,
+// inbox.WakeResource) and the workflow moves on to the resource's next rows.
+// Past the route's wait limit the wait is an ordinary retried error.
+func (e *Events) wait(ctx context.Context, ev *inbox.StoredEvent, route string, w *fault.WaitError) (Outcome, error) {
+	now := time.Now()
+	if e.Now != nil {
+		now = e.Now()
+	}
+	limit := e.WaitLimits[route]
+	if limit <= 0 {
+		limit = DefaultWaitLimit
+	}
+	if now.Sub(ev.ReceivedAt) > limit {
+		return Outcome{}, fmt.Errorf("waited longer than %s: %w", limit, w)
+	}
+	initial, maxWait := e.WaitInitial, e.WaitMax
+	if initial <= 0 {
+		initial = time.Second
+	}
+	if maxWait < initial {
+		maxWait = max(initial, 5*time.Minute)
+	}
+	delay := maxWait
+	if shift := ev.Attempts; shift < 30 {
+		delay = min(initial<<shift, maxWait)
+	}
+	msg := w.Error()
+	if err := inbox.RecordInboxFailure(ctx, e.Store.Pool, ev.Key, msg, now.Add(delay)); err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Status: keys.StatusPending, Note: msg}, nil
 }
 
 // portErr says so when err means the database is away (fault.Unavailable),

@@ -1,4 +1,10 @@
-package handlers
+// Package subscriptions is hookinbox's built-in subscriptions domain (seed
+// 004): a local projection of each Stripe subscription's current state that
+// never goes backwards (a stale "active" must never undo a later
+// cancellation), the access rule derived from it, and its reconciliation
+// with the provider. It is written on the public API alone (package
+// hookinbox), as a team's own domain would be.
+package subscriptions
 
 import (
 	"context"
@@ -8,27 +14,45 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/hookinbox/hookinbox/activities/ports"
-	"github.com/hookinbox/hookinbox/internal/fault"
-	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/endpoints"
-	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
-	"github.com/hookinbox/hookinbox/internal/store/passes"
+	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/stripe"
 )
 
+// Name is the handler's name: its metrics label and inbox route.
+const Name = "subscriptions"
+
+// Types are the Stripe event types the projection follows.
+var Types = []string{
+	"customer.subscription.created",
+	"customer.subscription.updated",
+	"customer.subscription.deleted",
+	"customer.subscription.paused",
+	"customer.subscription.resumed",
+	"customer.subscription.pending_update_applied",
+	"customer.subscription.pending_update_expired",
+}
+
 // Subscription statuses that matter to the access rule.
 const (
-	subActive   = "active"
-	subTrialing = "trialing"
-	subPastDue  = "past_due"
-	subCanceled = "canceled"
+	statusActive   = "active"
+	statusTrialing = "trialing"
+	statusPastDue  = "past_due"
+	// StatusCanceled is terminal: no later snapshot brings a canceled
+	// subscription back (SPEC F6).
+	StatusCanceled = "canceled"
 )
+
+// Register adds the projection's handler for Types and its reconciler of
+// the "subscription" kind to app.
+func Register(app *hookinbox.App, logger *slog.Logger) *Subscriptions {
+	s := &Subscriptions{Logger: logger}
+	for _, typ := range Types {
+		app.Handle("stripe", typ, s, hookinbox.Name(Name))
+	}
+	app.Reconcile("subscription", s)
+	return s
+}
 
 // errLostRace: the projection changed between this attempt's read and its
 // write, so its fetch may be older than what is stored. Retried: the next
@@ -37,54 +61,50 @@ var errLostRace = errors.New("the projection changed after this attempt read it 
 
 // Subscriptions keeps subscription_projection current and never backwards
 // (SPEC R15). With a provider version the event's snapshot is applied only
-// if newer (the comparison is part of the write). Without one (Stripe's
-// default) the event is a notice: read the projection's write_seq, fetch the
-// current subscription, then write with compare-and-set on write_seq, so a
-// stale attempt's write is discarded. Access is derived by the product rule.
+// if newer (the comparison is part of the write, Tx.WriteNewer). Without one
+// (Stripe's default) the event is a notice: read the projection's write
+// sequence, fetch the current subscription, then write fenced on that
+// sequence (Tx.WriteFenced), so a stale attempt's write is discarded.
+// Access is derived by the product rule.
 type Subscriptions struct {
-	Store     *store.Store
-	Providers ports.Providers
-	Logger    *slog.Logger
+	Logger *slog.Logger
 }
 
-var (
-	_ ports.Reconciler  = (*Subscriptions)(nil)
-	_ ports.Projections = (*Subscriptions)(nil)
-)
+var _ hookinbox.SubscriptionLister = (*Subscriptions)(nil)
 
-// SubscriptionPlan is what an attempt read and fetched, before it writes.
-type SubscriptionPlan struct {
+// Plan is what an attempt read and fetched, before it writes.
+type Plan struct {
 	Versioned bool
 	Snapshot  providers.Subscription
 	Deleted   bool
 	// ReadSeq is the projection's write_seq when the attempt began (0: none).
 	ReadSeq int64
-	Current *ledger.Projection
+	Current *Projection
 	Fetched time.Time
 	// Gap is the divergence of a version jump (versioned events only).
-	Gap *keys.Divergence
+	Gap *hookinbox.Divergence
 }
 
 // Handle applies a customer.subscription.* event.
-func (s *Subscriptions) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
+func (s *Subscriptions) Handle(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
 	plan, err := s.Prepare(ctx, ev)
 	if err != nil {
-		return Outcome{}, err
+		return hookinbox.Result{}, err
 	}
-	out, err := s.Commit(ctx, ev, plan)
-	out.BusinessKey = "projection/" + ev.Resource().String()
-	return out, err
+	res, err := s.Commit(ctx, ev, plan)
+	res.BusinessKey = "projection/" + ev.Resource.String()
+	return res, err
 }
 
 // Prepare reads what the write will be checked against, then gets the
 // state to write: the event's own snapshot when it is versioned, else the
 // provider's current subscription. No transaction is open meanwhile.
-func (s *Subscriptions) Prepare(ctx context.Context, ev *inbox.StoredEvent) (SubscriptionPlan, error) {
-	plan := SubscriptionPlan{Deleted: ev.EventType == "customer.subscription.deleted"}
-	if ev.ProviderVersion != nil {
+func (s *Subscriptions) Prepare(ctx context.Context, ev *hookinbox.Event) (Plan, error) {
+	plan := Plan{Deleted: ev.Type == "customer.subscription.deleted"}
+	if ev.Version != nil {
 		return s.prepareVersioned(ctx, ev, plan)
 	}
-	cur, err := s.projection(ctx, ev)
+	cur, err := Get(ctx, ev.DB(), ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.Resource.ID)
 	if err != nil {
 		return plan, err
 	}
@@ -97,32 +117,23 @@ func (s *Subscriptions) Prepare(ctx context.Context, ev *inbox.StoredEvent) (Sub
 	}
 	plan.Snapshot, plan.Fetched = snap, time.Now()
 	// A deletion notice is a tombstone only if the provider agrees.
-	plan.Deleted = plan.Deleted && snap.Status == subCanceled
+	plan.Deleted = plan.Deleted && snap.Status == StatusCanceled
 	return plan, nil
-}
-
-// projection is the stored projection of ev's subscription, nil if none.
-func (s *Subscriptions) projection(ctx context.Context, ev *inbox.StoredEvent) (*ledger.Projection, error) {
-	cur, err := ledger.GetProjection(ctx, s.Store.Pool, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceID)
-	if errors.Is(err, fault.ErrNotFound) {
-		return nil, nil
-	}
-	return cur, err
 }
 
 // fetch reads ev's subscription from the provider, which must answer for
 // that subscription.
-func (s *Subscriptions) fetch(ctx context.Context, ev *inbox.StoredEvent) (providers.Subscription, error) {
-	client, err := s.Providers.For(ctx, ev.EndpointSlug)
+func (s *Subscriptions) fetch(ctx context.Context, ev *hookinbox.Event) (providers.Subscription, error) {
+	client, err := ev.Client(ctx)
 	if err != nil {
 		return providers.Subscription{}, err
 	}
-	snap, err := client.FetchSubscription(ctx, ev.Key.Account, ev.ResourceID)
+	snap, err := client.FetchSubscription(ctx, ev.Key.Account, ev.Resource.ID)
 	if err != nil {
-		return providers.Subscription{}, providerErr(err)
+		return providers.Subscription{}, err
 	}
-	if snap.ID != ev.ResourceID {
-		return providers.Subscription{}, fault.Permanent(fmt.Errorf("provider answered subscription %q for %q", snap.ID, ev.ResourceID))
+	if snap.ID != ev.Resource.ID {
+		return providers.Subscription{}, hookinbox.Permanent(fmt.Errorf("provider answered subscription %q for %q", snap.ID, ev.Resource.ID))
 	}
 	return snap, nil
 }
@@ -132,10 +143,10 @@ func (s *Subscriptions) fetch(ctx context.Context, ev *inbox.StoredEvent) (provi
 // partial changes, skipped versions hide facts) or its payload was erased.
 // Then the current subscription is fetched and written, still guarded by
 // its version, and a jump is recorded as a divergence.
-func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *inbox.StoredEvent, plan SubscriptionPlan) (SubscriptionPlan, error) {
-	v := *ev.ProviderVersion
+func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *hookinbox.Event, plan Plan) (Plan, error) {
+	v := *ev.Version
 	plan.Versioned = true
-	cur, err := s.projection(ctx, ev)
+	cur, err := Get(ctx, ev.DB(), ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.Resource.ID)
 	if err != nil {
 		return plan, err
 	}
@@ -144,10 +155,10 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *inbox.StoredEv
 	haveSnap := len(ev.Payload) > 0
 	if haveSnap {
 		if snap, err = stripe.SubscriptionFromEvent(ev.Key.Account, ev.Payload); err != nil {
-			return plan, fault.Permanent(err)
+			return plan, hookinbox.Permanent(err)
 		}
-		if snap.ID != ev.ResourceID {
-			return plan, fault.Permanent(fmt.Errorf("event snapshot is subscription %q, resource is %q", snap.ID, ev.ResourceID))
+		if snap.ID != ev.Resource.ID {
+			return plan, hookinbox.Permanent(fmt.Errorf("event snapshot is subscription %q, resource is %q", snap.ID, ev.Resource.ID))
 		}
 		snap.Version, snap.HasVersion = v, true
 	}
@@ -157,7 +168,7 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *inbox.StoredEv
 		return plan, nil
 	}
 	if gap {
-		plan.Gap = &keys.Divergence{Field: "version_gap", LocalValue: fmt.Sprint(*cur.Version), ProviderValue: fmt.Sprint(v)}
+		plan.Gap = &hookinbox.Divergence{Field: "version_gap", LocalValue: fmt.Sprint(*cur.Version), ProviderValue: fmt.Sprint(v)}
 	}
 	fetched, err := s.fetch(ctx, ev)
 	if err != nil {
@@ -173,46 +184,49 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *inbox.StoredEv
 	if haveSnap && fetched.Version < v {
 		plan.Snapshot = snap // the API lags behind the event: the event's snapshot is newer
 	}
-	plan.Deleted = plan.Deleted && plan.Snapshot.Status == subCanceled
+	plan.Deleted = plan.Deleted && plan.Snapshot.Status == StatusCanceled
 	return plan, nil
 }
 
 // Commit writes the plan in the event's one transaction.
-func (s *Subscriptions) Commit(ctx context.Context, ev *inbox.StoredEvent, plan SubscriptionPlan) (Outcome, error) {
-	p := projectionOf(ev, plan)
-	return InPendingTx(ctx, s.Store, ev.Key, func(tx pgx.Tx, _ *inbox.StoredEvent) (Outcome, error) {
+func (s *Subscriptions) Commit(ctx context.Context, ev *hookinbox.Event, plan Plan) (hookinbox.Result, error) {
+	p := projectionFor(ev.Resource, ev.Workspace, ev.Key.String(), plan)
+	row, err := p.row()
+	if err != nil {
+		return hookinbox.Result{}, err
+	}
+	return ev.Commit(ctx, func(tx *hookinbox.Tx) (hookinbox.Result, error) {
 		if plan.Versioned {
-			applied, err := ledger.WriteProjectionIfNewer(ctx, tx, p)
+			applied, err := tx.WriteNewer(ctx, Table, row)
 			if err != nil {
-				return Outcome{}, err
+				return hookinbox.Result{}, err
 			}
 			if g := plan.Gap; g != nil {
 				g.Corrected = applied
-				if err := passes.InsertDivergences(ctx, tx, ev.Key.Provider, ev.Key.Account, ev.Key.Environment, ev.ResourceKind,
-					ev.ResourceID, "version gap: "+ev.Key.String(), []keys.Divergence{*g}); err != nil {
-					return Outcome{}, err
+				if err := tx.Diverged(ctx, "version gap: "+ev.Key.String(), *g); err != nil {
+					return hookinbox.Result{}, err
 				}
 				if applied {
-					return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("version jumped v%s→v%s: fetched and applied v%d (%s)",
+					return hookinbox.Result{Note: fmt.Sprintf("version jumped v%s→v%s: fetched and applied v%d (%s)",
 						g.LocalValue, g.ProviderValue, *p.Version, p.State.Status)}, nil
 				}
 			}
 			if !applied {
 				return s.notApplied(ctx, tx, ev, p)
 			}
-			return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("applied snapshot v%d (%s)", *p.Version, p.State.Status)}, nil
+			return hookinbox.Result{Note: fmt.Sprintf("applied snapshot v%d (%s)", *p.Version, p.State.Status)}, nil
 		}
 		if note, ok := s.keep(ev.Key.String(), plan, p); ok {
-			return Outcome{Status: keys.StatusDone, Note: note}, nil
+			return hookinbox.Result{Note: note}, nil
 		}
-		applied, err := ledger.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
+		applied, err := tx.WriteFenced(ctx, Table, row, plan.ReadSeq)
 		if err != nil {
-			return Outcome{}, err
+			return hookinbox.Result{}, err
 		}
 		if !applied {
-			return Outcome{}, errLostRace
+			return hookinbox.Result{}, errLostRace
 		}
-		return Outcome{Status: keys.StatusDone, Note: "fetched and wrote " + p.State.Status}, nil
+		return hookinbox.Result{Note: "fetched and wrote " + p.State.Status}, nil
 	})
 }
 
@@ -222,21 +236,23 @@ func (s *Subscriptions) Commit(ctx context.Context, ev *inbox.StoredEvent, plan 
 // contradicting itself (seed 004: investigate, do not overwrite): each
 // differing field is recorded as a same-version divergence, and the note
 // says so.
-func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *inbox.StoredEvent, p ledger.Projection) (Outcome, error) {
-	cur, err := ledger.GetProjection(ctx, tx, p.Provider, p.Account, p.Environment, p.ResourceID)
+func (s *Subscriptions) notApplied(ctx context.Context, tx *hookinbox.Tx, ev *hookinbox.Event, p Projection) (hookinbox.Result, error) {
+	cur, err := Get(ctx, tx.Conn(), p.Provider, p.Account, p.Environment, p.ResourceID)
 	if err != nil {
-		return Outcome{}, err
+		return hookinbox.Result{}, err
 	}
-	switch {
-	case cur.Version == nil || *cur.Version != *p.Version:
+	if cur == nil {
+		return hookinbox.Result{}, fmt.Errorf("projection of %s: not written, yet not there", p.ResourceID)
+	}
+	if cur.Version == nil || *cur.Version != *p.Version {
 		stored := "unversioned"
 		if cur.Version != nil {
 			stored = fmt.Sprintf("v%d", *cur.Version)
 		}
-		return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d not applied: the projection is at %s (%s)",
+		return hookinbox.Result{Note: fmt.Sprintf("snapshot v%d not applied: the projection is at %s (%s)",
 			*p.Version, stored, cur.State.Status)}, nil
 	}
-	var divs []keys.Divergence
+	var divs []hookinbox.Divergence
 	for _, d := range diffProjection(cur, p) {
 		if d.Field != "version" {
 			d.SameVersion = true
@@ -244,11 +260,10 @@ func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *inbox.Sto
 		}
 	}
 	if len(divs) == 0 {
-		return Outcome{Status: keys.StatusDone, Note: fmt.Sprintf("snapshot v%d already applied", *p.Version)}, nil
+		return hookinbox.Result{Note: fmt.Sprintf("snapshot v%d already applied", *p.Version)}, nil
 	}
-	r := ev.Resource()
-	if err := passes.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, ev.Key.String(), divs); err != nil {
-		return Outcome{}, err
+	if err := tx.Diverged(ctx, ev.Key.String(), divs...); err != nil {
+		return hookinbox.Result{}, err
 	}
 	changes := make([]string, len(divs))
 	for i, d := range divs {
@@ -256,7 +271,7 @@ func (s *Subscriptions) notApplied(ctx context.Context, tx pgx.Tx, ev *inbox.Sto
 	}
 	s.log().Warn("a snapshot differs from the projection at the same provider version; kept the projection, recorded the divergence",
 		"event_key", ev.Key.String(), "subscription", p.ResourceID, "version", *p.Version, "fields", len(divs))
-	return Outcome{Status: keys.StatusDone, Divergences: divs, Note: fmt.Sprintf(
+	return hookinbox.Result{Divergences: divs, Note: fmt.Sprintf(
 		"snapshot v%d differs from the stored v%d (%s): not applied, same-version divergence recorded; investigate with the provider",
 		*p.Version, *cur.Version, strings.Join(changes, ", "))}, nil
 }
@@ -271,12 +286,12 @@ func orNone(s string) string {
 // keep reports whether a fetched state must not be written over the
 // current projection, and why: a canceled subscription is terminal, and a
 // fetch older (by version) than what is stored is stale.
-func (s *Subscriptions) keep(by string, plan SubscriptionPlan, p ledger.Projection) (string, bool) {
+func (s *Subscriptions) keep(by string, plan Plan, p Projection) (string, bool) {
 	c := plan.Current
 	if c == nil {
 		return "", false
 	}
-	if c.State.Status == subCanceled && p.State.Status != subCanceled {
+	if c.State.Status == StatusCanceled && p.State.Status != StatusCanceled {
 		s.log().Warn("provider answered a non-canceled state for a canceled subscription; kept canceled",
 			"by", by, "subscription", p.ResourceID, "fetched_status", p.State.Status)
 		return "fetched " + p.State.Status + " for a canceled subscription: kept canceled", true
@@ -288,53 +303,50 @@ func (s *Subscriptions) keep(by string, plan SubscriptionPlan, p ledger.Projecti
 }
 
 // Reconcile compares the projection with the provider's current state and
-// corrects it through the same compare-and-set as notices, recording every
+// corrects it through the same fenced write as notices, recording every
 // divergence (SPEC R19). It runs inside the resource's workflow, so it never
 // races that resource's events.
-func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason string) (ports.ReconcileOutcome, error) {
-	ep, err := endpoints.FindAPIEndpoint(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment)
-	if errors.Is(err, fault.ErrNotFound) {
-		return ports.ReconcileOutcome{}, fault.Permanent(fmt.Errorf("no %s endpoint with an API key links account %s (%s)", r.Provider, r.Account, r.Environment))
-	}
+func (s *Subscriptions) Reconcile(ctx context.Context, rc *hookinbox.Reconciliation) (hookinbox.ReconcileResult, error) {
+	r := rc.Resource
+	var plan Plan
+	cur, err := Get(ctx, rc.DB(), r.Provider, r.Account, r.Environment, r.ID)
 	if err != nil {
-		return ports.ReconcileOutcome{}, err
+		return hookinbox.ReconcileResult{}, err
 	}
-	var plan SubscriptionPlan
-	cur, err := ledger.GetProjection(ctx, s.Store.Pool, r.Provider, r.Account, r.Environment, r.ID)
-	switch {
-	case errors.Is(err, fault.ErrNotFound):
-	case err != nil:
-		return ports.ReconcileOutcome{}, err
-	default:
+	if cur != nil {
 		plan.Current, plan.ReadSeq = cur, cur.WriteSeq
 	}
-	client, err := s.Providers.For(ctx, ep.Slug)
+	client, err := rc.Client(ctx)
 	if err != nil {
-		return ports.ReconcileOutcome{}, err
+		return hookinbox.ReconcileResult{}, err
 	}
 	snap, err := client.FetchSubscription(ctx, r.Account, r.ID)
 	if err != nil {
-		return ports.ReconcileOutcome{}, providerErr(err)
+		return hookinbox.ReconcileResult{}, err
 	}
 	plan.Snapshot, plan.Fetched = snap, time.Now()
-	by := "reconcile: " + reason
+	by := "reconcile: " + rc.Reason
 	// The projection keeps its workspace: the endpoint asked is only the
 	// one whose API key serves the account, and an account linked on
 	// several endpoints (before such links had to agree) may map to another
 	// workspace there. Only a new projection takes the endpoint's.
-	workspace := ep.WorkspaceID
+	workspace := rc.Workspace
 	if cur != nil {
 		workspace = cur.WorkspaceID
 	}
 	p := projectionFor(r, workspace, by, plan)
 	divs := diffProjection(cur, p)
 	if len(divs) == 0 {
-		return ports.ReconcileOutcome{Note: "in sync"}, nil
+		return hookinbox.ReconcileResult{Note: "in sync"}, nil
 	}
 	note, keep := s.keep(by, plan, p)
-	err = s.Store.Tx(ctx, func(tx pgx.Tx) error {
+	row, err := p.row()
+	if err != nil {
+		return hookinbox.ReconcileResult{}, err
+	}
+	err = rc.Commit(ctx, func(tx *hookinbox.Tx) error {
 		if !keep {
-			applied, err := ledger.WriteProjectionCAS(ctx, tx, p, plan.ReadSeq)
+			applied, err := tx.WriteFenced(ctx, Table, row, plan.ReadSeq)
 			if err != nil {
 				return err
 			}
@@ -345,33 +357,33 @@ func (s *Subscriptions) Reconcile(ctx context.Context, r keys.Resource, reason s
 		for i := range divs {
 			divs[i].Corrected = !keep
 		}
-		return passes.InsertDivergences(ctx, tx, r.Provider, r.Account, r.Environment, r.Kind, r.ID, by, divs)
+		return tx.Diverged(ctx, by, divs...)
 	})
 	if err != nil {
-		return ports.ReconcileOutcome{}, err
+		return hookinbox.ReconcileResult{}, err
 	}
 	if keep {
-		return ports.ReconcileOutcome{Divergences: divs, Note: note}, nil
+		return hookinbox.ReconcileResult{Divergences: divs, Note: note}, nil
 	}
-	return ports.ReconcileOutcome{Divergences: divs, Note: fmt.Sprintf("corrected %d field(s)", len(divs))}, nil
+	return hookinbox.ReconcileResult{Divergences: divs, Note: fmt.Sprintf("corrected %d field(s)", len(divs))}, nil
 }
 
 // DifferingSubscriptions reports, by id, whether each listed subscription
-// of the scope differs from its projection or has none (ports.Projections):
-// what a reconciliation page signals.
-func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, sc keys.Scope, listed []providers.Subscription) (map[string]bool, error) {
+// of the scope differs from its projection or has none: what a
+// reconciliation page signals.
+func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, db hookinbox.DB, sc hookinbox.Scope, listed []providers.Subscription) (map[string]bool, error) {
 	ids := make([]string, len(listed))
 	for i, sub := range listed {
 		ids[i] = sub.ID
 	}
-	local, err := ledger.GetProjections(ctx, s.Store.Pool, sc.Provider, sc.Account, sc.Environment, ids)
+	local, err := List(ctx, db, sc.Provider, sc.Account, sc.Environment, ids)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]bool, len(listed))
 	for _, sub := range listed {
-		r := keys.Resource{Provider: sc.Provider, Account: sc.Account, Environment: sc.Environment, Kind: "subscription", ID: sub.ID}
-		listed := projectionFor(r, sc.WorkspaceID, "", SubscriptionPlan{Snapshot: sub})
+		r := hookinbox.Resource{Provider: sc.Provider, Account: sc.Account, Environment: sc.Environment, Kind: "subscription", ID: sub.ID}
+		listed := projectionFor(r, sc.WorkspaceID, "", Plan{Snapshot: sub})
 		out[sub.ID] = len(diffProjection(local[sub.ID], listed)) > 0
 	}
 	return out, nil
@@ -379,14 +391,14 @@ func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, sc keys.Scop
 
 // diffProjection lists the fields where the stored projection and the
 // provider's state differ.
-func diffProjection(cur *ledger.Projection, p ledger.Projection) []keys.Divergence {
+func diffProjection(cur *Projection, p Projection) []hookinbox.Divergence {
 	if cur == nil {
-		return []keys.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
+		return []hookinbox.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
 	}
-	var out []keys.Divergence
+	var out []hookinbox.Divergence
 	add := func(field, local, remote string) {
 		if local != remote {
-			out = append(out, keys.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
+			out = append(out, hookinbox.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
 		}
 	}
 	add("status", cur.State.Status, p.State.Status)
@@ -413,17 +425,13 @@ func (s *Subscriptions) log() *slog.Logger {
 	return slog.Default()
 }
 
-func projectionOf(ev *inbox.StoredEvent, plan SubscriptionPlan) ledger.Projection {
-	return projectionFor(ev.Resource(), ev.WorkspaceID, ev.Key.String(), plan)
-}
-
-func projectionFor(r keys.Resource, workspace, writtenBy string, plan SubscriptionPlan) ledger.Projection {
+func projectionFor(r hookinbox.Resource, workspace, writtenBy string, plan Plan) Projection {
 	snap := plan.Snapshot
-	st := ledger.SubscriptionState{
+	st := State{
 		Status: snap.Status, Customer: snap.Customer, CancelAtPeriodEnd: snap.CancelAtPeriodEnd,
 		CurrentPeriodEnd: timePtr(snap.CurrentPeriodEnd), CanceledAt: timePtr(snap.CanceledAt), EndedAt: timePtr(snap.EndedAt),
 	}
-	p := ledger.Projection{
+	p := Projection{
 		Provider: r.Provider, Account: r.Account, Environment: r.Environment, ResourceID: r.ID,
 		WorkspaceID: workspace, State: st, Deleted: plan.Deleted, WrittenBy: writtenBy,
 	}
@@ -444,14 +452,14 @@ func projectionFor(r keys.Resource, workspace, writtenBy string, plan Subscripti
 // cancel at its end; an immediate cancellation ends access at once; any
 // other status gives none. A canceled subscription is terminal, so a late
 // "active" snapshot can never restore access.
-func AccessRule(st ledger.SubscriptionState) (access bool, endsAt *time.Time) {
+func AccessRule(st State) (access bool, endsAt *time.Time) {
 	switch st.Status {
-	case subActive, subTrialing, subPastDue:
+	case statusActive, statusTrialing, statusPastDue:
 		if st.CancelAtPeriodEnd {
 			return true, st.CurrentPeriodEnd
 		}
 		return true, nil
-	case subCanceled:
+	case StatusCanceled:
 		if st.EndedAt != nil {
 			return false, st.EndedAt
 		}

@@ -1,74 +1,86 @@
-package handlers
+package engine
 
 import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
-// Route names: a handler's key in a Set and its metrics label.
-const (
-	// RouteCredits grants a workspace its credits for a paid invoice.
-	RouteCredits = "credits"
-	// RouteSubscriptions keeps the subscription projection and access current.
-	RouteSubscriptions = "subscriptions"
-	// RouteCreditNotes takes credits back for a credit note of a granted
-	// invoice, and gives them back when it is voided.
-	RouteCreditNotes = "credit_notes"
-	// RouteFeedbackAlerts creates the initial alert of a new feedback item.
-	RouteFeedbackAlerts = "feedback_alerts"
-)
-
-// Route says which business handler takes an event type.
-type Route struct {
-	Name string
+// Env is what handlers and reconcilers reach the world with: the worker's
+// store (its role's connections) and the endpoints' provider API clients.
+type Env struct {
+	Store     *store.Store
+	Providers *EndpointProviders
 }
 
-// routes is the registry: every (provider, event type) hookinbox handles.
-var routes = map[string]map[string]Route{
-	keys.ProviderStripe: {
-		"invoice.paid":                                 {RouteCredits},
-		EventCreditNoteCreated:                         {RouteCreditNotes},
-		EventCreditNoteVoided:                          {RouteCreditNotes},
-		"customer.subscription.created":                {RouteSubscriptions},
-		"customer.subscription.updated":                {RouteSubscriptions},
-		"customer.subscription.deleted":                {RouteSubscriptions},
-		"customer.subscription.paused":                 {RouteSubscriptions},
-		"customer.subscription.resumed":                {RouteSubscriptions},
-		"customer.subscription.pending_update_applied": {RouteSubscriptions},
-		"customer.subscription.pending_update_expired": {RouteSubscriptions},
-	},
-	keys.ProviderStandard: {
-		"feedback.created": {RouteFeedbackAlerts},
-	},
-}
-
-// For returns the route of a provider's event type; false when hookinbox
-// does not handle it (the intake records it ignored at once, SPEC R3).
-func For(provider, eventType string) (Route, bool) {
-	r, ok := routes[provider][eventType]
-	return r, ok
+// Call is one handling of one pending inbox event.
+type Call struct {
+	Env
+	Event *inbox.StoredEvent
+	// Route is the event's route (its handler name, budget, resource rule).
+	Route routes.Route
 }
 
 // Handler applies the business effect of one inbox event. It runs outside
 // any transaction, may call the provider's API first, and then commits its
 // effect together with the inbox row's completion in ONE transaction,
 // normally through InPendingTx. Return fault.Permanent(err) for an event
-// that can never succeed; any other error is retried.
+// that can never succeed, fault.Wait to wait for another fact; any other
+// error is retried.
 type Handler interface {
-	Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error)
+	Handle(ctx context.Context, c *Call) (Outcome, error)
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error)
+type HandlerFunc func(ctx context.Context, c *Call) (Outcome, error)
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
-	return f(ctx, ev)
+func (f HandlerFunc) Handle(ctx context.Context, c *Call) (Outcome, error) {
+	return f(ctx, c)
+}
+
+// Reconciler compares one resource with the provider and corrects the
+// local state, recording divergences (bound to an Env it is a
+// ports.Reconciler).
+type Reconciler interface {
+	Reconcile(ctx context.Context, env Env, r keys.Resource, reason string) (ports.ReconcileOutcome, error)
+}
+
+// Lister compares a reconciliation page of listed subscriptions with the
+// local projections (bound to an Env it is a ports.Projections).
+type Lister interface {
+	DifferingSubscriptions(ctx context.Context, env Env, scope keys.Scope, listed []providers.Subscription) (map[string]bool, error)
+}
+
+// BindReconciler binds r to env.
+func BindReconciler(r Reconciler, env Env) ports.Reconciler { return boundReconciler{r, env} }
+
+type boundReconciler struct {
+	r   Reconciler
+	env Env
+}
+
+func (b boundReconciler) Reconcile(ctx context.Context, r keys.Resource, reason string) (ports.ReconcileOutcome, error) {
+	return b.r.Reconcile(ctx, b.env, r, reason)
+}
+
+// BindLister binds l to env.
+func BindLister(l Lister, env Env) ports.Projections { return boundLister{l, env} }
+
+type boundLister struct {
+	l   Lister
+	env Env
+}
+
+func (b boundLister) DifferingSubscriptions(ctx context.Context, sc keys.Scope, listed []providers.Subscription) (map[string]bool, error) {
+	return b.l.DifferingSubscriptions(ctx, b.env, sc, listed)
 }
 
 // Set holds the handler instances by route name.

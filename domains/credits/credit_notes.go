@@ -1,21 +1,13 @@
-package handlers
+package credits
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/big"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/hookinbox/hookinbox/activities/ports"
-	"github.com/hookinbox/hookinbox/internal/fault"
-	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/ledger"
-	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -43,31 +35,25 @@ const (
 // The resource of a credit note event is its invoice (providers/stripe), so
 // it runs in the invoice's workflow, one event at a time with the invoice's
 // grant: a reversal and the grant it reverses can never race. A credit note
-// that arrives before its invoice's grant waits: the row stays pending and
-// is retried with backoff (the grant wakes it in its own commit), up to
-// WaitLimit after it was received; then it is retried as an error and ends
-// exhausted (visible, replayable) if the grant never comes.
+// that arrives before its invoice's grant waits (hookinbox.Wait): the row
+// stays pending and is looked at again with backoff (the grant wakes it in
+// its own commit), up to the domain's CreditNoteWait after it was received;
+// then it is retried as an error and ends exhausted (visible, replayable)
+// if the grant never comes.
 type CreditNotes struct {
-	Store     *store.Store
-	Providers ports.Providers
-	// Policy is the negative-balance policy (keys.Balance*).
+	// Policy is the negative-balance policy (ledger.Policy*).
 	Policy string
-	// WaitInitial and WaitMax bound the backoff while waiting for the
-	// grant; WaitLimit is how long after receipt a credit note may wait.
-	WaitInitial, WaitMax, WaitLimit time.Duration
-	// Now is the clock (tests).
-	Now func() time.Time
 }
 
 // CreditReversalKey is the business key of a credit note's reversal:
 // (provider, account, environment, invoice, credit note, credit-reversal).
 func CreditReversalKey(provider, account, env, invoice, creditNote string) string {
-	return keys.Join("credit-adjustment", provider, account, env, invoice, creditNote, ledger.OperationCreditReversal)
+	return hookinbox.Key("credit-adjustment", provider, account, env, invoice, creditNote, ledger.OperationCreditReversal)
 }
 
 // CreditReversalVoidKey is the business key of a credit note's void.
 func CreditReversalVoidKey(provider, account, env, invoice, creditNote string) string {
-	return keys.Join("credit-adjustment", provider, account, env, invoice, creditNote, ledger.OperationCreditReversalVoid)
+	return hookinbox.Key("credit-adjustment", provider, account, env, invoice, creditNote, ledger.OperationCreditReversalVoid)
 }
 
 // ReversalCredits is what a credit note takes back: floor(credits ×
@@ -92,79 +78,79 @@ const WaitingForGrant = "waiting for the invoice's grant"
 var errNoGrantYet = errors.New("the invoice has no credit grant yet")
 
 // Handle applies credit_note.created and credit_note.voided.
-func (c *CreditNotes) Handle(ctx context.Context, ev *inbox.StoredEvent) (Outcome, error) {
+func (c *CreditNotes) Handle(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
 	cnID := ev.ObjectID
 	if cnID == "" {
-		return Outcome{}, fault.Permanent(fmt.Errorf("%s event names no credit note", ev.EventType))
+		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("%s event names no credit note", ev.Type))
 	}
-	client, err := c.Providers.For(ctx, ev.EndpointSlug)
+	client, err := ev.Client(ctx)
 	if err != nil {
-		return Outcome{}, err
+		return hookinbox.Result{}, err
 	}
 	cn, err := client.FetchCreditNote(ctx, ev.Key.Account, cnID)
 	if err != nil {
-		return Outcome{}, providerErr(err)
+		return hookinbox.Result{}, err
 	}
 	switch {
 	case cn.ID != cnID:
-		return Outcome{}, fault.Permanent(fmt.Errorf("provider answered credit note %q for %q", cn.ID, cnID))
-	case cn.Invoice != ev.ResourceID:
-		return Outcome{}, fault.Permanent(fmt.Errorf("credit note %s credits invoice %s at the provider; the event says %s", cn.ID, cn.Invoice, ev.ResourceID))
-	case cn.Livemode != (ev.Key.Environment == keys.EnvLive):
-		return Outcome{}, fault.Permanent(fmt.Errorf("credit note %s livemode=%t does not match the %s environment", cn.ID, cn.Livemode, ev.Key.Environment))
+		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("provider answered credit note %q for %q", cn.ID, cnID))
+	case cn.Invoice != ev.Resource.ID:
+		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("credit note %s credits invoice %s at the provider; the event says %s", cn.ID, cn.Invoice, ev.Resource.ID))
+	case cn.Livemode != (ev.Key.Environment == hookinbox.Live):
+		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("credit note %s livemode=%t does not match the %s environment", cn.ID, cn.Livemode, ev.Key.Environment))
 	case cn.Status != providers.CreditNoteIssued && cn.Status != providers.CreditNoteVoid:
-		return Outcome{}, fault.Permanent(fmt.Errorf("credit note %s has status %q, neither issued nor void", cn.ID, cn.Status))
-	case ev.EventType == EventCreditNoteVoided && cn.Status != providers.CreditNoteVoid:
+		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("credit note %s has status %q, neither issued nor void", cn.ID, cn.Status))
+	case ev.Type == EventCreditNoteVoided && cn.Status != providers.CreditNoteVoid:
 		// The event says voided; the source of truth does not (yet).
-		return Outcome{}, fmt.Errorf("credit note %s is %q at the provider, not void (yet)", cn.ID, cn.Status)
+		return hookinbox.Result{}, fmt.Errorf("credit note %s is %q at the provider, not void (yet)", cn.ID, cn.Status)
 	}
 	inv, err := client.FetchInvoice(ctx, ev.Key.Account, cn.Invoice)
 	if err != nil {
-		return Outcome{}, providerErr(err)
+		return hookinbox.Result{}, err
 	}
 	if inv.ID != cn.Invoice {
-		return Outcome{}, fault.Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, cn.Invoice))
+		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, cn.Invoice))
 	}
 	if inv.Total <= 0 {
-		return Outcome{}, fault.Permanent(fmt.Errorf("invoice %s has total %d: nothing a credit note can be a part of", inv.ID, inv.Total))
+		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("invoice %s has total %d: nothing a credit note can be a part of", inv.ID, inv.Total))
 	}
 	bkey := CreditReversalKey(ev.Key.Provider, ev.Key.Account, ev.Key.Environment, inv.ID, cn.ID)
-	out, err := InPendingTx(ctx, c.Store, ev.Key, func(tx pgx.Tx, row *inbox.StoredEvent) (Outcome, error) {
-		return c.apply(ctx, tx, row, cn, inv, bkey)
+	res, err := ev.Commit(ctx, func(tx *hookinbox.Tx) (hookinbox.Result, error) {
+		return c.apply(ctx, tx, ev, cn, inv, bkey)
 	})
 	if errors.Is(err, errNoGrantYet) {
-		return c.wait(ctx, ev, bkey, err)
+		err = hookinbox.Wait(WaitingForGrant, err)
 	}
-	out.BusinessKey = bkey
-	return out, err
+	res.BusinessKey = bkey
+	return res, err
 }
 
 // apply records the reversal (and the void, when the credit note is void)
 // once each, in the event's transaction.
-func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *inbox.StoredEvent, cn providers.CreditNote, inv providers.Invoice, bkey string) (Outcome, error) {
+func (c *CreditNotes) apply(ctx context.Context, tx *hookinbox.Tx, row *hookinbox.Event, cn providers.CreditNote, inv providers.Invoice, bkey string) (hookinbox.Result, error) {
 	k := row.Key
-	grant, err := ledger.GetCreditGrant(ctx, tx, k.Provider, k.Account, k.Environment, inv.ID, OperationInitialGrant)
-	if errors.Is(err, fault.ErrNotFound) {
-		return Outcome{}, fmt.Errorf("credit note %s of invoice %s: %w", cn.ID, inv.ID, errNoGrantYet)
+	grant, err := ledger.GetCreditGrant(ctx, tx.Conn(), k.Provider, k.Account, k.Environment, inv.ID, OperationInitialGrant)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return hookinbox.Result{}, fmt.Errorf("credit note %s of invoice %s: %w", cn.ID, inv.ID, errNoGrantYet)
 	}
 	if err != nil {
-		return Outcome{}, err
+		return hookinbox.Result{}, err
 	}
-	if grant.WorkspaceID != row.WorkspaceID {
-		return Outcome{}, fault.Permanent(fmt.Errorf("invoice %s was granted to workspace %s; this credit note maps to %s",
-			inv.ID, grant.WorkspaceID, row.WorkspaceID))
+	if grant.WorkspaceID != row.Workspace {
+		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("invoice %s was granted to workspace %s; this credit note maps to %s",
+			inv.ID, grant.WorkspaceID, row.Workspace))
 	}
 	credits := ReversalCredits(grant.Credits, cn.Total, inv.Total)
-	out := Outcome{Status: keys.StatusDone}
+	out := hookinbox.Result{}
 	rev := ledger.CreditAdjustment{
 		Provider: k.Provider, Account: k.Account, Environment: k.Environment, InvoiceID: inv.ID, Reference: cn.ID,
 		Operation: ledger.OperationCreditReversal, WorkspaceID: grant.WorkspaceID, Requested: -credits, EventKey: k.String(),
 		Detail: map[string]any{"credit_note_total": cn.Total, "invoice_total": inv.Total, "grant_credits": grant.Credits,
 			"currency": cn.Currency},
 	}
-	reversed, prior, err := ledger.AdjustCreditsOnce(ctx, tx, &rev, c.Policy)
+	reversed, prior, err := ledger.AdjustCreditsOnce(ctx, tx.Conn(), &rev, c.Policy)
 	if err != nil {
-		return Outcome{}, err
+		return hookinbox.Result{}, err
 	}
 	var notices []ledger.CreditAdjustment
 	if reversed {
@@ -183,9 +169,9 @@ func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *inbox.StoredEve
 			Operation: ledger.OperationCreditReversalVoid, WorkspaceID: grant.WorkspaceID, Requested: -rev.Applied,
 			EventKey: k.String(), Detail: map[string]any{"reversal_id": rev.ID, "reversal_decision": rev.Decision},
 		}
-		voided, prior, err := ledger.AdjustCreditsOnce(ctx, tx, &void, c.Policy)
+		voided, prior, err := ledger.AdjustCreditsOnce(ctx, tx.Conn(), &void, c.Policy)
 		if err != nil {
-			return Outcome{}, err
+			return hookinbox.Result{}, err
 		}
 		if voided {
 			out.Note += fmt.Sprintf("; voided: gave back %d credits", void.Applied)
@@ -194,9 +180,9 @@ func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *inbox.StoredEve
 			out.Note += "; void already applied by " + prior.EventKey
 		}
 	}
-	ws, err := ledger.GetWorkspace(ctx, tx, grant.WorkspaceID)
+	ws, err := tx.Workspace(ctx, grant.WorkspaceID)
 	if err != nil {
-		return Outcome{}, err
+		return hookinbox.Result{}, err
 	}
 	if ws.Email == "" {
 		if len(notices) > 0 {
@@ -205,16 +191,14 @@ func (c *CreditNotes) apply(ctx context.Context, tx pgx.Tx, row *inbox.StoredEve
 		return out, nil
 	}
 	for _, a := range notices {
-		id, err := outbox.InsertOutbox(ctx, tx, reversalNotice(bkey, ws, inv.ID, cn.ID, a, row.Resource().String()))
-		if err != nil {
-			return Outcome{}, err
+		if _, err := tx.Send(ctx, reversalNotice(bkey, ws, inv.ID, cn.ID, a)); err != nil {
+			return hookinbox.Result{}, err
 		}
-		out.Outbox = append(out.Outbox, id)
 	}
 	return out, nil
 }
 
-func reversalNotice(bkey string, ws *ledger.Workspace, invoice, cn string, a ledger.CreditAdjustment, resource string) outbox.OutboxIntent {
+func reversalNotice(bkey string, ws hookinbox.Workspace, invoice, cn string, a ledger.CreditAdjustment) hookinbox.Intent {
 	op, subject, text := bkey+":notice", "", ""
 	switch {
 	case a.Operation == ledger.OperationCreditReversalVoid:
@@ -231,43 +215,7 @@ func reversalNotice(bkey string, ws *ledger.Workspace, invoice, cn string, a led
 			text += fmt.Sprintf(" %d credits could not be taken back (the balance stops at zero).", a.Shortfall)
 		}
 	}
-	return outbox.OutboxIntent{
-		OperationKey: op, Class: keys.ClassCreditsReversal, Kind: "email", Destination: ws.Email, WorkspaceID: ws.ID,
-		ResourceKey: resource, Payload: map[string]any{"to": ws.Email, "subject": subject, "text": text},
-	}
-}
-
-// wait keeps a credit note that arrived before its invoice's grant pending:
-// the attempt is recorded with a backoff (the grant's commit wakes it
-// sooner) and the workflow moves on to the resource's next rows, the grant
-// among them. Past WaitLimit the wait is an ordinary retried error, which
-// ends exhausted if the grant never comes.
-func (c *CreditNotes) wait(ctx context.Context, ev *inbox.StoredEvent, bkey string, cause error) (Outcome, error) {
-	now := time.Now()
-	if c.Now != nil {
-		now = c.Now()
-	}
-	limit := c.WaitLimit
-	if limit <= 0 {
-		limit = 24 * time.Hour
-	}
-	if now.Sub(ev.ReceivedAt) > limit {
-		return Outcome{BusinessKey: bkey}, fmt.Errorf("waited longer than %s: %w", limit, cause)
-	}
-	initial, maxWait := c.WaitInitial, c.WaitMax
-	if initial <= 0 {
-		initial = time.Second
-	}
-	if maxWait < initial {
-		maxWait = max(initial, 5*time.Minute)
-	}
-	delay := maxWait
-	if shift := ev.Attempts; shift < 30 {
-		delay = min(initial<<shift, maxWait)
-	}
-	msg := WaitingForGrant + ": " + cause.Error()
-	if err := inbox.RecordInboxFailure(ctx, c.Store.Pool, ev.Key, msg, now.Add(delay)); err != nil {
-		return Outcome{}, err
-	}
-	return Outcome{Status: keys.StatusPending, Note: msg, BusinessKey: bkey}, nil
+	in := hookinbox.Email(op, ClassReversal, ws.Email, subject, text)
+	in.Workspace = ws.ID
+	return in
 }

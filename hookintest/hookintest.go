@@ -1,0 +1,290 @@
+// Package hookintest runs a team's App on real components in its tests: a
+// fresh PostgreSQL database migrated with hookinbox's migrations and then
+// the App's own, the process roles with the App's grants, deliveries signed
+// as each provider signs them and admitted through hookinbox's own intake
+// path, and handlers run by hookinbox's own engine as the worker role. Run
+// starts the whole stack on the Temporal dev server: the intake on loopback,
+// the worker, one workflow per resource.
+//
+// By default each test binary starts its own throw-away PostgreSQL cluster
+// and Temporal dev server from the hookinbox checkout it runs in (the Go
+// workspace or a replace directive; `make tools` builds the Temporal CLI
+// into its .tools/). HOOKINBOX_TEST_DATABASE_URL (a superuser URL) and
+// HOOKINBOX_TEST_TEMPORAL_ADDRESS point the tests at existing servers
+// instead. Call Main from TestMain so that they are stopped:
+//
+//	func TestMain(m *testing.M) { hookintest.Main(m) }
+package hookintest
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/internal/admission"
+	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/engine"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
+	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/testenv"
+	"github.com/hookinbox/hookinbox/migrations"
+)
+
+// Main runs the package's tests and stops the servers they started.
+func Main(m *testing.M) { testenv.Main(m) }
+
+// Harness is one App on a fresh database.
+type Harness struct {
+	// DB is the schema owner's pool: fixtures and assertions.
+	DB *pgxpool.Pool
+
+	t      testing.TB
+	url    string
+	biz    app.Business
+	owner  *store.Store
+	intake *store.Store
+	worker *store.Store
+	adm    *admission.Admitter
+	events *engine.Events
+	now    func() time.Time
+}
+
+// New migrates a fresh database for a (hookinbox's migrations, then a's),
+// applies the process roles' grants with a's tables, and returns the
+// harness. a must have no registration error.
+func New(t testing.TB, a *hookinbox.App) *Harness {
+	t.Helper()
+	if err := a.Err(); err != nil {
+		t.Fatalf("hookintest: the app has registration errors: %v", err)
+	}
+	biz := app.BusinessOf(a)
+	url := testenv.DatabaseURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("hookintest: %v", err)
+	}
+	for _, set := range biz.Migrations {
+		if _, err := migrations.UpSet(ctx, conn, set, nil); err != nil {
+			conn.Close(ctx)
+			t.Fatalf("hookintest: migrations of %s: %v", set.Name, err)
+		}
+	}
+	if _, _, err := store.ReapplyGrants(ctx, conn, biz.Grants...); err != nil {
+		conn.Close(ctx)
+		t.Fatalf("hookintest: grants: %v", err)
+	}
+	conn.Close(ctx)
+	h := &Harness{t: t, url: url, biz: biz, now: time.Now}
+	h.owner = h.open(url)
+	h.intake = h.open(testenv.RoleURL(t, url, store.RoleIntake))
+	h.worker = h.open(testenv.RoleURL(t, url, store.RoleWorker))
+	h.DB = h.owner.Pool
+	h.adm = admission.New(admission.Options{Store: h.intake, Routes: biz.Routes, Tolerance: 5 * time.Minute})
+	h.events = &engine.Events{Store: h.worker, Providers: &engine.EndpointProviders{Store: h.worker}, Routes: biz.Routes,
+		Handlers: biz.Handlers, WaitLimits: biz.WaitLimits, WaitInitial: time.Second, WaitMax: time.Minute}
+	return h
+}
+
+func (h *Harness) open(url string) *store.Store {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, url, 10)
+	if err != nil {
+		h.t.Fatalf("hookintest: %v", err)
+	}
+	st.Keys = testenv.Keys(h.t)
+	h.t.Cleanup(st.Close)
+	return st
+}
+
+// Endpoint is a webhook endpoint to register.
+type Endpoint struct {
+	Slug        string
+	Provider    string
+	Environment string // default test
+	Secret      string
+	// APIBaseURL and APIKey, when set, are where handlers fetch from.
+	APIBaseURL string
+	APIKey     string
+	// Account is linked to Workspace (whose notices go to Email).
+	Account   string
+	Workspace string
+	Email     string
+}
+
+// AddEndpoint registers e and links its account, as `hookinbox endpoints
+// add` and `endpoints link` do.
+func (h *Harness) AddEndpoint(ctx context.Context, e Endpoint) {
+	h.t.Helper()
+	if e.Environment == "" {
+		e.Environment = hookinbox.Test
+	}
+	err := endpoints.InsertEndpoint(ctx, h.owner, endpoints.NewEndpoint{Slug: e.Slug, Provider: e.Provider,
+		Environment: e.Environment, Secrets: []string{e.Secret}, APIBaseURL: e.APIBaseURL, APIKey: e.APIKey})
+	if err == nil && e.Account != "" {
+		err = endpoints.LinkAccount(ctx, h.owner, e.Slug, e.Account, e.Workspace)
+	}
+	if err == nil && e.Email != "" {
+		err = records.SetWorkspaceEmail(ctx, h.owner.Pool, e.Workspace, e.Email)
+	}
+	if err != nil {
+		h.t.Fatalf("hookintest: endpoint %s: %v", e.Slug, err)
+	}
+}
+
+// Delivery is what the intake did with one delivery.
+type Delivery struct {
+	Key EventKey
+	// Outcome is accepted, ignored, duplicate or quarantined.
+	Outcome string
+	// Status of the inbox row (pending, ignored, or a duplicate's current).
+	Status string
+	// Reason a quarantined delivery was refused.
+	Reason string
+}
+
+// EventKey is hookinbox's event key.
+type EventKey = hookinbox.EventKey
+
+// Sign adds to header the signature the endpoint's provider would send for
+// body, with secret, at the harness's now: Stripe-Signature,
+// webhook-signature (Standard Webhooks; header must carry webhook-id),
+// X-Hub-Signature-256 (GitHub) or X-Shopify-Hmac-Sha256.
+func Sign(provider, secret string, header http.Header, body []byte, at time.Time) error {
+	switch provider {
+	case keys.ProviderStripe:
+		header.Set("Stripe-Signature", simulator.SignStripe(body, at, secret))
+	case keys.ProviderStandard:
+		id := header.Get("webhook-id")
+		if id == "" {
+			return errors.New("a Standard Webhooks delivery needs its webhook-id header")
+		}
+		sh, err := simulator.StandardHeaders(id, body, at, secret)
+		if err != nil {
+			return err
+		}
+		for k, v := range sh {
+			header[k] = v
+		}
+	case keys.ProviderGitHub:
+		header.Set("X-Hub-Signature-256", simulator.SignGitHub(body, secret))
+	case keys.ProviderShopify:
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(body)
+		header.Set("X-Shopify-Hmac-Sha256", base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	default:
+		return fmt.Errorf("hookintest cannot sign for provider %q", provider)
+	}
+	return nil
+}
+
+// Deliver signs body (with header's other headers) for the endpoint slug
+// with its secret and admits it through the intake's own path: verify,
+// normalize, map the account, route, insert. It fails the test when the
+// endpoint is unknown or the delivery could not be stored.
+func (h *Harness) Deliver(ctx context.Context, slug, secret string, header http.Header, body []byte) Delivery {
+	h.t.Helper()
+	ep, err := h.adm.Endpoint(ctx, slug)
+	if err != nil {
+		h.t.Fatalf("hookintest: endpoint %s: %v", slug, err)
+	}
+	if header == nil {
+		header = http.Header{}
+	}
+	header = header.Clone()
+	if err := Sign(ep.Provider, secret, header, body, h.now()); err != nil {
+		h.t.Fatalf("hookintest: sign: %v", err)
+	}
+	res, err := h.adm.Admit(ctx, ep, admission.Delivery{Header: header, Body: body}, keys.OriginWebhook)
+	if err != nil {
+		h.t.Fatalf("hookintest: admit: %v", err)
+	}
+	d := Delivery{Key: res.Key, Status: res.Status, Reason: res.Reason}
+	switch res.Outcome {
+	case admission.Accepted:
+		d.Outcome = "accepted"
+	case admission.Ignored:
+		d.Outcome = "ignored"
+	case admission.Duplicate:
+		d.Outcome = "duplicate"
+	case admission.Quarantined:
+		d.Outcome = "quarantined"
+	}
+	return d
+}
+
+// Handled is one attempt at an event, as the worker makes it.
+type Handled struct {
+	// Status of the row after the attempt (pending when it failed or waits).
+	Status string
+	Note   string
+	// Err is the handler's error (nil: done, ignored, or waiting).
+	Err error
+}
+
+// Handle makes one attempt at the event, as the worker would (as the worker
+// role, through the route table and the handler), without Temporal: a
+// failed attempt is not recorded, retried nor stopped.
+func (h *Harness) Handle(ctx context.Context, key EventKey) Handled {
+	h.t.Helper()
+	out, err := h.events.Handle(ctx, key)
+	if out.Missing {
+		h.t.Fatalf("hookintest: event %s is not in the inbox", key)
+	}
+	row, rerr := inbox.GetInboxEvent(ctx, h.owner.Pool, key)
+	if rerr != nil {
+		h.t.Fatalf("hookintest: %v", rerr)
+	}
+	return Handled{Status: row.Status, Note: out.Note, Err: err}
+}
+
+// Status is an event's inbox status.
+func (h *Harness) Status(ctx context.Context, key EventKey) string {
+	h.t.Helper()
+	row, err := inbox.GetInboxEvent(ctx, h.owner.Pool, key)
+	if err != nil {
+		h.t.Fatalf("hookintest: %v", err)
+	}
+	return row.Status
+}
+
+// SetNow sets the clock deliveries are signed with and waits are measured
+// by (default time.Now).
+func (h *Harness) SetNow(now func() time.Time) {
+	h.now = now
+	h.events.Now = now
+}
+
+// config is a stack configuration on the harness's database.
+func (h *Harness) config(temporal string) config.Config {
+	cfg := config.Default()
+	cfg.DatabaseURL = h.url
+	cfg.IntakeDatabaseURL = testenv.RoleURL(h.t, h.url, store.RoleIntake)
+	cfg.WorkerDatabaseURL = testenv.RoleURL(h.t, h.url, store.RoleWorker)
+	cfg.SecretsKey = testenv.SecretsKey()
+	cfg.TemporalAddress = temporal
+	cfg.TaskQueue = fmt.Sprintf("hookintest-%d", time.Now().UnixNano())
+	cfg.SweepInterval, cfg.SweepAfter = 2*time.Second, time.Second
+	cfg.RetryInitial, cfg.RetryMax, cfg.RetryBudget = 50*time.Millisecond, 500*time.Millisecond, 4
+	cfg.ReconcileInterval, cfg.BackfillInterval, cfg.RetentionInterval = 0, 0, 0
+	cfg.OutboundAllowPrivate = true // test destinations are loopback servers
+	return cfg
+}

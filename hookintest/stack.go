@@ -1,0 +1,120 @@
+package hookintest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/lab/testenv"
+	"github.com/hookinbox/hookinbox/starter"
+)
+
+// Stack is the App running for real: the intake on a loopback port (its
+// public POST /webhooks/:endpoint), and the worker on the Temporal dev
+// server, one workflow per resource, as `hookinbox webhook` and `hookinbox
+// worker` run it.
+type Stack struct {
+	// URL is the intake's public base URL (http://127.0.0.1:PORT).
+	URL string
+	h   *Harness
+}
+
+// Run starts the stack on the harness's database; it stops at the test's
+// cleanup. Set HOOKINBOX_TEST_LOG to see its logs.
+func (h *Harness) Run() *Stack {
+	h.t.Helper()
+	cfg := h.config(testenv.TemporalAddress(h.t))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("HOOKINBOX_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ctx := context.Background()
+	wc, err := starter.Dial(ctx, cfg, log)
+	if err != nil {
+		h.t.Fatalf("hookintest: temporal: %v", err)
+	}
+	m := metrics.New()
+	acts, err := app.NewActivities(cfg, h.worker, wc, m, log, h.biz)
+	if err != nil {
+		wc.Close()
+		h.t.Fatalf("hookintest: worker: %v", err)
+	}
+	ic, err := starter.DialLazy(cfg, log)
+	if err != nil {
+		wc.Close()
+		h.t.Fatalf("hookintest: temporal: %v", err)
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		h.t.Fatalf("hookintest: listen: %v", err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	werr, ierr := make(chan error, 1), make(chan error, 1)
+	go func() { werr <- app.RunWorker(rctx, cfg, wc, acts, m, "", log) }()
+	in := app.NewIntake(cfg, h.intake, ic, metrics.New(), log, h.biz.Routes)
+	go func() { ierr <- in.Run(rctx, "", ln, log) }()
+	h.t.Cleanup(func() {
+		cancel()
+		<-ierr
+		<-werr
+		ic.Close()
+		wc.Close()
+	})
+	return &Stack{URL: "http://" + ln.Addr().String(), h: h}
+}
+
+// Post sends body to /webhooks/slug as its provider would, signed with
+// secret (and header's other headers), and returns the intake's status.
+func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Header, body []byte) int {
+	s.h.t.Helper()
+	ep, err := s.h.adm.Endpoint(ctx, slug)
+	if err != nil {
+		s.h.t.Fatalf("hookintest: endpoint %s: %v", slug, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/webhooks/"+slug, bytes.NewReader(body))
+	if err != nil {
+		s.h.t.Fatalf("hookintest: %v", err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if err := Sign(ep.Provider, secret, req.Header, body, s.h.now()); err != nil {
+		s.h.t.Fatalf("hookintest: sign: %v", err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.h.t.Fatalf("hookintest: post: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	return res.StatusCode
+}
+
+// WaitFor waits until the event's inbox row has status (done, failed, …),
+// failing the test after timeout.
+func (s *Stack) WaitFor(ctx context.Context, key EventKey, status string, timeout time.Duration) {
+	s.h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		var st string
+		err := s.h.DB.QueryRow(ctx, `SELECT status FROM webhook_inbox
+			WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4`,
+			key.Provider, key.Account, key.Environment, key.EventID).Scan(&st)
+		if err == nil && st == status {
+			return
+		}
+		last = fmt.Sprint(st, err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.h.t.Fatalf("hookintest: event %s is not %s after %s (last: %s)", key, status, timeout, last)
+}

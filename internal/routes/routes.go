@@ -1,0 +1,150 @@
+// Package routes is the route table: which (provider, event type) pairs a
+// handler takes, under which handler name, serialized on which resource,
+// with which retry budget. The intake reads it to record an authenticated
+// event pending (handled) or ignored, and to choose the resource workflow
+// it runs in; the worker reads it to route a pending row to its handler.
+// Both processes build the same table from the same registrations (the
+// public App's Handle calls), so they agree. It is a leaf: it knows no
+// handler code, no store and no Temporal.
+package routes
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Route is how one provider's event type (or a family of them) is handled.
+type Route struct {
+	// Name names the handler: its key among the worker's handlers and its
+	// metrics label.
+	Name string
+	// Provider is the provider name (stripe, github, …).
+	Provider string
+	// Type is an exact event type, or a prefix ending in "*"
+	// ("customer.subscription.*"). An exact type wins over a prefix, and a
+	// longer prefix over a shorter one.
+	Type string
+	// Resource, when set, is the resource the event is serialized on
+	// instead of the one the provider normalized: its kind, and the JSON
+	// path (gjson syntax) of its id in the verified payload. The
+	// normalized resource's id is then kept as the event's object id.
+	Resource *ResourceRule
+	// Budget is the number of attempts before the event ends exhausted
+	// (0: the worker's HOOKINBOX_RETRY_BUDGET).
+	Budget int
+}
+
+// ResourceRule derives the resource from the verified payload.
+type ResourceRule struct {
+	Kind   string
+	IDPath string
+}
+
+// Router answers which route takes an event type. RouteType providers
+// (Stripe's thin v1.* types) are resolved by the caller first.
+type Router interface {
+	Route(provider, eventType string) (Route, bool)
+}
+
+// Table is a static set of routes, built at start-up and read-only after:
+// safe for concurrent lookups.
+type Table struct {
+	exact    map[string]map[string]Route
+	prefixes map[string][]Route // longest prefix first
+}
+
+// ErrConflict is a route added twice for the same provider and type.
+var ErrConflict = errors.New("route conflict")
+
+// Add adds r. Two routes for one provider and type, a route without a name,
+// provider or type, or a "*" anywhere but at the end is an error.
+func (t *Table) Add(r Route) error {
+	switch {
+	case r.Name == "" || r.Provider == "" || r.Type == "":
+		return fmt.Errorf("route %+v: name, provider and event type are required", r)
+	case strings.Contains(strings.TrimSuffix(r.Type, "*"), "*"):
+		return fmt.Errorf("route %s: event type %q: '*' may only end a prefix", r.Name, r.Type)
+	case r.Budget < 0:
+		return fmt.Errorf("route %s: a retry budget is 1 or more (0: the worker's)", r.Name)
+	case r.Resource != nil && (r.Resource.Kind == "" || r.Resource.IDPath == ""):
+		return fmt.Errorf("route %s: a resource rule needs a kind and an id path", r.Name)
+	}
+	if t.exact == nil {
+		t.exact, t.prefixes = map[string]map[string]Route{}, map[string][]Route{}
+	}
+	if strings.HasSuffix(r.Type, "*") {
+		for _, p := range t.prefixes[r.Provider] {
+			if p.Type == r.Type {
+				return fmt.Errorf("%w: %s %s is taken by %s and %s", ErrConflict, r.Provider, r.Type, p.Name, r.Name)
+			}
+		}
+		ps := append(t.prefixes[r.Provider], r)
+		sort.SliceStable(ps, func(i, j int) bool { return len(ps[i].Type) > len(ps[j].Type) })
+		t.prefixes[r.Provider] = ps
+	} else {
+		if prev, ok := t.exact[r.Provider][r.Type]; ok {
+			return fmt.Errorf("%w: %s %s is taken by %s and %s", ErrConflict, r.Provider, r.Type, prev.Name, r.Name)
+		}
+		if t.exact[r.Provider] == nil {
+			t.exact[r.Provider] = map[string]Route{}
+		}
+		t.exact[r.Provider][r.Type] = r
+	}
+	return nil
+}
+
+// Route returns the route of a provider's event type: the exact one, else
+// the longest matching prefix.
+func (t *Table) Route(provider, eventType string) (Route, bool) {
+	if t == nil {
+		return Route{}, false
+	}
+	if r, ok := t.exact[provider][eventType]; ok {
+		return r, true
+	}
+	for _, r := range t.prefixes[provider] {
+		if strings.HasPrefix(eventType, strings.TrimSuffix(r.Type, "*")) {
+			return r, true
+		}
+	}
+	return Route{}, false
+}
+
+// ExactTypes lists provider's exact event types, sorted: what a listing
+// API that takes no wildcard (Stripe's events filter) is asked for.
+func (t *Table) ExactTypes(provider string) []string {
+	if t == nil {
+		return nil
+	}
+	out := make([]string, 0, len(t.exact[provider]))
+	for typ := range t.exact[provider] {
+		out = append(out, typ)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Routes lists every route, by provider then type.
+func (t *Table) Routes() []Route {
+	if t == nil {
+		return nil
+	}
+	var out []Route
+	for _, m := range t.exact {
+		for _, r := range m {
+			out = append(out, r)
+		}
+	}
+	for _, ps := range t.prefixes {
+		out = append(out, ps...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Provider != out[j].Provider {
+			return out[i].Provider < out[j].Provider
+		}
+		return out[i].Type < out[j].Type
+	})
+	return out
+}
