@@ -64,6 +64,7 @@ func TestImportRules(t *testing.T) {
 		{"webhook", []string{"go.temporal.io/sdk/workflow"}, "the HTTP intake runs no workflow code"},
 		{"internal/console", []string{module + "internal/app", module + "webhook"}, "the console is HTTP over ops"},
 		{"internal/ops", []string{module + "internal/app", module + "internal/console", module + "webhook"}, "operator acts sit below their two front ends"},
+		{"internal/ops", []string{module + "worker"}, "operator acts read schedules through starter: the console's binary holds no worker"},
 		{"cmd/hookinbox", []string{module + "lab/simulator", module + "lab/soak", module + "lab/bench", module + "lab/verify", module + "lab/demo", module + "lab/testenv"}, "the service binary carries no harness"},
 	}
 	for _, tt := range tests {
