@@ -5,64 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/migrations"
-	"github.com/hookinbox/hookinbox/starter"
 )
-
-// dialTemporal connects to Temporal, waiting up to a minute for it to come
-// up (a worker started beside a booting server).
-func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...starter.Option) (client.Client, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := starter.Dial(dctx, cfg, log, opts...)
-		cancel()
-		if err == nil {
-			return c, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, err
-		}
-		log.Warn("Temporal not reachable yet; retrying", "address", cfg.TemporalAddress, "error", err.Error())
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
 
 // migrate applies pending migrations to cfg's database (the schema
 // owner's, DATABASE_URL), printing each to out, re-applies the process
 // roles' grants, then seals the secrets still kept in plain columns when a
 // secrets key is configured (or says how many remain when none is).
 func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
-	if err := migrateSchema(ctx, ownerDB(cfg).url, out); err != nil {
+	if err := migrateSchema(ctx, app.OwnerDB(cfg).URL, out); err != nil {
 		return err
 	}
 	kr, err := cli.Keyring(cfg)
 	if err != nil && !errors.Is(err, secretbox.ErrNoKey) {
 		return err
 	}
-	st, err := openStore(ctx, cfg, ownerDB(cfg))
+	st, err := app.OpenStore(ctx, cfg, app.OwnerDB(cfg))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	svc := &ops.Service{Store: st, Config: cfg}
 	if kr == nil {
-		n, err := endpoints.PlaintextSecrets(ctx, st)
+		n, err := svc.PlaintextSecrets(ctx)
 		if err != nil {
 			return err
 		}
@@ -71,7 +45,7 @@ func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
 		}
 		return nil
 	}
-	counts, err := endpoints.SealPlaintext(ctx, st)
+	counts, err := svc.SealPlaintext(ctx)
 	if err != nil {
 		return err
 	}
@@ -106,7 +80,7 @@ func migrateSchema(ctx context.Context, url string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "migrations: %d applied, database up to date\n", n)
-	roles, stmts, err := store.ReapplyGrants(ctx, conn)
+	roles, stmts, err := ops.ReapplyGrants(ctx, conn)
 	if err != nil {
 		return fmt.Errorf("re-apply role grants: %w", err)
 	}

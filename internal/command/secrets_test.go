@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -144,24 +143,6 @@ func TestWeakSecretsAreRefusedByTheCLIAndNothingIsStored(t *testing.T) {
 	ep, err := endpoints.GetEndpoint(ctx, st, "ok")
 	require.NoError(t, err)
 	require.Len(t, ep.Secrets, 1)
-}
-
-// Without a key the intake and the worker refuse to start, saying how to
-// configure one, rather than work on plaintext.
-func TestServicesRefuseToStartWithoutASecretsKey(t *testing.T) {
-	t.Parallel()
-	cfg := config.Default()
-	cfg.DatabaseURL = testenv.DatabaseURL(t)
-	for _, lazy := range []bool{true, false} {
-		svc, err := openService(context.Background(), cfg, ownerDB(cfg), lazy)
-		require.Nil(t, svc)
-		require.ErrorIs(t, err, secretbox.ErrNoKey)
-		require.ErrorContains(t, err, "refusing to start")
-		require.ErrorContains(t, err, "HOOKINBOX_SECRETS_KEY")
-	}
-	cfg.SecretsKey = "not-a-key"
-	_, err := openService(context.Background(), cfg, ownerDB(cfg), true)
-	require.ErrorContains(t, err, "HOOKINBOX_SECRETS_KEY: not base64")
 }
 
 // migrate seals what an older database kept in plain columns; rotate-key,

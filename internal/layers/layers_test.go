@@ -116,3 +116,44 @@ func TestOnlyAdmissionInsertsInboxRows(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"internal/admission"}, callers)
 }
+
+// The CLI acts through ops (and opens its database through app, the
+// composition root): no non-test file of the command tree or of a binary
+// imports the store or one of its aggregates, so every act the CLI has is
+// one the console's API can have, validated and audited the same way.
+func TestTheCommandTreeNeverImportsTheStore(t *testing.T) {
+	t.Parallel()
+	root, err := devenv.FindRoot()
+	require.NoError(t, err)
+	var offenders []string
+	files := 0
+	for _, dir := range []string{"internal/command", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			files++
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				if p == module+"internal/store" || strings.HasPrefix(p, module+"internal/store/") {
+					rel, _ := filepath.Rel(root, path)
+					offenders = append(offenders, filepath.ToSlash(rel)+" imports "+p)
+				}
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.Greater(t, files, 20, "the walk found the command tree")
+	require.Empty(t, offenders, "act through ops (internal/ops) and open the database through internal/app")
+}
