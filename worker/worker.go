@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -94,7 +93,8 @@ func NewProvider(c client.Client, a *activities.ProviderActivities, cfg config.C
 
 // Schedules are the schedules the worker keeps applied: the sweeper, and
 // those of reconciliation, facts backfill, retention and the GitHub
-// delivery recovery whose interval is not 0 (see Disabled).
+// delivery recovery whose interval is not 0 (starter.ScheduleEnabled; their
+// ids, in this order, are starter.EnabledScheduleIDs).
 func Schedules(cfg config.Config) []starter.ScheduleSpec {
 	all := []starter.ScheduleSpec{{
 		ID:            starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue),
@@ -112,7 +112,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		// Each doorbell costs its resource one fetch: the same budget.
 		SignalRate: float64(cfg.ProviderRPS),
 	}
-	if cfg.ReconcileInterval > 0 {
+	if starter.ScheduleEnabled(starter.ScheduleReconcile, cfg) {
 		id := starter.ScheduleID(starter.ScheduleReconcile, cfg.TaskQueue)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.ReconcileInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
@@ -123,7 +123,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 			Note:          "Pages through the provider's subscriptions and reconciles those that differ (SPEC R19); see docs/reconciliation.md.",
 		})
 	}
-	if cfg.BackfillInterval > 0 {
+	if starter.ScheduleEnabled(starter.ScheduleBackfill, cfg) {
 		id := starter.ScheduleID(starter.ScheduleBackfill, cfg.TaskQueue)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.BackfillInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
@@ -134,7 +134,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 			Note:          "Lists provider events and inserts those whose webhook never came, marked backfilled (SPEC R19).",
 		})
 	}
-	if cfg.GitHubRecoveryInterval > 0 {
+	if starter.ScheduleEnabled(starter.ScheduleGitHubRecovery, cfg) {
 		id := starter.ScheduleID(starter.ScheduleGitHubRecovery, cfg.TaskQueue)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.GitHubRecoveryInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
@@ -145,7 +145,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 			Note:          "Reads each GitHub hook's delivery log and redelivers (or fetches) the deliveries the inbox never got; see docs/reconciliation.md.",
 		})
 	}
-	if cfg.RetentionInterval > 0 {
+	if starter.ScheduleEnabled(starter.ScheduleRetention, cfg) {
 		id := starter.ScheduleID(starter.ScheduleRetention, cfg.TaskQueue)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.RetentionInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
@@ -161,19 +161,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 
 // Disabled lists the ids of the schedules configuration turns off (an
 // interval of 0): Prepare deletes them, so turning one off takes effect.
-func Disabled(cfg config.Config) []string {
-	var ids []string
-	for name, every := range map[string]time.Duration{
-		starter.ScheduleReconcile: cfg.ReconcileInterval, starter.ScheduleBackfill: cfg.BackfillInterval,
-		starter.ScheduleRetention: cfg.RetentionInterval, starter.ScheduleGitHubRecovery: cfg.GitHubRecoveryInterval,
-	} {
-		if every <= 0 {
-			ids = append(ids, starter.ScheduleID(name, cfg.TaskQueue))
-		}
-	}
-	sort.Strings(ids)
-	return ids
-}
+func Disabled(cfg config.Config) []string { return starter.DisabledScheduleIDs(cfg) }
 
 // Prepare registers search attributes (best effort: a managed cluster may
 // forbid it and have them already) and applies the schedules.

@@ -5,65 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/migrations"
-	"github.com/hookinbox/hookinbox/starter"
 )
-
-// dialTemporal connects to Temporal, waiting up to a minute for it to come
-// up (a worker started beside a booting server).
-func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...starter.Option) (client.Client, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := starter.Dial(dctx, cfg, log, opts...)
-		cancel()
-		if err == nil {
-			return c, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, err
-		}
-		log.Warn("Temporal not reachable yet; retrying", "address", cfg.TemporalAddress, "error", err.Error())
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
 
 // migrate applies pending migrations to cfg's database (the schema
 // owner's, DATABASE_URL), printing each to out, re-applies the process
 // roles' grants, then seals the secrets still kept in plain columns when a
 // secrets key is configured (or says how many remain when none is).
 func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
-	if err := migrateSchema(ctx, ownerDB(cfg).url, out); err != nil {
+	if err := migrateSchema(ctx, app.OwnerDB(cfg).URL, out); err != nil {
 		return err
 	}
 	kr, err := cli.Keyring(cfg)
 	if err != nil && !errors.Is(err, secretbox.ErrNoKey) {
 		return err
 	}
-	st, err := openStore(ctx, cfg, ownerDB(cfg))
+	st, err := app.OpenStore(ctx, cfg, app.OwnerDB(cfg))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	svc := &ops.Service{Store: st, Config: cfg}
 	if kr == nil {
-		n, err := endpoints.PlaintextSecrets(ctx, st)
+		n, err := svc.PlaintextSecrets(ctx)
 		if err != nil {
 			return err
 		}
@@ -72,7 +45,7 @@ func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
 		}
 		return nil
 	}
-	counts, err := endpoints.SealPlaintext(ctx, st)
+	counts, err := svc.SealPlaintext(ctx)
 	if err != nil {
 		return err
 	}
@@ -110,7 +83,7 @@ func migrateSchema(ctx context.Context, url string, out io.Writer) error {
 	fmt.Fprintf(out, "migrations: %d applied, database up to date\n", n)
 	biz := app.BusinessFrom(ctx)
 	for _, set := range biz.Migrations {
-		n, err := migrations.UpSet(ctx, conn, set, func(seq int32, name string) {
+		n, err := ops.UpSet(ctx, conn, set, func(seq int32, name string) {
 			fmt.Fprintf(out, "migrating %s: %04d %s\n", set.Name, seq, name)
 		})
 		if err != nil {
@@ -118,7 +91,7 @@ func migrateSchema(ctx context.Context, url string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "migrations of %s: %d applied, up to date\n", set.Name, n)
 	}
-	roles, stmts, err := store.ReapplyGrants(ctx, conn, biz.Grants...)
+	roles, stmts, err := ops.ReapplyGrants(ctx, conn, biz.Grants...)
 	if err != nil {
 		return fmt.Errorf("re-apply role grants: %w", err)
 	}

@@ -24,16 +24,16 @@ See docs/console.md.`,
 			if err != nil {
 				return err
 			}
-			svc, err := openService(cmd.Context(), cfg, ownerDB(cfg), true) // it makes the operators' changes, like the CLI's write commands
+			p, err := app.OpenProcess(cmd.Context(), cfg, app.OwnerDB(cfg), true) // it makes the operators' changes, like the CLI's write commands
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
-			srv, err := app.NewConsole(cfg, svc.st, svc.c, svc.log.With("process", "console"), app.BusinessFrom(cmd.Context()).Routes)
+			defer p.Close()
+			srv, err := app.NewConsole(cfg, p.Store, p.Temporal, p.Log.With("process", "console"), app.BusinessFrom(cmd.Context()).Routes)
 			if err != nil {
 				return err
 			}
-			return app.RunConsole(cmd.Context(), srv, cfg.ConsoleAddr, nil, svc.log)
+			return app.RunConsole(cmd.Context(), srv, cfg.ConsoleAddr, nil, p.Log)
 		},
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/ops"
 )
 
 func newDBCmd() *cobra.Command {
@@ -24,7 +24,7 @@ func newDBCmd() *cobra.Command {
 }
 
 func newDBRolesCmd() *cobra.Command {
-	var o store.RoleOptions
+	var o ops.RoleOptions
 	var intakePW, workerPW, operatorPW string
 	cmd := &cobra.Command{
 		Use:   "roles [--intake-password P] [--worker-password P] [--operator-password P] [--nologin]",
@@ -57,11 +57,11 @@ roles are group roles (NOLOGIN) to grant to login users you manage.`,
 				return err
 			}
 			o.Passwords = map[string]string{
-				store.RoleIntake:   orFlag(intakePW, cfg.IntakeDBPassword),
-				store.RoleWorker:   orFlag(workerPW, cfg.WorkerDBPassword),
-				store.RoleOperator: orFlag(operatorPW, cfg.OperatorDBPassword),
+				ops.RoleIntake:   orFlag(intakePW, cfg.IntakeDBPassword),
+				ops.RoleWorker:   orFlag(workerPW, cfg.WorkerDBPassword),
+				ops.RoleOperator: orFlag(operatorPW, cfg.OperatorDBPassword),
 			}
-			return applyRoles(cmd.Context(), ownerDB(cfg).url, o, cmd.OutOrStdout())
+			return applyRoles(cmd.Context(), app.OwnerDB(cfg).URL, o, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -79,16 +79,16 @@ func orFlag(flag, env string) string {
 	return env
 }
 
-// applyRoles runs store.ApplyRoles on url and reports what it did (never a
+// applyRoles runs ops.ApplyRoles on url and reports what it did (never a
 // password).
-func applyRoles(ctx context.Context, url string, o store.RoleOptions, out io.Writer) error {
+func applyRoles(ctx context.Context, url string, o ops.RoleOptions, out io.Writer) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return fmt.Errorf("connect to database: %w", err)
 	}
 	defer conn.Close(ctx)
 	o.Extra = append(o.Extra, app.BusinessFrom(ctx).Grants...) // the team's own tables
-	changes, n, err := store.ApplyRoles(ctx, conn, o)
+	changes, n, err := ops.ApplyRoles(ctx, conn, o)
 	if err != nil {
 		return err
 	}

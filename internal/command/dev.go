@@ -13,7 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -187,12 +187,12 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool, temporalNice 
 	// The processes' roles (trust authentication on loopback: no
 	// passwords), created as the cluster's superuser since the migrator has
 	// no CREATEROLE; the intake and the worker connect as theirs.
-	if err := applyRoles(ctx, s.pg.AdminURL("hookinbox"), store.RoleOptions{}, out); err != nil {
+	if err := applyRoles(ctx, s.pg.AdminURL("hookinbox"), ops.RoleOptions{}, out); err != nil {
 		return err
 	}
-	cfg.IntakeDatabaseURL = s.pg.URL(store.RoleIntake, "hookinbox")
-	cfg.WorkerDatabaseURL = s.pg.URL(store.RoleWorker, "hookinbox")
-	cfg.OperatorDatabaseURL = s.pg.URL(store.RoleOperator, "hookinbox")
+	cfg.IntakeDatabaseURL = s.pg.URL(ops.RoleIntake, "hookinbox")
+	cfg.WorkerDatabaseURL = s.pg.URL(ops.RoleWorker, "hookinbox")
+	cfg.OperatorDatabaseURL = s.pg.URL(ops.RoleOperator, "hookinbox")
 
 	tLog, err := s.logFile(logDir, "temporal.log")
 	if err != nil {
@@ -255,22 +255,22 @@ Press Ctrl-C to stop everything started here.
 	// One process, three database roles: the worker's store, the intake's,
 	// and the owner's for the console (it makes the operators' changes, as
 	// `hookinbox console` does with DATABASE_URL).
-	svc, err := openService(ctx, cfg, workerDB(cfg), false)
+	p, err := app.OpenProcess(ctx, cfg, app.WorkerDB(cfg), false)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-	intakeSt, err := openStore(ctx, cfg, intakeDB(cfg))
+	defer p.Close()
+	intakeSt, err := app.OpenStore(ctx, cfg, app.IntakeDB(cfg))
 	if err != nil {
 		return err
 	}
 	defer intakeSt.Close()
-	ownerSt, err := openStore(ctx, cfg, ownerDB(cfg))
+	ownerSt, err := app.OpenStore(ctx, cfg, app.OwnerDB(cfg))
 	if err != nil {
 		return err
 	}
 	defer ownerSt.Close()
-	st, c, m, log := svc.st, svc.c, svc.m, svc.log
+	st, c, m, log := p.Store, p.Temporal, p.Metrics, p.Log
 	biz := app.BusinessFrom(ctx)
 	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"), biz)
 	if err != nil {

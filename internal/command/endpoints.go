@@ -11,11 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // the providers an endpoint may name
 	"github.com/hookinbox/hookinbox/providers/github"
@@ -32,50 +29,6 @@ change is audited (who: --by, default $USER; why: --reason).`,
 	cmd.AddCommand(newEndpointsAddCmd(), newEndpointsUpdateCmd(), newEndpointsLinkCmd(), newEndpointsUnlinkCmd(), newEndpointsSetAccountCmd(),
 		newEndpointsListCmd(), newEndpointsRemoveCmd(), newEndpointsSecretsCmd())
 	return cmd
-}
-
-// withStore runs fn with a store opened on DATABASE_URL (the schema owner's:
-// the commands that write).
-func withStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
-	return withConfigStore(cmd, func(_ config.Config, st *store.Store) error { return fn(st) })
-}
-
-// withOperatorStore runs fn with a store opened on the read-only operator's
-// URL (HOOKINBOX_OPERATOR_DATABASE_URL, else DATABASE_URL). A permission
-// error says which role is missing.
-func withOperatorStore(cmd *cobra.Command, fn func(st *store.Store) error) error {
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
-	st, err := openStore(cmd.Context(), cfg, operatorDB(cfg))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := fn(st); store.IsPermissionDenied(err) {
-		return fmt.Errorf("%w (the operator's database role lacks this privilege: it should be %s, and payloads need %s "+
-			"granted to it as well, e.g. GRANT %s TO alice; see 'hookinbox db roles --help')",
-			err, store.RoleOperator, store.RolePayloadReader, store.RolePayloadReader)
-	} else if err != nil {
-		return err
-	}
-	return nil
-}
-
-// withConfigStore runs fn with the configuration and a store opened on
-// DATABASE_URL.
-func withConfigStore(cmd *cobra.Command, fn func(cfg config.Config, st *store.Store) error) error {
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
-	st, err := openStore(cmd.Context(), cfg, ownerDB(cfg))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return fn(cfg, st)
 }
 
 // quietLogger is the Temporal SDK's logger for operator commands: errors
@@ -95,7 +48,7 @@ func (a *auditFlags) register(cmd *cobra.Command) {
 func (a *auditFlags) actor() ops.Actor { return ops.Actor{Name: a.by} }
 
 func newEndpointsAddCmd() *cobra.Command {
-	var e endpoints.NewEndpoint
+	var e ops.NewEndpoint
 	var secretAccounts string
 	var af auditFlags
 	cmd := &cobra.Command{
@@ -279,7 +232,8 @@ The intake picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
 				changed = append(changed, "api-key")
 			}
 			fmt.Fprintf(env.out, "endpoint %s updated: %s\n", v.Slug, strings.Join(changed, ", "))
-			return describeRecovery(cmd.Context(), env.svc.Store, env.out, slug)
+			describeRecovery(env.out, v)
+			return nil
 		})
 	}
 	cmd.Flags().StringVar(&slug, "slug", "", "endpoint slug (required)")
@@ -303,20 +257,15 @@ func flagNames(names []struct{ flag, help string }) []string {
 }
 
 // describeRecovery says whether the endpoint's GitHub hook is recovered now.
-func describeRecovery(ctx context.Context, st *store.Store, out io.Writer, slug string) error {
-	ep, err := endpoints.GetProviderEndpoint(ctx, st, slug)
-	if err != nil {
-		return err
-	}
-	if h, ok, err := github.HookFromSettings(ep.Settings); ok && err == nil {
-		mode, _ := github.RecoveryMode(ep.Settings)
-		if ep.APIKey == "" {
+func describeRecovery(out io.Writer, v *ops.EndpointView) {
+	if h, ok, err := github.HookFromSettings(v.Settings); ok && err == nil {
+		mode, _ := github.RecoveryMode(v.Settings)
+		if !v.APIKeySet {
 			fmt.Fprintf(out, "hook %s: not recovered until the endpoint has an API key (--api-key)\n", h)
 		} else {
 			fmt.Fprintf(out, "hook %s: deliveries that never reach the inbox are recovered by the recover-github schedule (%s)\n", h, mode)
 		}
 	}
-	return nil
 }
 
 func newEndpointsLinkCmd() *cobra.Command {
@@ -345,7 +294,7 @@ events keep their routing instead of becoming unknown_account. The output says w
 				if err != nil {
 					return asUsage(err)
 				}
-				describeLink(cmd.Context(), env.svc.Store, env.out, slug, account, workspace, res)
+				describeLink(cmd.Context(), env.svc, env.out, slug, account, workspace, res)
 				return nil
 			})
 		},
@@ -360,18 +309,16 @@ events keep their routing instead of becoming unknown_account. The output says w
 	return cmd
 }
 
-// linkAccount links account and says where the endpoint's events that name
-// no account go now.
 // describeLink says what a link did, and where the endpoint's events that
 // name no account go now.
-func describeLink(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string, res endpoints.LinkResult) {
+func describeLink(ctx context.Context, svc *ops.Service, out io.Writer, slug, account, workspace string, res ops.LinkResult) {
 	moved := ""
 	if res.PreviousWorkspace != "" {
 		moved = " (moved from workspace " + res.PreviousWorkspace + ")"
 	}
 	fmt.Fprintf(out, "endpoint %s: account %s → workspace %s%s\n", slug, account, workspace, moved)
 	ownWorkspace := "not linked: they are quarantined as unknown_account until it is"
-	if ep, err := endpoints.GetEndpoint(ctx, st, slug); err == nil {
+	if ep, err := svc.ShowEndpoint(ctx, slug); err == nil {
 		if w, ok := ep.Links[res.OwnAccount]; ok {
 			ownWorkspace = "workspace " + w
 		}
@@ -401,8 +348,14 @@ without Connect, the account itself; with Connect, the platform's account). --ac
 such events then go to the endpoint's single linked account, or are quarantined as unknown_account.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				return setOwnAccount(cmd.Context(), st, cmd.OutOrStdout(), slug, account)
+			return withStoreOps(cmd, func(env opsEnv) error {
+				// Audited as the login name: the command has no --by.
+				v, err := env.svc.SetOwnAccount(cmd.Context(), ops.Actor{Name: defaultActor()}, slug, account, "")
+				if err != nil {
+					return asUsage(err)
+				}
+				describeOwnAccount(env.out, v)
+				return nil
 			})
 		},
 	}
@@ -413,29 +366,19 @@ such events then go to the endpoint's single linked account, or are quarantined 
 	return cmd
 }
 
-// setOwnAccount names the endpoint's own account and says where its events
-// that name no account go now.
-func setOwnAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account string) error {
-	account = strings.TrimSpace(account)
-	if err := endpoints.SetOwnAccount(ctx, st, slug, account); err != nil {
-		return err
-	}
-	ep, err := endpoints.GetEndpoint(ctx, st, slug)
-	if err != nil {
-		return err
-	}
-	own, ok := ep.OwnAccount()
-	w, linked := ep.Links[own]
+// describeOwnAccount says where an endpoint's events that name no account
+// go now.
+func describeOwnAccount(out io.Writer, v ops.OwnAccountView) {
+	slug, own := v.Slug, v.OwnAccount
 	switch {
-	case !ok:
+	case own == "":
 		fmt.Fprintf(out, "endpoint %s: no own account; events that name no account are quarantined as unknown_account\n", slug)
-	case !linked:
+	case v.Workspace == "":
 		fmt.Fprintf(out, "endpoint %s: own account %s, not linked: its events are quarantined as unknown_account until "+
 			"'hookinbox endpoints link --slug %s --account %s --workspace W'\n", slug, own, slug, own)
 	default:
-		fmt.Fprintf(out, "endpoint %s: events that name no account go to %s (workspace %s)\n", slug, own, w)
+		fmt.Fprintf(out, "endpoint %s: events that name no account go to %s (workspace %s)\n", slug, own, v.Workspace)
 	}
-	return nil
 }
 
 func newEndpointsUnlinkCmd() *cobra.Command {

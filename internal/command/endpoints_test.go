@@ -57,11 +57,23 @@ func TestLinkSaysWhereEventsWithoutAnAccountGo(t *testing.T) {
 // linkAccount is what `endpoints link` does: the audited link through ops,
 // then what it did to the endpoint's routing.
 func linkAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account, workspace string) error {
-	res, err := (&ops.Service{Store: st}).LinkAccount(ctx, ops.Actor{Name: "test"}, slug, account, workspace, "")
+	svc := &ops.Service{Store: st}
+	res, err := svc.LinkAccount(ctx, ops.Actor{Name: "test"}, slug, account, workspace, "")
 	if err != nil {
 		return err
 	}
-	describeLink(ctx, st, out, slug, account, workspace, res)
+	describeLink(ctx, svc, out, slug, account, workspace, res)
+	return nil
+}
+
+// setOwnAccount is what `endpoints set-account` does: the audited change
+// through ops, then where the events that name no account go.
+func setOwnAccount(ctx context.Context, st *store.Store, out io.Writer, slug, account string) error {
+	v, err := (&ops.Service{Store: st}).SetOwnAccount(ctx, ops.Actor{Name: "test"}, slug, account, "")
+	if err != nil {
+		return err
+	}
+	describeOwnAccount(out, v)
 	return nil
 }
 
@@ -112,8 +124,10 @@ func TestUpdateGivesAGitHubEndpointItsHook(t *testing.T) {
 // updateEndpoint is what `endpoints update` does: the audited change
 // through ops, then whether the hook is recovered.
 func updateEndpoint(ctx context.Context, st *store.Store, out io.Writer, slug string, c ops.EndpointChange) error {
-	if _, err := (&ops.Service{Store: st}).UpdateEndpoint(ctx, ops.Actor{Name: "test"}, slug, c, ""); err != nil {
+	v, err := (&ops.Service{Store: st}).UpdateEndpoint(ctx, ops.Actor{Name: "test"}, slug, c, "")
+	if err != nil {
 		return err
 	}
-	return describeRecovery(ctx, st, out, slug)
+	describeRecovery(out, v)
+	return nil
 }

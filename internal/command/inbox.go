@@ -14,7 +14,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 // The operator's inbox commands (SPEC R23). Payloads are access-restricted:
@@ -34,7 +33,7 @@ listings never print them, 'show' only with --payload. See docs/operations.md.`,
 }
 
 type inboxListOptions struct {
-	filter inbox.InboxFilter
+	filter ops.InboxFilter
 	cursor string
 	format cli.OutputFormat
 }

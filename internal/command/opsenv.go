@@ -14,8 +14,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/starter"
 )
 
@@ -34,15 +32,32 @@ type opsEnv struct {
 // withOps opens the store and a lazy Temporal client (it connects on first
 // signal, so a dry run or a refusal never waits on Temporal).
 func withOps(cmd *cobra.Command, fn func(env opsEnv) error) error {
-	return withConfigStore(cmd, func(cfg config.Config, st *store.Store) error {
-		c, err := starter.DialLazy(cfg, quietLogger(cmd))
+	return withStoreOps(cmd, func(env opsEnv) error {
+		c, err := starter.DialLazy(env.svc.Config, quietLogger(cmd))
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		svc := &ops.Service{Store: st, Routes: app.BusinessFrom(cmd.Context()).Routes, Doorbell: app.Resources(cfg, c), Temporal: c, Config: cfg, SignalTimeout: 10 * time.Second}
-		return fn(opsEnv{svc: svc, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), in: cmd.InOrStdin()})
+		env.svc.Doorbell, env.svc.Temporal, env.svc.SignalTimeout = app.Resources(env.svc.Config, c), c, 10*time.Second
+		return fn(env)
 	})
+}
+
+// withStoreOps runs fn with the operator acts on a store opened on
+// DATABASE_URL (the schema owner's: the commands that write), for the acts
+// that signal nothing (no Temporal client).
+func withStoreOps(cmd *cobra.Command, fn func(env opsEnv) error) error {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	st, err := app.OpenStore(cmd.Context(), cfg, app.OwnerDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	svc := &ops.Service{Store: st, Routes: app.BusinessFrom(cmd.Context()).Routes, Config: cfg}
+	return fn(opsEnv{svc: svc, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), in: cmd.InOrStdin()})
 }
 
 // asUsage turns ops' bad-input errors into usage errors (exit status 2).
@@ -190,8 +205,8 @@ func (o *inboxFilterFlags) register(cmd *cobra.Command, limit int, limitHelp str
 	f.IntVar(&o.limit, "limit", limit, limitHelp)
 }
 
-func (o *inboxFilterFlags) filter() inbox.InboxFilter {
-	return inbox.InboxFilter{Statuses: o.statuses, Provider: o.provider, Account: o.account, Workspace: o.workspace,
+func (o *inboxFilterFlags) filter() ops.InboxFilter {
+	return ops.InboxFilter{Statuses: o.statuses, Provider: o.provider, Account: o.account, Workspace: o.workspace,
 		EventType: o.eventType, Resource: o.resource, Endpoint: o.endpoint, OlderThan: time.Duration(o.olderThan),
 		Since: time.Duration(o.since), From: o.from.t, To: o.to.t, Limit: o.limit}
 }
@@ -208,14 +223,25 @@ func (o *inboxFilterFlags) changed(cmd *cobra.Command) (string, bool) {
 
 // withReadOps is withOps for the read-only commands (inbox, quarantine and
 // outbox list|show, status): the store is opened on the operator's
-// read-only URL, and nothing is signalled.
+// read-only URL (HOOKINBOX_OPERATOR_DATABASE_URL, else DATABASE_URL), and
+// nothing is signalled. A permission error says which role is missing.
 func withReadOps(cmd *cobra.Command, fn func(env opsEnv) error) error {
 	cfg, err := config.FromEnv()
 	if err != nil {
 		return err
 	}
-	return withOperatorStore(cmd, func(st *store.Store) error {
-		svc := &ops.Service{Store: st, Config: cfg}
-		return fn(opsEnv{svc: svc, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), in: cmd.InOrStdin()})
-	})
+	st, err := app.OpenStore(cmd.Context(), cfg, app.OperatorDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	svc := &ops.Service{Store: st, Routes: app.BusinessFrom(cmd.Context()).Routes, Config: cfg}
+	if err := fn(opsEnv{svc: svc, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), in: cmd.InOrStdin()}); ops.IsPermissionDenied(err) {
+		return fmt.Errorf("%w (the operator's database role lacks this privilege: it should be %s, and payloads need %s "+
+			"granted to it as well, e.g. GRANT %s TO alice; see 'hookinbox db roles --help')",
+			err, ops.RoleOperator, ops.RolePayloadReader, ops.RolePayloadReader)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }

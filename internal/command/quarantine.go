@@ -14,7 +14,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 // The operator's quarantine commands: authenticated deliveries the intake
@@ -38,7 +37,7 @@ or discarding it; both are audited. See docs/operations.md.`,
 }
 
 type quarantineListOptions struct {
-	filter inbox.QuarantineFilter
+	filter ops.QuarantineFilter
 	format cli.OutputFormat
 }
 

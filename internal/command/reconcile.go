@@ -22,12 +22,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/endpoints"
-	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/workflows"
 )
@@ -71,20 +67,21 @@ endpoint now: hookinbox schedules trigger reconcile-subscriptions.`,
 			if err := o.validate(cmd, args); err != nil {
 				return err
 			}
-			return withConfigStore(cmd, func(cfg config.Config, st *store.Store) error {
-				c, err := dialTemporal(cmd.Context(), cfg, quietLogger(cmd))
+			return withStoreOps(cmd, func(env opsEnv) error {
+				cfg := env.svc.Config
+				c, err := app.DialTemporal(cmd.Context(), cfg, quietLogger(cmd))
 				if err != nil {
 					return err
 				}
 				defer c.Close()
 				if len(args) == 0 && o.subscription == "" {
-					return runEndpointPass(cmd.Context(), cmd.OutOrStdout(), cfg, st, c, o)
+					return runEndpointPass(cmd.Context(), env.out, env.svc, c, o)
 				}
-				r, err := o.resource(cmd.Context(), st, args)
+				r, err := o.resource(cmd.Context(), env.svc, args)
 				if err != nil {
 					return err
 				}
-				return runReconcileResource(cmd.Context(), cmd.OutOrStdout(), cfg, c, r, o)
+				return runReconcileResource(cmd.Context(), env.out, cfg, c, r, o)
 			})
 		},
 	}
@@ -131,7 +128,7 @@ func (o *reconcileOptions) validate(cmd *cobra.Command, args []string) error {
 }
 
 // resource resolves the resource to reconcile from the argument or flags.
-func (o *reconcileOptions) resource(ctx context.Context, st *store.Store, args []string) (keys.Resource, error) {
+func (o *reconcileOptions) resource(ctx context.Context, svc *ops.Service, args []string) (keys.Resource, error) {
 	var r keys.Resource
 	if len(args) == 1 {
 		var err error
@@ -140,21 +137,10 @@ func (o *reconcileOptions) resource(ctx context.Context, st *store.Store, args [
 			return r, cli.Usagef("%v (want provider/account/environment/kind/id)", err)
 		}
 	} else {
-		ep, err := endpoints.GetEndpoint(ctx, st, o.endpoint)
-		if errors.Is(err, fault.ErrNotFound) {
-			return r, cli.Usagef("no endpoint %q", o.endpoint)
+		var err error
+		if r, err = svc.SubscriptionResource(ctx, o.endpoint, o.account, o.subscription); err != nil {
+			return r, asUsage(err)
 		}
-		if err != nil {
-			return r, err
-		}
-		account := o.account
-		if account == "" {
-			var ok bool
-			if account, ok = ep.OwnAccount(); !ok {
-				return r, cli.Usagef("endpoint %s has no own account and several linked ones: give --account", ep.Slug)
-			}
-		}
-		r = keys.Resource{Provider: ep.Provider, Account: account, Environment: ep.Environment, Kind: "subscription", ID: o.subscription}
 	}
 	if r.Kind != "subscription" {
 		return r, cli.Usagef("only subscriptions are reconciled (kind %q): invoices are facts, recovered by the facts backfill "+
@@ -299,8 +285,9 @@ type passReport struct {
 	Totals     *workflows.PassTotals `json:"totals,omitempty"`
 }
 
-func runEndpointPass(ctx context.Context, out io.Writer, cfg config.Config, st *store.Store, c client.Client, o reconcileOptions) error {
-	scopes, err := passes.ListScopes(ctx, st.Pool, keys.ProviderStripe, o.endpoint)
+func runEndpointPass(ctx context.Context, out io.Writer, svc *ops.Service, c client.Client, o reconcileOptions) error {
+	cfg := svc.Config
+	scopes, err := svc.SubscriptionScopes(ctx, o.endpoint)
 	if err != nil {
 		return err
 	}

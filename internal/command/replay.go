@@ -14,8 +14,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/store/access"
-	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 type replayOptions struct {
@@ -185,7 +183,7 @@ func runReplay(ctx context.Context, env opsEnv, o replayOptions) error {
 	}
 	sum := ops.ReplaySummary{JobID: job.ID, More: more, Events: []ops.ReplayRow{}}
 	bar := newProgress(env.errOut, job.Total)
-	final, err := env.svc.RunReplayJob(ctx, job.ID, func(j *access.ReplayJob, row ops.ReplayRow) {
+	final, err := env.svc.RunReplayJob(ctx, job.ID, func(j *ops.ReplayJob, row ops.ReplayRow) {
 		sum.Events = append(sum.Events, row)
 		bar.set(j.Processed)
 	})
@@ -204,13 +202,13 @@ func runReplay(ctx context.Context, env opsEnv, o replayOptions) error {
 		warnDoorbells(env.errOut, "Temporal unreachable ("+sum.SignalErr+"): the sweeper signals the replayed events once Temporal is reachable "+
 			"(pending rows due for longer than HOOKINBOX_SWEEP_AFTER, 1m by default)")
 	}
-	if final != nil && final.Status != access.JobDone {
+	if final != nil && final.Status != ops.JobDone {
 		return fmt.Errorf("replay job %d %s after %d of %d event(s): %s", final.ID, final.Status, final.Processed, final.Total, final.LastError)
 	}
 	return nil
 }
 
-func withDefaultStatuses(f inbox.InboxFilter) inbox.InboxFilter {
+func withDefaultStatuses(f ops.InboxFilter) ops.InboxFilter {
 	if len(f.Statuses) == 0 {
 		f.Statuses = ops.ReplayableByDefault
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/ops"
@@ -43,7 +44,7 @@ func withTemporal(cmd *cobra.Command, fn func(cfg config.Config, c client.Client
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
-	c, err := dialTemporal(cmd.Context(), cfg, log)
+	c, err := app.DialTemporal(cmd.Context(), cfg, log)
 	if err != nil {
 		return err
 	}

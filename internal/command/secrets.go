@@ -2,16 +2,15 @@ package command
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 )
 
 func newSecretsCmd() *cobra.Command {
@@ -39,26 +38,24 @@ resumes where it stopped when run again; finished, it finds nothing to do. A val
 key the keyring no longer holds stops it with an error naming that key: nothing is lost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withConfigStore(cmd, func(_ config.Config, st *store.Store) error {
-				if st.Keys == nil {
-					return secretbox.ErrNoKey
-				}
+			return withStoreOps(cmd, func(env opsEnv) error {
 				start := time.Now()
-				counts, err := endpoints.Reseal(cmd.Context(), st)
+				// Audited as the login name: the command has no --by.
+				res, err := env.svc.Reseal(cmd.Context(), ops.Actor{Name: defaultActor()}, "")
 				if err != nil {
-					return err
+					return asUsage(err)
 				}
 				var rows [][]string
-				for _, c := range counts {
+				for _, c := range res.Columns {
 					rows = append(rows, []string{c.Column, strconv.Itoa(c.Rekeyed), strconv.Itoa(c.Sealed)})
 				}
-				if err := cli.Render(cmd.OutOrStdout(), format, map[string]any{"key_id": st.Keys.CurrentID(), "columns": counts},
+				if err := cli.Render(env.out, format, map[string]any{"key_id": res.KeyID, "columns": res.Columns},
 					[]string{"COLUMN", "RE-ENCRYPTED", "PLAIN SEALED"}, rows); err != nil {
 					return err
 				}
 				if format.String() == "table" {
-					fmt.Fprintf(cmd.OutOrStdout(), "every secret is sealed under key %s (%s); keys below it in the key file may now be removed\n",
-						st.Keys.CurrentID(), time.Since(start).Round(time.Millisecond))
+					fmt.Fprintf(env.out, "every secret is sealed under key %s (%s); keys below it in the key file may now be removed\n",
+						res.KeyID, time.Since(start).Round(time.Millisecond))
 				}
 				return nil
 			})
@@ -75,29 +72,26 @@ func newSecretsStatusCmd() *cobra.Command {
 		Short: "Count the stored secrets by column and by the key that sealed them (\"plain\": not sealed yet)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(st *store.Store) error {
-				counts, err := endpoints.SecretStatus(cmd.Context(), st)
+			return withStoreOps(cmd, func(env opsEnv) error {
+				v, err := env.svc.SecretStatus(cmd.Context())
 				if err != nil {
 					return err
 				}
-				current := "(none configured)"
-				if st.Keys != nil {
-					current = st.Keys.CurrentID()
-				}
+				current := orDefault(v.CurrentKeyID, "(none configured)")
 				var rows [][]string
-				for _, c := range counts {
+				for _, c := range v.Counts {
 					id := c.KeyID
 					switch {
 					case id == "":
 						id = "plain"
-					case st.Keys != nil && !st.Keys.Has(id):
+					case slices.Contains(v.Missing, id):
 						id += " (not in the keyring!)"
 					case id == current:
 						id += " (current)"
 					}
 					rows = append(rows, []string{c.Column, id, strconv.Itoa(c.Count)})
 				}
-				return cli.Render(cmd.OutOrStdout(), format, map[string]any{"current_key_id": current, "counts": counts},
+				return cli.Render(env.out, format, map[string]any{"current_key_id": current, "counts": v.Counts},
 					[]string{"COLUMN", "KEY", "COUNT"}, rows)
 			})
 		},

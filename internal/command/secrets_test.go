@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -146,24 +146,6 @@ func TestWeakSecretsAreRefusedByTheCLIAndNothingIsStored(t *testing.T) {
 	require.Len(t, ep.Secrets, 1)
 }
 
-// Without a key the intake and the worker refuse to start, saying how to
-// configure one, rather than work on plaintext.
-func TestServicesRefuseToStartWithoutASecretsKey(t *testing.T) {
-	t.Parallel()
-	cfg := config.Default()
-	cfg.DatabaseURL = testenv.DatabaseURL(t)
-	for _, lazy := range []bool{true, false} {
-		svc, err := openService(context.Background(), cfg, ownerDB(cfg), lazy)
-		require.Nil(t, svc)
-		require.ErrorIs(t, err, secretbox.ErrNoKey)
-		require.ErrorContains(t, err, "refusing to start")
-		require.ErrorContains(t, err, "HOOKINBOX_SECRETS_KEY")
-	}
-	cfg.SecretsKey = "not-a-key"
-	_, err := openService(context.Background(), cfg, ownerDB(cfg), true)
-	require.ErrorContains(t, err, "HOOKINBOX_SECRETS_KEY: not base64")
-}
-
 // migrate seals what an older database kept in plain columns; rotate-key,
 // with a new key first in the key file, re-encrypts everything once.
 func TestMigrateSealsPlainSecretsAndRotateKeyReencrypts(t *testing.T) {
@@ -202,6 +184,9 @@ func TestMigrateSealsPlainSecretsAndRotateKeyReencrypts(t *testing.T) {
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "every secret is sealed under key k2")
 	require.NotContains(t, r.out, " 1 ", "the second pass re-encrypts nothing")
+	var passes int
+	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM operator_actions WHERE action = 'secrets_reseal' AND target = 'keyring:k2'`).Scan(&passes))
+	require.Equal(t, 2, passes, "each rotate-key pass is audited (through ops)")
 	r = runSecretsCLI(t, "", "secrets", "status")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "k2 (current)")
@@ -215,4 +200,30 @@ func TestMigrateSealsPlainSecretsAndRotateKeyReencrypts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "sk_live_plainOld", ep.APIKey)
 	require.Equal(t, strongStripe, ep.Secrets[0].Value)
+}
+
+// `endpoints set-account` prints what it did as before, and is now
+// validated and audited by ops (under the login name: it has no --by).
+func TestSetAccountIsValidatedAndAuditedThroughOps(t *testing.T) {
+	st := operatorEnv(t)
+	ctx := context.Background()
+	t.Setenv("USER", "carol")
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "ok", Provider: "stripe", Environment: "test", Secrets: []string{strongStripe}}))
+
+	r := runSecretsCLI(t, "", "endpoints", "set-account", "--slug", "ok", "--account", "acct_x")
+	require.NoError(t, r.err, r.errOut)
+	require.Equal(t, "endpoint ok: own account acct_x, not linked: its events are quarantined as unknown_account until "+
+		"'hookinbox endpoints link --slug ok --account acct_x --workspace W'\n", r.out)
+	r = runSecretsCLI(t, "", "endpoints", "set-account", "--slug", "ok", "--account", "acct x")
+	require.ErrorAs(t, r.err, new(cli.UsageError))
+	r = runSecretsCLI(t, "", "endpoints", "set-account", "--slug", "nope", "--account", "acct_y")
+	require.ErrorIs(t, r.err, fault.ErrNotFound)
+
+	ep, err := endpoints.GetEndpoint(ctx, st, "ok")
+	require.NoError(t, err)
+	require.Equal(t, "acct_x", ep.Account)
+	var n int
+	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM operator_actions WHERE action = 'endpoint_set_account'
+		AND actor = 'carol' AND target = 'endpoint:ok'`).Scan(&n))
+	require.Equal(t, 1, n)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/ops"
@@ -34,7 +35,7 @@ HOOKINBOX_SWEEP_INTERVAL, a paused or missing schedule, a service down).`,
 			}
 			ctx := cmd.Context()
 			svc := &ops.Service{Config: cfg}
-			if st, err := openStore(ctx, cfg, operatorDB(cfg)); err == nil {
+			if st, err := app.OpenStore(ctx, cfg, app.OperatorDB(cfg)); err == nil {
 				defer st.Close()
 				svc.Store = st
 			} else {

@@ -8,9 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookinbox/hookinbox/internal/cli"
-	"github.com/hookinbox/hookinbox/internal/config"
-	"github.com/hookinbox/hookinbox/internal/store"
-	"github.com/hookinbox/hookinbox/internal/store/records"
+	"github.com/hookinbox/hookinbox/internal/ops"
 )
 
 // newAdjustCmd is `hookinbox workspaces adjust`: an operator's correction
@@ -40,30 +38,22 @@ the decision is recorded. Every correction is audited in operator_actions (who, 
 			case strings.TrimSpace(by) == "":
 				return cli.Usagef("--by must not be empty")
 			}
-			return withConfigStore(cmd, func(cfg config.Config, st *store.Store) error {
-				p := cfg.NegativeBalancePolicy
-				if policy != "" {
-					p = policy
-				}
-				res, err := records.AdjustWorkspace(cmd.Context(), st, records.OperatorAdjustment{Workspace: ws, Credits: credits,
-					OperationID: opID, Actor: by, Reason: reason, Policy: p})
+			return withStoreOps(cmd, func(env opsEnv) error {
+				a, err := env.svc.AdjustWorkspace(cmd.Context(), ops.Actor{Name: by}, ws,
+					ops.WorkspaceAdjustment{Credits: credits, OperationID: opID, Reason: reason, Policy: policy})
 				if err != nil {
-					return err
-				}
-				a := res.Adjustment
-				if res.Mismatch != "" {
-					return fmt.Errorf("nothing changed: %s", res.Mismatch)
+					return asUsage(err)
 				}
 				outcome := "adjusted"
-				if !res.Adjusted {
+				if !a.Adjusted {
 					outcome = "already applied (nothing changed)"
 				}
-				v := map[string]any{"workspace": a.WorkspaceID, "operation_id": a.Reference, "outcome": outcome,
+				v := map[string]any{"workspace": a.Workspace, "operation_id": a.OperationID, "outcome": outcome,
 					"requested": a.Requested, "applied": a.Applied, "shortfall": a.Shortfall, "policy": a.Policy,
 					"decision": a.Decision, "balance_before": a.BalanceBefore, "balance_after": a.BalanceAfter}
-				return cli.Render(cmd.OutOrStdout(), format, v,
+				return cli.Render(env.out, format, v,
 					[]string{"WORKSPACE", "OPERATION", "OUTCOME", "REQUESTED", "APPLIED", "DECISION", "BALANCE"},
-					[][]string{{a.WorkspaceID, a.Reference, outcome, fmt.Sprintf("%+d", a.Requested), fmt.Sprintf("%+d", a.Applied),
+					[][]string{{a.Workspace, a.OperationID, outcome, fmt.Sprintf("%+d", a.Requested), fmt.Sprintf("%+d", a.Applied),
 						a.Decision, strconv.FormatInt(a.BalanceBefore, 10) + " → " + strconv.FormatInt(a.BalanceAfter, 10)}})
 			})
 		},
@@ -105,15 +95,15 @@ statuses, operator actions) stay too. The act and its counts are audited in oper
 			if strings.TrimSpace(by) == "" {
 				return cli.Usagef("--by must not be empty")
 			}
-			return withStore(cmd, func(st *store.Store) error {
-				res, err := records.EraseWorkspace(cmd.Context(), st, records.EraseRequest{Workspace: ws, Actor: by, Reason: reason})
+			return withStoreOps(cmd, func(env opsEnv) error {
+				res, err := env.svc.EraseWorkspace(cmd.Context(), ops.Actor{Name: by}, ws, reason)
 				if err != nil {
-					return err
+					return asUsage(err)
 				}
 				c := res.Counts
 				v := map[string]any{"workspace": ws, "counts": c, "operator_action": res.ActionID}
 				n := func(v int64) string { return strconv.FormatInt(v, 10) }
-				return cli.Render(cmd.OutOrStdout(), format, v,
+				return cli.Render(env.out, format, v,
 					[]string{"WORKSPACE", "INBOX", "QUARANTINE", "OUTBOX", "ALERT TEXTS", "OUTBOX STOPPED", "EMAILS"},
 					[][]string{{ws, n(c.InboxPayloads), n(c.QuarantinePayloads), n(c.OutboxPayloads), n(c.FeedbackAlertTexts),
 						n(c.OutboxStopped), n(c.EmailAddresses)}})

@@ -50,9 +50,13 @@ func (s *Server) apiRoutes() []route {
 		{api: true, method: "POST", pattern: "/api/endpoints/{slug}/secrets", role: admin, summary: "Rotate: add a signing secret {secret, accounts, retire_others, reason}; answers its fingerprint", h: s.apiSecretAdd},
 		{api: true, method: "PUT", pattern: "/api/endpoints/{slug}/secrets/{id}/accounts", role: admin, summary: "Bind a signing secret to the source accounts it may sign for: {accounts, reason} (empty: any linked account)", h: s.apiSecretBind},
 		{api: true, method: "DELETE", pattern: "/api/endpoints/{slug}/secrets/{id}", role: admin, summary: "Remove a signing secret (never the last)", h: s.apiSecretRemove, params: []string{"reason"}},
+		{api: true, method: "PUT", pattern: "/api/endpoints/{slug}/account", role: admin, summary: "Name the endpoint's own account, the source account of its events that name none: {account, reason} (\"\": none); answers where those events go", h: s.apiEndpointOwnAccount},
 		{api: true, method: "GET", pattern: "/api/workspaces", role: viewer, summary: "Workspaces: credits, access, links, destinations", h: s.apiWorkspaces, params: []string{"limit"}},
 		{api: true, method: "GET", pattern: "/api/workspaces/{id}", role: viewer, summary: "One workspace", h: s.apiWorkspaceGet},
 		{api: true, method: "PUT", pattern: "/api/workspaces/{id}/email", role: admin, summary: "Set the confirmation email: {email, reason}", h: s.apiWorkspaceEmail},
+		{api: true, method: "POST", pattern: "/api/workspaces/{id}/adjustments", role: admin, summary: "Correct the credits balance once per operation id: {credits, operation_id, reason, policy}; 201 adjusted, 200 already applied, 409 the id was used for another correction", h: s.apiWorkspaceAdjust},
+		{api: true, method: "POST", pattern: "/api/workspaces/{id}/erase", role: admin, summary: "Redact every stored payload and email address of the workspace (keys, records and balances stay): {reason}; answers the counts", h: s.apiWorkspaceErase},
+		{api: true, method: "POST", pattern: "/api/secrets/reseal", role: admin, summary: "Re-encrypt every stored secret under the keyring's current key (after a key rotation): {reason}; answers the counts", h: s.apiSecretsReseal},
 		{api: true, method: "GET", pattern: "/api/schedules", role: viewer, summary: "The Temporal Schedules: interval, paused, last and next run", h: s.apiSchedules},
 		{api: true, method: "POST", pattern: "/api/schedules/{name}/{act}", role: operator, summary: "act = pause, unpause or trigger: {note}", h: s.apiScheduleAct},
 		{api: true, method: "GET", pattern: "/api/explain/{kind}/{ref...}", role: viewer, summary: "Lineage of an effect: kind grant, subscription, alert, outbox, resource or event", h: s.apiExplain},
@@ -638,6 +642,64 @@ func (s *Server) apiWorkspaceEmail(w http.ResponseWriter, r *http.Request, p *pr
 	}
 	v, err := s.ops.ShowWorkspace(r.Context(), id)
 	return reply(w, http.StatusOK, v, err)
+}
+
+type adjustBody struct {
+	ops.WorkspaceAdjustment
+}
+
+func (s *Server) apiWorkspaceAdjust(w http.ResponseWriter, r *http.Request, p *principal) error {
+	var b adjustBody
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	a, err := s.ops.AdjustWorkspace(r.Context(), p.actor(), r.PathValue("id"), b.WorkspaceAdjustment)
+	if err != nil {
+		return err
+	}
+	code := http.StatusCreated
+	if !a.Adjusted {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, a)
+	return nil
+}
+
+func (s *Server) apiWorkspaceErase(w http.ResponseWriter, r *http.Request, p *principal) error {
+	var b reasonBody
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	res, err := s.ops.EraseWorkspace(r.Context(), p.actor(), r.PathValue("id"), b.Reason)
+	return reply(w, http.StatusOK, res, err)
+}
+
+type ownAccountBody struct {
+	Account *string `json:"account"`
+	Reason  string  `json:"reason"`
+}
+
+func (s *Server) apiEndpointOwnAccount(w http.ResponseWriter, r *http.Request, p *principal) error {
+	var b ownAccountBody
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	if b.Account == nil {
+		return badRequest(`account is required ("" removes the endpoint's own account)`)
+	}
+	v, err := s.ops.SetOwnAccount(r.Context(), p.actor(), r.PathValue("slug"), *b.Account, b.Reason)
+	return reply(w, http.StatusOK, v, err)
+}
+
+func (s *Server) apiSecretsReseal(w http.ResponseWriter, r *http.Request, p *principal) error {
+	var b reasonBody
+	if r.ContentLength != 0 {
+		if err := decode(r, &b); err != nil {
+			return err
+		}
+	}
+	res, err := s.ops.Reseal(r.Context(), p.actor(), b.Reason)
+	return reply(w, http.StatusOK, res, err)
 }
 
 func (s *Server) apiSchedules(w http.ResponseWriter, r *http.Request, _ *principal) error {

@@ -27,6 +27,7 @@ func (s *Server) openAPI() map[string]any {
 				"403": map[string]any{"description": "the token's role is below " + orPublic(rt.role), "content": errorContent},
 				"404": map[string]any{"description": "not found", "content": errorContent},
 				"409": map[string]any{"description": "refused by the current state", "content": errorContent},
+				"503": map[string]any{"description": "Temporal, or the secrets key, is not available to this process", "content": errorContent},
 			},
 		}
 		if rt.role != "" {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store/access"
 )
 
@@ -209,7 +210,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, rt route, p *princ
 		code, msg = http.StatusNotFound, err.Error()
 	case ops.IsConflict(err):
 		code, msg = http.StatusConflict, err.Error()
-	case errors.Is(err, ops.ErrNoTemporal):
+	case errors.Is(err, ops.ErrNoTemporal), errors.Is(err, secretbox.ErrNoKey):
 		code, msg = http.StatusServiceUnavailable, err.Error()
 	default:
 		s.log.Error("console request failed", "method", r.Method, "route", rt.pattern, "error", err.Error())

@@ -64,6 +64,7 @@ func TestImportRules(t *testing.T) {
 		{"webhook", []string{"go.temporal.io/sdk/workflow"}, "the HTTP intake runs no workflow code"},
 		{"internal/console", []string{module + "internal/app", module + "webhook"}, "the console is HTTP over ops"},
 		{"internal/ops", []string{module + "internal/app", module + "internal/console", module + "webhook"}, "operator acts sit below their two front ends"},
+		{"internal/ops", []string{module + "worker"}, "operator acts read schedules through starter: the console's binary holds no worker"},
 		{"cmd/hookinbox", []string{module + "lab/simulator", module + "lab/soak", module + "lab/bench", module + "lab/verify", module + "lab/demo", module + "lab/testenv"}, "the service binary carries no harness"},
 	}
 	for _, tt := range tests {
@@ -114,4 +115,45 @@ func TestOnlyAdmissionInsertsInboxRows(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, []string{"internal/admission"}, callers)
+}
+
+// The CLI acts through ops (and opens its database through app, the
+// composition root): no non-test file of the command tree or of a binary
+// imports the store or one of its aggregates, so every act the CLI has is
+// one the console's API can have, validated and audited the same way.
+func TestTheCommandTreeNeverImportsTheStore(t *testing.T) {
+	t.Parallel()
+	root, err := devenv.FindRoot()
+	require.NoError(t, err)
+	var offenders []string
+	files := 0
+	for _, dir := range []string{"internal/command", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			files++
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				if p == module+"internal/store" || strings.HasPrefix(p, module+"internal/store/") {
+					rel, _ := filepath.Rel(root, path)
+					offenders = append(offenders, filepath.ToSlash(rel)+" imports "+p)
+				}
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.Greater(t, files, 20, "the walk found the command tree")
+	require.Empty(t, offenders, "act through ops (internal/ops) and open the database through internal/app")
 }

@@ -81,6 +81,20 @@ func (v EndpointView) SortedLinks() []string {
 	return links
 }
 
+// OwnAccount is the source account of the endpoint's events that name
+// none: its own account when set, else its single linked account.
+func (v EndpointView) OwnAccount() (string, bool) {
+	if v.Account != "" {
+		return v.Account, true
+	}
+	if len(v.Links) == 1 {
+		for a := range v.Links {
+			return a, true
+		}
+	}
+	return "", false
+}
+
 // ListEndpoints lists every endpoint, by slug.
 func (s *Service) ListEndpoints(ctx context.Context) ([]EndpointView, error) {
 	eps, err := endpoints.ListEndpoints(ctx, s.Store)
@@ -374,6 +388,60 @@ func (s *Service) UnlinkAccount(ctx context.Context, who Actor, slug, account, r
 	}
 	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_unlink", endpointTarget(slug), reason, map[string]any{"account": account})
 	return err
+}
+
+// OwnAccountView says where an endpoint's events that name no account go.
+type OwnAccountView struct {
+	Slug string `json:"slug"`
+	// Account is the endpoint's own account as set ("": none).
+	Account string `json:"account"`
+	// OwnAccount is the source account of its events that name none:
+	// Account, else the single linked account ("": none, and such events
+	// are quarantined as unknown_account).
+	OwnAccount string `json:"own_account,omitempty"`
+	// Workspace is where those events go ("": OwnAccount is not linked,
+	// and they are quarantined as unknown_account until it is).
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// SetOwnAccount names endpoint slug's own account, the source account of
+// its events that carry none (for Stripe without Connect, the account
+// itself; with Connect, the platform's). "" removes it: such events then go
+// to the endpoint's single linked account, or are quarantined. Audited
+// (endpoint_set_account, with the previous account).
+func (s *Service) SetOwnAccount(ctx context.Context, who Actor, slug, account, reason string) (OwnAccountView, error) {
+	if err := who.check(); err != nil {
+		return OwnAccountView{}, err
+	}
+	if strings.TrimSpace(slug) == "" {
+		return OwnAccountView{}, Invalidf("an endpoint slug is required")
+	}
+	account = strings.TrimSpace(account)
+	if account != "" {
+		if err := validateAccounts("account", []string{account}); err != nil {
+			return OwnAccountView{}, err
+		}
+	}
+	before, err := endpoints.GetEndpoint(ctx, s.Store, slug)
+	if err != nil {
+		return OwnAccountView{}, err
+	}
+	if err := endpoints.SetOwnAccount(ctx, s.Store, slug, account); err != nil {
+		return OwnAccountView{}, err
+	}
+	if _, err := s.audit(ctx, s.Store.Pool, who, "endpoint_set_account", endpointTarget(slug), reason,
+		map[string]any{"account": account, "previous_account": before.Account}); err != nil {
+		return OwnAccountView{}, err
+	}
+	v, err := s.ShowEndpoint(ctx, slug)
+	if err != nil {
+		return OwnAccountView{}, err
+	}
+	out := OwnAccountView{Slug: slug, Account: v.Account}
+	if own, ok := v.OwnAccount(); ok {
+		out.OwnAccount, out.Workspace = own, v.Links[own]
+	}
+	return out, nil
 }
 
 // RemoveEndpoint removes an endpoint, its secrets and links. Audited.

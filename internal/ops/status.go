@@ -12,7 +12,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/starter"
-	"github.com/hookinbox/hookinbox/worker"
 )
 
 // StatusView is the state of the work at a glance.
@@ -95,14 +94,9 @@ func scheduleStates(ctx context.Context, c client.Client) ([]ScheduleView, error
 	return out, nil
 }
 
-// ExpectedSchedules are the schedule ids a worker keeps applied.
-func (s *Service) ExpectedSchedules() []string {
-	var ids []string
-	for _, sc := range worker.Schedules(s.Config) {
-		ids = append(ids, sc.ID)
-	}
-	return ids
-}
+// ExpectedSchedules are the schedule ids a worker keeps applied (read from
+// starter, so that ops, and the console with it, holds no worker).
+func (s *Service) ExpectedSchedules() []string { return starter.EnabledScheduleIDs(s.Config) }
 
 func (s *Service) statusWarnings(v StatusView) []string {
 	cfg := s.Config

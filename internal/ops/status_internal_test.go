@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 )
 
@@ -22,4 +23,19 @@ func TestStatusWarnsOfSameVersionDivergences(t *testing.T) {
 	for _, w := range s.statusWarnings(v) {
 		require.NotContains(t, w, "same-version")
 	}
+}
+
+// A schedule the configuration keeps but Temporal lacks is reported; one
+// the configuration turns off is not expected.
+func TestStatusWarnsOfMissingSchedulesTheConfigurationKeeps(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.BackfillInterval = 0
+	s := &Service{Config: cfg}
+	v := StatusView{Database: "ok", Temporal: "ok", Schedules: []ScheduleView{{ID: "hookinbox-sweeper"}, {ID: "hookinbox-retention", Paused: true}}}
+	require.Equal(t, []string{
+		"schedule hookinbox-retention is paused",
+		"schedule hookinbox-reconcile-subscriptions does not exist: start a worker or run 'hookinbox schedules apply'",
+		"schedule hookinbox-recover-github does not exist: start a worker or run 'hookinbox schedules apply'",
+	}, s.statusWarnings(v))
 }

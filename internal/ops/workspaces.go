@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"net/mail"
 	"net/url"
 	"strings"
@@ -138,4 +139,121 @@ func (s *Service) UpsertDestination(ctx context.Context, who Actor, n NewDestina
 	_, err := s.audit(ctx, s.Store.Pool, who, "destination_upsert", "workspace:"+n.Workspace, reason,
 		map[string]any{"name": n.Name, "kind": d.Kind, "signed": d.Secret != ""})
 	return DestinationView{Workspace: d.WorkspaceID, Name: d.Name, Kind: d.Kind, Target: d.Target, Signed: d.Secret != "", Enabled: true}, err
+}
+
+// WorkspaceAdjustment is an operator's correction of a workspace's
+// credits balance.
+type WorkspaceAdjustment struct {
+	// Credits to add (+N) or take back (-N); never 0.
+	Credits int64 `json:"credits"`
+	// OperationID is the operator's id for this correction, its business
+	// key: a repeat changes nothing, so a retried request is safe.
+	OperationID string `json:"operation_id"`
+	// Reason is required: it is recorded in the audit.
+	Reason string `json:"reason"`
+	// Policy is the negative-balance policy for this act: allow, clamp or
+	// hold ("": HOOKINBOX_NEGATIVE_BALANCE_POLICY).
+	Policy string `json:"policy,omitempty"`
+}
+
+// AdjustmentView is what a correction did (or, repeated, had done).
+type AdjustmentView struct {
+	Workspace   string `json:"workspace"`
+	OperationID string `json:"operation_id"`
+	// Adjusted says this call changed the balance; false: the operation id
+	// was used before, and nothing changed.
+	Adjusted      bool   `json:"adjusted"`
+	Requested     int64  `json:"requested"`
+	Applied       int64  `json:"applied"`
+	Shortfall     int64  `json:"shortfall"`
+	Policy        string `json:"policy"`
+	Decision      string `json:"decision"`
+	BalanceBefore int64  `json:"balance_before"`
+	BalanceAfter  int64  `json:"balance_after"`
+	// ActionID is the audit entry of this call (0 when nothing changed).
+	ActionID int64 `json:"operator_action,omitempty"`
+}
+
+// AdjustWorkspace corrects workspace id's balance by a.Credits, once per
+// a.OperationID, through the same path as credit-note reversals: taking
+// back more than the balance follows the negative-balance policy, and the
+// decision is recorded. A repeated operation id asking the same changes
+// nothing; one asking anything else is refused (a *ConflictError naming
+// the first use). The correction and its audit entry (workspace_adjust:
+// who, why, before, after) commit in one transaction, in the ledger.
+func (s *Service) AdjustWorkspace(ctx context.Context, who Actor, id string, a WorkspaceAdjustment) (AdjustmentView, error) {
+	if err := who.check(); err != nil {
+		return AdjustmentView{}, err
+	}
+	policy := a.Policy
+	if policy == "" {
+		policy = orDefault(s.Config.NegativeBalancePolicy, keys.BalanceAllow)
+	}
+	switch {
+	case strings.TrimSpace(id) == "":
+		return AdjustmentView{}, Invalidf("a workspace id is required")
+	case a.Credits == 0:
+		return AdjustmentView{}, Invalidf("credits must be a non-zero whole number (+N adds, -N takes back)")
+	case strings.TrimSpace(a.OperationID) == "":
+		return AdjustmentView{}, Invalidf("an operation id is required: a repeat of it changes nothing")
+	case strings.TrimSpace(a.Reason) == "":
+		return AdjustmentView{}, Invalidf("a reason must say why (it is recorded in the audit)")
+	case policy != keys.BalanceAllow && policy != keys.BalanceClamp && policy != keys.BalanceHold:
+		return AdjustmentView{}, Invalidf("policy must be allow, clamp or hold (got %q)", policy)
+	}
+	res, err := records.AdjustWorkspace(ctx, s.Store, records.OperatorAdjustment{Workspace: id, Credits: a.Credits,
+		OperationID: a.OperationID, Actor: who.Name, Reason: a.Reason, Policy: policy})
+	if err != nil {
+		return AdjustmentView{}, err
+	}
+	if res.Mismatch != "" {
+		return AdjustmentView{}, &ConflictError{Err: fmt.Errorf("nothing changed: %s", res.Mismatch)}
+	}
+	d := res.Adjustment
+	return AdjustmentView{Workspace: d.WorkspaceID, OperationID: d.Reference, Adjusted: res.Adjusted, Requested: d.Requested,
+		Applied: d.Applied, Shortfall: d.Shortfall, Policy: d.Policy, Decision: d.Decision, BalanceBefore: d.BalanceBefore,
+		BalanceAfter: d.BalanceAfter, ActionID: res.ActionID}, nil
+}
+
+// ErasureCounts says what an erasure redacted.
+type ErasureCounts = records.ErasureCounts
+
+// ErasureView is what EraseWorkspace did.
+type ErasureView struct {
+	Workspace string        `json:"workspace"`
+	Counts    ErasureCounts `json:"counts"`
+	// ActionID is the audit entry.
+	ActionID int64 `json:"operator_action"`
+}
+
+// EraseWorkspace redacts, in one transaction, every stored payload and
+// email address of workspace id: inbox and quarantine bodies, outbox
+// payloads (unsent ones are stopped), the feedback texts they carried, and
+// the workspace's, its destinations' and the outbox's addresses. Event keys
+// and body hashes stay (a later redelivery is still a duplicate), and so do
+// business records, balances and the lineage. The act and its counts are
+// audited (workspace_erase) in the same transaction, in the ledger;
+// erasing again finds nothing left and is audited too.
+func (s *Service) EraseWorkspace(ctx context.Context, who Actor, id, reason string) (ErasureView, error) {
+	if err := who.check(); err != nil {
+		return ErasureView{}, err
+	}
+	if strings.TrimSpace(id) == "" {
+		return ErasureView{}, Invalidf("a workspace id is required")
+	}
+	if strings.TrimSpace(reason) == "" {
+		return ErasureView{}, Invalidf("a reason must say why (it is recorded in the audit)")
+	}
+	res, err := records.EraseWorkspace(ctx, s.Store, records.EraseRequest{Workspace: id, Actor: who.Name, Reason: reason})
+	if err != nil {
+		return ErasureView{}, err
+	}
+	return ErasureView{Workspace: id, Counts: res.Counts, ActionID: res.ActionID}, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }
