@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
-	"github.com/hookinbox/hookinbox/workflows"
 )
 
 // Search attributes of resource workflows (registered on the dev server at
@@ -34,7 +33,7 @@ func SearchAttributeTypes() map[string]string {
 	return map[string]string{
 		SAProvider.GetName(): "Keyword", SASourceAccount.GetName(): "Keyword", SAEnvironment.GetName(): "Keyword",
 		SAResourceKind.GetName(): "Keyword", SAResourceID.GetName(): "Keyword",
-		workflows.SAExhaustedEvents.GetName(): "Int",
+		keys.SearchAttributeExhaustedEvents: "Int",
 	}
 }
 
@@ -140,7 +139,7 @@ func (s *Resources) Ring(ctx context.Context, r keys.Resource, signal, value str
 		return fmt.Errorf("signal %s: incomplete resource key %+v", signal, r)
 	}
 	_, err := s.Client.SignalWithStartWorkflow(ctx, keys.ResourceWorkflowID(r), signal, value, s.StartOptions(r),
-		workflows.ResourceWorkflow, keys.ResourceInput{Resource: r, Settings: s.SettingsFor(r)})
+		keys.ResourceWorkflowType, keys.ResourceInput{Resource: r, Settings: s.SettingsFor(r)})
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", keys.ResourceWorkflowID(r), err)
 	}

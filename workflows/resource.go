@@ -60,7 +60,7 @@ type ResourceResult struct {
 // SAExhaustedEvents counts a resource's events that ended exhausted or
 // failed; upserted on the workflow so operators find them in the UI with
 // `ExhaustedEvents > 0` (registered with the other search attributes).
-var SAExhaustedEvents = temporal.NewSearchAttributeKeyInt64("ExhaustedEvents")
+var SAExhaustedEvents = temporal.NewSearchAttributeKeyInt64(keys.SearchAttributeExhaustedEvents)
 
 // The nil receivers whose method values name the activities, one per task
 // queue: each struct is registered only on its own queue, so a call must

@@ -3,6 +3,9 @@ package workflows
 import (
 	"context"
 	"errors"
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -290,4 +293,14 @@ func TestARowLeftPendingWithoutAHandlerIsLookedAtAgainWhenDue(t *testing.T) {
 	require.GreaterOrEqual(t, at[1].Sub(at[0]), 3*time.Minute)
 	require.Less(t, at[1].Sub(at[0]), 4*time.Minute, "woken when due, not after idling an hour")
 	require.Empty(t, f.marked, "neither failed nor exhausted")
+}
+
+// Clients start the resource workflow by name (keys.ResourceWorkflowType),
+// so the intake and the console never link this package: the name must be
+// the one the worker registers, the function's.
+func TestResourceWorkflowTypeIsTheRegisteredName(t *testing.T) {
+	t.Parallel()
+	name := runtime.FuncForPC(reflect.ValueOf(ResourceWorkflow).Pointer()).Name()
+	require.Equal(t, keys.ResourceWorkflowType, name[strings.LastIndex(name, ".")+1:])
+	require.Equal(t, keys.SearchAttributeExhaustedEvents, SAExhaustedEvents.GetName())
 }

@@ -38,6 +38,15 @@ type Doorbell interface {
 	Ring(ctx context.Context, r Resource, signal, value string) error
 }
 
+// ResourceWorkflowType is the registered name of the resource workflow
+// (workflows.ResourceWorkflow): what its starters start by name, so that a
+// client (the intake, the console) never links the workflow code.
+const ResourceWorkflowType = "ResourceWorkflow"
+
+// SearchAttributeExhaustedEvents is the Int search attribute a resource
+// workflow upserts with the count of its exhausted or failed events.
+const SearchAttributeExhaustedEvents = "ExhaustedEvents"
+
 // Signal names of ResourceWorkflow.
 const (
 	// SignalEvent is a doorbell: "this resource may have pending rows". Its
