@@ -229,13 +229,26 @@ func TestRetentionStepRefusesToDeleteInsideTheDedupWindow(t *testing.T) {
 	require.ErrorContains(t, err, "refusing to delete")
 }
 
-func TestBackfillListsEveryTypeAHandlerTakes(t *testing.T) {
+// TestBackfillListsEveryTypeAHandlerTakesAndNoOther checks the map both
+// ways: a listed type no handler takes would fill the inbox with events
+// that are only ignored, and a handled type the list misses would leave its
+// dropped webhooks unfound forever.
+func TestBackfillListsEveryTypeAHandlerTakesAndNoOther(t *testing.T) {
 	t.Parallel()
-	for _, typ := range activities.BackfillTypes() {
-		_, ok := handlers.For("stripe", typ)
-		require.True(t, ok, typ)
+	listed := activities.BackfillTypes()
+	for _, typ := range listed {
+		_, ok := handlers.For(keys.ProviderStripe, typ)
+		require.True(t, ok, "the backfill lists %s, which no handler takes", typ)
 		require.NotContains(t, typ, "*", "Stripe's types filter takes no wildcard")
 	}
+	handled := handlers.EventTypes(keys.ProviderStripe)
+	require.NotEmpty(t, handled)
+	for _, typ := range handled {
+		_, ok := handlers.For(keys.ProviderStripe, typ)
+		require.True(t, ok, "EventTypes names %s, which For does not route", typ)
+		require.Contains(t, listed, typ, "a handler takes %s, which the backfill does not list", typ)
+	}
+	require.ElementsMatch(t, handled, listed, "each type listed once")
 }
 
 func TestBackfillRefusesAKeyOfAnotherAccount(t *testing.T) {

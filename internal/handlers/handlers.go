@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -52,6 +54,12 @@ var routes = map[string]map[string]Route{
 func For(provider, eventType string) (Route, bool) {
 	r, ok := routes[provider][eventType]
 	return r, ok
+}
+
+// EventTypes returns, sorted, every event type of provider that For routes
+// to a handler (none for a provider hookinbox does not handle).
+func EventTypes(provider string) []string {
+	return slices.Sorted(maps.Keys(routes[provider]))
 }
 
 // Handler applies the business effect of one inbox event. It runs outside
