@@ -49,8 +49,9 @@ func (e *Endpoint) verify(d Delivery, tolerance time.Duration, now time.Time) (p
 // endpointCache keeps endpoints, secrets and links in memory for a short
 // TTL so the hot path costs one database round trip (the insert). A miss
 // reads the database at once, and a failed signature check or an unknown
-// account reloads (at most once a second per endpoint), so a new secret or
-// link works immediately; a removed secret stops working within the TTL.
+// account reloads (at most once a second per endpoint, minReload), so a new
+// secret or link works within a second; a removed secret stops working
+// within the TTL.
 //
 // A slug the database does not know is remembered as unknown for a short
 // negTTL, so a flood of deliveries to a missing endpoint costs one lookup
