@@ -63,7 +63,7 @@ soak: tools lab ## Chaos soak: 20,000 events, processes killed, Temporal restart
 # BENCH_ENGINE=postgres: the end-to-end runs on Temporal on PostgreSQL (4 shards), see docs/benchmarks.md.
 BENCH_ENGINE ?= dev
 .PHONY: bench
-bench: tools lab ## Benchmarks: intake vs raw INSERT, end to end vs the naive design, scaling (~1 h on 2 cores; JSON in bench-results/)
+bench: tools lab ## Benchmarks: intake vs raw INSERT; end to end and scaling, hookinbox beside hookinbox-v1 (~1 h on 2 cores; JSON in bench-results/)
 	@mkdir -p bench-results
 	$(LAB) bench --engine $(BENCH_ENGINE) --save bench-results/$$(date +%Y%m%d-%H%M%S).json
 

@@ -231,18 +231,25 @@ func TestRetentionStepRefusesToDeleteInsideTheDedupWindow(t *testing.T) {
 	require.ErrorContains(t, err, "refusing to delete")
 }
 
-// The backfill lists exactly the Stripe types a built-in handler takes:
-// every listed type has a route, and every routed type is listed (a type
-// handled but not listed would never be backfilled).
-func TestBackfillListsEveryTypeAHandlerTakes(t *testing.T) {
+// TestBackfillListsEveryTypeAHandlerTakesAndNoOther checks the map both
+// ways: a listed type no handler takes would fill the inbox with events
+// that are only ignored, and a handled type the list misses would leave its
+// dropped webhooks unfound forever.
+func TestBackfillListsEveryTypeAHandlerTakesAndNoOther(t *testing.T) {
 	t.Parallel()
 	routes := builtin.MustBusiness().Routes
-	for _, typ := range activities.BackfillTypes() {
-		_, ok := routes.Route("stripe", typ)
-		require.True(t, ok, "%s is listed but no handler takes it", typ)
+	listed := activities.BackfillTypes()
+	for _, typ := range listed {
+		_, ok := routes.Route(keys.ProviderStripe, typ)
+		require.True(t, ok, "the backfill lists %s, which no handler takes", typ)
 		require.NotContains(t, typ, "*", "Stripe's types filter takes no wildcard")
 	}
-	require.ElementsMatch(t, routes.ExactTypes("stripe"), activities.BackfillTypes(), "every routed Stripe type is backfilled")
+	handled := routes.ExactTypes(keys.ProviderStripe)
+	require.NotEmpty(t, handled)
+	for _, typ := range handled {
+		require.Contains(t, listed, typ, "a handler takes %s, which the backfill does not list", typ)
+	}
+	require.ElementsMatch(t, handled, listed, "each type listed once")
 }
 
 func TestBackfillRefusesAKeyOfAnotherAccount(t *testing.T) {

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 	"github.com/hookinbox/hookinbox/lab/simulator"
@@ -30,16 +34,29 @@ func withMailpit(mp *devenv.Mailpit) func(*config.Config) {
 	}
 }
 
-func mailpitCount(t *testing.T, mp *devenv.Mailpit) int {
+type mailpitMessage struct {
+	ID        string `json:"ID"`
+	MessageID string `json:"MessageID"`
+}
+
+// mailpitMessages lists what Mailpit received.
+func mailpitMessages(t *testing.T, mp *devenv.Mailpit) []mailpitMessage {
 	t.Helper()
 	resp, err := http.Get(mp.HTTPURL + "/api/v1/messages")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var out struct {
-		Total int `json:"total"`
+		Total    int              `json:"total"`
+		Messages []mailpitMessage `json:"messages"`
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.Total
+	require.Len(t, out.Messages, out.Total, "one page holds them all")
+	return out.Messages
+}
+
+func mailpitCount(t *testing.T, mp *devenv.Mailpit) int {
+	t.Helper()
+	return len(mailpitMessages(t, mp))
 }
 
 // outboxStatus is the status of the world's one outbox row ("" before it exists).
@@ -53,18 +70,125 @@ func (w *simWorld) outboxStatus(t *testing.T) string {
 	return st
 }
 
+// commitWitness is an SMTP relay in front of Mailpit. When the mailer
+// connects, before a byte of the message passes, it runs check on a
+// connection of its own (which sees only committed rows) and records the
+// answer: what was committed at the moment the email left.
+type commitWitness struct {
+	ln       net.Listener
+	upstream string
+
+	mu     sync.Mutex
+	check  func(context.Context) (bool, error)
+	opened []error // per SMTP connection: nil when check found it committed
+}
+
+func newCommitWitness(t *testing.T, upstream string) *commitWitness {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cw := &commitWitness{ln: ln, upstream: upstream}
+	t.Cleanup(func() { _ = ln.Close() })
+	go cw.serve()
+	return cw
+}
+
+func (cw *commitWitness) addr() string { return cw.ln.Addr().String() }
+
+func (cw *commitWitness) setCheck(f func(context.Context) (bool, error)) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	cw.check = f
+}
+
+func (cw *commitWitness) connections() []error {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	return slices.Clone(cw.opened)
+}
+
+func (cw *commitWitness) serve() {
+	for {
+		c, err := cw.ln.Accept()
+		if err != nil {
+			return
+		}
+		cw.mu.Lock()
+		check := cw.check
+		cw.mu.Unlock()
+		verdict := errors.New("the mailer connected before the test set what to check")
+		if check != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			switch ok, err := check(ctx); {
+			case err != nil:
+				verdict = err
+			case !ok:
+				verdict = errors.New("the email left before its grant was committed")
+			default:
+				verdict = nil
+			}
+			cancel()
+		}
+		cw.mu.Lock()
+		cw.opened = append(cw.opened, verdict)
+		cw.mu.Unlock()
+		go relay(c, cw.upstream)
+	}
+}
+
+// relay copies c to upstream and back until either side closes.
+func relay(c net.Conn, upstream string) {
+	defer c.Close()
+	u, err := net.Dial("tcp", upstream)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
+	<-done
+}
+
+// TestConfirmationEmailLeavesAfterTheCommitAndOnlyOnce: the mailer reaches
+// the SMTP server only once the grant and its confirmation intent are
+// committed (an email sent from inside the transaction would find neither
+// visible), and three deliveries of two events for one invoice send one
+// email, the one of that intent.
 func TestConfirmationEmailLeavesAfterTheCommitAndOnlyOnce(t *testing.T) {
 	t.Parallel()
 	mp := testenv.Mailpit(t)
-	w := newSimWorld(t, newStack(t, stackOptions{configure: withMailpit(mp)}), simulator.Config{})
+	witness := newCommitWitness(t, mp.SMTPAddr)
+	viaWitness := func(c *config.Config) {
+		withMailpit(mp)(c)
+		c.SMTPAddr = witness.addr()
+	}
+	w := newSimWorld(t, newStack(t, stackOptions{configure: viaWitness}), simulator.Config{})
 	inv, paid, err := w.sim.PayInvoice(simulator.InvoiceOptions{Account: w.account})
 	require.NoError(t, err)
+	witness.setCheck(func(ctx context.Context) (bool, error) {
+		var grants, intents int
+		err := w.store.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM credit_grants WHERE invoice_id = $1),
+			(SELECT count(*) FROM outbox WHERE workspace_id = $2)`, inv.ID, w.workspace).Scan(&grants, &intents)
+		return grants == 1 && intents == 1, err
+	})
 	again, err := w.sim.InvoicePaidAgain(inv.ID)
 	require.NoError(t, err)
 	w.send(t, paid, again, paid)
 	w.allDone(t, 2)
 	eventually(t, 30*time.Second, "the confirmation to be sent", func() bool { return w.outboxStatus(t) == keys.OutboxSent })
-	require.Equal(t, 1, mailpitCount(t, mp))
+
+	conns := witness.connections()
+	require.NotEmpty(t, conns, "the email went through the witness")
+	for i, verdict := range conns {
+		require.NoError(t, verdict, "SMTP connection %d", i+1)
+	}
+	var opKey string
+	require.NoError(t, w.store.Pool.QueryRow(w.ctx, `SELECT operation_key FROM outbox`).Scan(&opKey))
+	msgs := mailpitMessages(t, mp)
+	require.Len(t, msgs, 1)
+	require.True(t, strings.HasPrefix(msgs[0].MessageID, outbound.StableID(opKey)+"@"),
+		"the one email is the committed intent's (Message-ID %s, operation %s)", msgs[0].MessageID, opKey)
 }
 
 func f5SMTPDownThenUp(t *testing.T) {

@@ -155,13 +155,38 @@ func (s *concurrencySignaler) count() int {
 	return s.n
 }
 
+// gatedSignaler holds every call until the test lets it answer.
+type gatedSignaler struct {
+	inflight, peak, answered atomic.Int64
+	gate                     chan struct{} // a receive lets one call answer; closed, all
+}
+
+func (s *gatedSignaler) Ring(ctx context.Context, _ keys.Resource, _, _ string) error {
+	n := s.inflight.Add(1)
+	for {
+		p := s.peak.Load()
+		if n <= p || s.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	select {
+	case <-s.gate:
+	case <-ctx.Done():
+	}
+	s.inflight.Add(-1)
+	s.answered.Add(1)
+	return nil
+}
+
 // A burst through a paced hand-off against a server slower than the
 // target never has more calls in flight than the window allows, however
 // many workers there are, and every doorbell is still sent.
 func TestPacedHandoffKeepsABurstInsideTheWindow(t *testing.T) {
 	t.Parallel()
+	// A sleep is never shorter than asked: each 30 ms answer is over the
+	// 10 ms target, so the window never leaves 1.
 	s := &concurrencySignaler{delay: 30 * time.Millisecond}
-	p := NewPacer(1, 3, 10*time.Millisecond) // every call is "slow": the window stays at 1
+	p := NewPacer(1, 3, 10*time.Millisecond)
 	h := NewHandoff(s, HandoffOptions{Capacity: 100, Workers: 8, Timeout: time.Second, Metrics: metrics.New(), Pacer: p})
 	for i := range 10 {
 		h.Notify(res(string(rune('a'+i))), ev("e"))
@@ -171,17 +196,40 @@ func TestPacedHandoffKeepsABurstInsideTheWindow(t *testing.T) {
 	go h.Run(ctx)
 	require.Eventually(t, func() bool { return s.count() == 10 }, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, int64(1), s.peak.Load(), "slow answers keep the window at its minimum")
+}
 
-	// The same burst on a fast server opens the window up to its maximum.
-	fast := &concurrencySignaler{delay: 2 * time.Millisecond}
-	p2 := NewPacer(1, 3, time.Second)
-	h2 := NewHandoff(fast, HandoffOptions{Capacity: 1000, Workers: 8, Timeout: time.Second, Metrics: metrics.New(), Pacer: p2})
-	for i := range 300 {
-		h2.Notify(res("r"+string(rune(i))), ev("e"))
+// The same burst on a fast server opens the window up to its maximum, and
+// no further. The server answers only when the test lets it: each step
+// waits until the workers have filled the window (as many calls in flight
+// as it allows), then lets one call answer, until three are in flight at
+// once. No answer takes near the minute of target, whatever the machine.
+func TestPacedHandoffOpensTheWindowToMaxOnFastAnswers(t *testing.T) {
+	t.Parallel()
+	fast := &gatedSignaler{gate: make(chan struct{})}
+	p := NewPacer(1, 3, time.Minute)
+	h := NewHandoff(fast, HandoffOptions{Capacity: 1000, Workers: 8, Timeout: time.Minute, Metrics: metrics.New(), Pacer: p})
+	const burst = 300
+	for i := range burst {
+		h.Notify(res("r"+string(rune(i))), ev("e"))
 	}
-	go h2.Run(ctx)
-	require.Eventually(t, func() bool { return fast.count() == 300 }, 10*time.Second, 5*time.Millisecond)
-	require.Equal(t, 3, p2.Window())
-	require.LessOrEqual(t, fast.peak.Load(), int64(3))
-	require.Equal(t, int64(3), fast.peak.Load(), "the window opened to Max")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+
+	full := func() bool { return fast.inflight.Load() == int64(p.Window()) }
+	for fast.peak.Load() < 3 {
+		require.Eventually(t, full, 10*time.Second, time.Millisecond, "the workers fill the window (%d)", p.Window())
+		if fast.peak.Load() >= 3 {
+			break
+		}
+		answered := fast.answered.Load()
+		require.Less(t, answered, int64(burst), "the window never reached 3 calls")
+		fast.gate <- struct{}{}
+		require.Eventually(t, func() bool { return fast.answered.Load() > answered }, 10*time.Second, time.Millisecond)
+	}
+	require.Equal(t, 3, p.Window())
+	close(fast.gate) // the rest answer at once
+	require.Eventually(t, func() bool { return fast.answered.Load() == burst }, 10*time.Second, time.Millisecond)
+	require.Equal(t, int64(3), fast.peak.Load(), "the window opened to Max and never past it")
+	require.Equal(t, 3, p.Window())
 }

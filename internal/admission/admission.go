@@ -49,7 +49,8 @@ type Options struct {
 	// WriterTimeout bounds one shared commit (0: 5 s); each delivery's
 	// own deadline still ends its wait.
 	WriterTimeout time.Duration
-	// Now is the clock (tests).
+	// Now is the clock of the signature tolerance and of the endpoint
+	// cache's TTLs (default time.Now; tests set a fake one).
 	Now func() time.Time
 }
 
@@ -65,7 +66,7 @@ func New(o Options) *Admitter {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	a := &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL, o.NegativeTTL)}
+	a := &Admitter{o: o, cache: newEndpointCache(o.Store, o.CacheTTL, o.NegativeTTL, o.Now)}
 	if o.Writers > 0 {
 		a.writer = inbox.NewInboxWriter(o.Store.Pool, inbox.InboxWriterOptions{Writers: o.Writers, Timeout: o.WriterTimeout})
 	}

@@ -49,8 +49,9 @@ func (e *Endpoint) verify(d Delivery, tolerance time.Duration, now time.Time) (p
 // endpointCache keeps endpoints, secrets and links in memory for a short
 // TTL so the hot path costs one database round trip (the insert). A miss
 // reads the database at once, and a failed signature check or an unknown
-// account reloads (at most once a second per endpoint), so a new secret or
-// link works immediately; a removed secret stops working within the TTL.
+// account reloads (at most once a second per endpoint, minReload), so a new
+// secret or link works within a second; a removed secret stops working
+// within the TTL.
 //
 // A slug the database does not know is remembered as unknown for a short
 // negTTL, so a flood of deliveries to a missing endpoint costs one lookup
@@ -61,6 +62,7 @@ type endpointCache struct {
 	store  *store.Store
 	ttl    time.Duration
 	negTTL time.Duration
+	now    func() time.Time
 	group  singleflight.Group
 
 	mu  sync.RWMutex
@@ -75,11 +77,11 @@ const DefaultNegativeTTL = 2 * time.Second
 // maxNegative bounds the unknown slugs remembered.
 const maxNegative = 4096
 
-func newEndpointCache(s *store.Store, ttl, negTTL time.Duration) *endpointCache {
+func newEndpointCache(s *store.Store, ttl, negTTL time.Duration, now func() time.Time) *endpointCache {
 	if negTTL == 0 {
 		negTTL = min(DefaultNegativeTTL, ttl)
 	}
-	return &endpointCache{store: s, ttl: ttl, negTTL: negTTL, m: map[string]*Endpoint{}, neg: map[string]time.Time{}}
+	return &endpointCache{store: s, ttl: ttl, negTTL: negTTL, now: now, m: map[string]*Endpoint{}, neg: map[string]time.Time{}}
 }
 
 // minReload bounds reloads caused by bad signatures or unknown accounts.
@@ -93,12 +95,12 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 	missed, unknown := c.neg[slug]
 	c.mu.RUnlock()
 	if ok {
-		age := time.Since(e.loaded)
+		age := c.now().Sub(e.loaded)
 		if age < c.ttl && (!fresh || age < minReload) {
 			return e, nil
 		}
 	}
-	if unknown && time.Since(missed) < c.negTTL {
+	if unknown && c.now().Sub(missed) < c.negTTL {
 		return nil, fault.ErrNotFound
 	}
 	v, err, _ := c.group.Do(slug, func() (any, error) {
@@ -114,6 +116,7 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 			return nil, err
 		}
 		ce := NewEndpoint(ep)
+		ce.loaded = c.now()
 		c.mu.Lock()
 		c.m[slug] = ce
 		delete(c.neg, slug)
@@ -131,7 +134,7 @@ func (c *endpointCache) rememberUnknown(slug string) {
 	if c.negTTL <= 0 {
 		return
 	}
-	now := time.Now()
+	now := c.now()
 	if len(c.neg) >= maxNegative {
 		for k, at := range c.neg {
 			if now.Sub(at) >= c.negTTL {

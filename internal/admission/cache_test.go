@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +17,29 @@ import (
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
+// fakeClock is a clock that moves only when the test says.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 // A flood of deliveries to a slug nobody registered costs one lookup per
 // slug and negative TTL: the repeats are answered from memory, without the
 // database (here: with its pool closed), and a slug registered meanwhile
-// works once the short TTL has passed.
+// still answers not found until the TTL has passed on the cache's clock,
+// and works from then on.
 func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 	t.Parallel()
 	url := testenv.DatabaseURL(t)
@@ -31,8 +51,9 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 
 	st, err := store.Open(ctx, url, 2)
 	require.NoError(t, err)
-	const negTTL = 500 * time.Millisecond
-	adm := admission.New(admission.Options{Routes: routestest.Builtin(), Store: st, CacheTTL: time.Minute, NegativeTTL: negTTL})
+	const negTTL = 2 * time.Second
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	adm := admission.New(admission.Options{Routes: routestest.Builtin(), Store: st, CacheTTL: time.Minute, NegativeTTL: negTTL, Now: clock.Now})
 	for i := range 3 {
 		_, err := adm.Endpoint(ctx, fmt.Sprintf("ghost-%d", i))
 		require.ErrorIs(t, err, fault.ErrNotFound)
@@ -42,16 +63,22 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 		_, err := adm.Endpoint(ctx, "ghost-1")
 		require.ErrorIs(t, err, fault.ErrNotFound, "an unknown slug repeated within the negative TTL reaches the database")
 	}
+	clock.Advance(negTTL)
+	_, err = adm.Endpoint(ctx, "ghost-1")
+	require.ErrorContains(t, err, "closed pool", "once the negative TTL has passed, the slug is looked up again")
 
 	st2, err := store.Open(ctx, url, 2)
 	require.NoError(t, err)
 	st2.Keys = seed.Keys
 	t.Cleanup(st2.Close)
-	adm = admission.New(admission.Options{Routes: routestest.Builtin(), Store: st2, CacheTTL: time.Minute, NegativeTTL: negTTL})
+	adm = admission.New(admission.Options{Routes: routestest.Builtin(), Store: st2, CacheTTL: time.Minute, NegativeTTL: negTTL, Now: clock.Now})
 	_, err = adm.Endpoint(ctx, "late")
 	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.NoError(t, endpoints.InsertEndpoint(ctx, seed, endpoints.NewEndpoint{Slug: "late", Provider: "stripe", Environment: "test", Secrets: []string{"whsec_late0123456789abcdefghijklmnopqrstuvwxyz"}}))
-	time.Sleep(negTTL + 50*time.Millisecond)
+	clock.Advance(negTTL - time.Nanosecond)
+	_, err = adm.Endpoint(ctx, "late")
+	require.ErrorIs(t, err, fault.ErrNotFound, "registered, but the miss is remembered for the whole negative TTL")
+	clock.Advance(time.Nanosecond)
 	ep, err := adm.Endpoint(ctx, "late")
 	require.NoError(t, err, "a slug registered after a miss works once the negative TTL passed")
 	require.Equal(t, "late", ep.Slug)

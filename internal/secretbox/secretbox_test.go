@@ -110,10 +110,22 @@ func TestParseKeyAndFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, k.CurrentID(), k2.CurrentID(), "a bare key always has the same id")
 
-	for _, bad := range []string{"", "not base64!!", base64.StdEncoding.EncodeToString([]byte("short"))} {
+	_, err = secretbox.ParseKey("")
+	require.Error(t, err)
+	// A rejected key is still secret material (often a real key with one
+	// character lost or added): the error names the problem, never the key
+	// nor a readable part of it.
+	almost := b64[:len(b64)-2] // one byte short of a valid key
+	for _, bad := range []string{
+		"%%sk_live_do_not_echo_this_value%%", // not base64
+		base64.StdEncoding.EncodeToString([]byte("short key material")),
+		almost,
+		b64 + "!",
+		base64.StdEncoding.EncodeToString(append(raw, raw...)), // 64 bytes
+	} {
 		_, err := secretbox.ParseKey(bad)
 		require.Error(t, err, bad)
-		require.NotContains(t, err.Error(), bad+"x") // never echoes more than given
+		requireNoPartOf(t, err.Error(), bad)
 	}
 
 	file := "# hookinbox secrets keys\n" + secretbox.GenerateKeyLine("k2026") + "\n\n" + secretbox.GenerateKeyLine("k2025") + "\n"
@@ -123,14 +135,19 @@ func TestParseKeyAndFile(t *testing.T) {
 	require.Equal(t, []string{"k2026", "k2025"}, kf.IDs())
 
 	for name, bad := range map[string]string{
-		"no colon":  "abc\n",
-		"dup id":    secretbox.GenerateKeyLine("a") + "\n" + secretbox.GenerateKeyLine("a"),
-		"bad id":    secretbox.GenerateKeyLine("a b"),
-		"empty":     "# nothing\n",
-		"short key": "a:" + base64.StdEncoding.EncodeToString([]byte("x")),
+		"no colon":     "abc\n",
+		"dup id":       secretbox.GenerateKeyLine("a") + "\n" + secretbox.GenerateKeyLine("a"),
+		"bad id":       secretbox.GenerateKeyLine("a b"),
+		"empty":        "# nothing\n",
+		"short key":    "a:" + base64.StdEncoding.EncodeToString([]byte("x")),
+		"almost a key": "k2026:" + almost,
+		"not base64":   "k2026:" + b64 + "!",
 	} {
 		_, err := secretbox.ParseKeyFile([]byte(bad))
 		require.Error(t, err, name)
+		if _, key, ok := strings.Cut(strings.TrimSpace(bad), ":"); ok && len(key) > 8 {
+			requireNoPartOf(t, err.Error(), key)
+		}
 	}
 }
 
@@ -156,4 +173,18 @@ func TestLoad(t *testing.T) {
 	_, err = secretbox.Load("", path)
 	require.ErrorContains(t, err, "line 1")
 	require.NotContains(t, err.Error(), line[2:], "the key is never echoed")
+}
+
+// requireNoPartOf fails when msg holds secret, or any 8 consecutive
+// characters of it (a quoted prefix or suffix is a leak too).
+func requireNoPartOf(t *testing.T, msg, secret string) {
+	t.Helper()
+	const window = 8
+	if len(secret) < window {
+		require.NotContains(t, msg, secret)
+		return
+	}
+	for i := 0; i+window <= len(secret); i++ {
+		require.NotContains(t, msg, secret[i:i+window], "the error echoes part of the key %q", secret)
+	}
 }

@@ -54,6 +54,22 @@ func binDir() (string, error) {
 	return "", errors.New("PostgreSQL server binaries not found (looked in /usr/lib/postgresql/{15,16,17}/bin and PATH; set HOOKINBOX_PG_BIN)")
 }
 
+// PostgresBinary returns the path of one of PostgreSQL's programs (pg_dump,
+// psql…) from the directory the server binaries are found in
+// (HOOKINBOX_PG_BIN, /usr/lib/postgresql/{15,16,17}/bin, then PATH), so a
+// client program is of the version of the server StartPostgres runs.
+func PostgresBinary(name string) (string, error) {
+	bin, err := binDir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(bin, name)
+	if !isExecutable(p) {
+		return "", fmt.Errorf("%s is not in %s, beside the PostgreSQL server binaries (set HOOKINBOX_PG_BIN)", name, bin)
+	}
+	return p, nil
+}
+
 // StartPostgres initialises the cluster if needed and starts it, or reuses
 // the server already running on the port. Run as root, it uses the
 // "postgres" user for initdb and the server.

@@ -28,6 +28,9 @@ type ClientConfig struct {
 	// HTTPClient to use; default one with a 30 s timeout. Its transport is
 	// wrapped to observe statuses and Retry-After.
 	HTTPClient *http.Client
+	// Now is the clock a Retry-After given as an HTTP date is counted
+	// from (default time.Now; tests set a fixed one).
+	Now func() time.Time
 }
 
 // Client is the providers.Client for Stripe, with stripe-go underneath and its own
@@ -37,6 +40,7 @@ type Client struct {
 	api      stripe.Backend
 	key      string
 	platform string
+	now      func() time.Time
 }
 
 var _ providers.Client = (*Client)(nil)
@@ -63,11 +67,16 @@ func NewClient(cfg ClientConfig) *Client {
 		bc.URL = stripe.String(cfg.BaseURL)
 	}
 	backends := stripe.NewBackendsWithConfig(bc)
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &Client{
 		sc:       stripe.NewClient(cfg.APIKey, stripe.WithBackends(backends)),
 		api:      backends.API,
 		key:      cfg.APIKey,
 		platform: cfg.PlatformAccount,
+		now:      now,
 	}
 }
 
@@ -355,10 +364,11 @@ func (c *Client) call(ctx context.Context, op string, f func(context.Context) er
 	if err == nil {
 		return nil
 	}
-	return mapError(ctx, op, err, o)
+	return mapError(ctx, op, err, o, c.now())
 }
 
-func mapError(ctx context.Context, op string, err error, o *observed) error {
+// mapError maps a failed call; now dates an HTTP-date Retry-After.
+func mapError(ctx context.Context, op string, err error, o *observed, now time.Time) error {
 	e := &providers.Error{Op: op, Err: err}
 	var se *stripe.Error
 	switch {
@@ -380,7 +390,7 @@ func mapError(ctx context.Context, op string, err error, o *observed) error {
 		e.Kind = providers.ErrPermanent // the request could not even be built
 	}
 	if o.header != nil {
-		e.RetryAfter, e.HasRetryAfter = providers.ParseRetryAfter(o.header.Get("Retry-After"), time.Now())
+		e.RetryAfter, e.HasRetryAfter = providers.ParseRetryAfter(o.header.Get("Retry-After"), now)
 	}
 	return e
 }

@@ -205,14 +205,15 @@ func TestErrorMappingWithoutAStripeBody(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var calls atomic.Int32
+			now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				calls.Add(1)
-				w.Header().Set("Retry-After", time.Now().Add(90*time.Second).UTC().Format(http.TimeFormat))
+				w.Header().Set("Retry-After", now.Add(90*time.Second).Format(http.TimeFormat))
 				w.WriteHeader(tt.status)
 				_, _ = w.Write([]byte(tt.body))
 			}))
 			t.Cleanup(srv.Close)
-			c := stripe.NewClient(stripe.ClientConfig{APIKey: "sk", BaseURL: srv.URL})
+			c := stripe.NewClient(stripe.ClientConfig{APIKey: "sk", BaseURL: srv.URL, Now: func() time.Time { return now }})
 			_, err := c.FetchSubscription(context.Background(), "", "sub_1")
 			require.Error(t, err)
 			require.Equal(t, tt.retryable, providers.IsRetryable(err), err)
@@ -220,7 +221,7 @@ func TestErrorMappingWithoutAStripeBody(t *testing.T) {
 			require.False(t, providers.IsNotFound(err))
 			ra, ok := providers.RetryAfter(err)
 			require.True(t, ok)
-			require.InDelta(t, 90, ra.Seconds(), 3)
+			require.Equal(t, 90*time.Second, ra, "the date is 90 s after the client's clock")
 			require.EqualValues(t, 1, calls.Load(), "stripe-go must not retry on its own")
 		})
 	}

@@ -152,9 +152,18 @@ func TestGroupCommitACallerThatGivesUpLeavesTheQueue(t *testing.T) {
 	require.NoError(t, err)
 	_, err = inbox.InsertInboxEvent(ctx, tx, block)
 	require.NoError(t, err)
+	var holder int32
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder))
 	first := make(chan error, 1)
 	go func() { _, err := w.Insert(ctx, block); first <- err }()
-	time.Sleep(200 * time.Millisecond)
+	// The first caller holds the only flush slot once its insert waits on
+	// the open transaction's row lock: PostgreSQL says so.
+	require.Eventually(t, func() bool {
+		var blocked bool
+		err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
+			holder).Scan(&blocked)
+		return err == nil && blocked
+	}, 30*time.Second, 5*time.Millisecond, "the first insert never waited on the row lock")
 
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
