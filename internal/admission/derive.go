@@ -71,7 +71,7 @@ func derive(ep *endpoints.Endpoint, p providers.Provider, h http.Header, payload
 		return ev, &Rejection{Reason: inbox.ReasonUnknownAccount,
 			Detail: "source account " + orDefault(account, "(none: the endpoint has no own account)") + " is not linked to a workspace"}
 	}
-	_, handled := handlers.For(ep.Provider, n.EventType)
+	_, handled := handlers.For(ep.Provider, providers.RouteType(p, n.EventType))
 	kind, id, err := n.resourceOrFallback(handled)
 	if err != nil {
 		return ev, &Rejection{Reason: inbox.ReasonMalformed, Detail: err.Error()}

@@ -149,7 +149,8 @@ func FuzzDerive(f *testing.F) {
 		if !ev.Resource().Valid() {
 			t.Fatalf("derived resource %+v is incomplete", ev.Resource())
 		}
-		_, handled := handlers.For(ev.Key.Provider, ev.EventType)
+		p, _ := providers.Lookup(ev.Key.Provider)
+		_, handled := handlers.For(ev.Key.Provider, providers.RouteType(p, ev.EventType))
 		if handled != (ev.Status == keys.StatusPending) {
 			t.Fatalf("status %s for type %q (handled: %v)", ev.Status, ev.EventType, handled)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // Events implements ports.Events on the inbox: it routes each event to its
@@ -58,7 +59,8 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 	if ev.Status != keys.StatusPending {
 		return ports.Handled{Status: ev.Status, Skipped: true}, nil
 	}
-	route, _ := For(ev.Key.Provider, ev.EventType)
+	p, _ := providers.Lookup(ev.Key.Provider)
+	route, _ := For(ev.Key.Provider, providers.RouteType(p, ev.EventType))
 	h := e.Handlers[route.Name]
 	if h == nil {
 		note := fmt.Sprintf("no handler registered for %s event type %s in this worker (route %q): left pending for a worker that has it",
@@ -91,7 +93,8 @@ func (e *Events) Stop(ctx context.Context, k keys.Event, status, lastErr string)
 	}
 	route := ""
 	if ev, err := inbox.GetInboxEvent(ctx, e.Store.Pool, k); err == nil {
-		r, _ := For(ev.Key.Provider, ev.EventType)
+		p, _ := providers.Lookup(ev.Key.Provider)
+		r, _ := For(ev.Key.Provider, providers.RouteType(p, ev.EventType))
 		route = r.Name
 	}
 	return true, route, nil
