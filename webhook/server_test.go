@@ -572,3 +572,62 @@ func TestStripeThinEventsBesideSnapshots(t *testing.T) {
 	r = b.post(t, "stripe-connect", paid, providertest.StripeHeaders(paid, "whsec_forged", time.Now()))
 	require.Equal(t, http.StatusUnauthorized, r.code)
 }
+
+// TestShopifyEventsDeliveriesAndRotation: an Events delivery (shopify-*
+// headers, no X- prefix) is admitted like a classic one, and while a
+// rotated secret is applying (Shopify: up to an hour) deliveries signed
+// with the old and the new secret both verify, each row recording which.
+func TestShopifyEventsDeliveriesAndRotation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const (
+		oldSecret = "shpss_0123456789abcdef0123456789abcdef"
+		newSecret = "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"
+	)
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "shop-rot", Provider: "shopify",
+		Environment: "live", Secrets: []string{oldSecret, newSecret}}))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "shop-rot", "rot.myshopify.com", "ws_rot"))
+	ep, err := endpoints.GetEndpoint(b.ctx, b.store, "shop-rot")
+	require.NoError(t, err)
+	sign := func(secret string, body []byte) string {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(body)
+		return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	}
+
+	tests := []struct {
+		name, secret, id string
+		events           bool
+		secretIndex      int
+	}{
+		{"classic, old secret", oldSecret, "e-old-classic", false, 0},
+		{"classic, new secret", newSecret, "e-new-classic", false, 1},
+		{"Events, old secret", oldSecret, "e-old-events", true, 0},
+		{"Events, new secret", newSecret, "e-new-events", true, 1},
+	}
+	for i, tt := range tests {
+		body := []byte(fmt.Sprintf(`{"id":%d,"title":"Widget"}`, 9000+i))
+		h := map[string]string{"X-Shopify-Hmac-Sha256": sign(tt.secret, body), "X-Shopify-Event-Id": tt.id,
+			"X-Shopify-Topic": "products/update", "X-Shopify-Shop-Domain": "rot.myshopify.com"}
+		if tt.events {
+			h = map[string]string{"shopify-hmac-sha256": sign(tt.secret, body), "shopify-event-id": tt.id,
+				"shopify-topic": "Product", "shopify-action": "update", "shopify-shop-domain": "rot.myshopify.com",
+				"shopify-triggered-at": "2026-01-27T12:00:00Z"}
+		}
+		r := b.post(t, "shop-rot", body, h)
+		require.Equal(t, http.StatusOK, r.code, "%s: %s", tt.name, r.body)
+		got := b.row(t, keys.Event{Provider: "shopify", Account: "rot.myshopify.com", Environment: "live", EventID: tt.id})
+		require.Equal(t, ep.Secrets[tt.secretIndex].ID, got.SecretID, tt.name)
+		require.Equal(t, "product", got.ResourceKind, tt.name)
+		require.Equal(t, fmt.Sprint(9000+i), got.ResourceID, tt.name)
+		require.Equal(t, "ws_rot", got.WorkspaceID, tt.name)
+		if tt.events {
+			require.Equal(t, "Product/update", got.EventType)
+			require.NotNil(t, got.OccurredAt)
+		}
+	}
+	body := []byte(`{"id":1}`)
+	r := b.post(t, "shop-rot", body, map[string]string{"shopify-hmac-sha256": sign("shpss_00000000000000000000000000000000", body),
+		"shopify-event-id": "e-forged", "shopify-topic": "Product", "shopify-shop-domain": "rot.myshopify.com"})
+	require.Equal(t, http.StatusUnauthorized, r.code)
+}
