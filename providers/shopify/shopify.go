@@ -67,7 +67,8 @@ func (v verifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Tim
 }
 
 // Normalize reads a delivery, in either spelling of the headers: the event
-// id (kept across retries), the topic (an Events delivery's topic names the
+// id (kept across retries; an Events delivery without one is keyed by its
+// shopify-webhook-id, as Shopify's libraries key it), the topic (an Events delivery's topic names the
 // resource type, "Product", and shopify-action what happened, "update":
 // its type is then "Product/update"), the shop domain as the account, the
 // topic's noun and the body's id as the resource (else an Events
@@ -77,7 +78,12 @@ func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Resu
 	// headers anyone replaying a captured body may change.
 	n := providers.Normalized{UnsignedEventID: true, UnsignedAccount: true}
 	if n.EventID = header(h, "Event-Id"); n.EventID == "" {
-		return n, providers.Malformedf("missing shopify-event-id (X-Shopify-Event-Id)")
+		// Events deliveries are dropping shopify-event-id; Shopify's own
+		// libraries then key them by shopify-webhook-id.
+		n.EventID = h.Get("Shopify-Webhook-Id")
+	}
+	if n.EventID == "" {
+		return n, providers.Malformedf("missing shopify-event-id (X-Shopify-Event-Id) or shopify-webhook-id")
 	}
 	if n.EventType = header(h, "Topic"); n.EventType == "" {
 		return n, providers.Malformedf("missing shopify-topic (X-Shopify-Topic)")

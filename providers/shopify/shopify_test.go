@@ -111,8 +111,9 @@ func TestBothHeaderSpellingsNormalize(t *testing.T) {
 			"X-Shopify-Topic": {"orders/create"}, "X-Shopify-Shop-Domain": {"demo.myshopify.com"}, "X-Shopify-Triggered-At": {"2026-01-27T12:00:00Z"}},
 			body: `{"id":820982911946154508}`, id: "98880550-7158-44d4-b7cd-2c97c8a091b5", typ: "orders/create", kind: "order",
 			res: "820982911946154508", at: "2026-01-27T12:00:00Z"},
-		// The Events delivery of Shopify/shopify-app-js's own test
-		// (authenticate/webhooks __tests__: eventsWebhookHeaders): both
+		// The Events delivery of Shopify's own test, Shopify/shopify-app-js
+		// packages/apps/shopify-app-react-router/src/server/authenticate/webhooks/__tests__/authenticate.test.ts
+		// (eventsWebhookHeaders), as an earlier version had it: both
 		// spellings, the shopify-* ones naming the event.
 		{name: "Events delivery beside the classic headers", header: http.Header{
 			"X-Shopify-Shop-Domain": {"test-shop.myshopify.io"}, "X-Shopify-Topic": {"Product"}, "X-Shopify-Webhook-Id": {"evt-123"},
@@ -120,6 +121,14 @@ func TestBothHeaderSpellingsNormalize(t *testing.T) {
 			"Shopify-Handle": {"my-handle"}, "Shopify-Action": {"update"}, "Shopify-Resource-Id": {"gid://shopify/Product/123"},
 			"Shopify-Triggered-At": {"2026-01-27T12:00:00Z"}},
 			body: `{"some":"data"}`, id: "evt-123", typ: "Product/update", kind: "product", res: "gid://shopify/Product/123",
+			at: "2026-01-27T12:00:00Z"},
+		// The same test as it is now: shopify-event-id and
+		// shopify-resource-id are gone, shopify-webhook-id names the delivery.
+		{name: "Events delivery without shopify-event-id", header: http.Header{
+			"X-Shopify-Shop-Domain": {"test-shop.myshopify.io"}, "X-Shopify-Topic": {"Product"}, "X-Shopify-Webhook-Id": {"evt-123"},
+			"Shopify-Shop-Domain": {"test-shop.myshopify.io"}, "Shopify-Topic": {"Product"}, "Shopify-Webhook-Id": {"webhook-456"},
+			"Shopify-Handle": {"my-handle"}, "Shopify-Action": {"update"}, "Shopify-Triggered-At": {"2026-01-27T12:00:00Z"}},
+			body: `{"some":"data"}`, id: "webhook-456", typ: "Product/update", kind: "shop", res: "test-shop.myshopify.io",
 			at: "2026-01-27T12:00:00Z"},
 		{name: "Events delivery alone", header: http.Header{"Shopify-Shop-Domain": {"demo.myshopify.com"}, "Shopify-Topic": {"orders/paid"},
 			"Shopify-Event-Id": {"e-1"}}, body: `{"id":5}`, id: "e-1", typ: "orders/paid", kind: "order", res: "5"},
