@@ -24,7 +24,7 @@ lab: build ## Build the harness binary (simulate, soak, bench, demo) into .tools
 	$(GO) build -o $(LAB) ./cmd/hookinbox-lab
 
 .PHONY: tools
-tools: build ## Build the pinned Temporal CLI and Mailpit into .tools/ (once per machine, a few minutes)
+tools: build ## Build the pinned Temporal CLI, Mailpit and stripe-mock, and fetch the pinned GitHub example payloads (npm), into .tools/ (once per machine, a few minutes)
 	$(BIN) dev --tools-only
 
 .PHONY: run

@@ -85,8 +85,13 @@ type Result struct {
 type Event struct {
 	// Key is the event key.
 	Key EventKey
-	// Type is the provider's event type (GitHub: "event.action").
+	// Type is the provider's event type as delivered (GitHub:
+	// "event.action").
 	Type string
+	// RouteType is the type the event was routed by: Type, unless the
+	// provider routes it as another (a Stripe thin "v1.invoice.paid" as
+	// "invoice.paid"). Branch on RouteType.
+	RouteType string
 	// Resource is the workflow the event runs in.
 	Resource Resource
 	// ObjectID is the object the event is about when its resource is
@@ -118,8 +123,9 @@ type Event struct {
 
 func newEvent(c *engine.Call) *Event {
 	st := c.Event
+	p, _ := providers.Lookup(st.Key.Provider)
 	return &Event{
-		Key: st.Key, Type: st.EventType, Resource: st.Resource(), ObjectID: st.ObjectID, Workspace: st.WorkspaceID,
+		Key: st.Key, Type: st.EventType, RouteType: providers.RouteType(p, st.EventType), Resource: st.Resource(), ObjectID: st.ObjectID, Workspace: st.WorkspaceID,
 		Endpoint: st.EndpointSlug, Payload: json.RawMessage(st.Payload), Version: st.ProviderVersion,
 		OccurredAt: st.OccurredAt, ReceivedAt: st.ReceivedAt, Attempts: st.Attempts, Origin: st.Origin, call: c,
 	}

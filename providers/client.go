@@ -148,6 +148,51 @@ type Client interface {
 	ListEvents(ctx context.Context, account string, q EventQuery) (Page[Event], error)
 }
 
+// RelatedObject is the API object a thin event is about (Stripe's
+// related_object).
+type RelatedObject struct {
+	ID string
+	// Type is the object's type: invoice, subscription, v2.core.account…
+	Type string
+	// URL is its API path, e.g. /v1/invoices/in_1.
+	URL string
+}
+
+// ThinEvent is an event fetched by its id (Stripe's GET
+// /v2/core/events/{id}): what happened, to which object, in which account.
+// It carries no snapshot of the object: ask for its current state.
+type ThinEvent struct {
+	ID   string
+	Type string
+	// Context is the account the event happened in (a Connect or
+	// organization account; "" for the API key's own). Every call made for
+	// the event sends it back (Stripe-Context).
+	Context  string
+	Livemode bool
+	Created  time.Time
+	// Related is the object the event is about (nil when it names none).
+	Related *RelatedObject
+	// SnapshotEvent is the id of the snapshot event the same change raised,
+	// when Stripe raised both.
+	SnapshotEvent string
+	// Data is the event's own data: v2 events have some, the thin versions
+	// of API v1 events none.
+	Data json.RawMessage
+	Raw  json.RawMessage
+}
+
+// ThinEvents is implemented by a Client that fetches thin events and the
+// objects they name (Stripe's event destinations). It is not part of
+// Client: a handler of thin events asks its client for it with a type
+// assertion.
+type ThinEvents interface {
+	// FetchEvent retrieves event id of account (its context).
+	FetchEvent(ctx context.Context, account, id string) (ThinEvent, error)
+	// FetchRelatedObject retrieves the current state of ev's object, in
+	// ev's context. It must be the object ev names (id and type).
+	FetchRelatedObject(ctx context.Context, ev ThinEvent) (json.RawMessage, error)
+}
+
 // HookDelivery is one attempt in a webhook's delivery log (GitHub's hook
 // deliveries). A redelivery is another attempt with the same GUID.
 type HookDelivery struct {

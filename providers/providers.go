@@ -72,6 +72,27 @@ func Payload(p Provider, h http.Header, body []byte) ([]byte, error) {
 	return body, nil
 }
 
+// RouteTyper is implemented by providers that deliver one business event
+// under more than one type: Stripe's thin event v1.invoice.paid is the
+// snapshot event invoice.paid, sent through an event destination. RouteType
+// is the type the route table knows the event by; the stored event keeps
+// the type it was delivered with. RouteType (the function) is how callers
+// ask.
+type RouteTyper interface {
+	RouteType(eventType string) string
+}
+
+// RouteType is the type eventType is routed by: p's RouteType, or
+// eventType itself when p has none (or p is nil: an endpoint of an
+// unregistered provider). The intake's handled-or-ignored decision and the
+// worker's choice of handler both route by it, so they always agree.
+func RouteType(p Provider, eventType string) string {
+	if r, ok := p.(RouteTyper); ok {
+		return r.RouteType(eventType)
+	}
+	return eventType
+}
+
 // Normalized is what a provider reads from a verified delivery.
 type Normalized struct {
 	// EventID is the id the sender keeps across redeliveries.

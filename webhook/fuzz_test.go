@@ -58,6 +58,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
+	"github.com/hookinbox/hookinbox/providers"
 	hwebhook "github.com/hookinbox/hookinbox/webhook"
 )
 
@@ -317,7 +318,8 @@ func (fi *fuzzIntake) checkStored(t testing.TB, d delivery, out outcome) {
 		if !fi.secretRegistered(d.slug, e.SecretID) {
 			t.Fatalf("row records secret id %d, not one of %s's", e.SecretID, d.slug)
 		}
-		_, handled := routestest.Builtin().Route(e.Key.Provider, e.EventType)
+		p, _ := providers.Lookup(e.Key.Provider)
+		_, handled := routestest.Builtin().Route(e.Key.Provider, providers.RouteType(p, e.EventType))
 		switch {
 		case handled && e.Status == keys.StatusPending:
 			want := e.Resource()

@@ -509,3 +509,126 @@ func TestPayloadsNeverReachTheLogs(t *testing.T) {
 	require.NotContains(t, logs, secretMarker)
 	require.NotContains(t, logs, stripeSecret)
 }
+
+// TestStripeThinEventsBesideSnapshots: an event destination's thin events
+// arrive on the same endpoint as snapshot events. The context is the
+// source account, related_object the resource, the secret that matched is
+// recorded, and v1.invoice.paid is routed as invoice.paid (pending), while
+// a thin credit note (whose invoice the payload does not name) is ignored.
+func TestStripeThinEventsBesideSnapshots(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ep, err := endpoints.GetEndpoint(b.ctx, b.store, "stripe-connect")
+	require.NoError(t, err)
+	thin := func(id, typ, context, kind, obj string) []byte {
+		ctx := ""
+		if context != "" {
+			ctx = fmt.Sprintf(`"context":%q,`, context)
+		}
+		return []byte(fmt.Sprintf(`{"id":%q,"object":"v2.core.event","type":%q,"livemode":true,"created":"2026-09-30T18:20:00.000Z",%s`+
+			`"related_object":{"id":%q,"type":%q,"url":"/v1/%ss/%s"},"snapshot_event":"evt_snap_%s"}`, id, typ, ctx, obj, kind, kind, obj, id))
+	}
+
+	paid := thin("evt_thin_1", "v1.invoice.paid", "acct_c1", "invoice", "in_9")
+	r := b.post(t, "stripe-connect", paid, providertest.StripeHeaders(paid, stripeSecret2, time.Now()))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	require.Contains(t, r.body, `"accepted"`)
+	key := keys.Event{Provider: "stripe", Account: "acct_c1", Environment: "live", EventID: "evt_thin_1"}
+	got := b.row(t, key)
+	require.Equal(t, keys.StatusPending, got.Status, "routed as invoice.paid")
+	require.Equal(t, "v1.invoice.paid", got.EventType, "stored as delivered")
+	require.Equal(t, "ws_c1", got.WorkspaceID)
+	require.Equal(t, [2]string{"invoice", "in_9"}, [2]string{got.ResourceKind, got.ResourceID})
+	require.Equal(t, ep.Secrets[1].ID, got.SecretID, "the rotated-in secret matched")
+	require.Nil(t, got.ProviderVersion, "a thin event carries no snapshot, so no version")
+	require.Equal(t, paid, got.Payload)
+	require.Equal(t, 1, b.handoff.count())
+
+	// Its snapshot twin lands on the same resource (one workflow, one grant).
+	snap := []byte(`{"id":"evt_snap_evt_thin_1","object":"event","type":"invoice.paid","livemode":true,"account":"acct_c1","created":1790792400,` +
+		`"data":{"object":{"id":"in_9","object":"invoice"}}}`)
+	r = b.post(t, "stripe-connect", snap, providertest.StripeHeaders(snap, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	twin := b.row(t, keys.Event{Provider: "stripe", Account: "acct_c1", Environment: "live", EventID: "evt_snap_evt_thin_1"})
+	require.Equal(t, got.Resource(), twin.Resource())
+	require.Equal(t, ep.Secrets[0].ID, twin.SecretID)
+
+	cn := thin("evt_thin_2", "v1.credit_note.created", "acct_c1", "credit_note", "cn_1")
+	r = b.post(t, "stripe-connect", cn, providertest.StripeHeaders(cn, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	require.Equal(t, keys.StatusIgnored, b.row(t, keys.Event{Provider: "stripe", Account: "acct_c1", Environment: "live", EventID: "evt_thin_2"}).Status)
+
+	// No context: the endpoint's own account; an unlinked context is quarantined.
+	own := bytes.Replace(thin("evt_thin_3", "v1.customer.subscription.updated", "", "subscription", "sub_3"),
+		[]byte(`"livemode":true`), []byte(`"livemode":false`), 1) // the "stripe" endpoint is a test one
+	r = b.post(t, "stripe", own, providertest.StripeHeaders(own, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	require.Equal(t, keys.StatusPending, b.row(t, keys.Event{Provider: "stripe", Account: "acct_own", Environment: "test", EventID: "evt_thin_3"}).Status)
+	stranger := thin("evt_thin_4", "v1.invoice.paid", "acct_stranger", "invoice", "in_4")
+	r = b.post(t, "stripe-connect", stranger, providertest.StripeHeaders(stranger, stripeSecret, time.Now()))
+	require.Equal(t, http.StatusAccepted, r.code, r.body)
+	require.Equal(t, []string{inbox.ReasonUnknownAccount}, b.quarantine(t))
+
+	// A forged thin event is refused like a forged snapshot.
+	r = b.post(t, "stripe-connect", paid, providertest.StripeHeaders(paid, "whsec_forged", time.Now()))
+	require.Equal(t, http.StatusUnauthorized, r.code)
+}
+
+// TestShopifyEventsDeliveriesAndRotation: an Events delivery (shopify-*
+// headers, no X- prefix) is admitted like a classic one, and while a
+// rotated secret is applying (Shopify: up to an hour) deliveries signed
+// with the old and the new secret both verify, each row recording which.
+func TestShopifyEventsDeliveriesAndRotation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const (
+		oldSecret = "shpss_0123456789abcdef0123456789abcdef"
+		newSecret = "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"
+	)
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "shop-rot", Provider: "shopify",
+		Environment: "live", Secrets: []string{oldSecret, newSecret}}))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "shop-rot", "rot.myshopify.com", "ws_rot"))
+	ep, err := endpoints.GetEndpoint(b.ctx, b.store, "shop-rot")
+	require.NoError(t, err)
+	sign := func(secret string, body []byte) string {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(body)
+		return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	}
+
+	tests := []struct {
+		name, secret, id string
+		events           bool
+		secretIndex      int
+	}{
+		{"classic, old secret", oldSecret, "e-old-classic", false, 0},
+		{"classic, new secret", newSecret, "e-new-classic", false, 1},
+		{"Events, old secret", oldSecret, "e-old-events", true, 0},
+		{"Events, new secret", newSecret, "e-new-events", true, 1},
+	}
+	for i, tt := range tests {
+		body := []byte(fmt.Sprintf(`{"id":%d,"title":"Widget"}`, 9000+i))
+		h := map[string]string{"X-Shopify-Hmac-Sha256": sign(tt.secret, body), "X-Shopify-Event-Id": tt.id,
+			"X-Shopify-Topic": "products/update", "X-Shopify-Shop-Domain": "rot.myshopify.com"}
+		if tt.events {
+			h = map[string]string{"shopify-hmac-sha256": sign(tt.secret, body), "shopify-event-id": tt.id,
+				"shopify-topic": "Product", "shopify-action": "update", "shopify-shop-domain": "rot.myshopify.com",
+				"shopify-triggered-at": "2026-01-27T12:00:00Z"}
+		}
+		r := b.post(t, "shop-rot", body, h)
+		require.Equal(t, http.StatusOK, r.code, "%s: %s", tt.name, r.body)
+		got := b.row(t, keys.Event{Provider: "shopify", Account: "rot.myshopify.com", Environment: "live", EventID: tt.id})
+		require.Equal(t, ep.Secrets[tt.secretIndex].ID, got.SecretID, tt.name)
+		require.Equal(t, "product", got.ResourceKind, tt.name)
+		require.Equal(t, fmt.Sprint(9000+i), got.ResourceID, tt.name)
+		require.Equal(t, "ws_rot", got.WorkspaceID, tt.name)
+		if tt.events {
+			require.Equal(t, "Product/update", got.EventType)
+			require.NotNil(t, got.OccurredAt)
+		}
+	}
+	body := []byte(`{"id":1}`)
+	r := b.post(t, "shop-rot", body, map[string]string{"shopify-hmac-sha256": sign("shpss_00000000000000000000000000000000", body),
+		"shopify-event-id": "e-forged", "shopify-topic": "Product", "shopify-shop-domain": "rot.myshopify.com"})
+	require.Equal(t, http.StatusUnauthorized, r.code)
+}

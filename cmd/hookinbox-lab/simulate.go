@@ -120,6 +120,8 @@ Register the endpoints it prints before the first run (see docs/simulator.md).`,
 	fl.BoolVar(&c.Livemode, "livemode", false, "send livemode events (environment live)")
 	fl.StringVar(&c.APIKey, "api-key", simulator.DefaultAPIKey, "secret key the provider API accepts")
 	fl.BoolVar(&c.Versions, "versions", false, `add a monotonic "version" to subscription snapshots`)
+	fl.StringVar(&c.ThinEvents, "thin-events", simulator.ThinOff,
+		`Stripe thin events (an event destination): "" none, "thin" instead of snapshot events, "both" each snapshot then its thin twin`)
 
 	s := &c.Scenario
 	fl.IntVar(&s.CustomersPerAccount, "customers", 3, "customers (one subscription each) per account")
@@ -175,6 +177,9 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 
 	if !slices.Contains([]string{simulator.LoseClose, simulator.Lose5xx, simulator.LoseTimeout}, f.cfg.Email.LoseMode) {
 		return cli.UsageError{Msg: fmt.Sprintf("--email-lose-mode must be close, 5xx or timeout, not %q", f.cfg.Email.LoseMode)}
+	}
+	if !slices.Contains([]string{simulator.ThinOff, simulator.ThinOnly, simulator.ThinBoth}, f.cfg.ThinEvents) {
+		return cli.UsageError{Msg: fmt.Sprintf(`--thin-events must be "", thin or both, not %q`, f.cfg.ThinEvents)}
 	}
 	if !f.cfg.Connect && len(f.cfg.Accounts) > 1 {
 		return cli.UsageError{Msg: "several --accounts need --connect (without Connect each account has its own endpoint)"}

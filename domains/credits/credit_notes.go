@@ -100,7 +100,7 @@ func (c *CreditNotes) Handle(ctx context.Context, ev *hookinbox.Event) (hookinbo
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("credit note %s livemode=%t does not match the %s environment", cn.ID, cn.Livemode, ev.Key.Environment))
 	case cn.Status != providers.CreditNoteIssued && cn.Status != providers.CreditNoteVoid:
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("credit note %s has status %q, neither issued nor void", cn.ID, cn.Status))
-	case ev.Type == EventCreditNoteVoided && cn.Status != providers.CreditNoteVoid:
+	case ev.RouteType == EventCreditNoteVoided && cn.Status != providers.CreditNoteVoid:
 		// The event says voided; the source of truth does not (yet).
 		return hookinbox.Result{}, fmt.Errorf("credit note %s is %q at the provider, not void (yet)", cn.ID, cn.Status)
 	}

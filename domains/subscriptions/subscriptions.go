@@ -100,7 +100,7 @@ func (s *Subscriptions) Handle(ctx context.Context, ev *hookinbox.Event) (hookin
 // state to write: the event's own snapshot when it is versioned, else the
 // provider's current subscription. No transaction is open meanwhile.
 func (s *Subscriptions) Prepare(ctx context.Context, ev *hookinbox.Event) (Plan, error) {
-	plan := Plan{Deleted: ev.Type == "customer.subscription.deleted"}
+	plan := Plan{Deleted: ev.RouteType == "customer.subscription.deleted"}
 	if ev.Version != nil {
 		return s.prepareVersioned(ctx, ev, plan)
 	}

@@ -74,7 +74,9 @@ func derive(rt routes.Router, ep *endpoints.Endpoint, p providers.Provider, h ht
 	var route routes.Route
 	handled := false
 	if rt != nil {
-		route, handled = rt.Route(ep.Provider, n.EventType)
+		// A provider may route a type as another (Stripe's thin v1.* types
+		// as their snapshot type).
+		route, handled = rt.Route(ep.Provider, providers.RouteType(p, n.EventType))
 	}
 	if handled && route.Resource != nil {
 		if err := n.serializeOn(*route.Resource, payload); err != nil {

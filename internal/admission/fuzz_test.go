@@ -150,7 +150,8 @@ func FuzzDerive(f *testing.F) {
 		if !ev.Resource().Valid() {
 			t.Fatalf("derived resource %+v is incomplete", ev.Resource())
 		}
-		_, handled := rt.Route(ev.Key.Provider, ev.EventType)
+		p, _ := providers.Lookup(ev.Key.Provider)
+		_, handled := rt.Route(ev.Key.Provider, providers.RouteType(p, ev.EventType))
 		if handled != (ev.Status == keys.StatusPending) {
 			t.Fatalf("status %s for type %q (handled: %v)", ev.Status, ev.EventType, handled)
 		}

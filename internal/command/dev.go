@@ -46,7 +46,7 @@ TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
 			return runDev(cmd.Context(), cmd.OutOrStdout(), servicesOnly, temporalNice)
 		},
 	}
-	cmd.Flags().BoolVar(&toolsOnly, "tools-only", false, "only build the pinned tools into .tools/ (make tools)")
+	cmd.Flags().BoolVar(&toolsOnly, "tools-only", false, "only build the pinned tools (and fetch the tests' pinned corpora) into .tools/ (make tools)")
 	cmd.Flags().BoolVar(&servicesOnly, "services-only", false, "start PostgreSQL, Temporal and Mailpit only (run intake and worker yourself)")
 	cmd.Flags().IntVar(&temporalNice, "temporal-nice", devenv.DefaultTemporalNice,
 		"CPU niceness of the Temporal dev server (0: as this process): on one machine the intake's acknowledgements get the CPU first")
@@ -93,12 +93,25 @@ func buildTools(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range []devenv.Tool{devenv.TemporalCLI, devenv.MailpitTool} {
+	for _, t := range []devenv.Tool{devenv.TemporalCLI, devenv.MailpitTool, devenv.StripeMock} {
 		p, err := t.Ensure(ctx, root, out)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s: %s\n", t.Name, p)
+	}
+	// The tests' corpora. Outside CI a missing npm only skips the test that
+	// reads the corpus; under CI it fails here, as the test would.
+	for _, p := range []devenv.NPMPackage{devenv.OctokitWebhooks} {
+		dir, err := p.Ensure(ctx, root, out)
+		if err != nil && devenv.CI() {
+			return err
+		}
+		if err != nil {
+			fmt.Fprintf(out, "note: %s unavailable (its corpus test will skip): %v\n", p.Package, err)
+			continue
+		}
+		fmt.Fprintf(out, "%s: %s\n", p.Name, dir)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // Events implements ports.Events on the inbox: it routes each event to its
@@ -135,7 +136,10 @@ func (e *Events) route(provider, eventType string) (routes.Route, bool) {
 	if e.Routes == nil {
 		return routes.Route{}, false
 	}
-	return e.Routes.Route(provider, eventType)
+	// A provider may route a type as another (Stripe's thin v1.* types as
+	// their snapshot type), as the intake did.
+	p, _ := providers.Lookup(provider)
+	return e.Routes.Route(provider, providers.RouteType(p, eventType))
 }
 
 // wait keeps an event that waits for another fact pending: the attempt is

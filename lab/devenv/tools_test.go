@@ -1,6 +1,7 @@
 package devenv
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,4 +70,53 @@ func TestAToolWithItsOwnSourceIsRebuiltWhenTheSourceChanges(t *testing.T) {
 	p2, err := tool.Path(root)
 	require.NoError(t, err)
 	require.NotEqual(t, p1, p2)
+}
+
+func TestAnNPMPackageIsPinnedToAnExactVersion(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "tools", "x")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	p := NPMPackage{Name: "x", Package: "@scope/x"}
+	for pin, ok := range map[string]bool{"7.6.1": true, "^7.6.1": false, "~7.6.1": false, "latest": false, "7.x": false} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "package.json"),
+			[]byte(`{"private":true,"dependencies":{"@scope/x":"`+pin+`"}}`), 0o644))
+		v, err := p.Version(root)
+		if !ok {
+			require.Error(t, err, pin)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, pin, v)
+		d, err := p.Dir(root)
+		require.NoError(t, err)
+		require.Equal(t, filepath.Join(root, ".tools", "x-7.6.1", "node_modules", "@scope", "x"), d)
+	}
+}
+
+func TestTheRepositoryPinsTheCorpora(t *testing.T) {
+	t.Parallel()
+	root, err := FindRoot()
+	require.NoError(t, err)
+	v, err := StripeMock.Version(root)
+	require.NoError(t, err)
+	require.Equal(t, "v0.203.0", v)
+	v, err = OctokitWebhooks.Version(root)
+	require.NoError(t, err)
+	require.Equal(t, "7.6.1", v)
+	lock, err := os.ReadFile(filepath.Join(root, "tools", OctokitWebhooks.Name, "package-lock.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(lock), `"node_modules/@octokit/webhooks-examples": {
+      "version": "7.6.1",
+      "integrity": "sha512-`, "npm ci checks the tarball against the locked integrity")
+}
+
+func TestListenLineFindsTheAddressAcrossWrites(t *testing.T) {
+	t.Parallel()
+	l := &listenLine{prefix: "Listening for HTTP at address: ", found: make(chan string, 1), log: io.Discard}
+	for _, part := range []string{"stripe-mock master\nListening for HTTPS at address: 127.0.0.1:1\nListening for HTTP at addr", "ess: 127.0.0.1:4", "2\nmore\n"} {
+		_, err := l.Write([]byte(part))
+		require.NoError(t, err)
+	}
+	require.Equal(t, "127.0.0.1:42", <-l.found)
 }

@@ -44,7 +44,8 @@ func (s *Simulator) InjectAPIFault(f Fault) {
 
 // Handler serves the Stripe API subset (GET /v1/account, /v1/invoices/{id},
 // /v1/credit_notes/{id},
-// /v1/subscriptions/{id}, /v1/subscriptions, /v1/events, /v1/events/{id}),
+// /v1/subscriptions/{id}, /v1/subscriptions, /v1/events, /v1/events/{id},
+// and the thin events' /v2/core/events/{id}),
 // GitHub's hook deliveries API (github.go), the email API (POST and GET
 // /v1/emails) and the ground truth
 // (GET /_sim/truth).
@@ -57,6 +58,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/subscriptions", s.stripeAPI(s.listSubscriptions))
 	mux.HandleFunc("GET /v1/events/{id}", s.stripeAPI(s.getEvent))
 	mux.HandleFunc("GET /v1/events", s.stripeAPI(s.listEvents))
+	mux.HandleFunc("GET /v2/core/events/{id}", s.stripeAPI(s.getThinEvent))
 	s.gitHubRoutes(mux)
 	mux.HandleFunc("POST /v1/emails", s.postEmail)
 	mux.HandleFunc("GET /v1/emails", s.listEmails)
@@ -89,10 +91,14 @@ func (s *Simulator) stripeAPI(h apiHandler) http.HandlerFunc {
 			})
 			return
 		}
-		account, ok := s.scope(r)
+		account, ok, werr := s.scope(r)
+		if werr != nil {
+			writeError(w, http.StatusBadRequest, *werr)
+			return
+		}
 		if !ok {
 			s.countAPI(http.StatusForbidden)
-			writeError(w, http.StatusForbidden, forbidden(r.Header.Get("Stripe-Account")))
+			writeError(w, http.StatusForbidden, forbidden(scopeHeader(r)))
 			return
 		}
 		f, gone := s.awaitFault(r)
@@ -184,7 +190,7 @@ func writeFault(w http.ResponseWriter, f Fault, r *http.Request) {
 	case f.Status == http.StatusNotFound:
 		writeError(w, f.Status, missing(r))
 	case f.Status == http.StatusForbidden:
-		writeError(w, f.Status, forbidden(r.Header.Get("Stripe-Account")))
+		writeError(w, f.Status, forbidden(scopeHeader(r)))
 	case f.Status >= 500:
 		// Stripe marks retryable failures; stripe-go retries on it unless
 		// its network retries are off.
@@ -235,22 +241,41 @@ func redact(key string) string {
 	return strings.Repeat("*", len(key)-4) + key[len(key)-4:]
 }
 
-// scope resolves the account a request acts for: Stripe-Account when given
-// (it must be a known account), else the first account, or with Connect the
-// platform's own (which owns nothing).
-func (s *Simulator) scope(r *http.Request) (string, bool) {
-	h := strings.TrimSpace(r.Header.Get("Stripe-Account"))
+// scope resolves the account a request acts for: Stripe-Account or
+// Stripe-Context when given (it must be a known account; the simulator has
+// no organizations, so a context path of several accounts is unknown), else
+// the first account, or with Connect the platform's own (which owns
+// nothing). Both headers at once, naming different accounts, are refused.
+func (s *Simulator) scope(r *http.Request) (string, bool, *wireErrorBody) {
+	acct := strings.TrimSpace(r.Header.Get("Stripe-Account"))
+	sctx := strings.TrimSpace(r.Header.Get("Stripe-Context"))
+	if acct != "" && sctx != "" && acct != sctx {
+		return "", false, &wireErrorBody{Type: "invalid_request_error",
+			Message: "Stripe-Account and Stripe-Context name different accounts."}
+	}
+	h := cmp.Or(sctx, acct)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case h == "" && s.cfg.Connect:
-		return s.cfg.PlatformAccount, true
-	case h == "":
-		return s.accounts[0], true
-	case h == s.cfg.PlatformAccount || slices.Contains(s.accounts, h):
-		return h, true
+	case sctx != "":
+		s.stats.API.ScopedByContext++
+	case acct != "":
+		s.stats.API.ScopedByAccount++
 	}
-	return "", false
+	switch {
+	case h == "" && s.cfg.Connect:
+		return s.cfg.PlatformAccount, true, nil
+	case h == "":
+		return s.accounts[0], true, nil
+	case h == s.cfg.PlatformAccount || slices.Contains(s.accounts, h):
+		return h, true, nil
+	}
+	return "", false, nil
+}
+
+// scopeHeader is the account a request named (for the 403's message).
+func scopeHeader(r *http.Request) string {
+	return cmp.Or(r.Header.Get("Stripe-Context"), r.Header.Get("Stripe-Account"))
 }
 
 // getAccount answers "retrieve your account": the account the key (and
@@ -311,6 +336,24 @@ func (s *Simulator) getEvent(w http.ResponseWriter, r *http.Request, account str
 	}
 	s.mu.Unlock()
 	s.writeFound(w, r, body)
+}
+
+// getThinEvent answers GET /v2/core/events/{id}: a thin event of the
+// account the request acts for.
+func (s *Simulator) getThinEvent(w http.ResponseWriter, r *http.Request, account string) {
+	s.mu.Lock()
+	var body []byte
+	if t, ok := s.thin[r.PathValue("id")]; ok && t.Account == account {
+		body = t.Body
+	}
+	s.mu.Unlock()
+	if body == nil {
+		s.countAPI(http.StatusNotFound)
+		writeError(w, http.StatusNotFound, wireErrorBody{Type: "invalid_request_error", Code: "resource_missing",
+			Message: fmt.Sprintf("No such event: '%s'", r.PathValue("id"))})
+		return
+	}
+	writeRaw(w, http.StatusOK, body)
 }
 
 type listQuery struct {

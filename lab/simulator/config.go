@@ -22,6 +22,13 @@ const (
 	KindCreditNote   = "credit_note"
 )
 
+// Thin event modes (Config.ThinEvents).
+const (
+	ThinOff  = ""     // snapshot events only
+	ThinOnly = "thin" // thin events instead of snapshot events
+	ThinBoth = "both" // each snapshot event, then its thin twin
+)
+
 // Defaults used when a Config field is left zero.
 const (
 	DefaultAPIKey          = "sk_test_simulator"
@@ -58,6 +65,15 @@ type Config struct {
 	// Versions adds a monotonic integer "version" to every subscription
 	// snapshot, in events and API answers alike (Stripe has none).
 	Versions bool
+	// ThinEvents is what a Stripe event destination sends: ThinOff (the
+	// default) snapshot events only; ThinOnly the thin version of each
+	// instead (object v2.core.event, type v1.<snapshot type>, the object in
+	// related_object, context with Connect); ThinBoth each snapshot event
+	// and then its thin twin, which names it in snapshot_event (two
+	// destinations on one endpoint, as Stripe's migration to thin events
+	// runs). GET /v1/events lists the snapshot events whatever the mode;
+	// GET /v2/core/events/{id} serves the thin ones.
+	ThinEvents string
 	// Clock gives the time written into bodies (created, timestamps).
 	// Default time.Now. Signatures always use the real time.
 	Clock func() time.Time

@@ -169,6 +169,7 @@ func (s *Simulator) nextState(sub *Subscription) SubscriptionState {
 func (s *Simulator) plan(events []*Event) Plan {
 	d := s.cfg.Delivery
 	rng := s.planRand
+	events = s.asSent(events)
 	main := make([]Delivery, 0, len(events))
 	for _, ev := range events {
 		del := Delivery{Event: *ev}
@@ -215,6 +216,28 @@ func (s *Simulator) plan(events []*Event) Plan {
 	all := append(main, extra...)
 	slices.SortStableFunc(all, func(a, b Delivery) int { return cmp.Compare(a.At, b.At) })
 	return Plan{Deliveries: append(all, late...)}
+}
+
+// asSent is what the event destination sends of events, by
+// Config.ThinEvents: the snapshot events, their thin twins instead, or
+// each snapshot followed by its twin. Callers hold mu.
+func (s *Simulator) asSent(events []*Event) []*Event {
+	if s.cfg.ThinEvents == ThinOff {
+		return events
+	}
+	out := make([]*Event, 0, 2*len(events))
+	for _, ev := range events {
+		t, ok := s.thinOf[ev.ID]
+		switch {
+		case !ok:
+			out = append(out, ev) // not a Stripe event
+		case s.cfg.ThinEvents == ThinOnly:
+			out = append(out, t)
+		default:
+			out = append(out, ev, t)
+		}
+	}
+	return out
 }
 
 func randDuration(u float64, maxDur time.Duration) time.Duration {

@@ -45,6 +45,9 @@ type Simulator struct {
 	// Separate random streams so that, say, a different duplicate rate does
 	// not change the ids of a run.
 	idRand, scenRand, planRand, apiRand, mailRand *rand.Rand
+	// thinRand draws thin event ids, so that turning thin events on leaves
+	// every other id of a seed as it was.
+	thinRand *rand.Rand
 
 	ids       map[string]bool
 	accounts  []string
@@ -61,6 +64,10 @@ type Simulator struct {
 	// events is the Stripe event log (GET /v1/events), in creation order.
 	events   []*Event
 	eventIdx map[string]int
+	// thin are the thin events (GET /v2/core/events/{id}) by id; thinOf
+	// the thin twin of a snapshot event, by the snapshot's id.
+	thin   map[string]*Event
+	thinOf map[string]*Event
 	// messages are the Standard Webhooks messages, by msg id.
 	messages map[string]*Event
 	// delivered tracks, per event id, what the senders did with it.
@@ -191,7 +198,11 @@ type Event struct {
 	Body    []byte
 	// Conflicting marks a copy made by Conflicting: same ID, other Body.
 	Conflicting bool
-	seq         int64
+	// Thin marks a thin event (object v2.core.event); Snapshot is then
+	// the id of the snapshot event it is the twin of (its snapshot_event).
+	Thin     bool
+	Snapshot string
+	seq      int64
 }
 
 // New builds a simulator from cfg (zero fields take their defaults).
@@ -204,6 +215,9 @@ func New(cfg Config) *Simulator {
 		planRand:  rand.New(rand.NewPCG(cfg.Seed, 3)),
 		apiRand:   rand.New(rand.NewPCG(cfg.Seed, 4)),
 		mailRand:  rand.New(rand.NewPCG(cfg.Seed, 5)),
+		thinRand:  rand.New(rand.NewPCG(cfg.Seed, 7)),
+		thin:      map[string]*Event{},
+		thinOf:    map[string]*Event{},
 		ids:       map[string]bool{},
 		accounts:  append([]string(nil), cfg.Accounts...),
 		customers: map[string]*Customer{},
@@ -344,7 +358,49 @@ func (s *Simulator) recordStripe(typ, account, kind, resource string, object any
 	ev.Body = s.eventBody(ev.ID, typ, account, now, object, prev)
 	s.eventIdx[ev.ID] = len(s.events)
 	s.events = append(s.events, ev)
+	if s.cfg.ThinEvents != ThinOff {
+		s.thinTwin(ev)
+	}
 	return ev
+}
+
+// ThinEvent returns the thin twin of a recorded snapshot event (recording
+// it on first use, whatever Config.ThinEvents says): the same change, as an
+// event destination with the thin payload sends it. GET /v2/core/events/{id}
+// serves it from then on.
+func (s *Simulator) ThinEvent(snapshotID string) (Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.eventIdx[snapshotID]
+	if !ok {
+		return Event{}, fmt.Errorf("simulator: no Stripe event %q", snapshotID)
+	}
+	return *s.thinTwin(s.events[i]), nil
+}
+
+// thinTwin records (once) and returns snap's thin twin. Callers hold mu.
+func (s *Simulator) thinTwin(snap *Event) *Event {
+	if t, ok := s.thinOf[snap.ID]; ok {
+		return t
+	}
+	s.seq++
+	prefix := "evt_test_"
+	if s.cfg.Livemode {
+		prefix = "evt_"
+	}
+	b := make([]byte, 48)
+	for i := range b {
+		b[i] = idAlphabet[s.thinRand.IntN(len(idAlphabet))]
+	}
+	t := &Event{
+		Provider: ProviderStripe, ID: prefix + string(b), Type: "v1." + snap.Type, Account: snap.Account,
+		ResourceKind: snap.ResourceKind, ResourceID: snap.ResourceID, Invoice: snap.Invoice, Created: snap.Created,
+		Thin: true, Snapshot: snap.ID, seq: s.seq,
+	}
+	t.Body = s.thinBody(t)
+	s.thin[t.ID] = t
+	s.thinOf[snap.ID] = t
+	return t
 }
 
 // UpdateSubscription applies change to the subscription's current state and
@@ -594,8 +650,13 @@ func (s *Simulator) Conflicting(ev Event) Event {
 		ev.Conflicting = true
 		return ev
 	}
-	switch ev.Provider {
-	case ProviderStripe:
+	switch {
+	case ev.Thin:
+		// A thin event carries little but its time: move it by a second.
+		if t, err := time.Parse(time.RFC3339Nano, fmt.Sprint(doc["created"])); err == nil {
+			doc["created"] = t.Add(time.Second).UTC().Format(thinTimeFormat)
+		}
+	case ev.Provider == ProviderStripe:
 		data, _ := doc["data"].(map[string]any)
 		obj, _ := data["object"].(map[string]any)
 		switch ev.ResourceKind {
@@ -618,12 +679,15 @@ func (s *Simulator) Conflicting(ev Event) Event {
 	return ev
 }
 
-// Event returns the recorded event or message with that id.
+// Event returns the recorded event (snapshot or thin) or message with that id.
 func (s *Simulator) Event(id string) (Event, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.eventIdx[id]; ok {
 		return *s.events[i], true
+	}
+	if t, ok := s.thin[id]; ok {
+		return *t, true
 	}
 	if m, ok := s.messages[id]; ok {
 		return *m, true

@@ -39,6 +39,10 @@ type APIStats struct {
 	RateLimited  int `json:"rate_limited"`
 	NotFound     int `json:"not_found"`
 	Forbidden    int `json:"forbidden"`
+	// ScopedByAccount and ScopedByContext count the requests that named
+	// their account with Stripe-Account and with Stripe-Context.
+	ScopedByAccount int `json:"scoped_by_account"`
+	ScopedByContext int `json:"scoped_by_context"`
 }
 
 // EmailStats counts the email API's work.
@@ -94,6 +98,8 @@ func (s Stats) Plus(o Stats) Stats {
 	s.API.RateLimited += o.API.RateLimited
 	s.API.NotFound += o.API.NotFound
 	s.API.Forbidden += o.API.Forbidden
+	s.API.ScopedByAccount += o.API.ScopedByAccount
+	s.API.ScopedByContext += o.API.ScopedByContext
 	return s
 }
 
@@ -228,11 +234,17 @@ func (s *Simulator) Truth() Truth {
 	}
 	for _, ev := range s.events {
 		te := TruthEvent{Provider: ev.Provider, ID: ev.ID, Type: ev.Type, Account: ev.Account, ResourceID: ev.ResourceID}
-		f := s.delivered[ev.ID]
+		// An event reached the receiver if it, or its thin twin, did.
+		var attempted, acked bool
+		for _, id := range []string{ev.ID, s.thinID(ev.ID)} {
+			if f := s.delivered[id]; id != "" && f != nil {
+				attempted, acked = attempted || f.attempted, acked || f.acked
+			}
+		}
 		switch {
-		case f == nil || !f.attempted:
+		case !attempted:
 			t.DroppedEvents = append(t.DroppedEvents, te)
-		case !f.acked:
+		case !acked:
 			t.UnackedEvents = append(t.UnackedEvents, te)
 		}
 	}
@@ -245,6 +257,15 @@ func (s *Simulator) Truth() Truth {
 		}
 	}
 	return t
+}
+
+// thinID is the id of the thin twin of snapshot event id, "" when it has
+// none. Callers hold mu.
+func (s *Simulator) thinID(id string) string {
+	if t, ok := s.thinOf[id]; ok {
+		return t.ID
+	}
+	return ""
 }
 
 func unixOrZero(t time.Time) int64 {

@@ -358,6 +358,45 @@ func (s *Simulator) eventBody(id, typ, account string, created time.Time, object
 	return mustJSON(w)
 }
 
+// thinTimeFormat is how a thin event writes created: ISO 8601 in UTC with
+// milliseconds, as Stripe's v2 API does.
+const thinTimeFormat = "2006-01-02T15:04:05.000Z"
+
+// wireThinEvent is a thin event (docs.stripe.com/api/v2/core/events/object),
+// as an event destination delivers it and GET /v2/core/events/{id} answers.
+type wireThinEvent struct {
+	ID            string            `json:"id"`
+	Object        string            `json:"object"`
+	Context       *string           `json:"context"`
+	Created       string            `json:"created"`
+	Livemode      bool              `json:"livemode"`
+	Reason        *struct{}         `json:"reason"`
+	RelatedObject wireRelatedObject `json:"related_object"`
+	SnapshotEvent string            `json:"snapshot_event,omitempty"`
+	Type          string            `json:"type"`
+}
+
+type wireRelatedObject struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+// thinBody is the thin event of t: the object it names and, with Connect,
+// the account as its context (null otherwise, as for an account's own
+// events).
+func (s *Simulator) thinBody(t *Event) []byte {
+	w := wireThinEvent{
+		ID: t.ID, Object: "v2.core.event", Created: t.Created.UTC().Format(thinTimeFormat), Livemode: s.cfg.Livemode,
+		RelatedObject: wireRelatedObject{ID: t.ResourceID, Type: t.ResourceKind, URL: "/v1/" + t.ResourceKind + "s/" + t.ResourceID},
+		SnapshotEvent: t.Snapshot, Type: t.Type,
+	}
+	if s.cfg.Connect {
+		w.Context = &t.Account
+	}
+	return mustJSON(w)
+}
+
 func feedbackBody(item *FeedbackItem, at time.Time) []byte {
 	return mustJSON(wireFeedback{
 		Type:      "feedback.created",

@@ -28,14 +28,15 @@ func TestNoProviderKeepsASignature(t *testing.T) {
 	t.Parallel()
 	h := http.Header{}
 	for _, name := range []string{"Stripe-Signature", "X-Hub-Signature-256", "X-Hub-Signature", "Webhook-Signature",
-		"X-Shopify-Hmac-Sha256", "Authorization", "Content-Type", "X-GitHub-Event", "Webhook-Id", "X-Shopify-Topic"} {
+		"X-Shopify-Hmac-Sha256", "Shopify-Hmac-Sha256", "Authorization", "Content-Type", "X-GitHub-Event", "Webhook-Id",
+		"X-Shopify-Topic", "Shopify-Topic"} {
 		h.Set(name, "v")
 	}
 	want := map[string][]string{
 		keys.ProviderStripe:   {"Content-Type"},
 		keys.ProviderGitHub:   {"Content-Type", "X-Github-Event"},
 		keys.ProviderStandard: {"Content-Type", "Webhook-Id"},
-		keys.ProviderShopify:  {"Content-Type", "X-Shopify-Topic"},
+		keys.ProviderShopify:  {"Content-Type", "X-Shopify-Topic", "Shopify-Topic"},
 	}
 	for _, name := range providers.Names() {
 		p, _ := providers.Lookup(name)

@@ -1,8 +1,13 @@
-// Package shopify is the Shopify provider: X-Shopify-Hmac-Sha256, the
-// base64 HMAC-SHA256 of the body, compared in constant time (Shopify
-// publishes no Go verifier); X-Shopify-Event-Id as the event id, the shop
-// domain as the source account, the topic's noun and the body's id as the
-// resource. It has no API client.
+// Package shopify is the Shopify provider: the base64 HMAC-SHA256 of the
+// body, compared in constant time (Shopify publishes no Go verifier), with
+// every active secret (a rotated secret takes up to an hour to apply, so
+// old and new both verify meanwhile); the event id, the shop domain as the
+// source account, the topic's noun and the body's id as the resource. Its
+// headers come in two spellings: the classic webhooks' X-Shopify-* and the
+// newer Events deliveries' shopify-* (shopify-hmac-sha256, shopify-topic,
+// shopify-event-id, shopify-shop-domain…, sent beside or instead of the
+// old ones); the shopify-* one wins when both are there. It has no API
+// client.
 package shopify
 
 import (
@@ -29,17 +34,27 @@ var _ providers.Provider = Provider{}
 // Name is keys.ProviderShopify.
 func (Provider) Name() string { return keys.ProviderShopify }
 
-// Verifier checks X-Shopify-Hmac-Sha256 against secrets.
+// Verifier checks the HMAC header against secrets.
 func (Provider) Verifier(secrets []keys.Secret) providers.Verifier { return verifier(secrets) }
 
 type verifier []keys.Secret
 
-// Verify checks X-Shopify-Hmac-Sha256, the base64 HMAC-SHA256 of the body,
-// in constant time. Shopify signs no timestamp.
+// header reads a Shopify header by its Events name (shopify-<name>), else
+// its classic one (X-Shopify-<name>).
+func header(h http.Header, name string) string {
+	if v := h.Get("Shopify-" + name); v != "" {
+		return v
+	}
+	return h.Get("X-Shopify-" + name)
+}
+
+// Verify checks shopify-hmac-sha256 (else X-Shopify-Hmac-Sha256), the
+// base64 HMAC-SHA256 of the body, in constant time against each secret and
+// returns the one that matched. Shopify signs no timestamp.
 func (v verifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Time) (providers.Verified, error) {
-	got, err := base64.StdEncoding.DecodeString(h.Get("X-Shopify-Hmac-Sha256"))
+	got, err := base64.StdEncoding.DecodeString(header(h, "Hmac-Sha256"))
 	if err != nil || len(got) != sha256.Size {
-		return providers.Verified{}, providers.Unauthenticatedf("missing or malformed X-Shopify-Hmac-Sha256")
+		return providers.Verified{}, providers.Unauthenticatedf("missing or malformed shopify-hmac-sha256 (X-Shopify-Hmac-Sha256)")
 	}
 	for _, s := range v {
 		mac := hmac.New(sha256.New, []byte(s.Value))
@@ -51,41 +66,58 @@ func (v verifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Tim
 	return providers.Verified{}, providers.Unauthenticatedf("shopify: no secret matches")
 }
 
-// Normalize reads a delivery: X-Shopify-Event-Id is kept across retries; the shop domain is
-// the account; the topic's noun and the body's id the resource.
+// Normalize reads a delivery, in either spelling of the headers: the event
+// id (kept across retries; an Events delivery without one is keyed by its
+// shopify-webhook-id, as Shopify's libraries key it), the topic (an Events delivery's topic names the
+// resource type, "Product", and shopify-action what happened, "update":
+// its type is then "Product/update"), the shop domain as the account, the
+// topic's noun and the body's id as the resource (else an Events
+// delivery's shopify-resource-id, else the shop).
 func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	// Shopify signs the body only: the event id, topic and shop are
 	// headers anyone replaying a captured body may change.
 	n := providers.Normalized{UnsignedEventID: true, UnsignedAccount: true}
-	n.EventID = h.Get("X-Shopify-Event-Id")
+	if n.EventID = header(h, "Event-Id"); n.EventID == "" {
+		// Events deliveries are dropping shopify-event-id; Shopify's own
+		// libraries then key them by shopify-webhook-id.
+		n.EventID = h.Get("Shopify-Webhook-Id")
+	}
 	if n.EventID == "" {
-		return n, providers.Malformedf("missing X-Shopify-Event-Id")
+		return n, providers.Malformedf("missing shopify-event-id (X-Shopify-Event-Id) or shopify-webhook-id")
 	}
-	n.EventType = h.Get("X-Shopify-Topic")
-	if n.EventType == "" {
-		return n, providers.Malformedf("missing X-Shopify-Topic")
+	if n.EventType = header(h, "Topic"); n.EventType == "" {
+		return n, providers.Malformedf("missing shopify-topic (X-Shopify-Topic)")
 	}
-	n.Account = h.Get("X-Shopify-Shop-Domain")
-	if n.Account == "" {
-		return n, providers.Malformedf("missing X-Shopify-Shop-Domain")
+	if action := h.Get("Shopify-Action"); action != "" && !strings.Contains(n.EventType, "/") {
+		n.EventType += "/" + action
+	}
+	if n.Account = header(h, "Shop-Domain"); n.Account == "" {
+		return n, providers.Malformedf("missing shopify-shop-domain (X-Shopify-Shop-Domain)")
 	}
 	noun, _, _ := strings.Cut(n.EventType, "/")
-	n.ResourceKind = strings.TrimSuffix(noun, "s")
-	if id := doc.Get("id"); id.Exists() && id.Type != gjson.Null {
+	n.ResourceKind = strings.TrimSuffix(strings.ToLower(noun), "s")
+	switch id := doc.Get("id"); {
+	case id.Exists() && id.Type != gjson.Null:
 		n.ResourceID = id.String()
-	} else {
+	case h.Get("Shopify-Resource-Id") != "":
+		n.ResourceID = h.Get("Shopify-Resource-Id")
+	default:
 		n.ResourceKind, n.ResourceID = "shop", n.Account
 	}
-	if t, err := time.Parse(time.RFC3339Nano, h.Get("X-Shopify-Triggered-At")); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, header(h, "Triggered-At")); err == nil {
 		n.OccurredAt = &t
 	}
 	return n, nil
 }
 
-// KeepHeader keeps X-Shopify-* (topic, shop, event id, triggered-at) except
-// the HMAC.
+// KeepHeader keeps shopify-* and X-Shopify-* (topic, shop, event id,
+// triggered-at, action…) except the HMAC.
 func (Provider) KeepHeader(name string) bool {
-	return strings.HasPrefix(name, "x-shopify-") && name != "x-shopify-hmac-sha256"
+	switch name {
+	case "x-shopify-hmac-sha256", "shopify-hmac-sha256":
+		return false
+	}
+	return strings.HasPrefix(name, "x-shopify-") || strings.HasPrefix(name, "shopify-")
 }
 
 // shopifyFormat is an app's client secret: 32 hex characters, with shpss_

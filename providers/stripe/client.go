@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v84"
@@ -22,8 +24,12 @@ type ClientConfig struct {
 	// address in tests and the demo.
 	BaseURL string
 	// PlatformAccount is the key owner's own account: calls for it (or for
-	// account "") go without a Stripe-Account header. Calls for any other
-	// account send Stripe-Account: <account> (Connect).
+	// account "") name no account. Calls for any other account send
+	// Stripe-Account: <account> (Connect), or Stripe-Context: <account>
+	// when it is a context path of several accounts (an organization's,
+	// acct_…/acct_…), which only Stripe-Context can carry. The calls made for
+	// a thin event (FetchEvent, FetchRelatedObject) always send its context
+	// as Stripe-Context.
 	PlatformAccount string
 	// HTTPClient to use; default one with a 30 s timeout. Its transport is
 	// wrapped to observe statuses and Retry-After.
@@ -43,7 +49,10 @@ type Client struct {
 	now      func() time.Time
 }
 
-var _ providers.Client = (*Client)(nil)
+var (
+	_ providers.Client     = (*Client)(nil)
+	_ providers.ThinEvents = (*Client)(nil)
+)
 
 // NewClient builds a Stripe client.
 func NewClient(cfg ClientConfig) *Client {
@@ -80,7 +89,22 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 }
 
-func (c *Client) stripeAccount(account string) *string {
+// scope sets how p names account (PlatformAccount's rule): nothing for the
+// key's own, Stripe-Account for a connected account, Stripe-Context for a
+// context path.
+func (c *Client) scope(p *stripe.Params, account string) {
+	switch {
+	case account == "" || account == c.platform:
+	case strings.Contains(account, "/"):
+		p.StripeContext = stripe.String(account)
+	default:
+		p.StripeAccount = stripe.String(account)
+	}
+}
+
+// contextOf is the Stripe-Context of a call made for a thin event of
+// account: none for the key's own account.
+func (c *Client) contextOf(account string) *string {
 	if account == "" || account == c.platform {
 		return nil
 	}
@@ -114,7 +138,7 @@ func (c *Client) FetchInvoice(ctx context.Context, account, id string) (provider
 	var inv *stripe.Invoice
 	err := c.call(ctx, op, func(ctx context.Context) error {
 		p := &stripe.InvoiceRetrieveParams{}
-		p.StripeAccount = c.stripeAccount(account)
+		c.scope(&p.Params, account)
 		var err error
 		inv, err = c.sc.V1Invoices.Retrieve(ctx, id, p)
 		return err
@@ -137,7 +161,7 @@ func (c *Client) FetchSubscription(ctx context.Context, account, id string) (pro
 	var sub *stripe.Subscription
 	err := c.call(ctx, op, func(ctx context.Context) error {
 		p := &stripe.SubscriptionRetrieveParams{}
-		p.StripeAccount = c.stripeAccount(account)
+		c.scope(&p.Params, account)
 		var err error
 		sub, err = c.sc.V1Subscriptions.Retrieve(ctx, id, p)
 		return err
@@ -160,7 +184,7 @@ func (c *Client) FetchCreditNote(ctx context.Context, account, id string) (provi
 	var cn *stripe.CreditNote
 	err := c.call(ctx, op, func(ctx context.Context) error {
 		p := &stripe.CreditNoteRetrieveParams{}
-		p.StripeAccount = c.stripeAccount(account)
+		c.scope(&p.Params, account)
 		var err error
 		cn, err = c.sc.V1CreditNotes.Retrieve(ctx, id, p)
 		return err
@@ -258,9 +282,120 @@ func (c *Client) ListEvents(ctx context.Context, account string, q providers.Eve
 	return out, nil
 }
 
+// v2Event is a thin event as GET /v2/core/events/{id} answers it.
+type v2Event struct {
+	stripe.APIResource
+	ID            string                           `json:"id"`
+	Object        string                           `json:"object"`
+	Type          string                           `json:"type"`
+	Livemode      bool                             `json:"livemode"`
+	Created       time.Time                        `json:"created"`
+	Context       string                           `json:"context"`
+	RelatedObject *stripe.V2CoreEventRelatedObject `json:"related_object"`
+	SnapshotEvent string                           `json:"snapshot_event"`
+	Data          json.RawMessage                  `json:"data"`
+}
+
+// FetchEvent retrieves a thin event (GET /v2/core/events/{id}) of account,
+// its context, sent as Stripe-Context.
+func (c *Client) FetchEvent(ctx context.Context, account, id string) (providers.ThinEvent, error) {
+	op := "fetch event " + id
+	if id == "" {
+		return providers.ThinEvent{}, &providers.Error{Op: op, Message: "empty id", Kind: providers.ErrPermanent}
+	}
+	var ev v2Event
+	err := c.call(ctx, op, func(ctx context.Context) error {
+		p := &stripe.Params{Context: ctx, StripeContext: c.contextOf(account)}
+		return c.api.Call(http.MethodGet, stripe.FormatURLPath("/v2/core/events/%s", id), c.key, p, &ev)
+	})
+	if err != nil {
+		return providers.ThinEvent{}, err
+	}
+	if ev.ID != id || ev.Object != "v2.core.event" {
+		return providers.ThinEvent{}, malformed(op, fmt.Sprintf("answer is %s %q", ev.Object, ev.ID))
+	}
+	if ev.Context != "" && account != "" && ev.Context != account {
+		return providers.ThinEvent{}, malformed(op, fmt.Sprintf("the event's context is %s, not %s", ev.Context, account))
+	}
+	out := providers.ThinEvent{
+		ID: ev.ID, Type: ev.Type, Context: ev.Context, Livemode: ev.Livemode, Created: ev.Created.UTC(),
+		SnapshotEvent: ev.SnapshotEvent, Raw: ev.LastResponse.RawJSON,
+	}
+	if out.Context == "" && account != c.platform {
+		out.Context = account
+	}
+	if len(ev.Data) > 0 && string(ev.Data) != "null" {
+		out.Data = ev.Data
+	}
+	if ro := ev.RelatedObject; ro != nil {
+		out.Related = &providers.RelatedObject{ID: ro.ID, Type: ro.Type, URL: ro.URL}
+	}
+	return out, nil
+}
+
+// FetchRelatedObject retrieves the current state of the object ev names
+// (GET on its related_object.url, an API path of Stripe's), in ev's
+// context (Stripe-Context), as Stripe-go's own FetchRelatedObject does. The
+// answer must be that object: its id and object type.
+func (c *Client) FetchRelatedObject(ctx context.Context, ev providers.ThinEvent) (json.RawMessage, error) {
+	op := "fetch the object of event " + ev.ID
+	ro := ev.Related
+	if ro == nil {
+		return nil, &providers.Error{Op: op, Message: "the event names no related object", Kind: providers.ErrPermanent}
+	}
+	if !apiPath(ro.URL) {
+		return nil, &providers.Error{Op: op, Message: fmt.Sprintf("related object URL %q is not a Stripe API path", ro.URL), Kind: providers.ErrPermanent}
+	}
+	obj := &stripe.APIResource{}
+	err := c.call(ctx, op, func(ctx context.Context) error {
+		p := &stripe.Params{Context: ctx, StripeContext: c.contextOf(ev.Context), Headers: http.Header{}}
+		p.Headers.Set("Stripe-Request-Trigger", "event="+ev.ID)
+		return c.api.Call(http.MethodGet, ro.URL, c.key, p, obj)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if obj.LastResponse == nil {
+		return nil, malformed(op, "no response recorded")
+	}
+	var got struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+	}
+	if err := json.Unmarshal(obj.LastResponse.RawJSON, &got); err != nil {
+		return nil, malformed(op, err.Error())
+	}
+	if got.ID != ro.ID || got.Object != ro.Type {
+		return nil, malformed(op, fmt.Sprintf("answer is %s %q, the event names %s %q", got.Object, got.ID, ro.Type, ro.ID))
+	}
+	return obj.LastResponse.RawJSON, nil
+}
+
+// apiPath reports whether u is a plain path of Stripe's API (/v1/… or
+// /v2/…): no scheme, host, query, fragment or dot segment, so the API key
+// only ever goes to the client's own base URL.
+func apiPath(u string) bool {
+	if !strings.HasPrefix(u, "/v1/") && !strings.HasPrefix(u, "/v2/") {
+		return false
+	}
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Scheme != "" || parsed.Host != "" || parsed.RawQuery != "" || parsed.Fragment != "" ||
+		strings.Contains(u, "//") || strings.Contains(u, `\`) {
+		return false
+	}
+	for _, seg := range strings.Split(parsed.Path, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return parsed.Path == u
+}
+
 func (c *Client) listParams(ctx context.Context, p *stripe.ListParams, account, cursor string, limit int) {
 	p.Context = ctx
-	p.StripeAccount = c.stripeAccount(account)
+	var sp stripe.Params
+	c.scope(&sp, account)
+	p.StripeAccount, p.StripeContext = sp.StripeAccount, sp.StripeContext
 	if limit <= 0 || limit > 100 {
 		limit = 100
 	}
@@ -371,9 +506,13 @@ func (c *Client) call(ctx context.Context, op string, f func(context.Context) er
 func mapError(ctx context.Context, op string, err error, o *observed, now time.Time) error {
 	e := &providers.Error{Op: op, Err: err}
 	var se *stripe.Error
+	var v2 *stripe.V2RawError
 	switch {
 	case errors.As(err, &se) && se.HTTPStatusCode != 0:
 		e.StatusCode, e.Code, e.Message = se.HTTPStatusCode, string(se.Code), se.Msg
+	case errors.As(err, &v2) && v2.HTTPStatusCode != 0:
+		// The /v2 API's error shape.
+		e.StatusCode, e.Code, e.Message = v2.HTTPStatusCode, v2.Code, v2.Message
 	case o.status != 0:
 		// An answer stripe-go could not read as a Stripe error (a proxy's
 		// HTML 502, a 2xx with a broken body…).

@@ -385,3 +385,133 @@ func TestDroppedEventsAreOnlyInTheEventsList(t *testing.T) {
 	}
 	require.Len(t, received, len(rep.Results)-len(truth.DroppedEvents))
 }
+
+func connectClient(t *testing.T, seed uint64) (bundle, []string) {
+	t.Helper()
+	b := setup(t, simulator.Config{Seed: seed, Connect: true})
+	b.client = stripe.NewClient(stripe.ClientConfig{APIKey: simulator.DefaultAPIKey, BaseURL: b.srv.URL,
+		PlatformAccount: simulator.DefaultPlatformAccount, HTTPClient: &http.Client{Timeout: 2 * time.Second}})
+	return b, b.sim.Accounts()
+}
+
+// TestFetchAThinEventAndItsObjectInItsContext: the calls made for a thin
+// event send its context as Stripe-Context; the v1 fetches by account keep
+// Stripe-Account.
+func TestFetchAThinEventAndItsObjectInItsContext(t *testing.T) {
+	t.Parallel()
+	b, accts := connectClient(t, 7)
+	inv, snap, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: accts[1], Amount: 4200})
+	require.NoError(t, err)
+	thin, err := b.sim.ThinEvent(snap.ID)
+	require.NoError(t, err)
+	ctx := context.Background()
+	stats := func() simulator.APIStats { return b.sim.Stats().API }
+
+	before := stats()
+	ev, err := b.client.FetchEvent(ctx, accts[1], thin.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, stats().ScopedByContext-before.ScopedByContext, "Stripe-Context, not Stripe-Account")
+	require.Equal(t, 0, stats().ScopedByAccount-before.ScopedByAccount)
+	require.Equal(t, thin.ID, ev.ID)
+	require.Equal(t, "v1.invoice.paid", ev.Type)
+	require.Equal(t, accts[1], ev.Context)
+	require.False(t, ev.Livemode)
+	require.WithinDuration(t, time.Now(), ev.Created, time.Minute)
+	require.Equal(t, &providers.RelatedObject{ID: inv.ID, Type: "invoice", URL: "/v1/invoices/" + inv.ID}, ev.Related)
+	require.Equal(t, snap.ID, ev.SnapshotEvent)
+	require.Nil(t, ev.Data)
+	require.JSONEq(t, string(thin.Body), string(ev.Raw))
+
+	before = stats()
+	obj, err := b.client.FetchRelatedObject(ctx, ev)
+	require.NoError(t, err)
+	require.Equal(t, 1, stats().ScopedByContext-before.ScopedByContext)
+	got, err := b.client.FetchInvoice(ctx, accts[1], inv.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, string(got.Raw), string(obj), "the related object is the invoice as fetched")
+	require.EqualValues(t, 4200, got.AmountPaid)
+	require.Equal(t, 1, stats().ScopedByAccount-before.ScopedByAccount, "a v1 fetch by a connected account keeps Stripe-Account")
+
+	// The wrong context sees nothing; an unknown one is refused.
+	_, err = b.client.FetchEvent(ctx, accts[0], thin.ID)
+	require.True(t, providers.IsNotFound(err), err)
+	_, err = b.client.FetchEvent(ctx, "acct_unknown", thin.ID)
+	require.True(t, providers.IsPermanent(err), err)
+	_, err = b.client.FetchEvent(ctx, accts[1], "evt_test_missing")
+	require.True(t, providers.IsNotFound(err), err)
+	var pe *providers.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, http.StatusNotFound, pe.StatusCode)
+	require.Equal(t, "resource_missing", pe.Code)
+}
+
+func TestThinEventCallsMapErrorsAsEveryCall(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		fault      simulator.Fault
+		retryable  bool
+		retryAfter time.Duration
+	}{
+		{"429 with Retry-After", simulator.Fault{Path: "/v2/", Status: 429, RetryAfter: 3 * time.Second}, true, 3 * time.Second},
+		{"503", simulator.Fault{Path: "/v2/", Status: 503}, true, 0},
+		{"403", simulator.Fault{Path: "/v2/", Status: 403}, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b, accts := connectClient(t, 8)
+			_, snap, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: accts[1]})
+			require.NoError(t, err)
+			thin, err := b.sim.ThinEvent(snap.ID)
+			require.NoError(t, err)
+			b.sim.InjectAPIFault(tt.fault)
+			before := b.sim.Stats().API.Requests
+			got, err := b.client.FetchEvent(context.Background(), accts[1], thin.ID)
+			require.Error(t, err)
+			require.Equal(t, providers.ThinEvent{}, got, "an error is never a state")
+			require.Equal(t, tt.retryable, providers.IsRetryable(err), err)
+			require.Equal(t, !tt.retryable, providers.IsPermanent(err), err)
+			ra, ok := providers.RetryAfter(err)
+			require.Equal(t, tt.retryAfter != 0, ok)
+			require.Equal(t, tt.retryAfter, ra)
+			require.Equal(t, before+1, b.sim.Stats().API.Requests, "stripe-go must not retry on its own")
+		})
+	}
+}
+
+func TestFetchRelatedObjectOnlyFollowsStripeAPIPathsToTheObjectNamed(t *testing.T) {
+	t.Parallel()
+	b, accts := connectClient(t, 9)
+	inv, _, err := b.sim.PayInvoice(simulator.InvoiceOptions{Account: accts[1]})
+	require.NoError(t, err)
+	before := b.sim.Stats().API.Requests
+	for _, u := range []string{"https://evil.example/v1/invoices/" + inv.ID, "//evil.example/v1/invoices/x", "/v1/invoices/../account",
+		"/v1/invoices/" + inv.ID + "?expand[]=customer", "/v1/invoices/x#y", "v1/invoices/x", "/v3/things/x", ""} {
+		_, err := b.client.FetchRelatedObject(context.Background(), providers.ThinEvent{ID: "evt_1", Context: accts[1],
+			Related: &providers.RelatedObject{ID: inv.ID, Type: "invoice", URL: u}})
+		require.True(t, providers.IsPermanent(err), "%q: %v", u, err)
+	}
+	_, err = b.client.FetchRelatedObject(context.Background(), providers.ThinEvent{ID: "evt_1"})
+	require.True(t, providers.IsPermanent(err), "no related object")
+	require.Equal(t, before, b.sim.Stats().API.Requests, "nothing was asked")
+
+	_, err = b.client.FetchRelatedObject(context.Background(), providers.ThinEvent{ID: "evt_1", Context: accts[1],
+		Related: &providers.RelatedObject{ID: "in_other", Type: "invoice", URL: "/v1/invoices/" + inv.ID}})
+	require.True(t, providers.IsPermanent(err), "the answer is another object: %v", err)
+	_, err = b.client.FetchRelatedObject(context.Background(), providers.ThinEvent{ID: "evt_1", Context: accts[1],
+		Related: &providers.RelatedObject{ID: inv.ID, Type: "subscription", URL: "/v1/invoices/" + inv.ID}})
+	require.True(t, providers.IsPermanent(err), "the answer is another type: %v", err)
+}
+
+// A context path (an organization's) cannot travel as Stripe-Account.
+func TestAContextPathIsSentAsStripeContext(t *testing.T) {
+	t.Parallel()
+	b, _ := connectClient(t, 10)
+	before := b.sim.Stats().API
+	_, err := b.client.FetchInvoice(context.Background(), "acct_org/acct_conn", "in_1")
+	require.True(t, providers.IsPermanent(err), "the simulator has no organizations: 403")
+	after := b.sim.Stats().API
+	require.Equal(t, 1, after.ScopedByContext-before.ScopedByContext)
+	require.Equal(t, 0, after.ScopedByAccount-before.ScopedByAccount)
+}

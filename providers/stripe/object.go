@@ -63,7 +63,11 @@ func (c *Client) FetchObject(ctx context.Context, account, kind, id string) (jso
 	}
 	var body []byte
 	err := c.call(ctx, op, func(ctx context.Context) error {
-		p := &stripe.RawParams{Params: stripe.Params{Context: ctx, StripeAccount: c.stripeAccount(account)}}
+		p := &stripe.RawParams{Params: stripe.Params{Context: ctx}}
+		c.scope(&p.Params, account)
+		if p.Params.StripeContext != nil {
+			p.StripeContext = *p.Params.StripeContext
+		}
 		res, err := raw.RawRequest(http.MethodGet, path+url.PathEscape(id), c.key, "", p)
 		if err != nil {
 			return err

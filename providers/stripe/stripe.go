@@ -1,7 +1,14 @@
-// Package stripe is the Stripe provider: Stripe-Signature checked by
-// stripe-go's webhook package, Stripe Events normalized (evt_ id, livemode,
-// the Connect account, data.object), and an API client built on stripe-go
-// for fetching invoices and subscriptions and listing events.
+// Package stripe is the Stripe provider. One endpoint takes both formats
+// Stripe sends: snapshot events (object "event", the object in data.object;
+// Stripe-Signature checked by stripe-go's webhook package) and thin events
+// of event destinations (object "v2.core.event", the object named by
+// related_object, no data; checked by stripe-go's event-notification
+// parser). Both are normalized to the evt_ id, livemode, the source account
+// (a snapshot's Connect account, a thin event's context) and the resource.
+// A thin event for an API v1 resource (v1.invoice.paid) is routed as its
+// snapshot twin (RouteType). The API client, built on stripe-go, fetches
+// invoices, subscriptions, credit notes, thin events and their related
+// objects, and lists events.
 package stripe
 
 import (
@@ -12,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	stripego "github.com/stripe/stripe-go/v84"
 	"github.com/stripe/stripe-go/v84/webhook"
 	"github.com/tidwall/gjson"
 
@@ -23,9 +31,22 @@ import (
 type Provider struct{}
 
 var (
-	_ providers.Provider = Provider{}
-	_ providers.Clients  = Provider{}
+	_ providers.Provider   = Provider{}
+	_ providers.Clients    = Provider{}
+	_ providers.RouteTyper = Provider{}
 )
+
+// ThinObject is the object of a thin event (an event destination's
+// payload), beside "event" for a snapshot event.
+const ThinObject = "v2.core.event"
+
+// isThin reports whether body is a thin event. It only chooses the parser:
+// either way the same Stripe-Signature must match the exact bytes.
+func isThin(body []byte) bool { return gjson.GetBytes(body, "object").Str == ThinObject }
+
+// notifications parses thin events. It is never used to call the API:
+// ParseEventNotification verifies and decodes, nothing else.
+var notifications = stripego.NewClient("")
 
 // Name is keys.ProviderStripe.
 func (Provider) Name() string { return keys.ProviderStripe }
@@ -35,10 +56,15 @@ func (Provider) Verifier(secrets []keys.Secret) providers.Verifier { return veri
 
 type verifier []keys.Secret
 
-// Verify uses stripe-go's webhook package: Stripe-Signature t=…,v1=…; the
-// timestamp is inside the signed material. stripe-go rejects timestamps too
-// old; one too far in the future is rejected here, so the tolerance holds
-// both ways as for Standard Webhooks.
+// Verify checks Stripe-Signature (t=…,v1=…; the timestamp is inside the
+// signed material) with stripe-go: webhook.ValidatePayloadWithTolerance for
+// a snapshot event (webhook.ConstructEvent would also refuse events of
+// another API version, which are ours to take), the client's
+// ParseEventNotification for a thin event (ConstructEvent refuses those).
+// stripe-go rejects timestamps too old; one too far in the future is
+// rejected here, so the tolerance holds both ways as for Standard Webhooks.
+// Each active secret is tried in turn (several during a rotation) and the
+// one that matched is returned.
 func (v verifier) Verify(h http.Header, body []byte, tolerance time.Duration, now time.Time) (providers.Verified, error) {
 	sig := h.Get("Stripe-Signature")
 	if sig == "" {
@@ -51,23 +77,88 @@ func (v verifier) Verify(h http.Header, body []byte, tolerance time.Duration, no
 			}
 		}
 	}
+	check := func(secret string) error { return webhook.ValidatePayloadWithTolerance(body, sig, secret, tolerance) }
+	if isThin(body) {
+		check = func(secret string) error { return verifyThin(body, sig, secret, tolerance) }
+	}
 	last := errors.New("no secret")
 	for _, s := range v {
-		err := webhook.ValidatePayloadWithTolerance(body, sig, s.Value, tolerance)
+		err := check(s.Value)
 		if err == nil {
 			return providers.Verified{SecretID: s.ID, Payload: body}, nil
 		}
 		last = err
-		if errors.Is(err, webhook.ErrInvalidHeader) || errors.Is(err, webhook.ErrNotSigned) || errors.Is(err, webhook.ErrTooOld) {
-			break // the same for every secret
+		if sameForEverySecret(err) {
+			break
 		}
 	}
 	return providers.Verified{}, providers.Unauthenticatedf("stripe: %s", last.Error())
 }
 
-// Normalize reads a Stripe Event: evt_ id, type, livemode, the Connect
-// account, and the object the event is about.
+// verifyThin checks a thin event with stripe-go's ParseEventNotification.
+// It verifies the signature, then decodes the notification: a decoding
+// failure comes after a matching signature, so the delivery is authentic,
+// and Normalize quarantines it as malformed rather than answering 401.
+func verifyThin(body []byte, sig, secret string, tolerance time.Duration) error {
+	_, err := notifications.ParseEventNotification(body, sig, secret, stripego.WithTolerance(tolerance))
+	if err == nil || isSignatureError(err) {
+		return err
+	}
+	return nil
+}
+
+// isSignatureError reports the errors of stripe-go's signature check (the
+// webhook package's and the client's are distinct values).
+func isSignatureError(err error) bool {
+	for _, e := range []error{webhook.ErrInvalidHeader, webhook.ErrNotSigned, webhook.ErrTooOld, webhook.ErrNoValidSignature,
+		stripego.ErrWebhookInvalidHeader, stripego.ErrWebhookNotSigned, stripego.ErrWebhookTooOld, stripego.ErrWebhookNoValidSignature} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameForEverySecret: a malformed header, no header or an old timestamp
+// fails whichever secret is tried.
+func sameForEverySecret(err error) bool {
+	for _, e := range []error{webhook.ErrInvalidHeader, webhook.ErrNotSigned, webhook.ErrTooOld,
+		stripego.ErrWebhookInvalidHeader, stripego.ErrWebhookNotSigned, stripego.ErrWebhookTooOld} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Normalize reads a Stripe event, snapshot or thin: evt_ id, type,
+// livemode, the source account and the object the event is about.
 func (Provider) Normalize(_ keys.EndpointSettings, _ http.Header, doc gjson.Result) (providers.Normalized, error) {
+	n, err := normalizeCommon(doc)
+	if err != nil {
+		return n, err
+	}
+	if doc.Get("object").Str == ThinObject {
+		return normalizeThin(n, doc)
+	}
+	if a := doc.Get("account"); a.Type == gjson.String && a.Str != "" {
+		n.Account = a.Str
+	}
+	n.ResourceKind = doc.Get("data.object.object").String()
+	n.ResourceID = doc.Get("data.object.id").String()
+	// The object is the resource. A handler that must serialize it with
+	// another (credit notes with the invoice they credit) says so with
+	// hookinbox.SerializeOn: that is business, not the provider's format.
+	if c := doc.Get("created"); c.Type == gjson.Number {
+		t := time.Unix(c.Int(), 0).UTC()
+		n.OccurredAt = &t
+	}
+	return n, nil
+}
+
+// normalizeCommon reads what both formats carry alike: the id (evt_…, a
+// thin event's v2 id included), the type and livemode.
+func normalizeCommon(doc gjson.Result) (providers.Normalized, error) {
 	var n providers.Normalized
 	var err error
 	if n.EventID, err = providers.RequireString(doc, "id"); err != nil {
@@ -87,35 +178,58 @@ func (Provider) Normalize(_ keys.EndpointSettings, _ http.Header, doc gjson.Resu
 	if live.Bool() {
 		n.Environment = keys.EnvLive
 	}
-	if a := doc.Get("account"); a.Type == gjson.String && a.Str != "" {
-		n.Account = a.Str
-	}
-	n.ResourceKind = doc.Get("data.object.object").String()
-	n.ResourceID = doc.Get("data.object.id").String()
-	if n.ResourceKind == "credit_note" {
-		// A credit note is serialized with the invoice it credits: its
-		// resource is the invoice, so its reversal and the invoice's grant
-		// run one at a time in one workflow and can never race.
-		n.ObjectID = n.ResourceID
-		n.ResourceKind, n.ResourceID = "invoice", stringOrID(doc.Get("data.object.invoice"))
-		if n.ResourceID == "" {
-			return n, providers.Malformedf("credit note %s names no invoice", n.ObjectID)
+	return n, nil
+}
+
+// normalizeThin reads a thin event: its context (the Connect or
+// organization account it happened in, sent back as Stripe-Context when
+// the event or its object is fetched) is the source account;
+// related_object names the resource (kind from its type: invoice,
+// subscription…); created is an ISO-8601 time. It has no data: the
+// handlers fetch the object's current state.
+func normalizeThin(n providers.Normalized, doc gjson.Result) (providers.Normalized, error) {
+	switch c := doc.Get("context"); c.Type {
+	case gjson.String:
+		n.Account = c.Str
+	case gjson.Null:
+	default:
+		if c.Exists() {
+			return n, providers.Malformedf("context is not a string")
 		}
 	}
-	if c := doc.Get("created"); c.Type == gjson.Number {
-		t := time.Unix(c.Int(), 0).UTC()
+	if ro := doc.Get("related_object"); ro.Exists() && ro.Type != gjson.Null {
+		if !ro.IsObject() {
+			return n, providers.Malformedf("related_object is not an object")
+		}
+		n.ResourceKind, n.ResourceID = ro.Get("type").String(), ro.Get("id").String()
+	}
+	if c := doc.Get("created"); c.Exists() && c.Type != gjson.Null {
+		t, err := time.Parse(time.RFC3339Nano, c.String())
+		if c.Type != gjson.String || err != nil {
+			return n, providers.Malformedf("created is not an ISO-8601 time")
+		}
+		t = t.UTC()
 		n.OccurredAt = &t
 	}
 	return n, nil
 }
 
-// stringOrID reads an expandable field: an id, or an object with an id.
-func stringOrID(v gjson.Result) string {
-	if v.IsObject() {
-		return v.Get("id").String()
+// RouteType routes a thin event for an API v1 resource as its snapshot
+// twin: v1.invoice.paid is handled as invoice.paid. Stripe sends the thin
+// version of a snapshot event under the snapshot's name with a v1. prefix
+// (and, when one action raised both, names the snapshot in snapshot_event);
+// both are one business operation, which the handlers' business keys keep
+// to one effect. Credit notes are the exception: their resource must be the
+// invoice they credit (Normalize), which a thin event does not name, so a
+// thin credit note event keeps its own type and is recorded ignored.
+func (Provider) RouteType(eventType string) string {
+	snapshot, ok := strings.CutPrefix(eventType, "v1.")
+	if !ok || strings.HasPrefix(snapshot, "credit_note.") {
+		return eventType
 	}
-	return v.String()
+	return snapshot
 }
+
 
 // KeepHeader keeps nothing of Stripe's own: the event is the body.
 func (Provider) KeepHeader(string) bool { return false }
