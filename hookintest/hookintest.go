@@ -97,7 +97,10 @@ func New(t testing.TB, a *hookinbox.App) *Harness {
 	h.intake = h.open(testenv.RoleURL(t, url, store.RoleIntake))
 	h.worker = h.open(testenv.RoleURL(t, url, store.RoleWorker))
 	h.DB = h.owner.Pool
-	h.adm = admission.New(admission.Options{Store: h.intake, Routes: biz.Routes, Tolerance: 5 * time.Minute})
+	// The intake checks signatures at the harness's clock, the one Deliver
+	// signs with (SetNow).
+	h.adm = admission.New(admission.Options{Store: h.intake, Routes: biz.Routes, Tolerance: 5 * time.Minute,
+		Now: func() time.Time { return h.now() }})
 	h.events = &engine.Events{Store: h.worker, Providers: &engine.EndpointProviders{Store: h.worker}, Routes: biz.Routes,
 		Handlers: biz.Handlers, WaitLimits: biz.WaitLimits, WaitInitial: time.Second, WaitMax: time.Minute}
 	return h
@@ -327,8 +330,9 @@ func (h *Harness) AddDestination(ctx context.Context, d Destination) {
 	}
 }
 
-// SetNow sets the clock deliveries are signed with and waits are measured
-// by (default time.Now).
+// SetNow sets the clock deliveries are signed with, and checked at by the
+// intake Deliver admits through, and waits are measured by (default
+// time.Now). The stack Run starts runs on the real clock.
 func (h *Harness) SetNow(now func() time.Time) {
 	h.now = now
 	h.events.Now = now

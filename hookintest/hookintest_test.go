@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,6 +25,36 @@ func paidApp(t *testing.T, h hookinbox.HandlerFunc) *hookintest.Harness {
 	hi := hookintest.New(t, app)
 	hi.AddEndpoint(context.Background(), hookintest.Endpoint{Slug: "s", Provider: "stripe", Secret: secret, Account: "acct_sim_a", Workspace: "ws"})
 	return hi
+}
+
+// SetNow is the clock deliveries are signed with: the intake Deliver
+// admits through checks their signatures at it too, so a test can move
+// time and still deliver. The stack Run starts keeps the real clock, and
+// Post signs at it.
+func TestSetNowIsTheIntakesClockToo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := paidApp(t, func(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
+		return hookinbox.Result{Note: "ok"}, nil
+	})
+	sim := simulator.New(simulator.Config{Seed: 1})
+	_, paid, err := sim.PayInvoice(simulator.InvoiceOptions{})
+	require.NoError(t, err)
+
+	later := time.Now().Add(73 * time.Hour)
+	h.SetNow(func() time.Time { return later })
+	d := h.Deliver(ctx, "s", secret, nil, paid.Body)
+	require.Equal(t, "accepted", d.Outcome, d.Reason)
+	out := h.Handle(ctx, d.Key)
+	require.NoError(t, out.Err)
+	require.Equal(t, hookinbox.StatusDone, out.Status)
+
+	stack := h.Run()
+	_, again, err := sim.PayInvoice(simulator.InvoiceOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 200, stack.Post(ctx, "s", secret, nil, again.Body))
+	stack.WaitFor(ctx, hookinbox.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookinbox.Test, EventID: again.ID},
+		hookinbox.StatusDone, time.Minute)
 }
 
 // Handle reports what the handler told the worker: its business key and
