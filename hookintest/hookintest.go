@@ -351,5 +351,10 @@ func (h *Harness) config(temporal string) config.Config {
 	cfg.RetryInitial, cfg.RetryMax, cfg.RetryBudget = 50*time.Millisecond, 500*time.Millisecond, 4
 	cfg.ReconcileInterval, cfg.BackfillInterval, cfg.RetentionInterval = 0, 0, 0
 	cfg.OutboundAllowPrivate = true // test destinations are loopback servers
+	// The intake's internal listener (readyz, metrics) on a port of its
+	// own: the default, 127.0.0.1:9090, would be taken by the first stack
+	// of parallel tests (or by a local hookinbox), and an intake whose
+	// internal listener fails stops.
+	cfg.InternalAddr = "127.0.0.1:0"
 	return cfg
 }

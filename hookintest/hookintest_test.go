@@ -99,3 +99,27 @@ func TestHandleReportsTheHandlersResult(t *testing.T) {
 	require.Equal(t, hookinbox.StatusPending, h.Status(ctx, d.Key))
 	require.ErrorIs(t, h.Handle(ctx, d.Key).Err, boom)
 }
+
+// Stacks of parallel tests (or of test packages run at once) do not share
+// a listening port: each runs on its own.
+func TestStacksRunSideBySide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ok := func(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
+		return hookinbox.Result{Note: "ok"}, nil
+	}
+	harnesses := []*hookintest.Harness{paidApp(t, ok), paidApp(t, ok)}
+	var stacks []*hookintest.Stack
+	for _, h := range harnesses {
+		stacks = append(stacks, h.Run())
+	}
+	time.Sleep(200 * time.Millisecond) // an intake whose internal listener failed has stopped by now
+	sim := simulator.New(simulator.Config{Seed: 3})
+	for i, s := range stacks {
+		_, paid, err := sim.PayInvoice(simulator.InvoiceOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 200, s.Post(ctx, "s", secret, nil, paid.Body), "stack %d", i)
+		s.WaitFor(ctx, hookinbox.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookinbox.Test, EventID: paid.ID},
+			hookinbox.StatusDone, time.Minute)
+	}
+}
