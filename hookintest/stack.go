@@ -81,7 +81,8 @@ func (h *Harness) Run() *Stack {
 }
 
 // Post sends body to /webhooks/slug as its provider would, signed with
-// secret (and header's other headers), and returns the intake's status.
+// secret at the real time (the running intake's clock; SetNow is not) and
+// header's other headers, and returns the intake's status.
 func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Header, body []byte) int {
 	s.h.t.Helper()
 	ep, err := s.h.adm.Endpoint(ctx, slug)
@@ -96,7 +97,7 @@ func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Heade
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := Sign(ep.Provider, secret, req.Header, body, s.h.now()); err != nil {
+	if err := Sign(ep.Provider, secret, req.Header, body, time.Now()); err != nil {
 		s.h.t.Fatalf("hookintest: sign: %v", err)
 	}
 	res, err := http.DefaultClient.Do(req)
