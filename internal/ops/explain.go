@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -217,7 +216,7 @@ func refParts(ref, prefix string) (provider, account, env, id string, err error)
 }
 
 func (s *Service) findGrant(ctx context.Context, ref string) (keys.Resource, error) {
-	var gs []ledger.CreditGrant
+	var gs []records.StoredGrant
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
 		gs, err = records.FindCreditGrants(ctx, s.Store.Pool, id, "", "", "", "")
@@ -241,7 +240,7 @@ func (s *Service) findGrant(ctx context.Context, ref string) (keys.Resource, err
 	return keys.Resource{Provider: g.Provider, Account: g.Account, Environment: g.Environment, Kind: "invoice", ID: g.InvoiceID}, nil
 }
 
-func sameInvoice(gs []ledger.CreditGrant) bool {
+func sameInvoice(gs []records.StoredGrant) bool {
 	for _, g := range gs[1:] {
 		if g.Provider != gs[0].Provider || g.Account != gs[0].Account || g.Environment != gs[0].Environment || g.InvoiceID != gs[0].InvoiceID {
 			return false
