@@ -45,16 +45,19 @@ const (
 // retention deleted, from their kept record), the effects on the resource,
 // its workflow and every operator act on any of them.
 type Lineage struct {
-	Kind        string                    `json:"kind"`
-	Ref         string                    `json:"ref"`
-	BusinessKey string                    `json:"business_key,omitempty"`
-	Summary     string                    `json:"summary"`
-	Resource    keys.Resource             `json:"resource"`
-	ResourceKey string                    `json:"resource_key"`
-	Workflow    WorkflowRef               `json:"workflow"`
-	ConsolePath string                    `json:"console_path"`
-	Grants      []GrantView               `json:"grants"`
-	Alerts      []AlertView               `json:"alerts"`
+	Kind        string        `json:"kind"`
+	Ref         string        `json:"ref"`
+	BusinessKey string        `json:"business_key,omitempty"`
+	Summary     string        `json:"summary"`
+	Resource    keys.Resource `json:"resource"`
+	ResourceKey string        `json:"resource_key"`
+	Workflow    WorkflowRef   `json:"workflow"`
+	ConsolePath string        `json:"console_path"`
+	Grants      []GrantView   `json:"grants"`
+	Alerts      []AlertView   `json:"alerts"`
+	// Claims are the business keys a handler claimed on the resource
+	// through the public API (tx.Claim): a team's own effects.
+	Claims      []records.Claim           `json:"claims"`
 	Projection  *ProjectionView           `json:"subscription,omitempty"`
 	Events      []LineageRow              `json:"events"`
 	Outbox      []OutboxView              `json:"outbox"`
@@ -328,12 +331,23 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 	l.Resource, l.ResourceKey = r, r.String()
 	l.Workflow, l.ConsolePath = s.workflowRef(r), keys.ConsoleResourcePath(r)
 	l.Grants, l.Alerts, l.Outbox, l.Events = []GrantView{}, []AlertView{}, []OutboxView{}, []LineageRow{}
+	claims, err := records.ResourceClaims(ctx, db, r.String(), 100)
+	if err != nil {
+		return err
+	}
+	l.Claims = claims
+	if l.Claims == nil {
+		l.Claims = []records.Claim{}
+	}
 
 	gs, err := records.FindCreditGrants(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
 	if err != nil {
 		return err
 	}
 	effectEvents := map[string]string{}
+	for _, c := range claims {
+		effectEvents[c.EventKey] = fmt.Sprintf("claimed %s (handler %s)", c.BusinessKey, c.Handler)
+	}
 	for _, g := range gs {
 		if r.Kind != "invoice" {
 			break
