@@ -82,6 +82,10 @@ var Grants = []Grant{
 	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoint_secrets", Columns: cols("id", "endpoint_slug", "secret",
 		"secret_sealed", "secret_key_id", "accounts", "created_at")},
 	{Role: RoleIntake, Privilege: "SELECT", Table: "account_links", Columns: cols("endpoint_slug", "account", "workspace_id")},
+	// Which types a forward route takes (the route table), never where
+	// they go nor the secret.
+	{Role: RoleIntake, Privilege: "SELECT", Table: "forward_routes", Columns: cols("name", "provider", "event_type",
+		"replaces_handler", "retry_budget", "enabled")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
 		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
@@ -155,6 +159,11 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "hook_recoveries"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "hook_recoveries"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "hook_recoveries"},
+	// Forward routes: the worker reads them (the sealed secret too, opened
+	// with its key to sign) and records each attempt.
+	{Role: RoleWorker, Privilege: "SELECT", Table: "forward_routes"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "forward_attempts"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "forward_attempts"},
 	// The public API's tx.Claim: insert once, read back who claimed first.
 	{Role: RoleWorker, Privilege: "SELECT", Table: "business_claims"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "business_claims"},
@@ -186,6 +195,8 @@ var Grants = []Grant{
 	{Role: RoleOperator, Privilege: "SELECT", Table: "api_tokens", Except: cols("token_sha256")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "hook_recoveries"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "business_claims"},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "forward_routes", Except: cols("secret_sealed")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "forward_attempts"},
 
 	// The payload reader: the payload columns only.
 	{Role: RolePayloadReader, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("payload")},

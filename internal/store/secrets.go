@@ -32,6 +32,9 @@ func DestinationContext(workspace, name string) string {
 	return "team_destinations.secret\x00" + workspace + "\x00" + name
 }
 
+// ForwardContext binds a forward route's signing secret to its route.
+func ForwardContext(name string) string { return "forward_routes.secret\x00" + name }
+
 // SecretFingerprint is the keyed lookup tag of a signing secret.
 func SecretFingerprint(kr *secretbox.Keyring, secret string) []byte {
 	return kr.Fingerprint("endpoint_secrets.secret", secret)

@@ -67,6 +67,16 @@ var sealedColumns = []sealedColumn{
 			 WHERE id = $1::bigint AND $4::bytea IS NULL`,
 		context: store.DestinationContext,
 	},
+	{
+		// Never plain: a forward route's secret was sealed from the start.
+		name: "forward_routes.secret",
+		selectSQL: `SELECT name, name, '', NULL::text, secret_sealed, secret_key_id FROM forward_routes
+			 WHERE NOT $1 AND secret_key_id <> $2
+			 ORDER BY name LIMIT $3 FOR UPDATE SKIP LOCKED`,
+		updateSQL: `UPDATE forward_routes SET secret_sealed = $2, secret_key_id = $3
+			 WHERE name = $1 AND $4::bytea IS NULL`,
+		context: func(name, _ string) string { return store.ForwardContext(name) },
+	},
 }
 
 // resealBatch is how many rows one transaction of a pass handles.

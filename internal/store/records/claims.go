@@ -65,3 +65,15 @@ func ResourceClaims(ctx context.Context, db store.DB, resourceKey string, limit 
 		return c, err
 	})
 }
+
+// GetClaim reads the claim of a business key (fault.ErrNotFound: none).
+func GetClaim(ctx context.Context, db store.DB, businessKey string) (Claim, error) {
+	var c Claim
+	err := db.QueryRow(ctx, `
+		SELECT business_key, event_key, resource_key, handler, claimed_at FROM business_claims WHERE business_key = $1`,
+		businessKey).Scan(&c.BusinessKey, &c.EventKey, &c.ResourceKey, &c.Handler, &c.ClaimedAt)
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim %s: %w", businessKey, store.Interpret(err))
+	}
+	return c, nil
+}

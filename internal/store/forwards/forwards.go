@@ -1,0 +1,293 @@
+// Package forwards holds the statements of forward routes (a team's own
+// HTTP service behind hookinbox): the routes, their sealed signing
+// secrets, what the intake's route table reads of them, and every forward
+// attempt for the lineage.
+package forwards
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookinbox/hookinbox/internal/fault"
+	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
+	"github.com/hookinbox/hookinbox/internal/store"
+)
+
+// Route is a forward route as stored. Secret is set only by Open.
+type Route struct {
+	Name             string        `json:"name"`
+	Provider         string        `json:"provider"`
+	EventType        string        `json:"event_type"`
+	URL              string        `json:"url"`
+	Secret           string        `json:"-"`
+	OperationKeyPath string        `json:"operation_key_path,omitempty"`
+	FetchCurrent     bool          `json:"fetch_current"`
+	Timeout          time.Duration `json:"timeout"`
+	RetryBudget      int           `json:"retry_budget,omitempty"`
+	ReplacesHandler  bool          `json:"replaces_handler"`
+	AllowPrivate     bool          `json:"allow_private"`
+	Enabled          bool          `json:"enabled"`
+	SecretKeyID      string        `json:"secret_key_id"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        time.Time     `json:"updated_at"`
+
+	sealed []byte
+}
+
+const columns = `name, provider, event_type, url, secret_sealed, secret_key_id, coalesce(operation_key_path, ''),
+	fetch_current, timeout_ms, coalesce(retry_budget, 0), replaces_handler, allow_private, enabled, created_at, updated_at`
+
+func scan(row pgx.Row) (*Route, error) {
+	var r Route
+	var ms int
+	if err := row.Scan(&r.Name, &r.Provider, &r.EventType, &r.URL, &r.sealed, &r.SecretKeyID, &r.OperationKeyPath,
+		&r.FetchCurrent, &ms, &r.RetryBudget, &r.ReplacesHandler, &r.AllowPrivate, &r.Enabled, &r.CreatedAt, &r.UpdatedAt); err != nil {
+		return nil, store.Interpret(err)
+	}
+	r.Timeout = time.Duration(ms) * time.Millisecond
+	return &r, nil
+}
+
+// Insert adds r, its secret sealed with kr. A route of the same name, or
+// for the same provider and type, is store.ErrConflict.
+func Insert(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) error {
+	sealed, keyID, err := kr.Seal([]byte(r.Secret), store.ForwardContext(r.Name))
+	if err != nil {
+		return err
+	}
+	_, err = db.Exec(ctx, `
+		INSERT INTO forward_routes (name, provider, event_type, url, secret_sealed, secret_key_id, operation_key_path,
+			fetch_current, timeout_ms, retry_budget, replaces_handler, allow_private, enabled)
+		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, NULLIF($10, 0), $11, $12, $13)`,
+		r.Name, r.Provider, r.EventType, r.URL, sealed, keyID, r.OperationKeyPath, r.FetchCurrent,
+		int(r.Timeout/time.Millisecond), r.RetryBudget, r.ReplacesHandler, r.AllowPrivate, r.Enabled)
+	if store.IsUniqueViolation(err) {
+		return fmt.Errorf("forward route %s (%s %s): %w", r.Name, r.Provider, r.EventType, store.ErrConflict)
+	}
+	return err
+}
+
+// Update replaces every setting of the route named r.Name; a non-empty
+// r.Secret replaces its secret too (sealed with kr). A missing route is
+// fault.ErrNotFound.
+func Update(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) error {
+	var sealed []byte
+	var keyID *string
+	if r.Secret != "" {
+		b, id, err := kr.Seal([]byte(r.Secret), store.ForwardContext(r.Name))
+		if err != nil {
+			return err
+		}
+		sealed, keyID = b, &id
+	}
+	tag, err := db.Exec(ctx, `
+		UPDATE forward_routes SET provider = $2, event_type = $3, url = $4, operation_key_path = NULLIF($5, ''),
+		       fetch_current = $6, timeout_ms = $7, retry_budget = NULLIF($8, 0), replaces_handler = $9,
+		       allow_private = $10, enabled = $11, secret_sealed = coalesce($12, secret_sealed),
+		       secret_key_id = coalesce($13, secret_key_id), updated_at = now()
+		 WHERE name = $1`,
+		r.Name, r.Provider, r.EventType, r.URL, r.OperationKeyPath, r.FetchCurrent, int(r.Timeout/time.Millisecond),
+		r.RetryBudget, r.ReplacesHandler, r.AllowPrivate, r.Enabled, sealed, keyID)
+	if store.IsUniqueViolation(err) {
+		return fmt.Errorf("forward route %s (%s %s): %w", r.Name, r.Provider, r.EventType, store.ErrConflict)
+	}
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("forward route %s: %w", r.Name, fault.ErrNotFound)
+	}
+	return nil
+}
+
+// Delete removes a route (its attempts stay, for the lineage).
+func Delete(ctx context.Context, db store.DB, name string) error {
+	tag, err := db.Exec(ctx, `DELETE FROM forward_routes WHERE name = $1`, name)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("forward route %s: %w", name, fault.ErrNotFound)
+	}
+	return nil
+}
+
+// Get reads a route without its secret.
+func Get(ctx context.Context, db store.DB, name string) (*Route, error) {
+	r, err := scan(db.QueryRow(ctx, `SELECT `+columns+` FROM forward_routes WHERE name = $1`, name))
+	if err != nil {
+		return nil, fmt.Errorf("forward route %s: %w", name, err)
+	}
+	return r, nil
+}
+
+// Open reads a route with its secret opened (the worker signs with it).
+func Open(ctx context.Context, s *store.Store, name string) (*Route, error) {
+	r, err := Get(ctx, s.Pool, name)
+	if err != nil {
+		return nil, err
+	}
+	kr, err := s.Keyring()
+	if err != nil {
+		return nil, err
+	}
+	b, err := kr.Open(r.sealed, r.SecretKeyID, store.ForwardContext(r.Name))
+	if err != nil {
+		return nil, fmt.Errorf("forward route %s secret: %w", r.Name, err)
+	}
+	r.Secret = string(b)
+	return r, nil
+}
+
+// List reads every route without its secret, by name.
+func List(ctx context.Context, db store.DB) ([]Route, error) {
+	rows, err := db.Query(ctx, `SELECT `+columns+` FROM forward_routes ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	return store.AppendRows([]Route{}, rows, store.ByValue(scan))
+}
+
+// TableRow is what the intake's route table reads of a route: which types
+// it takes, never where they go.
+type TableRow struct {
+	Name            string
+	Provider        string
+	EventType       string
+	RetryBudget     int
+	ReplacesHandler bool
+}
+
+// Table lists the enabled routes as the intake's route table reads them.
+func Table(ctx context.Context, db store.DB) ([]TableRow, error) {
+	rows, err := db.Query(ctx, `SELECT name, provider, event_type, coalesce(retry_budget, 0), replaces_handler
+		FROM forward_routes WHERE enabled ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (TableRow, error) {
+		var t TableRow
+		err := r.Scan(&t.Name, &t.Provider, &t.EventType, &t.RetryBudget, &t.ReplacesHandler)
+		return t, err
+	})
+}
+
+// Attempt outcomes (forward_attempts.outcome).
+const (
+	OutcomeDone    = "done"
+	OutcomeRetry   = "retry"
+	OutcomeFailed  = "failed"
+	OutcomeSkipped = "skipped"
+)
+
+// Attempt is one forward attempt.
+type Attempt struct {
+	ID           int64         `json:"id"`
+	Route        string        `json:"route"`
+	Event        keys.Event    `json:"event"`
+	OperationKey string        `json:"operation_key"`
+	Attempt      int           `json:"attempt"`
+	Outcome      string        `json:"outcome"`
+	StatusCode   int           `json:"status_code,omitempty"`
+	Latency      time.Duration `json:"latency"`
+	Error        string        `json:"error,omitempty"`
+	At           time.Time     `json:"at"`
+}
+
+// InsertAttempt records a.
+func InsertAttempt(ctx context.Context, db store.DB, a Attempt) error {
+	var status, ms *int
+	if a.StatusCode != 0 {
+		status = &a.StatusCode
+	}
+	if a.Latency > 0 || a.Outcome != OutcomeSkipped {
+		m := int(a.Latency / time.Millisecond)
+		ms = &m
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO forward_attempts (route, provider, source_account, environment, event_id, operation_key, attempt,
+			outcome, status_code, latency_ms, error)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''))`,
+		a.Route, a.Event.Provider, a.Event.Account, a.Event.Environment, a.Event.EventID, a.OperationKey, a.Attempt,
+		a.Outcome, status, ms, clip(a.Error, 2000))
+	return err
+}
+
+// AttemptsFor lists the attempts of events, oldest first.
+func AttemptsFor(ctx context.Context, db store.DB, events []keys.Event) ([]Attempt, error) {
+	if len(events) == 0 {
+		return []Attempt{}, nil
+	}
+	var ps, as, es, ids []string
+	for _, e := range events {
+		ps, as, es, ids = append(ps, e.Provider), append(as, e.Account), append(es, e.Environment), append(ids, e.EventID)
+	}
+	rows, err := db.Query(ctx, `
+		SELECT id, route, provider, source_account, environment, event_id, operation_key, attempt, outcome,
+		       coalesce(status_code, 0), coalesce(latency_ms, 0), coalesce(error, ''), at
+		  FROM forward_attempts
+		 WHERE (provider, source_account, environment, event_id) IN (
+		       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]))
+		 ORDER BY at, id`, ps, as, es, ids)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
+		var a Attempt
+		var ms int
+		err := r.Scan(&a.ID, &a.Route, &a.Event.Provider, &a.Event.Account, &a.Event.Environment, &a.Event.EventID,
+			&a.OperationKey, &a.Attempt, &a.Outcome, &a.StatusCode, &ms, &a.Error, &a.At)
+		a.Latency = time.Duration(ms) * time.Millisecond
+		return a, err
+	})
+	if out == nil {
+		out = []Attempt{}
+	}
+	return out, err
+}
+
+// Backlog is one route's pending rows.
+type Backlog struct {
+	Route   string `json:"route"`
+	Pending int64  `json:"pending"`
+	// OldestPendingSeconds is the age of its oldest pending row (0: none).
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+}
+
+// Backlogs counts each enabled route's pending inbox rows (by its provider
+// and type, a trailing '*' matching a prefix).
+func Backlogs(ctx context.Context, db store.DB) ([]Backlog, error) {
+	rows, err := db.Query(ctx, `
+		SELECT r.name, count(i.id), coalesce(extract(epoch FROM now() - min(i.received_at)), 0)::float8
+		  FROM forward_routes r
+		  LEFT JOIN webhook_inbox i ON i.status = 'pending' AND i.provider = r.provider
+		   AND (i.event_type = r.event_type
+		        OR (right(r.event_type, 1) = '*' AND starts_with(i.event_type, rtrim(r.event_type, '*'))))
+		 WHERE r.enabled
+		 GROUP BY r.name ORDER BY r.name`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Backlog, error) {
+		var b Backlog
+		err := r.Scan(&b.Route, &b.Pending, &b.OldestPendingSeconds)
+		return b, err
+	})
+}
+
+// clip shortens s to at most n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
