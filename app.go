@@ -326,6 +326,7 @@ func (a *App) business() app.Business {
 		Routes: &a.routes, Handlers: engine.Set{}, WaitLimits: map[string]time.Duration{},
 		Reconcilers: map[string]engine.Reconciler{}, Projections: a.lister,
 		Migrations: slices.Clone(a.migrations), Grants: slices.Clone(a.grants), Policies: maps.Clone(a.policies),
+		Forwarder: newForwarder,
 	}
 	for name, r := range a.handlers {
 		b.Handlers[name] = adapter{h: r.h}

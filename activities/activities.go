@@ -13,7 +13,6 @@ import (
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
-	"github.com/hookinbox/hookinbox/providers"
 )
 
 // ResourceActivities are the activities of the resource task queue, called
@@ -261,7 +260,7 @@ func (a *ResourceActivities) count(handler, status string) {
 // provider's Retry-After when err carries one.
 func nextDelay(attempt int, initial, limit time.Duration, err error) time.Duration {
 	delay := fullJitter(attempt, initial, limit)
-	if d, ok := providers.RetryAfter(err); ok && d > delay {
+	if d, ok := fault.RetryAfter(err); ok && d > delay {
 		delay = d
 	}
 	return delay

@@ -128,13 +128,13 @@ func TestConsoleReplaysAnExhaustedEventInARealBrowser(t *testing.T) {
 	s := newStack(t, stackOptions{configure: func(c *config.Config) { c.ConsoleURL = consoleURL }})
 	w := newSimWorld(t, s, simulator.Config{})
 
-	con, err := app.NewConsole(w.cfg, w.store, w.client, testLogger(), w.business.Routes)
+	con, err := app.NewConsole(w.cfg, w.store, w.client, testLogger(), w.business)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.RunConsole(ctx, con, "", ln, testLogger()) }()
 	t.Cleanup(func() { cancel(); <-done })
-	svc := app.Operations(w.cfg, w.store, w.client, testLogger(), w.business.Routes)
+	svc := app.Operations(w.cfg, w.store, w.client, testLogger(), w.business)
 	tok, err := svc.CreateToken(w.ctx, ops.Actor{Name: "e2e"}, "oncall-alice", "operator")
 	require.NoError(t, err)
 

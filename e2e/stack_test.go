@@ -179,7 +179,7 @@ func (s *stack) startIntake() {
 	iln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s.internalURL = "http://" + iln.Addr().String()
-	in := app.NewIntake(s.cfg, s.intakeStore, ic, s.metrics, log, s.business.Routes)
+	in := app.NewIntake(s.cfg, s.intakeStore, ic, s.metrics, log, s.business.Router(s.cfg, s.intakeStore, log))
 	in.InternalListener = iln
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -35,6 +35,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/engine"
+	"github.com/hookinbox/hookinbox/internal/forward"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -99,10 +100,11 @@ func New(t testing.TB, a *hookinbox.App) *Harness {
 	h.DB = h.owner.Pool
 	// The intake checks signatures at the harness's clock, the one Deliver
 	// signs with (SetNow).
-	h.adm = admission.New(admission.Options{Store: h.intake, Routes: biz.Routes, Tolerance: 5 * time.Minute,
+	h.adm = admission.New(admission.Options{Store: h.intake, Routes: biz.Router(h.config(""), h.intake, nil), Tolerance: 5 * time.Minute,
 		Now: func() time.Time { return h.now() }})
-	h.events = &engine.Events{Store: h.worker, Providers: &engine.EndpointProviders{Store: h.worker}, Routes: biz.Routes,
-		Handlers: biz.Handlers, WaitLimits: biz.WaitLimits, WaitInitial: time.Second, WaitMax: time.Minute}
+	h.events = &engine.Events{Store: h.worker, Providers: &engine.EndpointProviders{Store: h.worker}, Routes: biz.Router(h.config(""), h.worker, nil),
+		Handlers: biz.Handlers, WaitLimits: biz.WaitLimits, WaitInitial: time.Second, WaitMax: time.Minute,
+		Forwarder: biz.ForwardHandler(&forward.Sender{})}
 	return h
 }
 

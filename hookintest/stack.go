@@ -66,7 +66,7 @@ func (h *Harness) Run() *Stack {
 	rctx, cancel := context.WithCancel(ctx)
 	werr, ierr := make(chan error, 1), make(chan error, 1)
 	go func() { werr <- app.RunWorker(rctx, cfg, wc, acts, m, "", log) }()
-	in := app.NewIntake(cfg, h.intake, ic, metrics.New(), log, h.biz.Routes)
+	in := app.NewIntake(cfg, h.intake, ic, metrics.New(), log, h.biz.Router(cfg, h.intake, log))
 	go func() { ierr <- in.Run(rctx, "", ln, log) }()
 	h.t.Cleanup(func() {
 		cancel()
@@ -75,7 +75,7 @@ func (h *Harness) Run() *Stack {
 		ic.Close()
 		wc.Close()
 	})
-	svc := &ops.Service{Store: h.owner, Routes: h.biz.Routes, Doorbell: app.Resources(cfg, ic), Temporal: ic, Config: cfg,
+	svc := &ops.Service{Store: h.owner, Routes: h.biz.Router(cfg, h.owner, log), Handled: h.biz.Routes, Doorbell: app.Resources(cfg, ic), Temporal: ic, Config: cfg,
 		Logger: log, SignalTimeout: 10 * time.Second}
 	return &Stack{URL: "http://" + ln.Addr().String(), MailURL: mp.HTTPURL, h: h, ops: svc}
 }

@@ -1,7 +1,6 @@
 package providers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -80,13 +79,10 @@ func IsRetryable(err error) bool { return fault.IsRetryable(err) }
 func IsPermanent(err error) bool { return fault.IsPermanent(err) }
 
 // RetryAfter returns the server's Retry-After, when it sent one.
-func RetryAfter(err error) (time.Duration, bool) {
-	var e *Error
-	if errors.As(err, &e) && e.HasRetryAfter {
-		return e.RetryAfter, true
-	}
-	return 0, false
-}
+func RetryAfter(err error) (time.Duration, bool) { return fault.RetryAfter(err) }
+
+// RetryAfterHint is the server's Retry-After, when it sent one.
+func (e *Error) RetryAfterHint() (time.Duration, bool) { return e.RetryAfter, e.HasRetryAfter }
 
 // KindForStatus classifies an HTTP status: 404 NotFound; 408, 429 and 5xx
 // Retryable; every other status Permanent.

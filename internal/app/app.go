@@ -22,6 +22,7 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/engine"
+	"github.com/hookinbox/hookinbox/internal/forward"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/outbound"
@@ -208,6 +209,8 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 	}
 	provs := &engine.EndpointProviders{Store: st}
 	env := engine.Env{Store: st, Providers: provs}
+	rt := b.Router(cfg, st, log)
+	guard := outbound.Guard{AllowPrivate: cfg.OutboundAllowPrivate}
 	set := engine.Set{}
 	for k, v := range b.Handlers {
 		set[k] = v
@@ -224,20 +227,19 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 	doorbell := Resources(cfg, c)
 	return &Activities{Store: st, Handlers: set, Activities: worker.Activities{
 		Resource: &activities.ResourceActivities{
-			Events: &engine.Events{Store: st, Providers: provs, Routes: b.Routes, Handlers: set, WaitLimits: b.WaitLimits,
-				WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax},
+			Events: &engine.Events{Store: st, Providers: provs, Routes: rt, Handlers: set, WaitLimits: b.WaitLimits,
+				WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax, Forwarder: b.ForwardHandler(&forward.Sender{Guard: guard, Metrics: m})},
 			Reconcilers: recs,
-			Outbox: &storeports.Outbox{Store: st, Mailer: Mailer(cfg),
-				Guard: outbound.Guard{AllowPrivate: cfg.OutboundAllowPrivate}},
-			Policies: policies,
-			Metrics:  m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
+			Outbox:      &storeports.Outbox{Store: st, Mailer: Mailer(cfg), Guard: guard},
+			Policies:    policies,
+			Metrics:     m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 		},
 		Control: &activities.ControlActivities{
 			Sweeps: storeports.Sweeps{Store: st}, Passes: passes, Retention: storeports.Retention{Store: st},
 			Doorbell: doorbell, Metrics: m, Logger: log,
 		},
 		Provider: &activities.ProviderActivities{
-			Providers: provs, Passes: passes, Projections: projections, Facts: storeports.Facts{Store: st, Routes: b.Routes},
+			Providers: provs, Passes: passes, Projections: projections, Facts: storeports.Facts{Store: st, Routes: rt},
 			Hooks: provs, Recoveries: storeports.Recoveries{Store: st},
 			Doorbell: doorbell, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 		},

@@ -2,11 +2,15 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/engine"
+	"github.com/hookinbox/hookinbox/internal/forward"
 	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/migrations"
 )
 
@@ -34,6 +38,17 @@ type Business struct {
 	Migrations []migrations.Set
 	// Grants are the process roles' privileges on the team's tables.
 	Grants []store.Grant
+	// Forwarder is the handler of every forward route, driving s (set by
+	// the root package: it is written on the public API).
+	Forwarder func(s *forward.Sender) engine.Handler
+}
+
+// ForwardHandler is b's forward handler on s (nil when b has none).
+func (b Business) ForwardHandler(s *forward.Sender) engine.Handler {
+	if b.Forwarder == nil {
+		return nil
+	}
+	return b.Forwarder(s)
 }
 
 // Clone copies b's maps, so a test can replace handlers without touching
@@ -82,3 +97,23 @@ var BusinessOf func(app any) Business
 // does (set by the root package too): tests wrap a domain's handler with
 // a fault of their own.
 var HandlerOf func(h any) engine.Handler
+
+// Router is the route table a process on st routes by: b's handlers, and
+// the forward routes of st's database, reloaded at most every
+// HOOKINBOX_ENDPOINT_CACHE_TTL (a route added shows at the intake and the
+// worker within that).
+func (b Business) Router(cfg config.Config, st *store.Store, log *slog.Logger) *routes.Layered {
+	return &routes.Layered{Static: b.Routes, TTL: cfg.EndpointCacheTTL, Logger: log,
+		Load: func(ctx context.Context) ([]routes.Route, error) {
+			rows, err := forwards.Table(ctx, st.Pool)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]routes.Route, len(rows))
+			for i, r := range rows {
+				out[i] = routes.Route{Name: r.Name, Provider: r.Provider, Type: r.EventType, Budget: r.RetryBudget,
+					Forward: true, Replaces: r.ReplacesHandler}
+			}
+			return out, nil
+		}}
+}

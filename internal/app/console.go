@@ -12,19 +12,19 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/console"
 	"github.com/hookinbox/hookinbox/internal/ops"
-	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
 
 // Operations is the operator acts' service on a store and a (lazy)
 // Temporal client, as the console and the CLI use it.
-func Operations(cfg config.Config, st *store.Store, c client.Client, log *slog.Logger, rt routes.Router) *ops.Service {
-	return &ops.Service{Store: st, Routes: rt, Doorbell: Resources(cfg, c), Temporal: c, Config: cfg, Logger: log, SignalTimeout: 10 * time.Second}
+func Operations(cfg config.Config, st *store.Store, c client.Client, log *slog.Logger, b Business) *ops.Service {
+	return &ops.Service{Store: st, Routes: b.Router(cfg, st, log), Handled: b.Routes, Doorbell: Resources(cfg, c), Temporal: c,
+		Config: cfg, Logger: log, SignalTimeout: 10 * time.Second}
 }
 
 // NewConsole builds the operator API and console.
-func NewConsole(cfg config.Config, st *store.Store, c client.Client, log *slog.Logger, rt routes.Router) (*console.Server, error) {
-	return console.New(console.Options{Ops: Operations(cfg, st, c, log, rt), Logger: log,
+func NewConsole(cfg config.Config, st *store.Store, c client.Client, log *slog.Logger, b Business) (*console.Server, error) {
+	return console.New(console.Options{Ops: Operations(cfg, st, c, log, b), Logger: log,
 		SecureCookies: strings.HasPrefix(cfg.ConsoleBaseURL(), "https://")})
 }
 

@@ -29,7 +29,7 @@ See docs/console.md.`,
 				return err
 			}
 			defer p.Close()
-			srv, err := app.NewConsole(cfg, p.Store, p.Temporal, p.Log.With("process", "console"), app.BusinessFrom(cmd.Context()).Routes)
+			srv, err := app.NewConsole(cfg, p.Store, p.Temporal, p.Log.With("process", "console"), app.BusinessFrom(cmd.Context()))
 			if err != nil {
 				return err
 			}

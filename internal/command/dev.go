@@ -289,7 +289,7 @@ Press Ctrl-C to stop everything started here.
 	if err != nil {
 		return err
 	}
-	con, err := app.NewConsole(cfg, ownerSt, c, log.With("process", "console"), biz.Routes)
+	con, err := app.NewConsole(cfg, ownerSt, c, log.With("process", "console"), biz)
 	if err != nil {
 		return err
 	}
@@ -304,7 +304,7 @@ Press Ctrl-C to stop everything started here.
 	}()
 	go func() {
 		defer wg.Done()
-		errc <- app.NewIntake(cfg, intakeSt, c, m, log.With("process", "intake"), biz.Routes).Run(runCtx, cfg.HTTPAddr, nil, log)
+		errc <- app.NewIntake(cfg, intakeSt, c, m, log.With("process", "intake"), biz.Router(cfg, intakeSt, log)).Run(runCtx, cfg.HTTPAddr, nil, log)
 	}()
 	go func() {
 		defer wg.Done()

@@ -56,7 +56,8 @@ func withStoreOps(cmd *cobra.Command, fn func(env opsEnv) error) error {
 		return err
 	}
 	defer st.Close()
-	svc := &ops.Service{Store: st, Routes: app.BusinessFrom(cmd.Context()).Routes, Config: cfg}
+	biz := app.BusinessFrom(cmd.Context())
+	svc := &ops.Service{Store: st, Routes: biz.Router(cfg, st, nil), Handled: biz.Routes, Config: cfg}
 	return fn(opsEnv{svc: svc, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), in: cmd.InOrStdin()})
 }
 
@@ -235,7 +236,8 @@ func withReadOps(cmd *cobra.Command, fn func(env opsEnv) error) error {
 		return err
 	}
 	defer st.Close()
-	svc := &ops.Service{Store: st, Routes: app.BusinessFrom(cmd.Context()).Routes, Config: cfg}
+	biz := app.BusinessFrom(cmd.Context())
+	svc := &ops.Service{Store: st, Routes: biz.Router(cfg, st, nil), Handled: biz.Routes, Config: cfg}
 	if err := fn(opsEnv{svc: svc, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), in: cmd.InOrStdin()}); ops.IsPermissionDenied(err) {
 		return fmt.Errorf("%w (the operator's database role lacks this privilege: it should be %s, and payloads need %s "+
 			"granted to it as well, e.g. GRANT %s TO alice; see 'hookinbox db roles --help')",

@@ -28,7 +28,7 @@ events are still accepted and handed off later.`,
 				return err
 			}
 			defer p.Close()
-			return app.NewIntake(cfg, p.Store, p.Temporal, p.Metrics, p.Log, app.BusinessFrom(cmd.Context()).Routes).Run(cmd.Context(), cfg.HTTPAddr, nil, p.Log)
+			return app.NewIntake(cfg, p.Store, p.Temporal, p.Metrics, p.Log, app.BusinessFrom(cmd.Context()).Router(cfg, p.Store, p.Log)).Run(cmd.Context(), cfg.HTTPAddr, nil, p.Log)
 		},
 	}
 }

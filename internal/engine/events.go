@@ -26,6 +26,8 @@ type Events struct {
 	Routes routes.Router
 	// Handlers by route name.
 	Handlers Set
+	// Forwarder sends the events of forward routes (routes.Route.Forward).
+	Forwarder Handler
 	// WaitInitial and WaitMax bound the backoff of an event that waits for
 	// another fact (fault.WaitError); WaitLimits, by route name, how long
 	// after receipt it may wait (0: DefaultWaitLimit). Past it the wait is
@@ -85,6 +87,9 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 	}
 	route, _ := e.route(ev.Key.Provider, ev.EventType)
 	h := e.Handlers[route.Name]
+	if route.Forward {
+		h = e.Forwarder
+	}
 	if h == nil {
 		note := fmt.Sprintf("no handler registered for %s event type %s in this worker (route %q): left pending for a worker that has it",
 			ev.Key.Provider, ev.EventType, route.Name)

@@ -7,7 +7,10 @@
 // the standard library only.
 package fault
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // The kinds. An error matches at most one of ErrPermanent and ErrRetryable;
 // ErrNotFound is neither (a provider's 404 may be the provider catching up,
@@ -90,4 +93,20 @@ func AsWait(err error) (*WaitError, bool) {
 	var w *WaitError
 	ok := errors.As(err, &w)
 	return w, ok
+}
+
+// retryAfterer is an error that knows when to try again (a provider's or a
+// forward route's Retry-After).
+type retryAfterer interface {
+	RetryAfterHint() (time.Duration, bool)
+}
+
+// RetryAfter is the delay err asks for before the next attempt, when it
+// carries one.
+func RetryAfter(err error) (time.Duration, bool) {
+	var r retryAfterer
+	if errors.As(err, &r) {
+		return r.RetryAfterHint()
+	}
+	return 0, false
 }

@@ -32,6 +32,10 @@ type Metrics struct {
 	// SameVersionDivergences: provider, field.
 	SameVersionDivergences *prometheus.CounterVec
 	OutboxSends            *prometheus.CounterVec // class, result
+
+	// Forward routes.
+	ForwardSeconds  *prometheus.HistogramVec // route
+	ForwardFailures *prometheus.CounterVec   // route, class
 }
 
 // New registers the collectors (and the Go and process collectors) on a
@@ -91,8 +95,18 @@ func New() *Metrics {
 			Name: "hookinbox_outbox_sends_total",
 			Help: "Outbox send attempts by operation class and result (sent, found, pending: not delivered, uncertain: outcome unknown, held, rejected).",
 		}, []string{"class", "result"}),
+		ForwardSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookinbox_forward_seconds",
+			Help:    "Time of one forward attempt to a route's service, from the request to its answer (or failure), by route.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route"}),
+		ForwardFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_forward_failures_total",
+			Help: "Failed forward attempts by route and class: http_4xx (failed at once), http_429, http_5xx, http_408_425, timeout, connection (retried), redirect, refused_address (failed at once).",
+		}, []string{"route", "class"}),
 	}
 	r.MustRegister(m.Requests, m.AckSeconds, m.HandoffSignals, m.HandoffQueueSize, m.HandoffWindow,
-		m.EventsHandled, m.EventRetries, m.EffectLatency, m.SweepResignals, m.Divergences, m.SameVersionDivergences, m.OutboxSends)
+		m.EventsHandled, m.EventRetries, m.EffectLatency, m.SweepResignals, m.Divergences, m.SameVersionDivergences, m.OutboxSends,
+		m.ForwardSeconds, m.ForwardFailures)
 	return m
 }

@@ -25,6 +25,9 @@ type Service struct {
 	// Routes is the route table re-admitted deliveries are recorded by
 	// (the same the intake uses).
 	Routes routes.Router
+	// Handled is the App's own route table (its handlers): a forward route
+	// may not take their types unless it says so on purpose.
+	Handled *routes.Table
 	// Doorbell rings resource workflows after a replay, a re-admission or
 	// a release; nil leaves that to the sweeper.
 	Doorbell keys.Doorbell

@@ -9,10 +9,14 @@
 package routes
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Route is how one provider's event type (or a family of them) is handled.
@@ -34,6 +38,12 @@ type Route struct {
 	// Budget is the number of attempts before the event ends exhausted
 	// (0: the worker's HOOKINBOX_RETRY_BUDGET).
 	Budget int
+	// Forward: a forward route (a team's HTTP service, from the database):
+	// the worker's forwarder sends its events, Name being the route's.
+	Forward bool
+	// Replaces: a forward route that takes a type a handler takes, on
+	// purpose; it wins over the handler.
+	Replaces bool
 }
 
 // ResourceRule derives the resource from the verified payload.
@@ -147,4 +157,117 @@ func (t *Table) Routes() []Route {
 		return out[i].Type < out[j].Type
 	})
 	return out
+}
+
+// Overlaps lists the routes of t that would take some event type that a
+// route for (provider, eventType) takes: the same exact type, a prefix that
+// matches it, or (for a prefix) every route under it.
+func (t *Table) Overlaps(provider, eventType string) []Route {
+	if t == nil {
+		return nil
+	}
+	var out []Route
+	prefix, isPrefix := strings.CutSuffix(eventType, "*")
+	for _, r := range t.Routes() {
+		if r.Provider != provider {
+			continue
+		}
+		rp, rIsPrefix := strings.CutSuffix(r.Type, "*")
+		switch {
+		case !isPrefix && !rIsPrefix && r.Type == eventType,
+			!isPrefix && rIsPrefix && strings.HasPrefix(eventType, rp),
+			isPrefix && !rIsPrefix && strings.HasPrefix(r.Type, prefix),
+			isPrefix && rIsPrefix && (strings.HasPrefix(rp, prefix) || strings.HasPrefix(prefix, rp)):
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Layered routes by a static table (the App's handlers) and a dynamic one
+// (the forward routes of the database), reloaded when it is older than TTL.
+// A dynamic route wins only over no handler, or when it Replaces one. A
+// failed reload keeps the table it had (and is logged); none loaded yet
+// routes by the static table alone.
+type Layered struct {
+	Static *Table
+	// Load lists the dynamic routes.
+	Load func(ctx context.Context) ([]Route, error)
+	// TTL between reloads (0: 5 s).
+	TTL time.Duration
+	// Now is the clock (tests).
+	Now    func() time.Time
+	Logger *slog.Logger
+
+	mu       sync.Mutex
+	dynamic  *Table
+	loadedAt time.Time
+	loading  bool
+}
+
+// Route returns the route of a provider's event type.
+func (l *Layered) Route(provider, eventType string) (Route, bool) {
+	s, sok := l.Static.Route(provider, eventType)
+	d, dok := l.current().Route(provider, eventType)
+	switch {
+	case dok && (!sok || d.Replaces):
+		return d, true
+	case sok:
+		return s, true
+	}
+	return Route{}, false
+}
+
+// Reload forces the next Route to load the dynamic routes again (after an
+// operator changed them in this process).
+func (l *Layered) Reload() {
+	l.mu.Lock()
+	l.loadedAt = time.Time{}
+	l.mu.Unlock()
+}
+
+func (l *Layered) current() *Table {
+	if l.Load == nil {
+		return nil
+	}
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	ttl := l.TTL
+	if ttl <= 0 {
+		ttl = 5 * time.Second
+	}
+	l.mu.Lock()
+	if (!l.loadedAt.IsZero() && now().Sub(l.loadedAt) < ttl) || (l.loading && l.dynamic != nil) {
+		// Fresh, or being reloaded by another caller: the intake never
+		// waits on a reload once one table is loaded.
+		d := l.dynamic
+		l.mu.Unlock()
+		return d
+	}
+	l.loading = true
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rs, err := l.Load(ctx)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.loading, l.loadedAt = false, now()
+	if err != nil {
+		if l.Logger != nil {
+			l.Logger.Warn("could not reload the forward routes; keeping the ones loaded", "error", err.Error())
+		}
+		return l.dynamic
+	}
+	var t Table
+	for _, r := range rs {
+		if err := t.Add(r); err != nil && l.Logger != nil {
+			l.Logger.Warn("a forward route is not routed", "route", r.Name, "error", err.Error())
+		}
+	}
+	l.dynamic = &t
+	return l.dynamic
 }

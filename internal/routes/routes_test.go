@@ -1,7 +1,10 @@
 package routes_test
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,4 +49,67 @@ func TestAddRefusesConflictsAndBadRoutes(t *testing.T) {
 	var nilTable *routes.Table
 	_, ok := nilTable.Route("stripe", "invoice.paid")
 	require.False(t, ok, "a nil table routes nothing")
+}
+
+func TestLayeredDynamicRoutesYieldToHandlersUnlessTheyReplaceThem(t *testing.T) {
+	t.Parallel()
+	var static routes.Table
+	require.NoError(t, static.Add(routes.Route{Name: "credits", Provider: "stripe", Type: "invoice.paid"}))
+	require.NoError(t, static.Add(routes.Route{Name: "subs", Provider: "stripe", Type: "customer.subscription.*"}))
+	now := time.Unix(1e9, 0)
+	loads := 0
+	dyn := []routes.Route{
+		{Name: "charges", Provider: "stripe", Type: "charge.*", Forward: true},
+		{Name: "shadow", Provider: "stripe", Type: "invoice.paid", Forward: true},
+		{Name: "takeover", Provider: "stripe", Type: "customer.subscription.deleted", Forward: true, Replaces: true},
+	}
+	l := &routes.Layered{Static: &static, TTL: time.Minute, Now: func() time.Time { return now },
+		Load: func(context.Context) ([]routes.Route, error) { loads++; return dyn, nil }}
+	for _, tt := range []struct{ typ, want string }{
+		{"charge.refunded", "charges"},
+		{"invoice.paid", "credits"}, // a handler wins over a forward that does not replace it
+		{"customer.subscription.deleted", "takeover"},
+		{"customer.subscription.updated", "subs"},
+	} {
+		r, ok := l.Route("stripe", tt.typ)
+		require.True(t, ok, tt.typ)
+		require.Equal(t, tt.want, r.Name, tt.typ)
+	}
+	_, ok := l.Route("stripe", "payout.paid")
+	require.False(t, ok)
+	require.Equal(t, 1, loads, "one load per TTL")
+
+	dyn = dyn[:0]
+	now = now.Add(30 * time.Second)
+	_, ok = l.Route("stripe", "charge.refunded")
+	require.True(t, ok, "still cached")
+	now = now.Add(31 * time.Second)
+	_, ok = l.Route("stripe", "charge.refunded")
+	require.False(t, ok, "reloaded after the TTL: the route is gone")
+	require.Equal(t, 2, loads)
+
+	failing := &routes.Layered{Static: &static, Load: func(context.Context) ([]routes.Route, error) { return nil, errors.New("db away") }}
+	r, ok := failing.Route("stripe", "invoice.paid")
+	require.True(t, ok, "no dynamic table: the static one alone")
+	require.Equal(t, "credits", r.Name)
+}
+
+func TestOverlapsFindsEveryRouteATypeOrPrefixWouldShadow(t *testing.T) {
+	t.Parallel()
+	var tb routes.Table
+	require.NoError(t, tb.Add(routes.Route{Name: "credits", Provider: "stripe", Type: "invoice.paid"}))
+	require.NoError(t, tb.Add(routes.Route{Name: "subs", Provider: "stripe", Type: "customer.subscription.*"}))
+	names := func(rs []routes.Route) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{"credits"}, names(tb.Overlaps("stripe", "invoice.paid")))
+	require.Equal(t, []string{"credits"}, names(tb.Overlaps("stripe", "invoice.*")))
+	require.Equal(t, []string{"subs"}, names(tb.Overlaps("stripe", "customer.subscription.deleted")))
+	require.Equal(t, []string{"subs"}, names(tb.Overlaps("stripe", "customer.*")))
+	require.Empty(t, tb.Overlaps("stripe", "charge.refunded"))
+	require.Empty(t, tb.Overlaps("github", "invoice.paid"))
 }
