@@ -60,6 +60,7 @@ func TestImportRules(t *testing.T) {
 		{"activities", []string{"github.com/jackc/pgx", module + "internal/store"}, "activities hold ports, never the store"},
 		{"activities/ports", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "ports are plain interfaces"},
 		{"providers", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "the provider contract needs no database"},
+		{"internal/samples", []string{"github.com/jackc/pgx", module + "internal/store", module + "internal/ops", "go.temporal.io"}, "send's payloads are bytes and headers: it neither signs nor stores"},
 		{"internal/engine", []string{"go.temporal.io"}, "business handlers are Temporal-free"},
 		{"webhook", []string{"go.temporal.io/sdk/workflow"}, "the HTTP intake runs no workflow code"},
 		{"internal/console", []string{module + "internal/app", module + "webhook"}, "the console is HTTP over ops"},
