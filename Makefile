@@ -12,7 +12,7 @@ PKGS    := ./...
 .PHONY: help
 help: ## List the targets
 	@echo "hookinbox make targets:"
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the hookinbox binary into .tools/bin/hookinbox
@@ -32,9 +32,17 @@ run: build ## Run the local stack: PostgreSQL, Temporal dev server + UI, Mailpit
 	$(BIN) dev
 
 .PHONY: test
-test: tools compose-check ## Vet and run every test: unit, integration and end-to-end (real PostgreSQL and Temporal)
+test: tools compose-check ## Vet and run every test: unit, integration, end-to-end, the upgrade, and the team module in examples/ (real PostgreSQL and Temporal)
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 60m $(PKGS)
+	cd examples/provisioning && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
+
+# The release an upgrade starts from (lab/soak/testdata/upgrade-from: the
+# commit before this release's changes). Any ref of this repository's history.
+UPGRADE_FROM ?= $(shell cat lab/soak/testdata/upgrade-from)
+.PHONY: test-upgrade
+test-upgrade: tools ## The upgrade with work in flight: UPGRADE_FROM runs first, is killed halfway, this build takes over the same data (part of make test)
+	HOOKINBOX_UPGRADE_FROM=$(UPGRADE_FROM) $(GO) test -count=1 -timeout 30m -v -run TestUpgradeWithWorkInFlight ./lab/soak
 
 .PHONY: compose-check
 compose-check: ## Validate docker-compose.yml (docker-compose config; no engine needed) and its consistency with the binary
@@ -70,7 +78,7 @@ bench: tools lab ## Benchmarks: intake vs raw INSERT; end to end and scaling, ho
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can report a spurious
 # "context deadline exceeded" failure at the end of the window (golang/go#75804, fixed in 1.27).
 FUZZTIME ?= 30000x
-FUZZPKGS ?= ./webhook ./admission
+FUZZPKGS ?= ./webhook ./internal/admission
 .PHONY: fuzz
 fuzz: ## Fuzz the intake and admission: FUZZTIME executions per target (default 30000x); findings land in <pkg>/testdata/fuzz
 	@for p in $(FUZZPKGS); do for t in $$($(GO) test $$p -list '^Fuzz' | grep '^Fuzz'); do \

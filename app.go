@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -35,6 +36,7 @@ type App struct {
 	handlers    map[string]*registered
 	reconcilers map[string]Reconciler
 	lister      engine.Lister
+	policies    map[string]string
 	migrations  []migrations.Set
 	grants      []store.Grant
 	errs        []error
@@ -50,7 +52,7 @@ type Option func(*App)
 
 // New returns an App with options applied.
 func New(opts ...Option) *App {
-	a := &App{handlers: map[string]*registered{}, reconcilers: map[string]Reconciler{}}
+	a := &App{handlers: map[string]*registered{}, reconcilers: map[string]Reconciler{}, policies: map[string]string{}}
 	for _, o := range opts {
 		o(a)
 	}
@@ -89,8 +91,8 @@ type Table struct {
 	Private []string
 }
 
-// WithMigrations adds the team's own migrations: numbered files
-// (0001_name.sql, tern's format, as hookinbox's own) applied after
+// WithMigrations adds the team's own migrations: numbered files at the root
+// of fsys (0001_name.sql, tern's format, as hookinbox's own) applied after
 // hookinbox's by `migrate` and the dev stack, in a version table of their
 // own (public.schema_version_<name>). tables declares the tables they
 // create and their grants.
@@ -99,6 +101,10 @@ func WithMigrations(name string, fsys fs.FS, tables ...Table) Option {
 		set := migrations.Set{Name: name, FS: fsys}
 		if fsys == nil {
 			a.fail(fmt.Errorf("WithMigrations(%q): no files", name))
+			return
+		}
+		if sqls, err := fs.Glob(fsys, "*.sql"); err != nil || len(sqls) == 0 {
+			a.fail(fmt.Errorf("WithMigrations(%q): no .sql file at the root of the files (an embed.FS of a folder wants fs.Sub(files, \"migrations\"))", name))
 			return
 		}
 		for _, s := range a.migrations {
@@ -252,6 +258,39 @@ func (a *App) Reconcile(kind string, r Reconciler) {
 	}
 }
 
+// Uncertain is what a send of an outbox class does when a previous
+// attempt's outcome is unknown (its answer was lost, or the worker died
+// between the destination accepting and the row being marked sent), where
+// the destination does not dedupe on the operation key itself (SPEC R18).
+type Uncertain string
+
+// The policies.
+const (
+	// AcceptDuplicate sends again: a duplicate is accepted (low-risk
+	// messages: a confirmation, a welcome email).
+	AcceptDuplicate Uncertain = "accept_duplicate"
+	// HoldForReview stops and waits for an operator (`hookinbox outbox
+	// release ID`): high-impact actions. A class no handler declared is
+	// held for review.
+	HoldForReview Uncertain = "hold_for_review"
+)
+
+// OutboxClass declares an outbox class the handlers send (Intent.Class) and
+// its uncertain-outcome policy; HOOKINBOX_UNCERTAIN_POLICY=class=policy
+// overrides it per deployment.
+func (a *App) OutboxClass(class string, onUncertain Uncertain) {
+	switch {
+	case strings.TrimSpace(class) == "":
+		a.fail(errors.New("OutboxClass: a class name is required"))
+	case onUncertain != AcceptDuplicate && onUncertain != HoldForReview:
+		a.fail(fmt.Errorf("OutboxClass(%s): the policy is AcceptDuplicate or HoldForReview, not %q", class, onUncertain))
+	case a.policies[class] != "" && a.policies[class] != string(onUncertain):
+		a.fail(fmt.Errorf("OutboxClass(%s): declared twice with different policies", class))
+	default:
+		a.policies[class] = string(onUncertain)
+	}
+}
+
 func (a *App) fail(err error) { a.errs = append(a.errs, err) }
 
 // Err reports the registration mistakes so far, joined (nil: none).
@@ -286,7 +325,7 @@ func (a *App) business() app.Business {
 	b := app.Business{
 		Routes: &a.routes, Handlers: engine.Set{}, WaitLimits: map[string]time.Duration{},
 		Reconcilers: map[string]engine.Reconciler{}, Projections: a.lister,
-		Migrations: slices.Clone(a.migrations), Grants: slices.Clone(a.grants),
+		Migrations: slices.Clone(a.migrations), Grants: slices.Clone(a.grants), Policies: maps.Clone(a.policies),
 	}
 	for name, r := range a.handlers {
 		b.Handlers[name] = adapter{h: r.h}

@@ -165,6 +165,9 @@ func (t *Tx) Destinations(ctx context.Context, workspace string) ([]Destination,
 	if workspace == "" && t.ev != nil {
 		workspace = t.ev.Workspace
 	}
+	if workspace == "" && t.rc != nil {
+		workspace = t.rc.Workspace
+	}
 	ds, err := outbox.ListDestinations(ctx, t.tx, workspace, true)
 	if err != nil {
 		return nil, err

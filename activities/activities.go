@@ -25,7 +25,7 @@ type ResourceActivities struct {
 	// Reconcilers by resource kind (e.g. "subscription").
 	Reconcilers map[string]ports.Reconciler
 	// Outbox resolves and records outbox rows; Policies maps operation
-	// classes to their uncertain-outcome policy (over DefaultPolicies).
+	// classes to their uncertain-outcome policy (unknown: held for review).
 	Outbox   ports.Outbox
 	Policies map[string]string
 	Metrics  *metrics.Metrics

@@ -31,18 +31,12 @@ const (
 	PolicyHoldForReview = "hold_for_review"
 )
 
-// DefaultPolicies are the policies of the built-in operation classes when
-// the destination does not dedupe. Unknown classes are held for review.
-var DefaultPolicies = map[string]string{
-	keys.ClassCreditsConfirmation: PolicyAcceptDuplicate,
-	keys.ClassFeedbackAlert:       PolicyAcceptDuplicate,
-	keys.ClassCreditsReversal:     PolicyAcceptDuplicate,
-}
-
-// ParsePolicies reads "class=policy,class=policy" over the defaults.
-func ParsePolicies(s string) (map[string]string, error) {
+// ParsePolicies reads "class=policy,class=policy" (HOOKINBOX_UNCERTAIN_POLICY)
+// over defaults: the policies the App's handlers declared for their classes
+// (hookinbox.App.OutboxClass). A class none names is held for review.
+func ParsePolicies(s string, defaults map[string]string) (map[string]string, error) {
 	out := map[string]string{}
-	for k, v := range DefaultPolicies {
+	for k, v := range defaults {
 		out[k] = v
 	}
 	for _, part := range strings.Split(s, ",") {
@@ -215,9 +209,6 @@ func (a *ResourceActivities) policyFor(class string, idempotent bool) string {
 		return PolicyRetrySameKey
 	}
 	if p, ok := a.Policies[class]; ok {
-		return p
-	}
-	if p, ok := DefaultPolicies[class]; ok {
 		return p
 	}
 	return PolicyHoldForReview

@@ -127,7 +127,7 @@ func TestF5LostAnswerWithoutIdempotencyFollowsTheClassPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			sim, url := emailAPI(t, simulator.EmailKnobs{NoIdempotency: true})
-			policies, err := activities.ParsePolicies("")
+			policies, err := activities.ParsePolicies("", map[string]string{keys.ClassCreditsConfirmation: activities.PolicyAcceptDuplicate})
 			require.NoError(t, err)
 			for k, v := range tt.policies {
 				policies[k] = v

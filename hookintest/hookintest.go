@@ -35,6 +35,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/migrations"
@@ -92,7 +93,10 @@ func New(t testing.TB, a *hookinbox.App) *Harness {
 	h.intake = h.open(testenv.RoleURL(t, url, store.RoleIntake))
 	h.worker = h.open(testenv.RoleURL(t, url, store.RoleWorker))
 	h.DB = h.owner.Pool
-	h.adm = admission.New(admission.Options{Store: h.intake, Routes: biz.Routes, Tolerance: 5 * time.Minute})
+	// The intake checks signatures at the harness's clock, the one Deliver
+	// signs with (SetNow).
+	h.adm = admission.New(admission.Options{Store: h.intake, Routes: biz.Routes, Tolerance: 5 * time.Minute,
+		Now: func() time.Time { return h.now() }})
 	h.events = &engine.Events{Store: h.worker, Providers: &engine.EndpointProviders{Store: h.worker}, Routes: biz.Routes,
 		Handlers: biz.Handlers, WaitLimits: biz.WaitLimits, WaitInitial: time.Second, WaitMax: time.Minute}
 	return h
@@ -120,6 +124,12 @@ type Endpoint struct {
 	// APIBaseURL and APIKey, when set, are where handlers fetch from.
 	APIBaseURL string
 	APIKey     string
+	// VersionPath locates a monotonic per-resource version in the payload
+	// (`endpoints add --version-path`), when the provider sends one.
+	VersionPath string
+	// AccountPath locates the source account in a Standard Webhooks
+	// payload (`endpoints add --account-path`).
+	AccountPath string
 	// Account is linked to Workspace (whose notices go to Email).
 	Account   string
 	Workspace string
@@ -134,7 +144,8 @@ func (h *Harness) AddEndpoint(ctx context.Context, e Endpoint) {
 		e.Environment = hookinbox.Test
 	}
 	err := endpoints.InsertEndpoint(ctx, h.owner, endpoints.NewEndpoint{Slug: e.Slug, Provider: e.Provider,
-		Environment: e.Environment, Secrets: []string{e.Secret}, APIBaseURL: e.APIBaseURL, APIKey: e.APIKey})
+		Environment: e.Environment, Secrets: []string{e.Secret}, APIBaseURL: e.APIBaseURL, APIKey: e.APIKey,
+		Settings: keys.EndpointSettings{VersionPath: e.VersionPath, AccountPath: e.AccountPath}})
 	if err == nil && e.Account != "" {
 		err = endpoints.LinkAccount(ctx, h.owner, e.Slug, e.Account, e.Workspace)
 	}
@@ -214,6 +225,12 @@ type Handled struct {
 	Note   string
 	// Err is the handler's error (nil: done, ignored, or waiting).
 	Err error
+	// BusinessKey, Outbox and Divergences are what the handler reported to
+	// the worker (its Result's business key, the outbox intents its
+	// commit recorded, its divergences): the logs' and metrics' view.
+	BusinessKey string
+	Outbox      []int64
+	Divergences []hookinbox.Divergence
 }
 
 // Handle makes one attempt at the event, as the worker would (as the worker
@@ -229,7 +246,8 @@ func (h *Harness) Handle(ctx context.Context, key EventKey) Handled {
 	if rerr != nil {
 		h.t.Fatalf("hookintest: %v", rerr)
 	}
-	return Handled{Status: row.Status, Note: out.Note, Err: err}
+	return Handled{Status: row.Status, Note: out.Note, Err: err, BusinessKey: out.BusinessKey, Outbox: out.Outbox,
+		Divergences: out.Divergences}
 }
 
 // Status is an event's inbox status.
@@ -242,8 +260,55 @@ func (h *Harness) Status(ctx context.Context, key EventKey) string {
 	return row.Status
 }
 
-// SetNow sets the clock deliveries are signed with and waits are measured
-// by (default time.Now).
+// Replay puts the event back to pending, audited, as `hookinbox replay
+// --force` does (a done or ignored event too: deliberate reprocessing,
+// still guarded by the handlers' business keys). Handle it next.
+func (h *Harness) Replay(ctx context.Context, key EventKey, reason string) {
+	h.t.Helper()
+	if _, err := inbox.ReplayInboxEvent(ctx, h.owner, inbox.ReplayRequest{Key: key, Actor: "hookintest", Reason: reason, Force: true}); err != nil {
+		h.t.Fatalf("hookintest: replay %s: %v", key, err)
+	}
+}
+
+// Reconcile runs the App's reconciler of r's kind once, as the worker's
+// reconciliation does (as the worker role, with the API client of the
+// endpoint whose API key serves r's account), without Temporal.
+func (h *Harness) Reconcile(ctx context.Context, r hookinbox.Resource, reason string) (hookinbox.ReconcileResult, error) {
+	h.t.Helper()
+	rec, ok := h.biz.Reconcilers[r.Kind]
+	if !ok {
+		h.t.Fatalf("hookintest: the app reconciles no %q resources", r.Kind)
+	}
+	out, err := rec.Reconcile(ctx, engine.Env{Store: h.worker, Providers: h.events.Providers}, r, reason)
+	return hookinbox.ReconcileResult{Note: out.Note, Divergences: out.Divergences}, err
+}
+
+// Destination is a team destination of a workspace (`hookinbox
+// destinations add`): where its alerts go.
+type Destination struct {
+	Workspace string
+	Name      string
+	// Kind is "webhook" (Target a URL) or "email" (Target an address).
+	Kind   string
+	Target string
+	// Secret signs a webhook destination's requests (Standard Webhooks).
+	Secret   string
+	Disabled bool
+}
+
+// AddDestination registers (or replaces) a team destination.
+func (h *Harness) AddDestination(ctx context.Context, d Destination) {
+	h.t.Helper()
+	err := outbox.UpsertDestination(ctx, h.owner.Pool, h.owner.Keys, outbox.Destination{WorkspaceID: d.Workspace, Name: d.Name,
+		Kind: d.Kind, Target: d.Target, Secret: d.Secret, Enabled: !d.Disabled})
+	if err != nil {
+		h.t.Fatalf("hookintest: destination %s: %v", d.Name, err)
+	}
+}
+
+// SetNow sets the clock deliveries are signed with, and checked at by the
+// intake Deliver admits through, and waits are measured by (default
+// time.Now). The stack Run starts runs on the real clock.
 func (h *Harness) SetNow(now func() time.Time) {
 	h.now = now
 	h.events.Now = now
@@ -262,5 +327,10 @@ func (h *Harness) config(temporal string) config.Config {
 	cfg.RetryInitial, cfg.RetryMax, cfg.RetryBudget = 50*time.Millisecond, 500*time.Millisecond, 4
 	cfg.ReconcileInterval, cfg.BackfillInterval, cfg.RetentionInterval = 0, 0, 0
 	cfg.OutboundAllowPrivate = true // test destinations are loopback servers
+	// The intake's internal listener (readyz, metrics) on a port of its
+	// own: the default, 127.0.0.1:9090, would be taken by the first stack
+	// of parallel tests (or by a local hookinbox), and an intake whose
+	// internal listener fails stops.
+	cfg.InternalAddr = "127.0.0.1:0"
 	return cfg
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/starter"
 )
@@ -24,7 +25,11 @@ import (
 type Stack struct {
 	// URL is the intake's public base URL (http://127.0.0.1:PORT).
 	URL string
-	h   *Harness
+	// MailURL is the base URL of the Mailpit the worker sends email to (its
+	// HTTP API: GET /api/v1/messages).
+	MailURL string
+	h       *Harness
+	ops     *ops.Service
 }
 
 // Run starts the stack on the harness's database; it stops at the test's
@@ -32,6 +37,8 @@ type Stack struct {
 func (h *Harness) Run() *Stack {
 	h.t.Helper()
 	cfg := h.config(testenv.TemporalAddress(h.t))
+	mp := testenv.Mailpit(h.t)
+	cfg.Mailer, cfg.SMTPAddr = "smtp", mp.SMTPAddr
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("HOOKINBOX_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -68,11 +75,14 @@ func (h *Harness) Run() *Stack {
 		ic.Close()
 		wc.Close()
 	})
-	return &Stack{URL: "http://" + ln.Addr().String(), h: h}
+	svc := &ops.Service{Store: h.owner, Routes: h.biz.Routes, Doorbell: app.Resources(cfg, ic), Temporal: ic, Config: cfg,
+		Logger: log, SignalTimeout: 10 * time.Second}
+	return &Stack{URL: "http://" + ln.Addr().String(), MailURL: mp.HTTPURL, h: h, ops: svc}
 }
 
 // Post sends body to /webhooks/slug as its provider would, signed with
-// secret (and header's other headers), and returns the intake's status.
+// secret at the real time (the running intake's clock; SetNow is not) and
+// header's other headers, and returns the intake's status.
 func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Header, body []byte) int {
 	s.h.t.Helper()
 	ep, err := s.h.adm.Endpoint(ctx, slug)
@@ -87,7 +97,7 @@ func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Heade
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := Sign(ep.Provider, secret, req.Header, body, s.h.now()); err != nil {
+	if err := Sign(ep.Provider, secret, req.Header, body, time.Now()); err != nil {
 		s.h.t.Fatalf("hookintest: sign: %v", err)
 	}
 	res, err := http.DefaultClient.Do(req)
@@ -97,6 +107,20 @@ func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Heade
 	_, _ = io.Copy(io.Discard, res.Body)
 	_ = res.Body.Close()
 	return res.StatusCode
+}
+
+// Replay replays an event as `hookinbox replay --force` does: its row is
+// pending again and its workflow is rung; the handler runs again, so
+// business keys must make it change nothing (SPEC R20).
+func (s *Stack) Replay(ctx context.Context, key EventKey, reason string) {
+	s.h.t.Helper()
+	sum, err := s.ops.Replay(ctx, ops.Actor{Name: "hookintest"}, ops.ReplayRequest{Keys: []EventKey{key}, Reason: reason, Force: true})
+	if err != nil {
+		s.h.t.Fatalf("hookintest: replay %s: %v", key, err)
+	}
+	if sum.Replayed != 1 {
+		s.h.t.Fatalf("hookintest: replay %s: %+v", key, sum)
+	}
 }
 
 // WaitFor waits until the event's inbox row has status (done, failed, …),

@@ -65,6 +65,9 @@ func Register(app *hookinbox.App, o Options) error {
 	if o.CreditNoteWait == 0 {
 		o.CreditNoteWait = 72 * time.Hour
 	}
+	// The notices are low-risk: a duplicate is better than none.
+	app.OutboxClass(ClassConfirmation, hookinbox.AcceptDuplicate)
+	app.OutboxClass(ClassReversal, hookinbox.AcceptDuplicate)
 	app.Handle("stripe", "invoice.paid", &Grants{PerInvoice: o.PerInvoice}, hookinbox.Name(NameGrants))
 	notes := &CreditNotes{Policy: policy}
 	for _, typ := range []string{EventCreditNoteCreated, EventCreditNoteVoided} {

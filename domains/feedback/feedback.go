@@ -27,6 +27,7 @@ const OperationInitialAlert = "initial-alert"
 
 // Register adds the feedback.created handler to app.
 func Register(app *hookinbox.App) {
+	app.OutboxClass(ClassAlert, hookinbox.AcceptDuplicate) // an alert twice beats none
 	app.Handle("standard", "feedback.created", Alerts{}, hookinbox.Name(Name))
 }
 

@@ -190,7 +190,13 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *hookinbox.Even
 
 // Commit writes the plan in the event's one transaction.
 func (s *Subscriptions) Commit(ctx context.Context, ev *hookinbox.Event, plan Plan) (hookinbox.Result, error) {
-	p := projectionFor(ev.Resource, ev.Workspace, ev.Key.String(), plan)
+	workspace := ev.Workspace
+	if plan.Versioned && plan.Current != nil {
+		// A versioned snapshot updates the state, never whose projection it
+		// is: an account relinked to another workspace keeps its rows'.
+		workspace = plan.Current.WorkspaceID
+	}
+	p := projectionFor(ev.Resource, workspace, ev.Key.String(), plan)
 	row, err := p.row()
 	if err != nil {
 		return hookinbox.Result{}, err

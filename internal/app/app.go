@@ -202,7 +202,7 @@ type Activities struct {
 // NewActivities builds the worker's activities with b's handlers and
 // reconcilers and the configured mailer.
 func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger, b Business) (*Activities, error) {
-	policies, err := activities.ParsePolicies(cfg.UncertainPolicy)
+	policies, err := activities.ParsePolicies(cfg.UncertainPolicy, b.Policies)
 	if err != nil {
 		return nil, fmt.Errorf("HOOKINBOX_UNCERTAIN_POLICY: %w", err)
 	}

@@ -27,6 +27,9 @@ type Business struct {
 	// Projections compares a reconciliation page with the local
 	// projections (nil: the subscriptions pass has nothing to compare with).
 	Projections engine.Lister
+	// Policies are the uncertain-outcome policies of the outbox classes the
+	// handlers declared (HOOKINBOX_UNCERTAIN_POLICY overrides them).
+	Policies map[string]string
 	// Migrations are the team's own, applied after hookinbox's.
 	Migrations []migrations.Set
 	// Grants are the process roles' privileges on the team's tables.
@@ -44,6 +47,10 @@ func (b Business) Clone() Business {
 	c.WaitLimits = map[string]time.Duration{}
 	for k, v := range b.WaitLimits {
 		c.WaitLimits[k] = v
+	}
+	c.Policies = map[string]string{}
+	for k, v := range b.Policies {
+		c.Policies[k] = v
 	}
 	c.Reconcilers = map[string]engine.Reconciler{}
 	for k, v := range b.Reconcilers {

@@ -83,6 +83,16 @@ func printLineage(_ context.Context, out io.Writer, l *ops.Lineage) error {
 			return err
 		}
 	}
+	if len(l.Claims) > 0 {
+		fmt.Fprintln(out, "\nclaimed business keys:")
+		rows := [][]string{}
+		for _, c := range l.Claims {
+			rows = append(rows, []string{c.BusinessKey, c.Handler, c.EventKey, fmtTime(c.ClaimedAt)})
+		}
+		if err := cli.Render(out, "table", nil, []string{"BUSINESS KEY", "HANDLER", "BY EVENT", "AT (UTC)"}, rows); err != nil {
+			return err
+		}
+	}
 	if p := l.Projection; p != nil {
 		fmt.Fprintf(out, "\nsubscription state: %s (access %t, deleted %t, write #%d by %s, updated %s)\n", p.Status, p.Access,
 			p.Deleted, p.WriteSeq, p.WrittenBy, fmtTime(p.UpdatedAt))

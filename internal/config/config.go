@@ -184,7 +184,7 @@ type Config struct {
 	// HOOKINBOX_UNCERTAIN_POLICY: per operation class, what to do when a
 	// send's outcome is unknown and the destination does not dedupe:
 	// "class=policy,…" with policy retry_same_key, accept_duplicate or
-	// hold_for_review (defaults in activities.DefaultPolicies).
+	// hold_for_review (defaults: what each domain declares for its classes, hookinbox.App.OutboxClass).
 	UncertainPolicy string
 
 	// Reconciliation, backfill and retention settings follow.

@@ -3,12 +3,15 @@ package layers_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,64 +23,187 @@ import (
 
 const module = "github.com/hookinbox/hookinbox/"
 
-// deps lists the packages pkg depends on, directly or not (go list -deps).
-func deps(t *testing.T, pkg string) []string {
+// pkgInfo is what go list says of one package.
+type pkgInfo struct {
+	ImportPath string
+	Standard   bool
+	Imports    []string
+	Deps       []string
+}
+
+// list runs go list -json over patterns (module-relative, "." the root).
+func list(t *testing.T, patterns ...string) []pkgInfo {
 	t.Helper()
 	root, err := devenv.FindRoot()
 	require.NoError(t, err)
-	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Standard", module+pkg)
-	cmd.Dir = root
-	out, err := cmd.Output()
-	require.NoError(t, err, "go list %s", pkg)
-	var names []string
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for dec.More() {
-		var p struct {
-			ImportPath string
-			Standard   bool
-		}
-		require.NoError(t, dec.Decode(&p))
-		if !p.Standard && p.ImportPath != module+pkg {
-			names = append(names, p.ImportPath)
+	args := []string{"list", "-json=ImportPath,Standard,Imports,Deps"}
+	for _, p := range patterns {
+		if p == "." {
+			args = append(args, strings.TrimSuffix(module, "/"))
+		} else {
+			args = append(args, module+p)
 		}
 	}
-	return names
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %v", patterns)
+	var pkgs []pkgInfo
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p pkgInfo
+		require.NoError(t, dec.Decode(&p))
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
 }
 
+// standard reports whether an import path is the standard library's (its
+// first segment has no dot).
+func standard(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// covers reports whether banned (a module-relative or full path) matches
+// path on whole path segments.
+func covers(banned, path string) bool {
+	full := banned
+	if standard(banned) {
+		full = module + banned
+	}
+	return path == full || strings.HasPrefix(path, full+"/")
+}
+
+// rule is one row of docs/architecture.md's layers table.
+type rule struct {
+	layer    string
+	packages []string
+	banned   []string
+	direct   map[string]bool // banned entries checked against direct imports only
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`( \\*\\(directly\\)\\*)?")
+
+// rules parses the layers table: the rows under its header, until the
+// first line that is not a table row.
+func rules(t *testing.T, doc string) []rule {
+	t.Helper()
+	var out []rule
+	in := false
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "| layer | packages | must not depend on |") {
+			in = true
+			continue
+		}
+		if !in {
+			continue
+		}
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 3 || strings.HasPrefix(strings.TrimSpace(cells[0]), "---") {
+			continue
+		}
+		r := rule{layer: strings.TrimSpace(cells[0]), direct: map[string]bool{}}
+		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
+			r.packages = append(r.packages, m[1])
+		}
+		for _, m := range backticked.FindAllStringSubmatch(cells[2], -1) {
+			r.banned = append(r.banned, m[1])
+			if m[2] != "" {
+				r.direct[m[1]] = true
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// violations checks pkgs against r and lists what breaks it.
+func violations(r rule, pkgs []pkgInfo) []string {
+	var out []string
+	for _, p := range pkgs {
+		for _, b := range r.banned {
+			against := p.Deps
+			if r.direct[b] {
+				against = p.Imports
+			}
+			for _, d := range against {
+				if d == p.ImportPath || covers(p.ImportPath, d) && false {
+					continue
+				}
+				if b == "*" {
+					if !standard(d) && !strings.HasPrefix(d, "vendor/") {
+						out = append(out, fmt.Sprintf("%s depends on %s (%s: the standard library only)", p.ImportPath, d, r.layer))
+					}
+					continue
+				}
+				if covers(b, d) && !covers(b, p.ImportPath) {
+					out = append(out, fmt.Sprintf("%s depends on %s (%s may not depend on %s)", p.ImportPath, d, r.layer, b))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func architectureDoc(t *testing.T) string {
+	t.Helper()
+	root, err := devenv.FindRoot()
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestImportRules checks every row of docs/architecture.md's layers table:
+// the doc is the rule, so a rule written there is a rule checked.
 func TestImportRules(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	tests := []struct {
-		pkg    string
-		banned []string
-		why    string
-	}{
-		{"internal/keys", []string{""}, "the domain leaf imports only the standard library"},
-		{"internal/secretbox", []string{""}, "secrets are sealed with the standard library's crypto only"},
-		{"workflows", []string{"github.com/jackc/pgx", module + "internal/store"}, "workflow code never reaches the database"},
-		{"activities", []string{"github.com/jackc/pgx", module + "internal/store"}, "activities hold ports, never the store"},
-		{"activities/ports", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "ports are plain interfaces"},
-		{"providers", []string{"github.com/jackc/pgx", module + "internal/store", "go.temporal.io"}, "the provider contract needs no database"},
-		{"internal/samples", []string{"github.com/jackc/pgx", module + "internal/store", module + "internal/ops", "go.temporal.io"}, "send's payloads are bytes and headers: it neither signs nor stores"},
-		{"internal/engine", []string{"go.temporal.io"}, "business handlers are Temporal-free"},
-		{"webhook", []string{"go.temporal.io/sdk/workflow"}, "the HTTP intake runs no workflow code"},
-		{"internal/console", []string{module + "internal/app", module + "webhook"}, "the console is HTTP over ops"},
-		{"internal/ops", []string{module + "internal/app", module + "internal/console", module + "webhook"}, "operator acts sit below their two front ends"},
-		{"internal/ops", []string{module + "worker"}, "operator acts read schedules through starter: the console's binary holds no worker"},
-		{"cmd/hookinbox", []string{module + "lab/simulator", module + "lab/soak", module + "lab/bench", module + "lab/verify", module + "lab/demo", module + "lab/testenv"}, "the service binary carries no harness"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.pkg, func(t *testing.T) {
+	rs := rules(t, architectureDoc(t))
+	require.GreaterOrEqual(t, len(rs), 15, "the layers table of docs/architecture.md is read")
+	for _, r := range rs {
+		t.Run(r.layer, func(t *testing.T) {
 			t.Parallel()
-			for _, d := range deps(t, tt.pkg) {
-				for _, b := range tt.banned {
-					require.False(t, strings.HasPrefix(d, b), "%s depends on %s: %s", tt.pkg, d, tt.why)
-				}
-			}
+			require.NotEmpty(t, r.packages, "a row names its packages")
+			require.NotEmpty(t, r.banned, "a row names what they must not depend on")
+			pkgs := list(t, r.packages...)
+			require.NotEmpty(t, pkgs)
+			require.Empty(t, violations(r, pkgs))
 		})
 	}
+}
+
+// The checker itself: each kind of entry catches what it should, and only
+// that, on known packages.
+func TestTheRulesCatchWhatTheySay(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	doc := "x\n| layer | packages | must not depend on |\n| --- | --- | --- |\n" +
+		"| a | `internal/routes` | `*` |\n" +
+		"| b | `webhook` | `go.temporal.io`, `internal/store` |\n" +
+		"| c | `domains/credits` | `internal` *(directly)* |\n" +
+		"| d | `internal/store/inbox` | `internal/store` |\n" +
+		"| e | `domains/credits` | `internal` |\n" +
+		"after the table\n| z | `x` | `y` |\n"
+	rs := rules(t, doc)
+	require.Len(t, rs, 5, "rows end with the table")
+	require.True(t, rs[2].direct["internal"])
+	get := func(r rule) []string { return violations(r, list(t, r.packages...)) }
+	require.Empty(t, get(rs[0]), "the route table imports the standard library only")
+	require.NotEmpty(t, get(rs[1]), "the intake reaches Temporal (its hand-off) and the store")
+	require.Empty(t, get(rs[2]), "a domain imports nothing internal itself")
+	require.Empty(t, get(rs[3]), "a package's own path and its parent's segment never count against it")
+	require.NotEmpty(t, get(rs[4]), "a domain depends on the machinery through the root: only the direct rule can hold")
+	require.True(t, covers("internal/store", module+"internal/store/inbox"))
+	require.False(t, covers("internal/store", module+"internal/storeports"))
 }
 
 // One place inserts an inbox row: every other path goes through
@@ -115,7 +241,7 @@ func TestOnlyAdmissionInsertsInboxRows(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	require.Equal(t, []string{"internal/admission"}, callers)
+	require.Equal(t, []string{"internal/admission"}, callers, "only admission inserts inbox rows")
 }
 
 // The CLI acts through ops (and opens its database through app, the

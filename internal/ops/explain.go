@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -46,16 +45,19 @@ const (
 // retention deleted, from their kept record), the effects on the resource,
 // its workflow and every operator act on any of them.
 type Lineage struct {
-	Kind        string                    `json:"kind"`
-	Ref         string                    `json:"ref"`
-	BusinessKey string                    `json:"business_key,omitempty"`
-	Summary     string                    `json:"summary"`
-	Resource    keys.Resource             `json:"resource"`
-	ResourceKey string                    `json:"resource_key"`
-	Workflow    WorkflowRef               `json:"workflow"`
-	ConsolePath string                    `json:"console_path"`
-	Grants      []GrantView               `json:"grants"`
-	Alerts      []AlertView               `json:"alerts"`
+	Kind        string        `json:"kind"`
+	Ref         string        `json:"ref"`
+	BusinessKey string        `json:"business_key,omitempty"`
+	Summary     string        `json:"summary"`
+	Resource    keys.Resource `json:"resource"`
+	ResourceKey string        `json:"resource_key"`
+	Workflow    WorkflowRef   `json:"workflow"`
+	ConsolePath string        `json:"console_path"`
+	Grants      []GrantView   `json:"grants"`
+	Alerts      []AlertView   `json:"alerts"`
+	// Claims are the business keys a handler claimed on the resource
+	// through the public API (tx.Claim): a team's own effects.
+	Claims      []records.Claim           `json:"claims"`
 	Projection  *ProjectionView           `json:"subscription,omitempty"`
 	Events      []LineageRow              `json:"events"`
 	Outbox      []OutboxView              `json:"outbox"`
@@ -217,7 +219,7 @@ func refParts(ref, prefix string) (provider, account, env, id string, err error)
 }
 
 func (s *Service) findGrant(ctx context.Context, ref string) (keys.Resource, error) {
-	var gs []ledger.CreditGrant
+	var gs []records.StoredGrant
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
 		gs, err = records.FindCreditGrants(ctx, s.Store.Pool, id, "", "", "", "")
@@ -241,7 +243,7 @@ func (s *Service) findGrant(ctx context.Context, ref string) (keys.Resource, err
 	return keys.Resource{Provider: g.Provider, Account: g.Account, Environment: g.Environment, Kind: "invoice", ID: g.InvoiceID}, nil
 }
 
-func sameInvoice(gs []ledger.CreditGrant) bool {
+func sameInvoice(gs []records.StoredGrant) bool {
 	for _, g := range gs[1:] {
 		if g.Provider != gs[0].Provider || g.Account != gs[0].Account || g.Environment != gs[0].Environment || g.InvoiceID != gs[0].InvoiceID {
 			return false
@@ -329,12 +331,23 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 	l.Resource, l.ResourceKey = r, r.String()
 	l.Workflow, l.ConsolePath = s.workflowRef(r), keys.ConsoleResourcePath(r)
 	l.Grants, l.Alerts, l.Outbox, l.Events = []GrantView{}, []AlertView{}, []OutboxView{}, []LineageRow{}
+	claims, err := records.ResourceClaims(ctx, db, r.String(), 100)
+	if err != nil {
+		return err
+	}
+	l.Claims = claims
+	if l.Claims == nil {
+		l.Claims = []records.Claim{}
+	}
 
 	gs, err := records.FindCreditGrants(ctx, db, 0, r.Provider, r.Account, r.Environment, r.ID)
 	if err != nil {
 		return err
 	}
 	effectEvents := map[string]string{}
+	for _, c := range claims {
+		effectEvents[c.EventKey] = fmt.Sprintf("claimed %s (handler %s)", c.BusinessKey, c.Handler)
+	}
 	for _, g := range gs {
 		if r.Kind != "invoice" {
 			break

@@ -407,3 +407,28 @@ func TestSecretsAreCheckedSealedAndBoundByOps(t *testing.T) {
 	_, err = keyless.AddSecret(b.ctx, alice, "stripe", ops.NewSecret{Secret: strong + "x"}, "")
 	require.Error(t, err)
 }
+
+// A team's effects have lineage too: the business keys its handlers
+// claimed on a resource (tx.Claim) and the event that made each.
+func TestExplainShowsTheClaimsOfAResource(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	k := b.add(t, "evt_claim", "in_claim", keys.StatusDone)
+	r := keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "invoice", ID: "in_claim"}
+	_, err := b.st.Pool.Exec(b.ctx, `INSERT INTO business_claims (business_key, event_key, resource_key, handler) VALUES ($1, $2, $3, 'provisioning')`,
+		"provision/in_claim", k.String(), r.String())
+	require.NoError(t, err)
+	l, err := b.svc.Explain(b.ctx, ops.LineageResource, r.String())
+	require.NoError(t, err)
+	require.Len(t, l.Claims, 1)
+	require.Equal(t, "provision/in_claim", l.Claims[0].BusinessKey)
+	require.Equal(t, k.String(), l.Claims[0].EventKey)
+	require.Equal(t, "provisioning", l.Claims[0].Handler)
+	var role string
+	for _, e := range l.Events {
+		if e.KeyString == k.String() {
+			role = e.Role
+		}
+	}
+	require.Contains(t, role, "claimed provision/in_claim", "the event's role names what it claimed")
+}

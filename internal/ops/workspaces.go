@@ -201,7 +201,7 @@ func (s *Service) AdjustWorkspace(ctx context.Context, who Actor, id string, a W
 	case policy != keys.BalanceAllow && policy != keys.BalanceClamp && policy != keys.BalanceHold:
 		return AdjustmentView{}, Invalidf("policy must be allow, clamp or hold (got %q)", policy)
 	}
-	res, err := records.AdjustWorkspace(ctx, s.Store, records.OperatorAdjustment{Workspace: id, Credits: a.Credits,
+	res, err := adjustWorkspace(ctx, s.Store, operatorAdjustment{Workspace: id, Credits: a.Credits,
 		OperationID: a.OperationID, Actor: who.Name, Reason: a.Reason, Policy: policy})
 	if err != nil {
 		return AdjustmentView{}, err

@@ -21,7 +21,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/internal/store/records"
-	"github.com/hookinbox/hookinbox/internal/store/storetest"
+	"github.com/hookinbox/hookinbox/lab/storetest"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/fault"
-	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
@@ -40,9 +39,10 @@ func (o *Outbox) Get(ctx context.Context, id int64) (*ports.OutboxRow, error) {
 }
 
 // Sender returns the sender and message of a row: the configured mailer for
-// email (a workspace's confirmation or credits notice, or a team's email
-// destination), or a
-// Standard Webhooks sender for a team's webhook destination.
+// an email to the address in its payload (a workspace's confirmation or
+// credits notice, a team handler's email) or to a team's email
+// destination, or a Standard Webhooks sender for a team's webhook
+// destination.
 func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sender, outbound.Message, error) {
 	var p struct {
 		To      string `json:"to"`
@@ -55,9 +55,10 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 		return nil, outbound.Message{}, fault.Permanent(fmt.Errorf("outbox %d payload: %w", row.ID, err))
 	}
 	msg := outbound.Message{Key: row.OperationKey, To: p.To, Subject: p.Subject, Text: p.Text, Body: row.Payload}
-	switch row.Class {
-	case keys.ClassCreditsConfirmation, keys.ClassCreditsReversal:
-		// To the workspace's own address, written with the intent.
+	if row.Kind == "email" && p.To != "" {
+		// An email to the address written with the intent (hookinbox.Email:
+		// a workspace's confirmation, a team's welcome email); an intent to
+		// a team destination names the destination instead.
 		return o.mailer(row, msg)
 	}
 	dests, err := outbox.ListDestinations(ctx, o.Store.Pool, row.WorkspaceID, false)

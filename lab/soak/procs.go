@@ -158,7 +158,10 @@ func (f *fleet) start(ctx context.Context, s *slot) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(f.binary, s.kind) //nolint:noctx // the soak kills and restarts it on its own schedule, not on a context
+	f.mu.Lock()
+	bin := f.binary
+	f.mu.Unlock()
+	cmd := exec.Command(bin, s.kind) //nolint:noctx // the soak kills and restarts it on its own schedule, not on a context
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group (a terminal's Ctrl-C reaches the soak, which
@@ -237,6 +240,30 @@ func (f *fleet) kill(s *slot, downtime time.Duration) (int, bool) {
 	f.kills[s.kind]++
 	f.mu.Unlock()
 	return pid, true
+}
+
+// replace kills every process (SIGKILL, as a crash or a node's loss
+// would, whatever it was doing), runs between while none may start, and
+// has the slots come back on binary: an upgrade with work in flight.
+func (f *fleet) replace(binary string, between func() error) error {
+	f.held.Store(true)
+	defer f.held.Store(false)
+	for _, s := range f.slots {
+		s.mu.Lock()
+		if s.cmd != nil && s.cmd.Process != nil && s.cmd.ProcessState == nil {
+			s.killed, s.downtime = true, 0
+			pid, done := s.cmd.Process.Pid, s.done
+			s.mu.Unlock()
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			<-done
+			continue
+		}
+		s.mu.Unlock()
+	}
+	f.mu.Lock()
+	f.binary = binary
+	f.mu.Unlock()
+	return between()
 }
 
 // allUp reports whether every slot's process answers its health check.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,6 +91,15 @@ type Options struct {
 	ConvergeTimeout time.Duration
 	// TemporalUI serves the dev server's UI on a free port (printed).
 	TemporalUI bool
+	// UpgradeFrom, when set, is the previous release's binary: it migrates
+	// the database, registers the endpoints through its own CLI and runs
+	// the fleet first; once UpgradeAt of the deliveries have an outcome,
+	// every process is killed (work in flight), Binary migrates the same
+	// database and the fleet comes back on Binary (make test-upgrade).
+	UpgradeFrom string
+	// UpgradeAt is the share of deliveries after which the upgrade happens
+	// (default 0.5).
+	UpgradeAt float64
 	// Progress receives progress lines every ProgressEvery (default 5 s).
 	Progress      io.Writer
 	ProgressEvery time.Duration
@@ -98,6 +108,9 @@ type Options struct {
 func (o *Options) defaults() error {
 	if o.Binary == "" {
 		return errors.New("soak: no hookinbox binary")
+	}
+	if o.UpgradeFrom != "" && o.UpgradeAt <= 0 {
+		o.UpgradeAt = 0.5
 	}
 	if o.Root == "" {
 		r, err := devenv.FindRoot()
@@ -196,8 +209,11 @@ type Summary struct {
 	UnexpectedExits  int      `json:"unexpected_exits"`
 	Exits            []string `json:"exits,omitempty"`
 	TemporalRestarts int      `json:"temporal_restarts"`
-	ConnDropRounds   int      `json:"conn_drop_rounds"`
-	ConnsTerminated  int64    `json:"conns_terminated"`
+	// Upgraded: the run began on Options.UpgradeFrom and was replaced by
+	// this build with work in flight.
+	Upgraded        bool  `json:"upgraded,omitempty"`
+	ConnDropRounds  int   `json:"conn_drop_rounds"`
+	ConnsTerminated int64 `json:"conns_terminated"`
 	// PostgreSQL outages and their total length; sends after which the
 	// workers' connections were cut; attempts the workers logged as
 	// waiting for the database (events, outbox sends).
@@ -289,10 +305,12 @@ const (
 )
 
 var (
-	secretVersions = "whsec_soak_versions"
-	secretNotices  = "whsec_soak_notices"
-	secretFeedback = simulator.StandardSecret("soak-feedback")
-	secretTeam     = simulator.StandardSecret("soak-team")
+	// Fixed, but as strong as the CLI asks (an upgrade run registers them
+	// through the previous release's `endpoints add`).
+	secretVersions = "whsec_Qe7Ma2Vx9Lk4Rt1Zb8Np3Hs6Dw0Gc5Yf"
+	secretNotices  = "whsec_Jq2Lm9Xv4Rb1Tz8Nw3Hc6Pd0Kf5Gy7Sa"
+	secretFeedback = simulator.StandardSecret("soak-feedback/7Qe2Ma9Vx4Lk1Rt8Zb3Np6Hs")
+	secretTeam     = simulator.StandardSecret("soak-team/Wd0Gc5Yf7Jq2Lm9Xv4Rb1Tz8Nw3")
 )
 
 // harness is one soak in progress.
@@ -323,10 +341,12 @@ type harness struct {
 
 	mu               sync.Mutex
 	temporalRestarts int
-	dropRounds       int
-	connsTerminated  int64
-	outages          int
-	outageTime       time.Duration
+	// upgraded: the fleet runs UpgradeFrom's successor (Options.UpgradeFrom).
+	upgraded        bool
+	dropRounds      int
+	connsTerminated int64
+	outages         int
+	outageTime      time.Duration
 }
 
 func (h *harness) logf(format string, args ...any) {
@@ -367,6 +387,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	h.newSimulators()
 	targetsV, targetsN, err := h.serve(ctx)
 	if err != nil {
+		keep = true
 		return nil, err
 	}
 	h.startFleet(ctx)
@@ -520,19 +541,26 @@ func (h *harness) startServices(ctx context.Context) error {
 	if err := h.pg.EnsureDatabase(ctx, "hookinbox", "hookinbox"); err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, h.pg.URL("hookinbox", "hookinbox"))
-	if err != nil {
-		return err
-	}
-	_, err = migrations.Up(ctx, conn, nil)
-	conn.Close(ctx)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	h.secretsKey = secretbox.GenerateKey()
+	if h.o.UpgradeFrom != "" {
+		// The previous release's own schema: the new one migrates later.
+		if err := h.runBinary(ctx, h.o.UpgradeFrom, "migrate"); err != nil {
+			return err
+		}
+	} else {
+		conn, err := pgx.Connect(ctx, h.pg.URL("hookinbox", "hookinbox"))
+		if err != nil {
+			return err
+		}
+		_, err = migrations.Up(ctx, conn, nil)
+		conn.Close(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
 	}
 	if h.st, err = store.Open(ctx, h.pg.URL("hookinbox", "hookinbox")+"&application_name=hookinbox-soak-harness", 8); err != nil {
 		return err
 	}
-	h.secretsKey = secretbox.GenerateKey()
 	if h.st.Keys, err = secretbox.ParseKey(h.secretsKey); err != nil {
 		return err
 	}
@@ -653,31 +681,11 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 	if err != nil {
 		return targetsV, targetsN, err
 	}
-	st := h.st
-	for _, e := range []endpoints.NewEndpoint{
-		{Slug: slugVersions, Provider: "stripe", Environment: "test", Account: accountVersions, Secrets: []string{secretVersions},
-			APIBaseURL: apiV, APIKey: simulator.DefaultAPIKey, Settings: keys.EndpointSettings{VersionPath: "data.object.version"}},
-		{Slug: slugNotices, Provider: "stripe", Environment: "test", Account: accountNotices, Secrets: []string{secretNotices},
-			APIBaseURL: apiN, APIKey: simulator.DefaultAPIKey},
-		{Slug: slugFeedback, Provider: "standard", Environment: "test", Secrets: []string{secretFeedback},
-			Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}},
-	} {
-		if err := endpoints.InsertEndpoint(ctx, st, e); err != nil {
+	if h.o.UpgradeFrom != "" {
+		if err := h.registerWithCLI(ctx, h.o.UpgradeFrom, apiV, apiN, teamURL); err != nil {
 			return targetsV, targetsN, err
 		}
-	}
-	for _, l := range [][3]string{{slugVersions, accountVersions, wsVersions}, {slugNotices, accountNotices, wsNotices}, {slugFeedback, projectFeedback, wsVersions}} {
-		if err := endpoints.LinkAccount(ctx, st, l[0], l[1], l[2]); err != nil {
-			return targetsV, targetsN, err
-		}
-	}
-	for _, ws := range []string{wsVersions, wsNotices} {
-		if err := records.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@"+strings.ReplaceAll(ws, "_", "-")+".example"); err != nil {
-			return targetsV, targetsN, err
-		}
-	}
-	if err := outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: wsVersions, Name: teamDestination, Kind: "webhook",
-		Target: teamURL + "/alerts", Secret: secretTeam, Enabled: true}); err != nil {
+	} else if err := h.register(ctx, apiV, apiN, teamURL); err != nil {
 		return targetsV, targetsN, err
 	}
 	feedbackTarget := simulator.Endpoint{URL: relayURL + "/webhooks/" + slugFeedback, Secrets: []string{secretFeedback}}
@@ -712,6 +720,86 @@ func (h *harness) listen(ctx context.Context, handler http.Handler) (string, err
 		_ = srv.Shutdown(sctx)
 	})
 	return "http://" + ln.Addr().String(), nil
+}
+
+// register is what an operator would register, through the store: the
+// endpoints pointing at the simulators, the account links, the
+// workspaces' emails and the team destination.
+func (h *harness) register(ctx context.Context, apiV, apiN, teamURL string) error {
+	st := h.st
+	for _, e := range []endpoints.NewEndpoint{
+		{Slug: slugVersions, Provider: "stripe", Environment: "test", Account: accountVersions, Secrets: []string{secretVersions},
+			APIBaseURL: apiV, APIKey: simulator.DefaultAPIKey, Settings: keys.EndpointSettings{VersionPath: "data.object.version"}},
+		{Slug: slugNotices, Provider: "stripe", Environment: "test", Account: accountNotices, Secrets: []string{secretNotices},
+			APIBaseURL: apiN, APIKey: simulator.DefaultAPIKey},
+		{Slug: slugFeedback, Provider: "standard", Environment: "test", Secrets: []string{secretFeedback},
+			Settings: keys.EndpointSettings{AccountPath: "data.project_id", ResourcePath: "data.id"}},
+	} {
+		if err := endpoints.InsertEndpoint(ctx, st, e); err != nil {
+			return err
+		}
+	}
+	for _, l := range [][3]string{{slugVersions, accountVersions, wsVersions}, {slugNotices, accountNotices, wsNotices}, {slugFeedback, projectFeedback, wsVersions}} {
+		if err := endpoints.LinkAccount(ctx, st, l[0], l[1], l[2]); err != nil {
+			return err
+		}
+	}
+	for _, ws := range []string{wsVersions, wsNotices} {
+		if err := records.SetWorkspaceEmail(ctx, st.Pool, ws, "billing@"+strings.ReplaceAll(ws, "_", "-")+".example"); err != nil {
+			return err
+		}
+	}
+	if err := outbox.UpsertDestination(ctx, st.Pool, st.Keys, outbox.Destination{WorkspaceID: wsVersions, Name: teamDestination, Kind: "webhook",
+		Target: teamURL + "/alerts", Secret: secretTeam, Enabled: true}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// registerWithCLI registers the same through bin's own operator CLI (the
+// previous release's, in an upgrade: its schema may lack what this
+// build's store writes).
+func (h *harness) registerWithCLI(ctx context.Context, bin, apiV, apiN, teamURL string) error {
+	cmds := [][]string{
+		{"endpoints", "add", "--slug", slugVersions, "--provider", "stripe", "--environment", "test", "--account", accountVersions,
+			"--secret-env", "SOAK_SECRET_VERSIONS", "--api-base-url", apiV, "--api-key-env", "SOAK_API_KEY", "--version-path", "data.object.version"},
+		{"endpoints", "add", "--slug", slugNotices, "--provider", "stripe", "--environment", "test", "--account", accountNotices,
+			"--secret-env", "SOAK_SECRET_NOTICES", "--api-base-url", apiN, "--api-key-env", "SOAK_API_KEY"},
+		{"endpoints", "add", "--slug", slugFeedback, "--provider", "standard", "--environment", "test",
+			"--secret-env", "SOAK_SECRET_FEEDBACK", "--account-path", "data.project_id", "--resource-path", "data.id"},
+		{"endpoints", "link", "--slug", slugVersions, "--account", accountVersions, "--workspace", wsVersions},
+		{"endpoints", "link", "--slug", slugNotices, "--account", accountNotices, "--workspace", wsNotices},
+		{"endpoints", "link", "--slug", slugFeedback, "--account", projectFeedback, "--workspace", wsVersions},
+		{"workspaces", "set", "--id", wsVersions, "--email", "billing@" + strings.ReplaceAll(wsVersions, "_", "-") + ".example"},
+		{"workspaces", "set", "--id", wsNotices, "--email", "billing@" + strings.ReplaceAll(wsNotices, "_", "-") + ".example"},
+		{"workspaces", "add-destination", "--workspace", wsVersions, "--name", teamDestination, "--webhook", teamURL + "/alerts",
+			"--secret-env", "SOAK_SECRET_TEAM"},
+	}
+	for _, c := range cmds {
+		if err := h.runBinary(ctx, bin, c...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runBinary runs one command of bin on the soak's database as its owner,
+// with the soak's secrets key, logging its output.
+func (h *harness) runBinary(ctx context.Context, bin string, args ...string) error {
+	log, err := h.logFile("commands.log")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "$ %s %s\n", filepath.Base(bin), strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+h.pg.URL("hookinbox", "hookinbox"), "HOOKINBOX_SECRETS_KEY="+h.secretsKey,
+		"SOAK_SECRET_VERSIONS="+secretVersions, "SOAK_SECRET_NOTICES="+secretNotices, "SOAK_SECRET_FEEDBACK="+secretFeedback,
+		"SOAK_SECRET_TEAM="+secretTeam, "SOAK_API_KEY="+simulator.DefaultAPIKey, "HOOKINBOX_OUTBOUND_ALLOW_PRIVATE=true")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w (see %s)", bin, strings.Join(args, " "), err, filepath.Join(h.logDir, "commands.log"))
+	}
+	return nil
 }
 
 // processEnv is the processes' configuration: only environment variables,
@@ -759,7 +847,11 @@ func (h *harness) startFleet(ctx context.Context) {
 	dbURL := func(app string) string {
 		return h.pg.URL("hookinbox", "hookinbox") + "&application_name=" + app
 	}
-	h.fleet = newFleet(h.o.Binary, h.processEnv(), dbURL, h.logDir, h.relay, h.logf)
+	bin := h.o.Binary
+	if h.o.UpgradeFrom != "" {
+		bin = h.o.UpgradeFrom // the previous release runs first
+	}
+	h.fleet = newFleet(bin, h.processEnv(), dbURL, h.logDir, h.relay, h.logf)
 	h.fleet.add(KindIntake, h.o.Intakes)
 	h.fleet.add(KindWorker, h.o.Workers)
 	fctx, cancel := context.WithCancel(ctx)
@@ -793,7 +885,7 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 	outages := 0
 	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
 	drained, lastDrainCheck := false, time.Time{}
-	sent := false
+	sent, upgraded := false, false
 	for {
 		select {
 		case <-ctx.Done():
@@ -812,7 +904,14 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 		drops := h.dropRounds
 		h.mu.Unlock()
 		minimums := kills[KindIntake] >= o.MinKills && kills[KindWorker] >= o.MinKills && drops >= o.MinConnDrops && restarted &&
-			outages >= o.Outages
+			outages >= o.Outages && (o.UpgradeFrom == "" || upgraded)
+		if _, frac := h.sendProgress(planned); o.UpgradeFrom != "" && !upgraded && (frac >= o.UpgradeAt || sent) {
+			if err := h.upgrade(ctx); err != nil {
+				return err
+			}
+			upgraded = true
+			continue
+		}
 		if sent && time.Since(lastDrainCheck) > time.Second {
 			lastDrainCheck = time.Now()
 			b, err := ReadBacklog(ctx, h.st.Pool, scope)
@@ -871,6 +970,29 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 			nextDrop = now.Add(jitter(o.DropConnsEvery))
 		}
 	}
+}
+
+// upgrade replaces the previous release's processes by this build's with
+// work in flight: every process killed, this build's migrations applied to
+// the same database, the fleet back on the new binary.
+func (h *harness) upgrade(ctx context.Context) error {
+	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
+	b, _ := ReadBacklog(ctx, h.st.Pool, scope)
+	h.logf("upgrade: killing every process of %s with %d event(s) pending", filepath.Base(h.o.UpgradeFrom), b.Pending)
+	err := h.fleet.replace(h.o.Binary, func() error {
+		if err := h.runBinary(ctx, h.o.Binary, "migrate"); err != nil {
+			return fmt.Errorf("upgrade: %w", err)
+		}
+		h.logf("upgrade: %s migrated the database; starting it", filepath.Base(h.o.Binary))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.upgraded = true
+	h.mu.Unlock()
+	return h.fleet.waitAllUp(ctx, 3*time.Minute)
 }
 
 // restartTemporal kills the dev server as a crash would and starts it again
@@ -965,6 +1087,7 @@ func (h *harness) summarize(sum *Summary, reports [2]simulator.Report, truthV, t
 	sum.UnexpectedExits, sum.Exits = crashes[KindIntake]+crashes[KindWorker], exits
 	h.mu.Lock()
 	sum.TemporalRestarts, sum.ConnDropRounds, sum.ConnsTerminated = h.temporalRestarts, h.dropRounds, h.connsTerminated
+	sum.Upgraded = h.upgraded
 	sum.Outages, sum.OutageTime = h.outages, h.outageTime
 	h.mu.Unlock()
 	sum.DropsAfterSend = h.drops.dropped.Load()

@@ -11,7 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
-	"github.com/hookinbox/hookinbox/internal/store/storetest"
+	"github.com/hookinbox/hookinbox/lab/storetest"
 )
 
 func setup(t *testing.T) (*store.Store, context.Context) { return storetest.Setup(t) }

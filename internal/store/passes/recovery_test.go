@@ -10,7 +10,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
-	"github.com/hookinbox/hookinbox/internal/store/storetest"
+	"github.com/hookinbox/hookinbox/lab/storetest"
 )
 
 func TestListHookScopesOnlyGitHubEndpointsWithAKeyAndAHook(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
@@ -16,7 +15,24 @@ import (
 const grantColumns = `id, provider, source_account, environment, invoice_id, operation, workspace_id, credits,
 	amount_paid, currency, event_key, created_at`
 
-func scanGrant(row pgx.Row) (g ledger.CreditGrant, err error) {
+// StoredGrant is a credit_grants row, as the lineage shows it (the credits
+// ledger, domains/ledger, writes them).
+type StoredGrant struct {
+	ID          int64
+	Provider    string
+	Account     string
+	Environment string
+	InvoiceID   string
+	Operation   string
+	WorkspaceID string
+	Credits     int64
+	AmountPaid  int64
+	Currency    string
+	EventKey    string
+	CreatedAt   time.Time
+}
+
+func scanGrant(row pgx.Row) (g StoredGrant, err error) {
 	err = row.Scan(&g.ID, &g.Provider, &g.Account, &g.Environment, &g.InvoiceID, &g.Operation, &g.WorkspaceID,
 		&g.Credits, &g.AmountPaid, &g.Currency, &g.EventKey, &g.CreatedAt)
 	return g, store.Interpret(err)
@@ -24,7 +40,7 @@ func scanGrant(row pgx.Row) (g ledger.CreditGrant, err error) {
 
 // FindCreditGrants finds grants by id (id > 0) or by invoice id, optionally
 // narrowed to a provider, account and environment, at most 20.
-func FindCreditGrants(ctx context.Context, db store.DB, id int64, provider, account, env, invoice string) ([]ledger.CreditGrant, error) {
+func FindCreditGrants(ctx context.Context, db store.DB, id int64, provider, account, env, invoice string) ([]StoredGrant, error) {
 	rows, err := db.Query(ctx, `SELECT `+grantColumns+` FROM credit_grants
 		WHERE ($1 = 0 OR id = $1) AND ($2 = '' OR provider = $2) AND ($3 = '' OR source_account = $3)
 		  AND ($4 = '' OR environment = $4) AND ($5 = '' OR invoice_id = $5)
