@@ -18,10 +18,6 @@ package hookintest
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -42,9 +38,9 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/store/records"
-	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/migrations"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // Main runs the package's tests and stops the servers they started.
@@ -182,31 +178,11 @@ type EventKey = hookinbox.EventKey
 // webhook-signature (Standard Webhooks; header must carry webhook-id),
 // X-Hub-Signature-256 (GitHub) or X-Shopify-Hmac-Sha256.
 func Sign(provider, secret string, header http.Header, body []byte, at time.Time) error {
-	switch provider {
-	case keys.ProviderStripe:
-		header.Set("Stripe-Signature", simulator.SignStripe(body, at, secret))
-	case keys.ProviderStandard:
-		id := header.Get("webhook-id")
-		if id == "" {
-			return errors.New("a Standard Webhooks delivery needs its webhook-id header")
-		}
-		sh, err := simulator.StandardHeaders(id, body, at, secret)
-		if err != nil {
-			return err
-		}
-		for k, v := range sh {
-			header[k] = v
-		}
-	case keys.ProviderGitHub:
-		header.Set("X-Hub-Signature-256", simulator.SignGitHub(body, secret))
-	case keys.ProviderShopify:
-		m := hmac.New(sha256.New, []byte(secret))
-		m.Write(body)
-		header.Set("X-Shopify-Hmac-Sha256", base64.StdEncoding.EncodeToString(m.Sum(nil)))
-	default:
+	p, ok := providers.Lookup(provider)
+	if !ok {
 		return fmt.Errorf("hookintest cannot sign for provider %q", provider)
 	}
-	return nil
+	return providers.Sign(p, secret, header, body, at)
 }
 
 // Deliver signs body (with header's other headers) for the endpoint slug

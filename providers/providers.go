@@ -72,6 +72,33 @@ func Payload(p Provider, h http.Header, body []byte) ([]byte, error) {
 	return body, nil
 }
 
+// Signer is implemented by providers whose deliveries hookinbox can make
+// itself, signed exactly as the provider signs them: `hookinbox send`,
+// hookintest.Sign and the simulator all sign through it, and each
+// provider's tests check that what Sign makes, its Verifier accepts. Sign
+// (the function) is how callers ask.
+type Signer interface {
+	// Sign adds to h the signature headers the provider sends with body,
+	// made with secret at time at (a scheme that signs no time ignores
+	// it). Headers the scheme signs besides the body must already be in h
+	// (Standard Webhooks' webhook-id); the delivery's other headers (event
+	// type, delivery id) are the caller's.
+	Sign(secret string, h http.Header, body []byte, at time.Time) error
+}
+
+// ErrCannotSign means a provider has no Signer.
+var ErrCannotSign = errors.New("provider cannot sign deliveries")
+
+// Sign signs a delivery to p with secret at time at (Signer); a provider
+// without a Signer fails with ErrCannotSign.
+func Sign(p Provider, secret string, h http.Header, body []byte, at time.Time) error {
+	s, ok := p.(Signer)
+	if !ok {
+		return fmt.Errorf("%s: %w", p.Name(), ErrCannotSign)
+	}
+	return s.Sign(secret, h, body, at)
+}
+
 // RouteTyper is implemented by providers that deliver one business event
 // under more than one type: Stripe's thin event v1.invoice.paid is the
 // snapshot event invoice.paid, sent through an event destination. RouteType

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -47,4 +48,11 @@ func TestRouteType(t *testing.T) {
 			require.Equal(t, tt.want, providers.RouteType(tt.p, tt.in))
 		})
 	}
+}
+
+func TestSignNeedsASigner(t *testing.T) {
+	t.Parallel()
+	err := providers.Sign(plain{}, "secret", http.Header{}, []byte("{}"), time.Now())
+	require.ErrorIs(t, err, providers.ErrCannotSign)
+	require.EqualError(t, err, "plain: provider cannot sign deliveries")
 }

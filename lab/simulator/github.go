@@ -3,8 +3,6 @@ package simulator
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookinbox/hookinbox/providers/github"
 )
 
 // This file is the simulated GitHub: webhooks that deliver once and never
@@ -227,12 +227,9 @@ func (s *Simulator) gitHubPost(ctx context.Context, target Endpoint, d *GitHubDe
 }
 
 // SignGitHub is the X-Hub-Signature-256 of body: sha256= and the hex
-// HMAC-SHA256 under secret.
-func SignGitHub(body []byte, secret string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
+// HMAC-SHA256 under secret, as the GitHub provider signs it
+// (github.Signature256).
+func SignGitHub(body []byte, secret string) string { return github.Signature256(body, secret) }
 
 // newGUID draws a delivery GUID (a UUID's shape). Callers hold mu.
 func (s *Simulator) newGUID() string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -13,12 +12,13 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-	"github.com/stripe/stripe-go/v84/webhook"
+
+	"github.com/hookinbox/hookinbox/providers/standard"
+	providerstripe "github.com/hookinbox/hookinbox/providers/stripe"
 )
 
 // Targets are where the sender posts events.
@@ -81,35 +81,25 @@ type AttemptResult struct {
 
 // SignStripe returns a Stripe-Signature header value for body at time at:
 // t=<unix>,v1=<hex> with one v1 per secret (several during a secret roll),
-// computed with stripe-go's webhook.ComputeSignature.
+// as the Stripe provider signs it (stripe.Signature, stripe-go's
+// webhook.ComputeSignature).
 func SignStripe(body []byte, at time.Time, secrets ...string) string {
-	parts := []string{"t=" + strconv.FormatInt(at.Unix(), 10)}
-	for _, sec := range secrets {
-		parts = append(parts, "v1="+hex.EncodeToString(webhook.ComputeSignature(at, body, sec)))
-	}
-	return strings.Join(parts, ",")
+	return providerstripe.Signature(body, at, secrets...)
 }
 
 // StandardHeaders returns the webhook-id, webhook-timestamp and
-// webhook-signature headers for a message, signed with the standard-webhooks
-// library, one space-separated v1 signature per secret (whsec_<base64>).
+// webhook-signature headers for a message, signed as the Standard Webhooks
+// provider signs it (standard.Signature, the standard-webhooks library),
+// one space-separated v1 signature per secret (whsec_<base64>).
 func StandardHeaders(msgID string, body []byte, at time.Time, secrets ...string) (http.Header, error) {
-	sigs := make([]string, 0, len(secrets))
-	for _, sec := range secrets {
-		wh, err := standardwebhooks.NewWebhook(sec)
-		if err != nil {
-			return nil, fmt.Errorf("standard webhooks secret: %w", err)
-		}
-		sig, err := wh.Sign(msgID, at, body)
-		if err != nil {
-			return nil, fmt.Errorf("sign %s: %w", msgID, err)
-		}
-		sigs = append(sigs, sig)
+	sig, err := standard.Signature(msgID, body, at, secrets...)
+	if err != nil {
+		return nil, err
 	}
 	h := http.Header{}
 	h.Set(standardwebhooks.HeaderWebhookID, msgID)
 	h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
-	h.Set(standardwebhooks.HeaderWebhookSignature, strings.Join(sigs, " "))
+	h.Set(standardwebhooks.HeaderWebhookSignature, sig)
 	return h, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -114,5 +115,43 @@ func TestOnlyStripeHasAnAPIClient(t *testing.T) {
 		}
 		require.ErrorIs(t, err, providers.ErrNoClient, name)
 		require.EqualError(t, err, "no API client for provider "+name)
+	}
+}
+
+// TestEveryBuiltInProviderSignsWhatItVerifies: each built-in provider is a
+// Signer (hookinbox send, hookintest and the simulator sign through it),
+// what it signs verifies with the same secret, and neither another secret
+// nor another body does.
+func TestEveryBuiltInProviderSignsWhatItVerifies(t *testing.T) {
+	t.Parallel()
+	secrets := map[string]string{
+		keys.ProviderStripe:   "whsec_Hk2oBvwfyqY1Ad5ATpJwQLSYz1f5QS8m",
+		keys.ProviderGitHub:   "c2VjcmV0LWZvci1naXRodWItMjQtYnl0ZXMhIQ",
+		keys.ProviderStandard: "whsec_c3RhbmRhcmQtc2VjcmV0LW9uZS0zMi1ieXRlcyEhISE=",
+		keys.ProviderShopify:  "shpss_0123456789abcdef0123456789abcdef",
+	}
+	other := map[string]string{
+		keys.ProviderStripe:   "whsec_9pQ2rLmX4vT7sK1nB8cJ5hF3gD6aZ0wE",
+		keys.ProviderGitHub:   "b3RoZXItc2VjcmV0LWZvci1naXRodWItMjQhIQ",
+		keys.ProviderStandard: "whsec_b3RoZXItc3RhbmRhcmQtc2VjcmV0LTMyLWJ5dGVzISE=",
+		keys.ProviderShopify:  "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",
+	}
+	body := []byte(`{"id":"evt_1","object":"event","type":"t","livemode":false}`)
+	for _, name := range providers.Names() {
+		p, _ := providers.Lookup(name)
+		_, ok := p.(providers.Signer)
+		require.True(t, ok, "%s is a Signer", name)
+		h := http.Header{"Content-Type": {"application/json"}, "Webhook-Id": {"msg_1"}}
+		now := time.Now()
+		require.NoError(t, providers.Sign(p, secrets[name], h, body, now), name)
+		v, err := p.Verifier([]keys.Secret{{ID: 1, Value: other[name]}, {ID: 2, Value: secrets[name]}}).Verify(h, body, 5*time.Minute, now)
+		require.NoError(t, err, name)
+		require.EqualValues(t, 2, v.SecretID, name)
+
+		var unauth *providers.Unauthenticated
+		_, err = p.Verifier([]keys.Secret{{ID: 1, Value: other[name]}}).Verify(h, body, 5*time.Minute, now)
+		require.ErrorAs(t, err, &unauth, "%s: another secret", name)
+		_, err = p.Verifier([]keys.Secret{{ID: 2, Value: secrets[name]}}).Verify(h, append([]byte(" "), body...), 5*time.Minute, now)
+		require.ErrorAs(t, err, &unauth, "%s: another body", name)
 	}
 }

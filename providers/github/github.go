@@ -9,7 +9,12 @@ package github
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha1" //nolint:gosec // GitHub's legacy X-Hub-Signature, sent beside the SHA-256 one; never verified
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"net/http"
 	"strings"
 	"time"
@@ -27,6 +32,7 @@ type Provider struct{}
 var (
 	_ providers.Provider  = Provider{}
 	_ providers.Unwrapper = Provider{}
+	_ providers.Signer    = Provider{}
 )
 
 // Name is keys.ProviderGitHub.
@@ -57,6 +63,28 @@ func (v verifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Tim
 		last = err
 	}
 	return providers.Verified{}, providers.Unauthenticatedf("github: %s", last.Error())
+}
+
+// Signature256 is the X-Hub-Signature-256 GitHub sends with body:
+// sha256= and the hex HMAC-SHA256 of the body under secret.
+func Signature256(body []byte, secret string) string {
+	return "sha256=" + hexHMAC(sha256.New, body, secret)
+}
+
+func hexHMAC(h func() hash.Hash, body []byte, secret string) string {
+	m := hmac.New(h, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Sign sets the two signatures GitHub sends for a hook with a secret:
+// X-Hub-Signature-256 (the one Verify checks) and the legacy SHA-1
+// X-Hub-Signature that GitHub still sends beside it. GitHub signs the body
+// only, so at is not used.
+func (Provider) Sign(secret string, h http.Header, body []byte, _ time.Time) error {
+	h.Set(github.SHA256SignatureHeader, Signature256(body, secret))
+	h.Set(github.SHA1SignatureHeader, "sha1="+hexHMAC(sha1.New, body, secret))
+	return nil
 }
 
 // Unwrap is the JSON of an already-authenticated delivery: the body, or its

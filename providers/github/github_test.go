@@ -31,6 +31,16 @@ func TestGitHubsDocumentedVector(t *testing.T) {
 	require.EqualValues(t, 2, got.SecretID)
 	require.Equal(t, body, string(got.Payload))
 
+	// What Sign makes is the documented signature, beside the SHA-1 one
+	// GitHub still sends, and Verify accepts it.
+	signed := http.Header{"Content-Type": {"application/json"}}
+	require.NoError(t, github.Provider{}.Sign(secret, signed, []byte(body), time.Time{}))
+	require.Equal(t, want, signed.Get("X-Hub-Signature-256"))
+	require.Equal(t, "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59", signed.Get("X-Hub-Signature"))
+	got, err = v.Verify(signed, []byte(body), 5*time.Minute, time.Now())
+	require.NoError(t, err)
+	require.EqualValues(t, 2, got.SecretID)
+
 	var unauth *providers.Unauthenticated
 	for name, tt := range map[string]struct{ sig, body string }{
 		"another body":           {want, "Hello, World?"},

@@ -29,7 +29,10 @@ import (
 // Provider is Shopify.
 type Provider struct{}
 
-var _ providers.Provider = Provider{}
+var (
+	_ providers.Provider = Provider{}
+	_ providers.Signer   = Provider{}
+)
 
 // Name is keys.ProviderShopify.
 func (Provider) Name() string { return keys.ProviderShopify }
@@ -46,6 +49,26 @@ func header(h http.Header, name string) string {
 		return v
 	}
 	return h.Get("X-Shopify-" + name)
+}
+
+// Signature is the HMAC header Shopify sends with body: the base64
+// HMAC-SHA256 of the body under secret.
+func Signature(body []byte, secret string) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// Sign sets X-Shopify-Hmac-Sha256 for body, signed with secret, and, on an
+// Events delivery (h carries shopify-topic), its shopify-hmac-sha256 too.
+// Shopify signs the body only, so at is not used.
+func (Provider) Sign(secret string, h http.Header, body []byte, _ time.Time) error {
+	sig := Signature(body, secret)
+	h.Set("X-Shopify-Hmac-Sha256", sig)
+	if h.Get("Shopify-Topic") != "" {
+		h.Set("Shopify-Hmac-Sha256", sig)
+	}
+	return nil
 }
 
 // Verify checks shopify-hmac-sha256 (else X-Shopify-Hmac-Sha256), the

@@ -47,6 +47,24 @@ func TestShopifysPublishedVector(t *testing.T) {
 		_, err = verify(t, []keys.Secret{{ID: 1, Value: "test_secret_kez"}}, http.Header{http.CanonicalHeaderKey(name): {want}}, []byte(body))
 		require.ErrorAs(t, err, &unauth, "another secret")
 	}
+
+	// What Sign makes is the vector, in the classic spelling, and in the
+	// Events spelling too on an Events delivery; Verify accepts both.
+	for name, h := range map[string]http.Header{
+		"classic": {"X-Shopify-Topic": {"orders/create"}},
+		"Events":  {"Shopify-Topic": {"Product"}, "Shopify-Action": {"update"}},
+	} {
+		require.NoError(t, shopify.Provider{}.Sign(secret, h, []byte(body), time.Time{}), name)
+		require.Equal(t, want, h.Get("X-Shopify-Hmac-Sha256"), name)
+		if name == "Events" {
+			require.Equal(t, want, h.Get("Shopify-Hmac-Sha256"))
+		} else {
+			require.Empty(t, h.Get("Shopify-Hmac-Sha256"), "a classic delivery carries the classic spelling only")
+		}
+		v, err := verify(t, secrets, h, []byte(body))
+		require.NoError(t, err, name)
+		require.EqualValues(t, 1, v.SecretID)
+	}
 }
 
 func sign(secret string, body []byte) string {

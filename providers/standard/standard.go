@@ -23,7 +23,10 @@ import (
 // Provider is Standard Webhooks.
 type Provider struct{}
 
-var _ providers.Provider = Provider{}
+var (
+	_ providers.Provider = Provider{}
+	_ providers.Signer   = Provider{}
+)
 
 // Name is keys.ProviderStandard.
 func (Provider) Name() string { return keys.ProviderStandard }
@@ -76,6 +79,43 @@ func (v verifier) Verify(h http.Header, body []byte, tolerance time.Duration, no
 		}
 	}
 	return providers.Verified{}, providers.Unauthenticatedf("standard webhooks: %s", last.Error())
+}
+
+// Signature is the webhook-signature header of message id with body at
+// time at: one space-separated v1,<base64> per secret (a sender signs with
+// the old and the new secret while it rotates), each made by the
+// standard-webhooks library.
+func Signature(id string, body []byte, at time.Time, secrets ...string) (string, error) {
+	sigs := make([]string, 0, len(secrets))
+	for _, sec := range secrets {
+		wh, err := standardwebhooks.NewWebhook(sec)
+		if err != nil {
+			return "", fmt.Errorf("standard webhooks secret: %w", err)
+		}
+		sig, err := wh.Sign(id, at, body)
+		if err != nil {
+			return "", fmt.Errorf("sign %s: %w", id, err)
+		}
+		sigs = append(sigs, sig)
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// Sign sets webhook-timestamp and webhook-signature for body, signed with
+// secret at time at. The message id is signed too, so h must already carry
+// the delivery's webhook-id.
+func (Provider) Sign(secret string, h http.Header, body []byte, at time.Time) error {
+	id := h.Get(standardwebhooks.HeaderWebhookID)
+	if id == "" {
+		return errors.New("a Standard Webhooks delivery needs its webhook-id header")
+	}
+	sig, err := Signature(id, body, at, secret)
+	if err != nil {
+		return err
+	}
+	h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
+	h.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	return nil
 }
 
 // Normalize reads a delivery: webhook-id is the event id; type, resource and account come

@@ -49,6 +49,19 @@ func TestThePublishedVectorVerifies(t *testing.T) {
 		{"one bit off", headers(vectorID, "1614265330", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA="), vectorBody, at, false},
 		{"outside the tolerance", headers(vectorID, "1614265330", vectorSignature), vectorBody, at.Add(6 * time.Minute), false},
 	}
+	t.Run("what Sign makes is the vector", func(t *testing.T) {
+		t.Parallel()
+		h := http.Header{"Webhook-Id": {vectorID}}
+		require.NoError(t, standard.Provider{}.Sign(vectorSecret, h, []byte(vectorBody), at))
+		require.Equal(t, "1614265330", h.Get("Webhook-Timestamp"))
+		require.Equal(t, vectorSignature, h.Get("Webhook-Signature"))
+		got, err := v.Verify(h, []byte(vectorBody), 5*time.Minute, at)
+		require.NoError(t, err)
+		require.EqualValues(t, 4, got.SecretID)
+
+		require.ErrorContains(t, standard.Provider{}.Sign(vectorSecret, http.Header{}, []byte(vectorBody), at), "webhook-id",
+			"the id is signed: without one there is nothing to sign")
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

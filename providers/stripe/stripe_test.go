@@ -70,6 +70,27 @@ func TestAThinEventIsVerifiedByStripeGoAndRecordsTheSecretThatMatched(t *testing
 	require.Error(t, err)
 }
 
+// TestWhatSignMakesIsWhatStripeGoMakesAndVerifies: Sign's Stripe-Signature
+// is the header stripe-go's own test signer makes for the same body, secret
+// and time, and Verify accepts it, snapshot and thin alike.
+func TestWhatSignMakesIsWhatStripeGoMakesAndVerifies(t *testing.T) {
+	t.Parallel()
+	at := time.Now().Truncate(time.Second)
+	snapshot := []byte(`{"id":"evt_1Pgc76B7WZ01zgkWwyRHS12y","object":"event","type":"invoice.paid","livemode":false,"created":1760000000,` +
+		`"data":{"object":{"id":"in_1","object":"invoice"}}}`)
+	for name, body := range map[string][]byte{"snapshot": snapshot, "thin": []byte(thinInvoicePaid)} {
+		h := http.Header{}
+		require.NoError(t, stripe.Provider{}.Sign(secretNew, h, body, at), name)
+		p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secretNew, Timestamp: at})
+		require.Equal(t, p.Header, h.Get("Stripe-Signature"), name)
+		v, err := verifier().Verify(h, body, 5*time.Minute, time.Now())
+		require.NoError(t, err, name)
+		require.EqualValues(t, 12, v.SecretID, name)
+	}
+	require.Equal(t, signed(snapshot, at, secretNew, secretOld).Get("Stripe-Signature"),
+		stripe.Signature(snapshot, at, secretNew, secretOld), "the simulator signs through stripe.Signature")
+}
+
 func TestAForgedOrStaleThinEventIsRefused(t *testing.T) {
 	t.Parallel()
 	body := []byte(thinInvoicePaid)
