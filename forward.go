@@ -8,6 +8,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/forward"
+	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/internal/store/records"
 )
@@ -70,7 +71,7 @@ func (f forwarder) Handle(ctx context.Context, ev *Event) (Result, error) {
 	}
 	attempt.Outcome = forwards.OutcomeDone
 	return f.complete(ctx, ev, attempt, true, fmt.Sprintf("forwarded to %s: HTTP %d in %s",
-		forward.Origin(r.URL), ans.StatusCode, ans.Latency.Round(time.Millisecond)))
+		outbound.Origin(r.URL), ans.StatusCode, ans.Latency.Round(time.Millisecond)))
 }
 
 // complete commits the row's completion with the attempt and, after a

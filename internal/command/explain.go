@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -90,6 +91,21 @@ func printLineage(_ context.Context, out io.Writer, l *ops.Lineage) error {
 			rows = append(rows, []string{c.BusinessKey, c.Handler, c.EventKey, fmtTime(c.ClaimedAt)})
 		}
 		if err := cli.Render(out, "table", nil, []string{"BUSINESS KEY", "HANDLER", "BY EVENT", "AT (UTC)"}, rows); err != nil {
+			return err
+		}
+	}
+	if len(l.Forwards) > 0 {
+		fmt.Fprintln(out, "\nforward attempts:")
+		rows := [][]string{}
+		for _, a := range l.Forwards {
+			status := "-"
+			if a.StatusCode != 0 {
+				status = strconv.Itoa(a.StatusCode)
+			}
+			rows = append(rows, []string{a.Route, a.Event.EventID, strconv.Itoa(a.Attempt), a.Outcome, status,
+				a.Latency.Round(time.Millisecond).String(), orDash(a.Error), fmtTime(a.At)})
+		}
+		if err := cli.Render(out, "table", nil, []string{"ROUTE", "EVENT", "ATTEMPT", "OUTCOME", "STATUS", "LATENCY", "ERROR", "AT (UTC)"}, rows); err != nil {
 			return err
 		}
 	}

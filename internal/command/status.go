@@ -92,6 +92,13 @@ func printStatus(out io.Writer, v ops.StatusView) {
 		}
 		fmt.Fprintf(tw, "divergences (24h)\t%d%s\n", b.Divergences24h, same)
 	}
+	for _, r := range v.Routes {
+		age := "-"
+		if r.Pending > 0 {
+			age = (time.Duration(r.OldestPendingSeconds) * time.Second).String()
+		}
+		fmt.Fprintf(tw, "route %s\tpending %d (oldest %s)\n", r.Route, r.Pending, age)
+	}
 	for _, s := range v.Schedules {
 		state := "active"
 		if s.Paused {

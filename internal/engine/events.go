@@ -89,6 +89,11 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 	h := e.Handlers[route.Name]
 	if route.Forward {
 		h = e.Forwarder
+		if route.Paused {
+			note := fmt.Sprintf("forward route %s is disabled: held pending until it is enabled (hookinbox routes update %s --enable)",
+				route.Name, route.Name)
+			return ports.Handled{Route: route.Name, Status: keys.StatusPending, Note: note, NoHandler: true}, nil
+		}
 	}
 	if h == nil {
 		note := fmt.Sprintf("no handler registered for %s event type %s in this worker (route %q): left pending for a worker that has it",

@@ -175,16 +175,6 @@ func (s *Sender) Send(ctx context.Context, r *forwards.Route, opKey string, doc 
 	return a, err
 }
 
-// Origin is a URL's scheme and host, never its path or query (which may
-// carry the service's tokens): what notes and logs name.
-func Origin(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host
-}
-
 // Error is a forward attempt's failure: the status (0: no answer) and a
 // clipped answer.
 type Error struct {
@@ -253,7 +243,7 @@ func (s *Sender) post(ctx context.Context, r *forwards.Route, opKey string, body
 	e := &Error{Route: r.Name, StatusCode: resp.StatusCode, Body: clip(string(answer), 300)}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		e.Body = ""
-		e.Err = fmt.Errorf("HTTP %d redirect to %s refused: a route's URL is where its events go, never elsewhere", resp.StatusCode, Origin(resp.Header.Get("Location")))
+		e.Err = fmt.Errorf("HTTP %d redirect to %s refused: a route's URL is where its events go, never elsewhere", resp.StatusCode, outbound.Origin(resp.Header.Get("Location")))
 	}
 	e.retryAfter, e.hasRetry = providers.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	return resp.StatusCode, latency, e

@@ -9,6 +9,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
@@ -173,6 +174,8 @@ func TestSetOwnAccountSaysWhereEventsGoAndIsAudited(t *testing.T) {
 func TestResealMovesEverySecretUnderTheCurrentKeyAndIsAudited(t *testing.T) {
 	t.Parallel()
 	b := setup(t) // one signing secret and an API key, sealed under the tests' key
+	_, err := b.svc.AddRoute(b.ctx, alice, chargeRoute(), "")
+	require.NoError(t, err)
 	old := b.st.Keys
 	rotated, err := secretbox.ParseKeyFile([]byte(secretbox.GenerateKeyLine("k2") + "\n" + old.CurrentID() + ":" + testenv.SecretsKey() + "\n"))
 	require.NoError(t, err)
@@ -205,10 +208,11 @@ func TestResealMovesEverySecretUnderTheCurrentKeyAndIsAudited(t *testing.T) {
 		rekeyed[c.Column] = c.Rekeyed
 		require.Zero(t, c.Sealed)
 	}
-	require.Equal(t, map[string]int{"endpoint_secrets.secret": 1, "endpoints.api_key": 1, "team_destinations.secret": 0}, rekeyed)
+	require.Equal(t, map[string]int{"endpoint_secrets.secret": 1, "endpoints.api_key": 1, "team_destinations.secret": 0,
+		"forward_routes.secret": 1}, rekeyed)
 	st, err = svc.SecretStatus(b.ctx)
 	require.NoError(t, err)
-	require.Len(t, st.Counts, 2)
+	require.Len(t, st.Counts, 3)
 	for _, c := range st.Counts {
 		require.Equal(t, "k2", c.KeyID, c.Column)
 	}
@@ -216,6 +220,9 @@ func TestResealMovesEverySecretUnderTheCurrentKeyAndIsAudited(t *testing.T) {
 	ep, err := svc.ShowEndpoint(b.ctx, "stripe")
 	require.NoError(t, err)
 	require.Equal(t, ops.Fingerprint("sk_test_SECRETKEY"), ep.APIKeyFingerprint, "the values open under the new key")
+	fr, err := forwards.Open(b.ctx, svc.Store, "charges")
+	require.NoError(t, err)
+	require.Equal(t, routeSecret, fr.Secret, "a forward route's secret too")
 
 	acts := b.actions(t, ops.ActionSecretsReseal)
 	require.Len(t, acts, 1)

@@ -12,6 +12,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
@@ -57,7 +58,10 @@ type Lineage struct {
 	Alerts      []AlertView   `json:"alerts"`
 	// Claims are the business keys a handler claimed on the resource
 	// through the public API (tx.Claim): a team's own effects.
-	Claims      []records.Claim           `json:"claims"`
+	Claims []records.Claim `json:"claims"`
+	// Forwards are the forward attempts of the resource's events (forward
+	// routes): what each send got back and how long it took.
+	Forwards    []forwards.Attempt        `json:"forwards"`
 	Projection  *ProjectionView           `json:"subscription,omitempty"`
 	Events      []LineageRow              `json:"events"`
 	Outbox      []OutboxView              `json:"outbox"`
@@ -392,6 +396,15 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 		} else if row.KeyString != "" {
 			refs = append(refs, row.KeyString)
 		}
+	}
+	var evKeys []keys.Event
+	for _, e := range evs {
+		if e.Source != "quarantine" && e.Key.EventID != "" {
+			evKeys = append(evKeys, e.Key)
+		}
+	}
+	if l.Forwards, err = forwards.AttemptsFor(ctx, db, evKeys); err != nil {
+		return err
 	}
 	os, err := outbox.ResourceOutbox(ctx, db, r)
 	if err != nil {

@@ -55,7 +55,8 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, endpoints.LinkAccount(ctx, st, "stripe", "acct_1", "ws_1"))
 	cfg := config.Default()
 	b := &bell{}
-	return &bundle{ctx: ctx, st: st, bell: b, svc: &ops.Service{Store: st, Routes: routestest.Builtin(), Doorbell: b, Config: cfg, SignalTimeout: time.Second}}
+	return &bundle{ctx: ctx, st: st, bell: b, svc: &ops.Service{Store: st, Routes: routestest.Builtin(), Handled: routestest.Builtin(), Doorbell: b,
+		Config: cfg, SignalTimeout: time.Second}}
 }
 
 // add inserts an event of invoice inv and leaves it in status.

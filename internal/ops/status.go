@@ -10,17 +10,20 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/starter"
 )
 
 // StatusView is the state of the work at a glance.
 type StatusView struct {
-	Database  string         `json:"database"`
-	Temporal  string         `json:"temporal"`
-	Backlog   *keys.Backlog  `json:"backlog,omitempty"`
-	Schedules []ScheduleView `json:"schedules,omitempty"`
-	Warnings  []string       `json:"warnings,omitempty"`
+	Database string        `json:"database"`
+	Temporal string        `json:"temporal"`
+	Backlog  *keys.Backlog `json:"backlog,omitempty"`
+	// Routes are the forward routes' backlogs.
+	Routes    []forwards.Backlog `json:"routes,omitempty"`
+	Schedules []ScheduleView     `json:"schedules,omitempty"`
+	Warnings  []string           `json:"warnings,omitempty"`
 }
 
 // ScheduleView is one schedule's health.
@@ -48,6 +51,9 @@ func (s *Service) Status(ctx context.Context) StatusView {
 		v.Database = "error: " + err.Error()
 	} else {
 		v.Backlog = &b
+		if v.Routes, err = forwards.Backlogs(ctx, s.Store.Pool); err != nil {
+			v.Database = "error: " + err.Error()
+		}
 	}
 	if s.Temporal == nil {
 		v.Temporal = "unavailable: " + ErrNoTemporal.Error()

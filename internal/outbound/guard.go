@@ -106,3 +106,13 @@ func transportError(err error) error {
 	}
 	return err
 }
+
+// Origin is a URL's scheme and host, never its path or query (which may
+// carry the receiver's tokens): what notes, logs and the audit name.
+func Origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host
+}

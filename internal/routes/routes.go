@@ -44,6 +44,9 @@ type Route struct {
 	// Replaces: a forward route that takes a type a handler takes, on
 	// purpose; it wins over the handler.
 	Replaces bool
+	// Paused: a disabled forward route. The intake still records its
+	// events pending; the worker holds them until it is enabled again.
+	Paused bool
 }
 
 // ResourceRule derives the resource from the verified payload.

@@ -185,6 +185,8 @@ func SecretStatus(ctx context.Context, s *store.Store) ([]SecretKeyCount, error)
 		UNION ALL
 		SELECT 'team_destinations.secret', coalesce(secret_key_id, ''), count(*) FROM team_destinations
 		 WHERE secret IS NOT NULL OR secret_sealed IS NOT NULL GROUP BY 2
+		UNION ALL
+		SELECT 'forward_routes.secret', secret_key_id, count(*) FROM forward_routes GROUP BY 2
 		ORDER BY 1, 2`)
 	if err != nil {
 		return nil, err

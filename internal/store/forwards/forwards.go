@@ -36,16 +36,18 @@ type Route struct {
 	CreatedAt        time.Time     `json:"created_at"`
 	UpdatedAt        time.Time     `json:"updated_at"`
 
-	sealed []byte
+	sealed []byte // read by Open only
 }
 
-const columns = `name, provider, event_type, url, secret_sealed, secret_key_id, coalesce(operation_key_path, ''),
+// columns never include the sealed secret: the operator's role cannot read
+// it, and only Open needs it.
+const columns = `name, provider, event_type, url, secret_key_id, coalesce(operation_key_path, ''),
 	fetch_current, timeout_ms, coalesce(retry_budget, 0), replaces_handler, allow_private, enabled, created_at, updated_at`
 
 func scan(row pgx.Row) (*Route, error) {
 	var r Route
 	var ms int
-	if err := row.Scan(&r.Name, &r.Provider, &r.EventType, &r.URL, &r.sealed, &r.SecretKeyID, &r.OperationKeyPath,
+	if err := row.Scan(&r.Name, &r.Provider, &r.EventType, &r.URL, &r.SecretKeyID, &r.OperationKeyPath,
 		&r.FetchCurrent, &ms, &r.RetryBudget, &r.ReplacesHandler, &r.AllowPrivate, &r.Enabled, &r.CreatedAt, &r.UpdatedAt); err != nil {
 		return nil, store.Interpret(err)
 	}
@@ -132,6 +134,9 @@ func Open(ctx context.Context, s *store.Store, name string) (*Route, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.Pool.QueryRow(ctx, `SELECT secret_sealed FROM forward_routes WHERE name = $1`, name).Scan(&r.sealed); err != nil {
+		return nil, fmt.Errorf("forward route %s: %w", name, store.Interpret(err))
+	}
 	kr, err := s.Keyring()
 	if err != nil {
 		return nil, err
@@ -161,18 +166,19 @@ type TableRow struct {
 	EventType       string
 	RetryBudget     int
 	ReplacesHandler bool
+	Enabled         bool
 }
 
-// Table lists the enabled routes as the intake's route table reads them.
+// Table lists the routes as the intake's route table reads them.
 func Table(ctx context.Context, db store.DB) ([]TableRow, error) {
-	rows, err := db.Query(ctx, `SELECT name, provider, event_type, coalesce(retry_budget, 0), replaces_handler
-		FROM forward_routes WHERE enabled ORDER BY name`)
+	rows, err := db.Query(ctx, `SELECT name, provider, event_type, coalesce(retry_budget, 0), replaces_handler, enabled
+		FROM forward_routes ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (TableRow, error) {
 		var t TableRow
-		err := r.Scan(&t.Name, &t.Provider, &t.EventType, &t.RetryBudget, &t.ReplacesHandler)
+		err := r.Scan(&t.Name, &t.Provider, &t.EventType, &t.RetryBudget, &t.ReplacesHandler, &t.Enabled)
 		return t, err
 	})
 }
@@ -256,11 +262,11 @@ type Backlog struct {
 	Route   string `json:"route"`
 	Pending int64  `json:"pending"`
 	// OldestPendingSeconds is the age of its oldest pending row (0: none).
-	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+	OldestPendingSeconds float64 `json:"oldest_pending_age_seconds"`
 }
 
-// Backlogs counts each enabled route's pending inbox rows (by its provider
-// and type, a trailing '*' matching a prefix).
+// Backlogs counts each route's pending inbox rows (by its provider and
+// type, a trailing '*' matching a prefix).
 func Backlogs(ctx context.Context, db store.DB) ([]Backlog, error) {
 	rows, err := db.Query(ctx, `
 		SELECT r.name, count(i.id), coalesce(extract(epoch FROM now() - min(i.received_at)), 0)::float8
@@ -268,7 +274,6 @@ func Backlogs(ctx context.Context, db store.DB) ([]Backlog, error) {
 		  LEFT JOIN webhook_inbox i ON i.status = 'pending' AND i.provider = r.provider
 		   AND (i.event_type = r.event_type
 		        OR (right(r.event_type, 1) = '*' AND starts_with(i.event_type, rtrim(r.event_type, '*'))))
-		 WHERE r.enabled
 		 GROUP BY r.name ORDER BY r.name`)
 	if err != nil {
 		return nil, err
