@@ -49,3 +49,23 @@ func scrape(t *testing.T, url string, status int) string {
 	require.Equal(t, status, resp.StatusCode, "GET %s", url)
 	return string(body)
 }
+
+// histogramCount sums a histogram family's sample counts whose label
+// values include label.
+func histogramCount(t *testing.T, s *stack, name, label string) float64 {
+	t.Helper()
+	fams, err := s.metrics.Registry.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabelValue(m, label) {
+				total += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return total
+}

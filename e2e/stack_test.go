@@ -67,6 +67,8 @@ type stackOptions struct {
 	databaseURL string
 	configure   func(*config.Config)
 	handlers    map[string]engine.Handler
+	// noWorker: the test runs the worker itself (as a process it kills).
+	noWorker bool
 }
 
 func testLogger() *slog.Logger {
@@ -128,7 +130,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		s.handlers = map[string]engine.Handler{}
 	}
 	s.client = testenv.TemporalClient(t, cfg.TemporalAddress)
-	s.startWorker()
+	s.stopWorker = func() {}
+	if !o.noWorker {
+		s.startWorker()
+	}
 	s.startIntake()
 	t.Cleanup(func() {
 		s.stopIntake()

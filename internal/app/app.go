@@ -228,7 +228,7 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 	return &Activities{Store: st, Handlers: set, Activities: worker.Activities{
 		Resource: &activities.ResourceActivities{
 			Events: &engine.Events{Store: st, Providers: provs, Routes: rt, Handlers: set, WaitLimits: b.WaitLimits,
-				WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax, Forwarder: b.ForwardHandler(&forward.Sender{Guard: guard, Metrics: m})},
+				WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax, Forwarder: b.ForwardHandler(&forward.Sender{Guard: guard, Metrics: m, TTL: cfg.EndpointCacheTTL})},
 			Reconcilers: recs,
 			Outbox:      &storeports.Outbox{Store: st, Mailer: Mailer(cfg), Guard: guard},
 			Policies:    policies,

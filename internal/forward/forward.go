@@ -231,6 +231,10 @@ func (s *Sender) post(ctx context.Context, r *forwards.Route, opKey string, body
 	start := time.Now()
 	resp, err := hc.Do(req)
 	latency := time.Since(start)
+	if errors.Is(err, outbound.ErrForbiddenAddress) {
+		return 0, latency, &Error{Route: r.Name, Err: fmt.Errorf("refused: %w (the route does not allow private or loopback "+
+			"addresses: hookinbox routes update %s --allow-private, if the service is beside hookinbox on purpose)", transportError(err), r.Name)}
+	}
 	if err != nil {
 		return 0, latency, &Error{Route: r.Name, Err: transportError(err)}
 	}
