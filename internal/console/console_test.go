@@ -50,7 +50,8 @@ func setup(t *testing.T) *bundle {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	cfg := config.Default()
-	svc := &ops.Service{Store: st, Routes: routestest.Builtin(), Doorbell: nopBell{}, Config: cfg, SignalTimeout: time.Second}
+	svc := &ops.Service{Store: st, Routes: routestest.Builtin(), Handled: routestest.Builtin(), Doorbell: nopBell{}, Config: cfg,
+		SignalTimeout: time.Second}
 	srv, err := console.New(console.Options{Ops: svc})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

@@ -86,7 +86,7 @@ func New(o Options) (*Server, error) {
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
 	}
-	s.routes = append(s.apiRoutes(), s.webRoutes()...)
+	s.routes = append(append(s.apiRoutes(), s.webRoutes()...), s.forwardRoutes()...)
 	for _, rt := range s.routes {
 		s.mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))
 	}

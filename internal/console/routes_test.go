@@ -1,0 +1,74 @@
+package console_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const forwardSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// Forward routes name where events go and carry a secret: viewers read
+// them (never the secret), only admins change them, and bad input is a 400
+// that changes nothing.
+func TestForwardRoutesAreReadByViewersAndChangedByAdmins(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	add := map[string]any{"name": "billing", "provider": "stripe", "event_type": "charge.*", "url": "https://billing.example.com/hooks",
+		"secret": forwardSecret, "operation_key_path": "data.object.id", "timeout": "2s", "reason": "billing service"}
+	for _, role := range []string{"", "viewer", "operator"} {
+		code, body := b.call(role, "POST", "/api/routes", add)
+		require.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, code, "%s: %s", role, body)
+	}
+	require.Zero(t, b.count(`SELECT count(*) FROM forward_routes`))
+
+	bad := map[string]any{}
+	for k, v := range add {
+		bad[k] = v
+	}
+	bad["timeout"] = "soon"
+	code, body := b.call("admin", "POST", "/api/routes", bad)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	bad["timeout"], bad["url"] = "2s", "http://10.0.0.1/"
+	code, body = b.call("admin", "POST", "/api/routes", bad)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, "--allow-private")
+	bad["url"], bad["event_type"] = "https://billing.example.com/hooks", "invoice.paid"
+	code, body = b.call("admin", "POST", "/api/routes", bad)
+	require.Equal(t, http.StatusConflict, code, "a handler's type: %s", body)
+	require.Zero(t, b.count(`SELECT count(*) FROM forward_routes`))
+
+	code, body = b.call("admin", "POST", "/api/routes", add)
+	require.Equal(t, http.StatusCreated, code, body)
+	require.NotContains(t, body, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	code, body = b.call("viewer", "GET", "/api/routes", nil)
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotContains(t, body, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "never the secret")
+	var list []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.Len(t, list, 1)
+	require.Equal(t, "2s", list[0]["timeout"])
+	require.Contains(t, list[0], "oldest_pending_age_seconds")
+
+	code, body = b.call("operator", "PATCH", "/api/routes/billing", map[string]any{"enabled": false})
+	require.Equal(t, http.StatusForbidden, code, body)
+	code, body = b.call("admin", "PATCH", "/api/routes/billing", map[string]any{"enabled": false, "reason": "maintenance"})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"enabled": false`)
+	code, _ = b.call("admin", "PATCH", "/api/routes/nope", map[string]any{"enabled": false})
+	require.Equal(t, http.StatusNotFound, code)
+
+	code, body = b.call("viewer", "GET", "/routes", nil)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "billing.example.com")
+	require.Contains(t, body, "paused")
+
+	code, _ = b.call("operator", "DELETE", "/api/routes/billing", nil)
+	require.Equal(t, http.StatusForbidden, code)
+	code, _ = b.call("admin", "DELETE", "/api/routes/billing?reason=retired", nil)
+	require.Equal(t, http.StatusNoContent, code)
+	require.Equal(t, 3, b.count(`SELECT count(*) FROM operator_actions WHERE action LIKE 'route_%' AND actor = 'admin-token'`),
+		"add, update and remove, each audited under the admin token's name")
+}
