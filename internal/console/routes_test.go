@@ -3,9 +3,13 @@ package console_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/internal/store/forwards"
 )
 
 const forwardSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -64,6 +68,16 @@ func TestForwardRoutesAreReadByViewersAndChangedByAdmins(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "billing.example.com")
 	require.Contains(t, body, "paused")
+
+	// The lineage shows each forward attempt.
+	require.NoError(t, forwards.InsertAttempt(b.ctx, b.st.Pool, forwards.Attempt{Route: "billing", Event: b.event,
+		OperationKey: "op-1", Attempt: 1, Outcome: forwards.OutcomeRetry, StatusCode: 503, Latency: 42 * time.Millisecond,
+		Error: "forward billing: HTTP 503: busy"}))
+	code, body = b.call("viewer", "GET", "/explain?kind=event&ref="+url.QueryEscape(b.event.String()), nil)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Forward attempts")
+	require.Contains(t, body, "HTTP 503: busy")
+	require.Contains(t, body, "42ms")
 
 	code, _ = b.call("operator", "DELETE", "/api/routes/billing", nil)
 	require.Equal(t, http.StatusForbidden, code)
