@@ -189,6 +189,28 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 		return err
 	}
 	gh := newGitHubDemo(run)
+	if f.github {
+		// GitHub's push events go on to a team's service the demo runs.
+		secret := simulator.StandardSecret("hookinbox-demo-forward-" + run.id)
+		rcv, err := newForwardReceiver(secret)
+		if err != nil {
+			return err
+		}
+		rcvURL, stopRcv, err := serveLocal(ctx, rcv)
+		if err != nil {
+			return err
+		}
+		defer stopRcv()
+		gh.forward = &forwardDemo{route: "demo-github-push", url: rcvURL + "/hooks", secret: secret, receiver: rcv,
+			reload: cfg.EndpointCacheTTL + time.Second}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := gh.forward.remove(cctx, st); err == nil {
+				fmt.Fprintf(out, "removed the forward route %s (its service stops with the demo)\n", gh.forward.route)
+			}
+		}()
+	}
 	if !f.keep {
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -45,6 +45,8 @@ type gitHubDemo struct {
 	slug, owner, repo, secret string
 	hookID                    int64
 	apiKey, workspace         string
+	// forward, when set, forwards the push events to a team's service.
+	forward *forwardDemo
 }
 
 func newGitHubDemo(run demoRun) gitHubDemo {
@@ -163,7 +165,14 @@ type gitHubResult struct {
 	After    gitHubInbox
 	Passes   []soak.PassRun
 	Asked    int // redeliveries GitHub was asked for (its own count)
-	Problems []string
+	// What the team's service behind the forward route got: requests,
+	// ones that failed verification, and the operations it applied
+	// (operation key → event key).
+	Route             string
+	ForwardRequests   int
+	ForwardUnverified int
+	Forwarded         map[string]string
+	Problems          []string
 }
 
 func (r gitHubResult) count(f GitHubFate) int {
@@ -212,6 +221,12 @@ func demoGitHub(ctx context.Context, out io.Writer, st *store.Store, tc client.C
 		return r, fmt.Errorf("register the github endpoint: %w", err)
 	}
 	var err error
+	if g.forward != nil {
+		if err := g.forward.install(ctx, out, st); err != nil {
+			return r, err
+		}
+		r.Route = g.forward.route
+	}
 	if r.Sent, err = g.send(ctx, sim, plan); err != nil {
 		return r, err
 	}
@@ -264,7 +279,49 @@ func demoGitHub(ctx context.Context, out io.Writer, st *store.Store, tc client.C
 		}
 	}
 	r.check(redelivered)
+	if g.forward != nil {
+		if err := r.awaitForwards(ctx, st.Pool, g, passTimeout); err != nil {
+			return r, err
+		}
+	}
 	return r, nil
+}
+
+// awaitForwards waits until no delivery is pending (each was forwarded),
+// then checks that the service applied each delivery once.
+func (r *gitHubResult) awaitForwards(ctx context.Context, db store.DB, g gitHubDemo, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		in, err := readGitHubInbox(ctx, db, g, r.Sent)
+		if err != nil {
+			return err
+		}
+		r.After = in
+		if in.Statuses[keys.StatusPending] == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	r.ForwardRequests, r.ForwardUnverified, r.Forwarded = g.forward.receiver.seen()
+	applied := map[string]int{}
+	for _, ev := range r.Forwarded {
+		if k, err := keys.ParseEvent(ev); err == nil {
+			applied[k.EventID]++
+		}
+	}
+	for _, s := range r.Sent {
+		if n := applied[s.Delivery.GUID]; n != 1 {
+			r.Problems = append(r.Problems, fmt.Sprintf("delivery %s (%s) was applied by the team's service %d times, not once", s.Delivery.GUID, s.Fate, n))
+		}
+	}
+	if r.ForwardUnverified > 0 {
+		r.Problems = append(r.Problems, fmt.Sprintf("%d forwarded request(s) failed the service's signature check", r.ForwardUnverified))
+	}
+	return nil
 }
 
 // print writes the step's side by side, in the style of the demo's others.
@@ -281,6 +338,10 @@ func (r gitHubResult) print(out io.Writer) error {
 	fmt.Fprintf(tw, "  redeliveries\t%d asked, %s\t%d in the inbox after, %s\n",
 		r.Asked, plural(len(r.Passes), "pass", "passes"), r.After.present(), onceText(r))
 	fmt.Fprintf(tw, "  handled\t-\t%s\n", statusText(r.After.Statuses))
+	if r.Route != "" {
+		fmt.Fprintf(tw, "  forwarded\t-\t%d applied by the team's service (route %s), %s; %d request(s), %d unverified\n",
+			len(r.Forwarded), r.Route, appliedText(r), r.ForwardRequests, r.ForwardUnverified)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -296,6 +357,13 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+func appliedText(r gitHubResult) string {
+	if len(r.Forwarded) == len(r.Sent) {
+		return "one per delivery"
+	}
+	return fmt.Sprintf("NOT one per delivery (%d deliveries)", len(r.Sent))
 }
 
 func onceText(r gitHubResult) string {
@@ -322,6 +390,9 @@ func statusText(statuses map[string]int) string {
 	text := strings.Join(parts, ", ")
 	if len(names) == 1 && names[0] == string(keys.StatusIgnored) {
 		text += " (no handler for GitHub push events: stored once, nothing to run)"
+	}
+	if len(names) == 1 && names[0] == string(keys.StatusDone) {
+		text += " (forwarded: stored once, sent on once)"
 	}
 	return text
 }

@@ -53,6 +53,7 @@ func newLabStack(t *testing.T, configure func(*config.Config)) *labStack {
 	cfg.TaskQueue = fmt.Sprintf("lab-%d-%d", os.Getpid(), labQueueSeq.Add(1))
 	cfg.RetryInitial, cfg.RetryMax, cfg.ActivityTimeout = 50*time.Millisecond, 500*time.Millisecond, 10*time.Second
 	cfg.HandoffTimeout = 2 * time.Second
+	cfg.EndpointCacheTTL = 200 * time.Millisecond
 	// Only the pass under test: the others would act on nothing here.
 	cfg.ReconcileInterval, cfg.BackfillInterval, cfg.RetentionInterval = 0, 0, 0
 	if configure != nil {
@@ -85,7 +86,8 @@ func newLabStack(t *testing.T, configure func(*config.Config)) *labStack {
 	iln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s.intake = "http://" + ln.Addr().String()
-	in := app.NewIntake(cfg, open(cfg.IntakeDB()), ic, m, log, builtin.MustBusiness().Routes)
+	intakeSt := open(cfg.IntakeDB())
+	in := app.NewIntake(cfg, intakeSt, ic, m, log, builtin.MustBusiness().Router(cfg, intakeSt, log))
 	in.InternalListener = iln
 	ictx, stopIntake := context.WithCancel(ctx)
 	intakeDone := make(chan error, 1)
@@ -126,6 +128,12 @@ func TestDemoGitHubRecoversTheDroppedDeliveriesOnce(t *testing.T) {
 	sim := simulator.New(simulator.Config{Seed: 16, APIKey: run.apiKey})
 	api := httptest.NewServer(sim.Handler())
 	t.Cleanup(api.Close)
+	secret := simulator.StandardSecret("hookinbox-demo-forward-" + run.id)
+	rcv, err := newForwardReceiver(secret)
+	require.NoError(t, err)
+	rsrv := httptest.NewServer(rcv)
+	t.Cleanup(rsrv.Close)
+	g.forward = &forwardDemo{route: "demo-github-push", url: rsrv.URL + "/hooks", secret: secret, receiver: rcv, reload: time.Second}
 
 	var out bytes.Buffer
 	ctx := context.Background()
@@ -143,7 +151,10 @@ func TestDemoGitHubRecoversTheDroppedDeliveriesOnce(t *testing.T) {
 	require.Equal(t, 6, r.After.present())
 	require.Empty(t, r.Problems)
 	require.True(t, r.OK())
-	require.Equal(t, map[string]int{"ignored": 6}, r.After.Statuses, "no handler for push: stored once, ignored")
+	require.Equal(t, map[string]int{"done": 6}, r.After.Statuses, "each forwarded to the team's service")
+	require.Len(t, r.Forwarded, 6, "the service applied each delivery once")
+	require.Zero(t, r.ForwardUnverified)
+	require.GreaterOrEqual(t, r.ForwardRequests, 6)
 
 	var linked string
 	require.NoError(t, s.store.Pool.QueryRow(ctx, `SELECT DISTINCT workspace_id FROM webhook_inbox WHERE endpoint_slug = $1`, g.slug).Scan(&linked))
@@ -156,7 +167,8 @@ func TestDemoGitHubRecoversTheDroppedDeliveriesOnce(t *testing.T) {
 		"6 push, sent once each (GitHub never retries)", "4 in the inbox before the recovery",
 		"2, logged \"failed to connect to host\"", "1, logged \"timed out\"",
 		"2 asked, 1 pass", "6 in the inbox after, each exactly once", "recovered by " + r.Passes[0].WorkflowID,
-		"6 ignored (no handler for GitHub push events",
+		"6 done (forwarded: stored once, sent on once)",
+		"6 applied by the team's service (route demo-github-push), one per delivery",
 	} {
 		require.Contains(t, table.String(), want)
 	}
