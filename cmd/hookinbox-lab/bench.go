@@ -224,7 +224,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.StringVar(&burst, "burst", "20x50", "e2e: bursts load (subscription updates), RESOURCESxEVENTS per resource")
 	f.StringVar(&spreadKind, "spread-kind", bench.KindInvoice, "e2e and scale: kind of the one-event resources: invoice (invoice.paid with its confirmation email) or subscription")
 	f.IntVar(&senders, "senders", 16, "e2e and scale: concurrent HTTP senders")
-	f.StringVar(&designs, "designs", "hookinbox-v1,hookinbox", "e2e and scale: designs to run: hookinbox, hookinbox-v1 (the design before issue #17), naive, hookinbox-activity (HOOKINBOX_HANDLE_MODE=activity), temporal-floor (not a design: the server's limit for one workflow per resource, a workflow that takes its signal and completes at once; loads of one event per resource); ratios are to the first")
+	f.StringVar(&designs, "designs", "hookinbox-v1,hookinbox", "e2e and scale: designs to run: hookinbox, hookinbox-v1 (the design before issue #17), naive, hookinbox-activity (HOOKINBOX_HANDLE_MODE=activity), hookinbox-forward (forward routes to an in-process service instead of the handlers), temporal-floor (not a design: the server's limit for one workflow per resource, a workflow that takes its signal and completes at once; loads of one event per resource); ratios are to the first")
 	f.StringVar(&scale, "scale", "1000,10000,100000", "scale: distinct resources per run, one event each")
 	f.IntVar(&scaleMax, "scale-max", 10000, "scale: skip sizes above this (0: no cap; 100k resources take hours on 2 cores)")
 	f.IntVar(&repeat, "repeat", 1, "e2e: runs per load, alternating the order of the designs (rows show the mean; scale runs once)")

@@ -65,7 +65,7 @@ const (
 )
 
 // Designs lists every design RunOnce knows.
-var Designs = []string{DesignNaive, DesignV1, DesignHookinbox, DesignUnpaced, DesignActivity, DesignFloor}
+var Designs = []string{DesignNaive, DesignV1, DesignHookinbox, DesignUnpaced, DesignActivity, DesignForward, DesignFloor}
 
 // Kinds of resource a load's events are about.
 const (
@@ -245,6 +245,9 @@ type system struct {
 	signals func() float64
 	sweeps  func() float64
 	stop    func()
+	// check, when set, says whether the run's effects are real (the
+	// forward design: the service applied one operation per event).
+	check func(events int) error
 }
 
 // benchHandler is the cheap business handler every design runs: one short
@@ -342,6 +345,15 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	if err := registerEndpoint(ctx, ist); err != nil {
 		return nil, err
 	}
+	var check func(int) error
+	if design == DesignForward {
+		stop, svc, err := startForwardService(ctx, ist)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, stop)
+		check = svc.check
+	}
 	ic, err := starter.DialLazy(cfg, log)
 	if err != nil {
 		return nil, err
@@ -351,7 +363,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	if err != nil {
 		return nil, err
 	}
-	sys := &system{design: design, url: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, queue: cfg.TaskQueue, client: wc,
+	sys := &system{design: design, url: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, queue: cfg.TaskQueue, client: wc, check: check,
 		sweeps: func() float64 { return testutil.ToFloat64(wm.SweepResignals) }}
 	im := metrics.New()
 	wctx, wcancel := context.WithCancel(context.Background())
@@ -360,10 +372,10 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	werr := make(chan error, 1)
 
 	switch design {
-	case DesignHookinbox, DesignActivity, DesignV1, DesignUnpaced:
+	case DesignHookinbox, DesignActivity, DesignV1, DesignUnpaced, DesignForward:
 		wg.Add(1)
 		go func() { defer wg.Done(); werr <- app.RunWorker(wctx, cfg, wc, acts, wm, "", log) }()
-		in := app.NewIntake(cfg, ist, ic, im, log, biz.Routes)
+		in := app.NewIntake(cfg, ist, ic, im, log, biz.Router(cfg, ist, log))
 		in.InternalAddr = "" // the benchmark reads the registry itself
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = in.Run(ictx, "", ln, log) }()
@@ -586,6 +598,12 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	if err := waitDone(ctx, obs, len(evs)); err != nil {
 		mem.Stop()
 		return res, err
+	}
+	if sys.check != nil {
+		if err := sys.check(len(evs)); err != nil {
+			mem.Stop()
+			return res, err
+		}
 	}
 	res.MachineBusy, res.TemporalCores = cpu.Stop()
 	res.PeakHeapMiB, res.PeakRSSMiB = mem.Stop()
