@@ -30,6 +30,7 @@ import (
 // GitHubFate is what happens to one demo delivery on its way.
 type GitHubFate string
 
+// The fates of a demo delivery.
 const (
 	GitHubOK      GitHubFate = "ok"
 	GitHubDropped GitHubFate = "dropped"     // never reaches the intake; logged "failed to connect to host"

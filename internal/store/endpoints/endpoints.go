@@ -359,6 +359,7 @@ func endpointColumns(withAPI, withSecrets bool) string {
 	}
 	secrets := `'[]'::json`
 	if withSecrets {
+		//nolint:gosec // G101: a query that reads the sealed secrets, not a credential
 		secrets = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'sealed', encode(s.secret_sealed, 'hex'),
 	          'key_id', s.secret_key_id, 'accounts', s.accounts, 'created_at', s.created_at) ORDER BY s.id)
 	          FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
