@@ -1,0 +1,73 @@
+package app_test
+
+// The audit's findings (issue "Least privilege for the console too, and
+// the audit's findings"), one attack per item, each played against the
+// real component the item is about: the intake, the console and the
+// operator API as app wires them, on a real PostgreSQL, real HTTP, a real
+// Temporal dev server and its UI in a real Chromium. docs/security.md lists
+// them (item → attack → test).
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/internal/outbound"
+)
+
+// Item 8: a team destination that names an internal address in a form the
+// guard did not know (NAT64, 6to4, IPv4-compatible IPv6, the reserved IPv4
+// blocks) must be refused like the plain address, at dial time.
+func TestAuditSSRFGuardRefusesEmbeddedAndReservedAddresses(t *testing.T) {
+	t.Parallel()
+	refused := []string{
+		"64:ff9b::7f00:1",     // NAT64 of 127.0.0.1
+		"64:ff9b::a9fe:a9fe",  // NAT64 of the metadata endpoint 169.254.169.254
+		"64:ff9b::a00:1",      // NAT64 of 10.0.0.1
+		"64:ff9b:1::a00:1",    // local-use NAT64 (RFC 8215)
+		"2002:7f00:1::1",      // 6to4 of 127.0.0.1
+		"2002:a9fe:a9fe::1",   // 6to4 of 169.254.169.254
+		"::7f00:1",            // IPv4-compatible ::127.0.0.1
+		"::a9fe:a9fe",         // IPv4-compatible ::169.254.169.254
+		"0.1.2.3",             // 0.0.0.0/8 ("this network", reaches the host on Linux)
+		"192.0.0.8",           // IETF protocol assignments
+		"198.18.0.1",          // benchmarking
+		"198.19.255.254",      // benchmarking
+		"240.0.0.1",           // reserved
+		"255.255.255.255",     // broadcast
+		"fec0::1",             // site-local
+		"100::1",              // discard-only
+		"2001:db8::1",         // documentation
+	}
+	for _, a := range refused {
+		require.False(t, outbound.Guard{}.Allowed(netip.MustParseAddr(a)), "%s is allowed", a)
+	}
+	for _, a := range []string{"8.8.8.8", "2001:4860:4860::8888", "64:ff9b::808:808", "2002:808:808::1", "100.128.0.1"} {
+		require.True(t, outbound.Guard{}.Allowed(netip.MustParseAddr(a)), "%s (global unicast) is refused", a)
+	}
+
+	// At dial time: the sender's client refuses before any packet leaves,
+	// whatever the network would have done with the address.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	for _, host := range []string{"[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "[::7f00:1]", "0.0.0.1"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+host+":"+port+"/hook", nil)
+		require.NoError(t, err)
+		resp, err := outbound.Guard{}.Client(5 * time.Second).Do(req)
+		cancel()
+		if resp != nil {
+			resp.Body.Close()
+		}
+		require.True(t, errors.Is(err, outbound.ErrForbiddenAddress), "%s: want a refusal by the guard, got %v", host, err)
+	}
+}
