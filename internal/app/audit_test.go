@@ -10,9 +10,12 @@ package app_test
 import (
 	"context"
 	"errors"
+	"html"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -70,4 +73,36 @@ func TestAuditSSRFGuardRefusesEmbeddedAndReservedAddresses(t *testing.T) {
 		}
 		require.True(t, errors.Is(err, outbound.ErrForbiddenAddress), "%s: want a refusal by the guard, got %v", host, err)
 	}
+}
+
+// hiddenFields are the hidden inputs of a page's forms, by name.
+func hiddenFields(page string) map[string]string {
+	out := map[string]string{}
+	for _, m := range hiddenRe.FindAllStringSubmatch(page, -1) {
+		out[html.UnescapeString(m[1])] = html.UnescapeString(m[2])
+	}
+	return out
+}
+
+var hiddenRe = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// Item 4: a sign-in link whose next names another site (a tab or newline
+// that browsers strip, a scheme, a host) lands on the console's own
+// overview, never elsewhere.
+func TestAuditLoginNeverRedirectsOffSite(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{})
+	for _, next := range []string{"/\t/evil.example", "/\n/evil.example", "/\r/evil.example", "/%09/evil.example",
+		"//evil.example", "/\\evil.example", "https://evil.example/", "javascript:alert(1)", "/\x00/evil.example",
+		"\t//evil.example", "/ \t/evil.example", "http:/evil.example"} {
+		c := a.browser(t)
+		_, page, _ := a.page(t, c, "/login?next="+url.QueryEscape(next))
+		require.NotContains(t, page, "evil.example", "the login form carries next %q", next)
+		resp := a.signIn(t, c, "viewer", next)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "next %q", next)
+		require.Equal(t, "/", resp.Header.Get("Location"), "next %q", next)
+	}
+	// A next on the site is kept.
+	resp := a.signIn(t, a.browser(t), "viewer", "/inbox?status=exhausted")
+	require.Equal(t, "/inbox?status=exhausted", resp.Header.Get("Location"))
 }

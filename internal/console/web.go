@@ -188,12 +188,37 @@ func (s *Server) webLogin(w http.ResponseWriter, r *http.Request, _ *principal) 
 	return s.render(w, r, nil, http.StatusOK, "login", "Sign in", map[string]string{"Next": safeNext(r.URL.Query().Get("next"))})
 }
 
-// safeNext keeps a post-login redirect on this site.
+// safeNext keeps a post-login redirect on this site: a path of its own,
+// nothing a browser could read as another host. Control bytes are refused
+// (browsers strip tabs and newlines from URLs, so "/\t/evil.example" lands
+// on //evil.example), and so is anything whose parse names a scheme or a
+// host, or that starts with // or holds a backslash (which browsers read
+// as a slash).
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
+	if !localPath(next) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	// The decoded path must pass too: "/%09/evil.example" is harmless to a
+	// browser, but not to every proxy or log reader in between.
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !localPath(u.Path) {
 		return "/"
 	}
 	return next
+}
+
+// localPath reports whether p is a path of this site: a leading slash, no
+// second one after it, no backslash, no control byte.
+func localPath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.Contains(p, `\`) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x20 || p[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) webLoginPost(w http.ResponseWriter, r *http.Request, _ *principal) error {
