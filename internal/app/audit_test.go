@@ -8,14 +8,18 @@ package app_test
 // them (item → attack → test).
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"html"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"regexp"
+	"strings"
+	"sync/atomic"
 	"strconv"
 	"testing"
 	"time"
@@ -105,4 +109,65 @@ func TestAuditLoginNeverRedirectsOffSite(t *testing.T) {
 	// A next on the site is kept.
 	resp := a.signIn(t, a.browser(t), "viewer", "/inbox?status=exhausted")
 	require.Equal(t, "/inbox?status=exhausted", resp.Header.Get("Location"))
+}
+
+// cookieHeader is the Cookie header c's jar sends to the console.
+func (a *auditConsole) cookieHeader(t *testing.T, c *http.Client) string {
+	t.Helper()
+	u, err := url.Parse(a.url)
+	require.NoError(t, err)
+	var parts []string
+	for _, ck := range c.Jar.Cookies(u) {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	require.NotEmpty(t, parts, "signed in")
+	return strings.Join(parts, "; ")
+}
+
+// Item 7: a signed-in browser (or a page that makes it post) sends a form
+// far larger than any the console takes. It is refused 413 once the bound
+// is passed, before the CSRF check parses it: not read whole into memory
+// and temporary files.
+func TestAuditOversizedFormsAreRefusedBeforeTheyAreParsed(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{})
+	c := a.browser(t)
+	require.Equal(t, http.StatusSeeOther, a.signIn(t, c, "operator", "/").StatusCode)
+	cookie := a.cookieHeader(t, c)
+	host := strings.TrimPrefix(a.url, "http://")
+	const size = 40 << 20
+	for _, tt := range []struct{ name, contentType string }{
+		{"multipart", "multipart/form-data; boundary=XX"},
+		{"urlencoded", "application/x-www-form-urlencoded"},
+	} {
+		conn, err := net.Dial("tcp", host)
+		require.NoError(t, err)
+		head := "POST /replay HTTP/1.1\r\nHost: " + host + "\r\nCookie: " + cookie + "\r\nContent-Type: " + tt.contentType +
+			"\r\nContent-Length: " + strconv.Itoa(size) + "\r\n\r\n"
+		_, err = io.WriteString(conn, head)
+		require.NoError(t, err)
+		var sent atomic.Int64
+		go func() {
+			var chunk []byte
+			if tt.name == "multipart" {
+				chunk = []byte("--XX\r\nContent-Disposition: form-data; name=\"reason\"\r\n\r\n" + strings.Repeat("r", 64<<10) + "\r\n")
+			} else {
+				chunk = []byte("reason=" + strings.Repeat("r", 64<<10) + "&")
+			}
+			for sent.Load() < size {
+				n, err := conn.Write(chunk)
+				sent.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		}()
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, tt.name)
+		resp.Body.Close()
+		conn.Close()
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s form of 40 MiB", tt.name)
+		require.Less(t, sent.Load(), int64(size), "%s: the console read the whole body", tt.name)
+	}
 }

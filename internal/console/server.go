@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -73,9 +74,36 @@ type route struct {
 }
 
 const (
-	cookieName   = "hookinbox_session"
+	cookieName = "hookinbox_session"
+	// maxBodyBytes bounds an API request's body (413 above).
 	maxBodyBytes = 1 << 20
+	// maxFormBytes bounds a console form: the largest, a bulk resolution
+	// of a thousand quarantine ids, is a few KiB.
+	maxFormBytes = 256 << 10
 )
+
+// parseForm reads a console form, already bounded by maxFormBytes: a body
+// over it is a *http.MaxBytesError (413); no file of a multipart form is
+// kept on disk.
+func parseForm(r *http.Request) error {
+	var err error
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+		err = r.ParseMultipartForm(maxFormBytes)
+		if r.MultipartForm != nil {
+			_ = r.MultipartForm.RemoveAll() // the console takes no files
+		}
+	} else {
+		err = r.ParseForm()
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	if err != nil {
+		return badRequest("bad form: %v", err)
+	}
+	return nil
+}
 
 // New builds the server and its routes.
 func New(o Options) (*Server, error) {
@@ -160,7 +188,17 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 		start := time.Now()
 		var p *principal
 		var err error
-		if rt.role != "" {
+		// Bounded before anything reads it: the form's CSRF check below
+		// parses the body, and a JSON handler decodes it.
+		limit := int64(maxBodyBytes)
+		if !rt.api {
+			limit = maxFormBytes
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if !rt.api && r.Method == http.MethodPost {
+			err = parseForm(r)
+		}
+		if err == nil && rt.role != "" {
 			p, err = s.authenticate(r, rt.api)
 			switch {
 			case errors.Is(err, ops.ErrBadToken):
@@ -178,7 +216,6 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			}
 		}
 		if err == nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 			err = rt.h(w, r, p)
 		}
 		if err != nil {
