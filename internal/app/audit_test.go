@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -26,7 +28,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/outbound"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 // Item 8: a team destination that names an internal address in a form the
@@ -169,5 +175,34 @@ func TestAuditOversizedFormsAreRefusedBeforeTheyAreParsed(t *testing.T) {
 		conn.Close()
 		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s form of 40 MiB", tt.name)
 		require.Less(t, sent.Load(), int64(size), "%s: the console read the whole body", tt.name)
+	}
+}
+
+// Item 12: a secrets key file that other users of the machine (its group,
+// or anyone) can read hands them every sealed secret. A process asked to
+// use one refuses to start, saying what to do; 0600 and 0400 are fine.
+func TestAuditKeyFileReadableByOthersIsRefused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "secrets.key")
+	require.NoError(t, os.WriteFile(path, []byte(secretbox.GenerateKeyLine("k1")+"\n"), 0o600))
+	cfg := config.Default()
+	cfg.DatabaseURL = testenv.DatabaseURL(t)
+	cfg.SecretsKeyFile = path
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o660, 0o606} {
+		require.NoError(t, os.Chmod(path, mode))
+		st, err := app.OpenStore(context.Background(), cfg, app.OwnerDB(cfg))
+		if st != nil {
+			st.Close()
+		}
+		require.Error(t, err, "mode %04o", mode)
+		require.Contains(t, err.Error(), "chmod 600", "mode %04o", mode)
+		require.Contains(t, err.Error(), path)
+	}
+	for _, mode := range []os.FileMode{0o600, 0o400} {
+		require.NoError(t, os.Chmod(path, mode))
+		st, err := app.OpenStore(context.Background(), cfg, app.OwnerDB(cfg))
+		require.NoError(t, err, "mode %04o", mode)
+		require.NotNil(t, st.Keys)
+		st.Close()
 	}
 }
