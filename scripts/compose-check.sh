@@ -146,10 +146,13 @@ config_vars = set(re.findall(r'"([A-Z][A-Z0-9_]*[A-Z0-9])"', config_src))
 def var_ok(name):
     return name in config_vars
 
-# Commands of the service binary: every cobra Use in cmd/hookinbox (the lab
-# binary's simulate, soak, bench and demo are not, so no service may run them).
+# Commands of the service binary: every cobra Use of its command tree,
+# internal/command (cmd/hookinbox is its thin main; the lab binary's
+# simulate, soak, bench and demo are not, so no service may run them).
 commands = set()
-for path in glob.glob("cmd/hookinbox/*.go"):
+for path in glob.glob("cmd/hookinbox/*.go") + glob.glob("internal/command/*.go"):
+    if path.endswith("_test.go"):
+        continue
     for use in re.findall(r'Use:\s*"([^"]+)"', open(path).read()):
         commands.add(use.split()[0])
 
@@ -222,6 +225,10 @@ for need in ("webhook", "worker"):
     env = env_map((hookinbox_services.get(need) or {}).get("environment"))
     if need == "worker" and env.get("HOOKINBOX_SMTP_ADDR") != "mailpit:1025":
         fail(f"{compose_path}: worker must send mail to mailpit:1025 (HOOKINBOX_SMTP_ADDR)")
+    if need == "worker" and str(env.get("HOOKINBOX_SMTP_TLS", "auto")) not in ("off", "starttls"):
+        # The default (auto) requires STARTTLS of a relay on another host,
+        # and Mailpit offers none: every confirmation would be refused.
+        fail(f"{compose_path}: worker sends to mailpit, which offers no STARTTLS: set HOOKINBOX_SMTP_TLS to off")
 
 # The intake's internal listener (/metrics, /readyz) is reachable on the
 # compose network and published nowhere; the public port is the only one.
