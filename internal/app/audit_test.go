@@ -16,13 +16,15 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/textproto"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync/atomic"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,23 +43,23 @@ import (
 func TestAuditSSRFGuardRefusesEmbeddedAndReservedAddresses(t *testing.T) {
 	t.Parallel()
 	refused := []string{
-		"64:ff9b::7f00:1",     // NAT64 of 127.0.0.1
-		"64:ff9b::a9fe:a9fe",  // NAT64 of the metadata endpoint 169.254.169.254
-		"64:ff9b::a00:1",      // NAT64 of 10.0.0.1
-		"64:ff9b:1::a00:1",    // local-use NAT64 (RFC 8215)
-		"2002:7f00:1::1",      // 6to4 of 127.0.0.1
-		"2002:a9fe:a9fe::1",   // 6to4 of 169.254.169.254
-		"::7f00:1",            // IPv4-compatible ::127.0.0.1
-		"::a9fe:a9fe",         // IPv4-compatible ::169.254.169.254
-		"0.1.2.3",             // 0.0.0.0/8 ("this network", reaches the host on Linux)
-		"192.0.0.8",           // IETF protocol assignments
-		"198.18.0.1",          // benchmarking
-		"198.19.255.254",      // benchmarking
-		"240.0.0.1",           // reserved
-		"255.255.255.255",     // broadcast
-		"fec0::1",             // site-local
-		"100::1",              // discard-only
-		"2001:db8::1",         // documentation
+		"64:ff9b::7f00:1",    // NAT64 of 127.0.0.1
+		"64:ff9b::a9fe:a9fe", // NAT64 of the metadata endpoint 169.254.169.254
+		"64:ff9b::a00:1",     // NAT64 of 10.0.0.1
+		"64:ff9b:1::a00:1",   // local-use NAT64 (RFC 8215)
+		"2002:7f00:1::1",     // 6to4 of 127.0.0.1
+		"2002:a9fe:a9fe::1",  // 6to4 of 169.254.169.254
+		"::7f00:1",           // IPv4-compatible ::127.0.0.1
+		"::a9fe:a9fe",        // IPv4-compatible ::169.254.169.254
+		"0.1.2.3",            // 0.0.0.0/8 ("this network", reaches the host on Linux)
+		"192.0.0.8",          // IETF protocol assignments
+		"198.18.0.1",         // benchmarking
+		"198.19.255.254",     // benchmarking
+		"240.0.0.1",          // reserved
+		"255.255.255.255",    // broadcast
+		"fec0::1",            // site-local
+		"100::1",             // discard-only
+		"2001:db8::1",        // documentation
 	}
 	for _, a := range refused {
 		require.False(t, outbound.Guard{}.Allowed(netip.MustParseAddr(a)), "%s is allowed", a)
@@ -205,4 +207,122 @@ func TestAuditKeyFileReadableByOthersIsRefused(t *testing.T) {
 		require.NotNil(t, st.Keys)
 		st.Close()
 	}
+}
+
+// strippingRelay is an SMTP relay as a network attacker in the middle
+// presents it: its EHLO answer lacks STARTTLS, so an opportunistic client
+// carries on in the clear. It records what it was told.
+type strippingRelay struct {
+	addr string
+	mu   sync.Mutex
+	data []string // the DATA sections received
+	cmds []string
+}
+
+func startStrippingRelay(t *testing.T, host string) *strippingRelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	r := &strippingRelay{addr: ln.Addr().String()}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go r.serve(conn)
+		}
+	}()
+	return r
+}
+
+func (r *strippingRelay) serve(conn net.Conn) {
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	tp := textproto.NewConn(conn)
+	_ = tp.PrintfLine("220 relay ESMTP")
+	for {
+		line, err := tp.ReadLine()
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		r.cmds = append(r.cmds, line)
+		r.mu.Unlock()
+		switch verb := strings.ToUpper(strings.SplitN(line, " ", 2)[0]); verb {
+		case "EHLO":
+			_ = tp.PrintfLine("250-relay\r\n250 8BITMIME") // STARTTLS stripped
+		case "HELO", "MAIL", "RCPT", "RSET", "NOOP":
+			_ = tp.PrintfLine("250 ok")
+		case "DATA":
+			_ = tp.PrintfLine("354 go on")
+			lines, err := tp.ReadDotLines()
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			r.data = append(r.data, strings.Join(lines, "\n"))
+			r.mu.Unlock()
+			_ = tp.PrintfLine("250 queued")
+		case "QUIT":
+			_ = tp.PrintfLine("221 bye")
+			return
+		default:
+			_ = tp.PrintfLine("502 no")
+		}
+	}
+}
+
+func (r *strippingRelay) received() (data, cmds []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.data...), append([]string(nil), r.cmds...)
+}
+
+// nonLoopbackIP is an address of this machine other than loopback, where
+// a relay "elsewhere" can listen.
+func nonLoopbackIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no non-loopback IPv4 address to run a remote relay on (CI=true: a test that cannot run fails)")
+	}
+	t.Skip("no non-loopback IPv4 address to run a remote relay on")
+	return ""
+}
+
+// Item 11: with the default configuration, a relay on another host whose
+// STARTTLS an attacker strips gets nothing: not the confirmation email,
+// not even its recipient. A loopback relay (Mailpit under make run) is
+// still used as it is.
+func TestAuditSMTPStartTLSCannotBeStrippedFromARemoteRelay(t *testing.T) {
+	t.Parallel()
+	msg := outbound.Message{Key: "op:confirmation", To: "billing@customer.example", Subject: "100 credits", Text: "CONFIDENTIAL-BODY"}
+
+	remote := startStrippingRelay(t, nonLoopbackIP(t))
+	cfg := config.Default()
+	cfg.SMTPAddr = remote.addr
+	_, err := app.Mailer(cfg).Send(context.Background(), msg)
+	require.Error(t, err, "the message went out in the clear")
+	require.True(t, outbound.IsPermanent(err), "a relay without STARTTLS stays refused: %v", err)
+	data, cmds := remote.received()
+	require.Empty(t, data)
+	for _, c := range cmds {
+		require.NotContains(t, c, "billing@customer.example", "the recipient crossed in the clear")
+	}
+
+	local := startStrippingRelay(t, "127.0.0.1")
+	cfg.SMTPAddr = local.addr
+	_, err = app.Mailer(cfg).Send(context.Background(), msg)
+	require.NoError(t, err, "a loopback relay is the machine's own")
+	data, _ = local.received()
+	require.Len(t, data, 1)
+	require.Contains(t, data[0], "CONFIDENTIAL-BODY")
 }

@@ -162,8 +162,10 @@ type Config struct {
 	// HOOKINBOX_SMTP_LOOKUP_URL: a Mailpit API base URL the SMTP mailer can
 	// ask whether an uncertain message arrived (empty: no lookup).
 	SMTPLookupURL string
-	// HOOKINBOX_SMTP_TLS: "starttls" (default: upgrade when offered, and
-	// never send credentials in the clear), "required" or "off".
+	// HOOKINBOX_SMTP_TLS: "auto" (default: "required" for a relay on
+	// another host, "starttls" for one on loopback), "starttls" (upgrade
+	// when offered, and never send credentials in the clear; an attacker in
+	// the middle can strip the offer), "required" or "off".
 	SMTPTLS string
 	// HOOKINBOX_SMTP_USERNAME, HOOKINBOX_SMTP_PASSWORD: AUTH PLAIN after
 	// the upgrade (empty username: no AUTH).
@@ -303,7 +305,7 @@ func Default() Config {
 		ActivityTimeout:       30 * time.Second,
 		Mailer:                "smtp",
 		SMTPAddr:              "127.0.0.1:1025",
-		SMTPTLS:               "starttls",
+		SMTPTLS:               "auto",
 		EmailFrom:             "hookinbox@localhost",
 		OutboxBudget:          8,
 		EmailAPIIdempotent:    true,
@@ -507,8 +509,8 @@ func (c Config) Validate() error {
 	if c.Mailer == "http" && c.EmailAPIURL == "" {
 		errs = append(errs, "HOOKINBOX_MAILER=http needs HOOKINBOX_EMAIL_API_URL")
 	}
-	if c.SMTPTLS != "starttls" && c.SMTPTLS != "required" && c.SMTPTLS != "off" {
-		errs = append(errs, `HOOKINBOX_SMTP_TLS must be "starttls", "required" or "off"`)
+	if c.SMTPTLS != "auto" && c.SMTPTLS != "starttls" && c.SMTPTLS != "required" && c.SMTPTLS != "off" {
+		errs = append(errs, `HOOKINBOX_SMTP_TLS must be "auto", "starttls", "required" or "off"`)
 	}
 	if c.OutboxBudget <= 0 {
 		errs = append(errs, "HOOKINBOX_OUTBOX_BUDGET must be positive")
