@@ -9,10 +9,12 @@ package app_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"html"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -32,9 +34,16 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/outbound"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
+	"github.com/hookinbox/hookinbox/providers/providertest"
+	"github.com/hookinbox/hookinbox/starter"
 )
 
 // Item 8: a team destination that names an internal address in a form the
@@ -325,4 +334,120 @@ func TestAuditSMTPStartTLSCannotBeStrippedFromARemoteRelay(t *testing.T) {
 	data, _ = local.received()
 	require.Len(t, data, 1)
 	require.Contains(t, data[0], "CONFIDENTIAL-BODY")
+}
+
+// auditIntake is the intake as `hookinbox webhook` runs it: as its own
+// database role, with a Temporal that never answers (hand-offs fail, which
+// the intake tolerates by design), and the owner's store for fixtures.
+type auditIntake struct {
+	ctx   context.Context
+	url   string // the public port, http://host:port
+	owner *store.Store
+	dbURL string
+}
+
+func startAuditIntake(t *testing.T, configure func(*config.Config)) *auditIntake {
+	t.Helper()
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.DatabaseURL = testenv.DatabaseURL(t)
+	cfg.TemporalAddress = "127.0.0.1:1"
+	cfg.HandoffTimeout = 200 * time.Millisecond
+	cfg.RequestTimeout = secTimeout
+	if configure != nil {
+		configure(&cfg)
+	}
+	owner, err := store.Open(ctx, cfg.DatabaseURL, 4)
+	require.NoError(t, err)
+	owner.Keys = testenv.Keys(t)
+	t.Cleanup(owner.Close)
+	st, err := store.Open(ctx, testenv.RoleURL(t, cfg.DatabaseURL, store.RoleIntake), 0)
+	require.NoError(t, err)
+	st.Keys = testenv.Keys(t)
+	t.Cleanup(st.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := starter.DialLazy(cfg, log)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	pub, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	in := app.NewIntake(cfg, st, c, metrics.New(), log, routestest.Builtin())
+	in.InternalAddr = ""
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- in.Run(rctx, "", pub, log) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	return &auditIntake{ctx: ctx, url: "http://" + pub.Addr().String(), owner: owner, dbURL: cfg.DatabaseURL}
+}
+
+// post delivers body to endpoint slug with headers and returns the status.
+func (b *auditIntake) post(t *testing.T, slug string, body []byte, headers map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, b.url+"/webhooks/"+slug, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (b *auditIntake) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.owner.Pool.QueryRow(b.ctx, sql, args...).Scan(&n))
+	return n
+}
+
+const auditGitHubSecret = "ghsecret-audit-k2oBvwfyqY1Ad5ATpJwQLSYz1f5QSx"
+
+// Item 10: GitHub signs neither a delivery id nor a time, so a captured
+// body can be sent again under a fresh X-GitHub-Delivery. Its dedup used
+// to end with the inbox row: once retention deleted it, the same body was
+// accepted again, under a new id, as a new event.
+func TestAuditBodyReplayAfterRetentionIsStillADuplicate(t *testing.T) {
+	t.Parallel()
+	// Every delivery reads the endpoint afresh: links change below.
+	b := startAuditIntake(t, func(c *config.Config) { c.EndpointCacheTTL = time.Nanosecond })
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.owner, endpoints.NewEndpoint{Slug: "gh", Provider: "github",
+		Environment: "live", Secrets: []string{auditGitHubSecret}}))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.owner, "gh", "4242", "ws_gh"))
+	body := []byte(`{"action":"opened","installation":{"id":4242},"repository":{"full_name":"octo/hello"},"issue":{"number":7}}`)
+	require.Equal(t, http.StatusOK, b.post(t, "gh", body, providertest.GitHubHeaders(body, auditGitHubSecret, "d-original", "issues")))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_inbox`))
+
+	// Retention, past the dedup window, on a settled row: deleted, its
+	// lineage kept (the triggers), as the worker's role does it.
+	_, err := b.owner.Pool.Exec(b.ctx, `UPDATE webhook_inbox SET status = 'done', received_at = now() - interval '40 days',
+		processed_at = now() - interval '40 days'`)
+	require.NoError(t, err)
+	worker, err := store.Open(b.ctx, testenv.RoleURL(t, b.dbURL, store.RoleWorker), 2)
+	require.NoError(t, err)
+	defer worker.Close()
+	n, err := inbox.DeleteExpiredInboxRows(b.ctx, worker.Pool, 30*24*time.Hour, 10)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM webhook_inbox`))
+
+	for i, delivery := range []string{"d-replay-1", "d-replay-2", "d-original"} {
+		code := b.post(t, "gh", body, providertest.GitHubHeaders(body, auditGitHubSecret, delivery, "issues"))
+		require.Equal(t, http.StatusOK, code, "replay %d", i)
+	}
+	require.Zero(t, b.count(t, `SELECT count(*) FROM webhook_inbox`), "a replayed body was accepted again after retention")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM inbox_quarantine`))
+
+	// An unlinked account's replay is not let into the quarantine either.
+	require.NoError(t, endpoints.UnlinkAccount(b.ctx, b.owner, "gh", "4242"))
+	require.Equal(t, http.StatusOK, b.post(t, "gh", body, providertest.GitHubHeaders(body, auditGitHubSecret, "d-replay-3", "issues")))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM inbox_quarantine`))
+
+	// A new body is a new event.
+	fresh := []byte(`{"action":"closed","installation":{"id":4242},"repository":{"full_name":"octo/hello"},"issue":{"number":7}}`)
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.owner, "gh", "4242", "ws_gh"))
+	require.Equal(t, http.StatusOK, b.post(t, "gh", fresh, providertest.GitHubHeaders(fresh, auditGitHubSecret, "d-new", "issues")))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_inbox`))
 }

@@ -93,6 +93,10 @@ var Grants = []Grant{
 	{Role: RoleIntake, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("id", "provider", "source_account",
 		"environment", "event_id", "body_sha256", "status", "origin", "event_type", "resource_kind", "resource_id",
 		"provider_version", "occurred_at", "endpoint_slug", "replay_sha256")},
+	// A body that dedups is still a duplicate after retention deleted its
+	// row: the lineage kept its hash (InsertInboxEvent, BodySeen).
+	{Role: RoleIntake, Privilege: "SELECT", Table: "event_lineage", Columns: cols("source", "source_id", "endpoint_slug",
+		"replay_sha256", "deleted_at", "body_sha256", "status", "origin", "event_type", "resource_kind", "resource_id")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "inbox_quarantine", Columns: cols("endpoint_slug", "provider",
 		"source_account", "environment", "event_id", "reason", "detail", "payload", "body_sha256", "headers", "secret_id")},
 	// ON CONFLICT (endpoint_slug, event_id, body_sha256) reads its arbiter

@@ -1,0 +1,66 @@
+-- The audit's findings (console least privilege, sessions, fingerprints,
+-- body dedup past retention).
+
+-- A GitHub or Shopify body (whose signature covers neither an event id nor
+-- a time) is deduplicated on its hash per endpoint (webhook_inbox
+-- .replay_sha256). The lineage kept when retention deletes the row keeps
+-- that hash too, so a captured body replayed after retention under a fresh
+-- delivery id is still a duplicate. Rows deleted before this migration:
+-- their body hash is the replay hash for the providers that dedup bodies.
+ALTER TABLE event_lineage ADD COLUMN replay_sha256 bytea;
+UPDATE event_lineage SET replay_sha256 = body_sha256
+ WHERE source = 'inbox' AND deleted_at IS NOT NULL AND provider IN ('github', 'shopify');
+CREATE INDEX event_lineage_replay ON event_lineage (endpoint_slug, replay_sha256) WHERE replay_sha256 IS NOT NULL;
+
+CREATE OR REPLACE FUNCTION hookinbox_keep_inbox_lineage() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r webhook_inbox%ROWTYPE := OLD;
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        r := NEW;
+    END IF;
+    INSERT INTO event_lineage (source, source_id, provider, source_account, environment, event_id, endpoint_slug,
+                               workspace_id, event_type, resource_kind, resource_id, body_sha256, replay_sha256, origin,
+                               status, attempts, last_error, note, received_at, processed_at, payload_redacted_at, deleted_at)
+    VALUES ('inbox', r.id, r.provider, r.source_account, r.environment, r.event_id, r.endpoint_slug,
+            r.workspace_id, r.event_type, r.resource_kind, r.resource_id, r.body_sha256, r.replay_sha256, r.origin,
+            r.status, r.attempts, r.last_error, r.note, r.received_at, r.processed_at,
+            CASE WHEN TG_OP = 'UPDATE' OR r.payload IS NULL THEN now() END,
+            CASE WHEN TG_OP = 'DELETE' THEN now() END)
+    ON CONFLICT (source, source_id) DO UPDATE SET
+        status = EXCLUDED.status, attempts = EXCLUDED.attempts, last_error = EXCLUDED.last_error,
+        note = EXCLUDED.note, processed_at = EXCLUDED.processed_at,
+        replay_sha256 = coalesce(EXCLUDED.replay_sha256, event_lineage.replay_sha256),
+        payload_redacted_at = coalesce(event_lineage.payload_redacted_at, EXCLUDED.payload_redacted_at),
+        deleted_at = coalesce(EXCLUDED.deleted_at, event_lineage.deleted_at),
+        recorded_at = now();
+    RETURN NULL;
+END $$;
+
+---- create above / drop below ----
+
+CREATE OR REPLACE FUNCTION hookinbox_keep_inbox_lineage() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r webhook_inbox%ROWTYPE := OLD;
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        r := NEW;
+    END IF;
+    INSERT INTO event_lineage (source, source_id, provider, source_account, environment, event_id, endpoint_slug,
+                               workspace_id, event_type, resource_kind, resource_id, body_sha256, origin, status,
+                               attempts, last_error, note, received_at, processed_at, payload_redacted_at, deleted_at)
+    VALUES ('inbox', r.id, r.provider, r.source_account, r.environment, r.event_id, r.endpoint_slug,
+            r.workspace_id, r.event_type, r.resource_kind, r.resource_id, r.body_sha256, r.origin, r.status,
+            r.attempts, r.last_error, r.note, r.received_at, r.processed_at,
+            CASE WHEN TG_OP = 'UPDATE' OR r.payload IS NULL THEN now() END,
+            CASE WHEN TG_OP = 'DELETE' THEN now() END)
+    ON CONFLICT (source, source_id) DO UPDATE SET
+        status = EXCLUDED.status, attempts = EXCLUDED.attempts, last_error = EXCLUDED.last_error,
+        note = EXCLUDED.note, processed_at = EXCLUDED.processed_at,
+        payload_redacted_at = coalesce(event_lineage.payload_redacted_at, EXCLUDED.payload_redacted_at),
+        deleted_at = coalesce(EXCLUDED.deleted_at, event_lineage.deleted_at),
+        recorded_at = now();
+    RETURN NULL;
+END $$;
+DROP INDEX event_lineage_replay;
+ALTER TABLE event_lineage DROP COLUMN replay_sha256;
