@@ -451,3 +451,106 @@ func TestAuditBodyReplayAfterRetentionIsStillADuplicate(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.post(t, "gh", fresh, providertest.GitHubHeaders(fresh, auditGitHubSecret, "d-new", "issues")))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_inbox`))
 }
+
+// Item 6 (intake): a flood of random slugs that look valid, none of them
+// registered, must not cost a database query each. With the endpoints
+// table locked (a slow database, or one the flood has saturated), they are
+// answered 404 at once from the preloaded slug set; at most one refresh of
+// the set per second reaches the database.
+func TestAuditRandomSlugFloodDoesNotReachTheDatabase(t *testing.T) {
+	t.Parallel()
+	b := startAuditIntake(t, nil)
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.owner, endpoints.NewEndpoint{Slug: "gh", Provider: "github",
+		Environment: "live", Secrets: []string{auditGitHubSecret}}))
+	body := []byte(`{}`)
+	require.Equal(t, http.StatusNotFound, b.post(t, randomSlug(), body, nil), "the intake has met its slugs")
+
+	lock, err := b.owner.Pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(b.ctx) }()
+	_, err = lock.Exec(b.ctx, `LOCK TABLE endpoints IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+
+	const flood = 40
+	codes := make([]int, flood)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range flood {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			codes[i] = b.post(t, randomSlug(), body, nil)
+		}(i)
+	}
+	wg.Wait()
+	notFound := 0
+	for _, c := range codes {
+		if c == http.StatusNotFound {
+			notFound++
+		}
+	}
+	// One of them may have been the one refresh of the second (it waits
+	// for the lock: 503 at its deadline); the rest never asked.
+	require.GreaterOrEqual(t, notFound, flood-2, "answers %v: the flood waited for the database", codes)
+	require.NoError(t, lock.Rollback(b.ctx))
+	t.Logf("%d random slugs: %d answered 404 without the database in %s", flood, notFound, time.Since(start).Round(time.Millisecond))
+
+	// A newly registered endpoint works within a refresh.
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.owner, endpoints.NewEndpoint{Slug: "late", Provider: "github",
+		Environment: "live", Secrets: []string{auditGitHubSecret}}))
+	require.Eventually(t, func() bool {
+		return b.post(t, "late", body, providertest.GitHubHeaders(body, auditGitHubSecret, "d-late", "ping")) != http.StatusNotFound
+	}, 10*time.Second, 100*time.Millisecond)
+}
+
+// clientFrom is an HTTP client whose connections come from local address
+// ip (any of 127.0.0.0/8 on Linux): another client, as the console sees it.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Item 6 (console): a client guessing tokens, at the API or at the login
+// form, is slowed to a few attempts a minute after a short burst, and every
+// attempt it is refused costs no database query; other clients are not
+// affected, and a good token costs nothing.
+func TestAuditTokenGuessingIsRateLimitedPerClient(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{})
+	attacker := clientFrom("127.0.0.2")
+	guess := func(i int) int {
+		req, err := http.NewRequest(http.MethodGet, a.url+"/api/whoami", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer hki_guess"+strconv.Itoa(i))
+		resp, err := attacker.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	codes := map[int]int{}
+	for i := range 30 {
+		codes[guess(i)]++
+	}
+	require.Positive(t, codes[http.StatusUnauthorized], "the first guesses are answered")
+	require.LessOrEqual(t, codes[http.StatusUnauthorized], 12, "answers %v: guessing is not limited", codes)
+	require.Equal(t, 30-codes[http.StatusUnauthorized], codes[http.StatusTooManyRequests], "answers %v", codes)
+
+	// The login form of the same client is limited too.
+	resp, err := attacker.PostForm(a.url+"/login", url.Values{"token": {"hki_guess"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+
+	// Another client, with a good token, many times: never limited.
+	other := clientFrom("127.0.0.3")
+	for range 30 {
+		req, err := http.NewRequest(http.MethodGet, a.url+"/api/whoami", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+a.tokens["viewer"])
+		resp, err := other.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+}

@@ -46,6 +46,8 @@ type Server struct {
 	pages  map[string]*template.Template
 	routes []route
 	mux    *http.ServeMux
+	// attempts limits each client's credential attempts.
+	attempts *attempts
 }
 
 // principal is who a request acts as.
@@ -107,7 +109,7 @@ func parseForm(r *http.Request) error {
 
 // New builds the server and its routes.
 func New(o Options) (*Server, error) {
-	s := &Server{ops: o.Ops, log: o.Logger, secure: o.SecureCookies, mux: http.NewServeMux()}
+	s := &Server{ops: o.Ops, log: o.Logger, secure: o.SecureCookies, mux: http.NewServeMux(), attempts: newAttempts()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -165,12 +167,21 @@ func (s *Server) authenticate(r *http.Request, api bool) (*principal, error) {
 	if tok == "" {
 		return nil, ops.ErrBadToken
 	}
+	give, ok := s.attempts.take(r)
+	if !ok {
+		return nil, errTooManyAttempts
+	}
 	t, err := s.ops.Authenticate(r.Context(), tok)
 	if err != nil {
 		return nil, err
 	}
+	give() // a good credential costs nothing
 	return &principal{token: t, csrf: csrfToken(tok)}, nil
 }
+
+// errTooManyAttempts: the client presented too many bad credentials lately.
+var errTooManyAttempts = &statusError{http.StatusTooManyRequests,
+	"too many failed sign-in attempts from this address: wait a minute and try again"}
 
 type statusError struct {
 	code int
@@ -201,6 +212,8 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 		if err == nil && rt.role != "" {
 			p, err = s.authenticate(r, rt.api)
 			switch {
+			case errors.Is(err, errTooManyAttempts):
+				w.Header().Set("Retry-After", retryAfter())
 			case errors.Is(err, ops.ErrBadToken):
 				if !rt.api && r.Method == http.MethodGet {
 					http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)

@@ -224,7 +224,17 @@ func localPath(p string) bool {
 func (s *Server) webLoginPost(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
+	give, ok := s.attempts.take(r)
+	if !ok {
+		s.log.Info("console login refused: too many attempts", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", retryAfter())
+		return s.render(w, r, nil, http.StatusTooManyRequests, "login", "Sign in",
+			map[string]string{"Next": next, "Error": "Too many failed attempts from this address: wait a minute."})
+	}
 	t, err := s.ops.Authenticate(r.Context(), tok)
+	if err == nil {
+		give()
+	}
 	if err != nil {
 		s.log.Info("console login refused", "remote", r.RemoteAddr)
 		return s.render(w, r, nil, http.StatusUnauthorized, "login", "Sign in",

@@ -454,6 +454,16 @@ func getEndpoint(ctx context.Context, s *store.Store, slug string, withAPI, with
 	return e, nil
 }
 
+// ListSlugs lists every registered endpoint's slug: what the intake
+// preloads, so a delivery to a slug nobody registered costs no query.
+func ListSlugs(ctx context.Context, s *store.Store) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT slug FROM endpoints`)
+	if err != nil {
+		return nil, fmt.Errorf("list endpoint slugs: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // ListEndpoints loads every endpoint, by slug, with its secrets and API
 // key opened (the owner's listing shows their fingerprints, never values).
 func ListEndpoints(ctx context.Context, s *store.Store) ([]*Endpoint, error) {
