@@ -37,7 +37,21 @@ BEGIN
     RETURN NULL;
 END $$;
 
+
+-- Display fingerprints: a short keyed tag of each signing secret and API
+-- key (HMAC-SHA256 under a key derived from the secrets key, the first 4
+-- bytes in hex), written when the value is, so a listing shows which is
+-- which without opening any secret, and without letting anyone who sees it
+-- check a guess offline (an unkeyed hash would). The SQL cannot compute
+-- them (the key is not in the database): `hookinbox migrate`, given the
+-- key, fills them for the values written before.
+ALTER TABLE endpoints ADD COLUMN api_key_fingerprint text;
+ALTER TABLE endpoint_secrets ADD COLUMN display_fingerprint text;
+
 ---- create above / drop below ----
+ALTER TABLE endpoint_secrets DROP COLUMN display_fingerprint;
+ALTER TABLE endpoints DROP COLUMN api_key_fingerprint;
+
 
 CREATE OR REPLACE FUNCTION hookinbox_keep_inbox_lineage() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE

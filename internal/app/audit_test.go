@@ -11,6 +11,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"html"
 	"io"
@@ -553,4 +556,62 @@ func TestAuditTokenGuessingIsRateLimitedPerClient(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
+}
+
+// unkeyedFingerprint is what the console used to show of a secret: the
+// first 4 bytes of its SHA-256, which anyone who sees it can match against
+// guesses offline.
+func unkeyedFingerprint(v string) string {
+	h := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(h[:4])
+}
+
+// Item 9: a viewer (or anyone with a listing, the audit log or a log
+// line) tries guesses of a weak secret against its fingerprint, offline.
+// The fingerprints are keyed: without the secrets key they confirm nothing,
+// and the same secret shows differently under another key.
+func TestAuditFingerprintsConfirmNoGuessOffline(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{})
+	const secret = "ghsecret-guessable-but-long-enough-0123456789"
+	const apiKey = "ghp_guessableTOKEN0123456789"
+	code, body := a.api(t, "admin", http.MethodPost, "/api/endpoints", `{"slug":"gh","provider":"github","environment":"live",
+		"secrets":["`+secret+`"],"api_key":"`+apiKey+`","reason":"onboarding"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, added := a.api(t, "admin", http.MethodPost, "/api/endpoints/gh/secrets", `{"secret":"`+secret+`-2","reason":"rotation"}`)
+	require.Equal(t, http.StatusCreated, code, added)
+	_, list := a.api(t, "viewer", http.MethodGet, "/api/endpoints", "")
+	_, audit := a.api(t, "viewer", http.MethodGet, "/api/audit", "")
+	var views []struct {
+		APIKeyFingerprint string `json:"api_key_fingerprint"`
+		Secrets           []struct {
+			Fingerprint string `json:"fingerprint"`
+		} `json:"secrets"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(list), &views))
+	require.Len(t, views, 1)
+	require.Len(t, views[0].Secrets, 2)
+	shown := []string{views[0].APIKeyFingerprint, views[0].Secrets[0].Fingerprint, views[0].Secrets[1].Fingerprint}
+	for _, fp := range shown {
+		require.Regexp(t, `^[0-9a-f]{8}$`, fp, "a fingerprint is shown")
+	}
+	for _, v := range []string{secret, secret + "-2", apiKey} {
+		for _, out := range []string{body, added, list, audit} {
+			require.NotContains(t, out, unkeyedFingerprint(v), "an unkeyed fingerprint confirms a guess offline")
+		}
+	}
+	require.Contains(t, audit, shown[0], "the audit names the API key by the fingerprint the listing shows")
+
+	// The same secret under another key: another fingerprint.
+	other := testenv.Store(t)
+	kr, err := secretbox.ParseKey(secretbox.GenerateKey())
+	require.NoError(t, err)
+	other.Keys = kr
+	require.NoError(t, endpoints.InsertEndpoint(a.ctx, other, endpoints.NewEndpoint{Slug: "gh", Provider: "github",
+		Environment: "live", Secrets: []string{secret}, APIKey: apiKey}))
+	svc := app.Operations(a.cfg, other, nil, slog.New(slog.DiscardHandler), routestest.Builtin())
+	v, err := svc.ShowEndpoint(a.ctx, "gh")
+	require.NoError(t, err)
+	require.NotEqual(t, shown[0], v.APIKeyFingerprint)
+	require.NotEqual(t, shown[1], v.Secrets[0].Fingerprint)
 }

@@ -2,8 +2,6 @@ package ops
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/url"
 	"regexp"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/github"
@@ -48,24 +48,29 @@ type SecretView struct {
 	CreatedAt string   `json:"created_at"`
 }
 
-// Fingerprint is a short, non-reversible tag of a secret value.
-func Fingerprint(v string) string {
-	h := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(h[:4])
+// SecretFingerprint is the display fingerprint of a signing secret under
+// kr: what listings and the audit show of it (keyed, so it confirms no
+// guess without the secrets key).
+func SecretFingerprint(kr *secretbox.Keyring, secret string) string {
+	return store.DisplayFingerprint(kr, store.DisplaySecret, secret)
 }
 
-// NewEndpointView is the view of an endpoint.
+// APIKeyFingerprint is the display fingerprint of a provider API key under kr.
+func APIKeyFingerprint(kr *secretbox.Keyring, key string) string {
+	return store.DisplayFingerprint(kr, store.DisplayAPIKey, key)
+}
+
+// NewEndpointView is the view of an endpoint: its fingerprints as stored,
+// no secret opened.
 func NewEndpointView(e *endpoints.Endpoint) EndpointView {
 	v := EndpointView{Slug: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: e.Account,
-		APIBaseURL: e.APIBaseURL, APIKeySet: e.HasAPIKey || e.APIKey != "", Settings: e.Settings, Links: e.Links, Secrets: []SecretView{}}
-	if e.APIKey != "" {
-		v.APIKeyFingerprint = Fingerprint(e.APIKey)
-	}
+		APIBaseURL: e.APIBaseURL, APIKeySet: e.HasAPIKey || e.APIKey != "", APIKeyFingerprint: e.APIKeyFingerprint,
+		Settings: e.Settings, Links: e.Links, Secrets: []SecretView{}}
 	if v.Links == nil {
 		v.Links = map[string]string{}
 	}
 	for _, s := range e.Secrets {
-		v.Secrets = append(v.Secrets, SecretView{ID: s.ID, Fingerprint: s.Fingerprint(), Accounts: s.Accounts,
+		v.Secrets = append(v.Secrets, SecretView{ID: s.ID, Fingerprint: s.Fingerprint, Accounts: s.Accounts,
 			CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")})
 	}
 	return v
@@ -108,9 +113,9 @@ func (s *Service) ListEndpoints(ctx context.Context) ([]EndpointView, error) {
 	return out, nil
 }
 
-// ShowEndpoint reads one endpoint.
+// ShowEndpoint reads one endpoint (opening no secret).
 func (s *Service) ShowEndpoint(ctx context.Context, slug string) (*EndpointView, error) {
-	e, err := endpoints.GetEndpoint(ctx, s.Store, slug)
+	e, err := endpoints.GetEndpointView(ctx, s.Store, slug)
 	if err != nil {
 		return nil, err
 	}
@@ -215,10 +220,10 @@ func validateAccounts(what string, accounts []string) error {
 	return nil
 }
 
-func secretFingerprints(secrets []string) []string {
+func secretFingerprints(kr *secretbox.Keyring, secrets []string) []string {
 	out := make([]string, 0, len(secrets))
 	for _, s := range secrets {
-		out = append(out, Fingerprint(s))
+		out = append(out, SecretFingerprint(kr, s))
 	}
 	return out
 }
@@ -237,9 +242,13 @@ func (s *Service) AddEndpoint(ctx context.Context, who Actor, e endpoints.NewEnd
 		}
 		return err
 	}
-	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_add", endpointTarget(e.Slug), reason, map[string]any{
-		"provider": e.Provider, "environment": e.Environment, "account": e.Account, "api_base_url": e.APIBaseURL,
-		"api_key_set": e.APIKey != "", "secrets": secretFingerprints(e.Secrets), "secret_accounts": e.SecretAccounts})
+	details := map[string]any{"provider": e.Provider, "environment": e.Environment, "account": e.Account,
+		"api_base_url": e.APIBaseURL, "api_key_set": e.APIKey != "", "secrets": secretFingerprints(s.Store.Keys, e.Secrets),
+		"secret_accounts": e.SecretAccounts}
+	if e.APIKey != "" {
+		details["api_key_fingerprint"] = APIKeyFingerprint(s.Store.Keys, e.APIKey)
+	}
+	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_add", endpointTarget(e.Slug), reason, details)
 	return err
 }
 
@@ -282,7 +291,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 	var changed []string
 	details := map[string]any{}
 	err := s.Store.Tx(ctx, func(tx pgx.Tx) error {
-		e, err := endpoints.GetEndpoint(ctx, s.Store, slug)
+		e, err := endpoints.GetEndpointView(ctx, s.Store, slug)
 		if err != nil {
 			return err
 		}
@@ -338,11 +347,15 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 			changed = append(changed, "api_base_url")
 		}
 		if c.APIKey != nil {
-			if e.APIKey != "" {
-				details["previous_api_key_fingerprint"] = Fingerprint(e.APIKey)
+			if e.APIKeyFingerprint != "" {
+				details["previous_api_key_fingerprint"] = e.APIKeyFingerprint
 			}
 			if *c.APIKey != "" {
-				details["api_key_fingerprint"] = Fingerprint(*c.APIKey)
+				kr, err := s.Store.Keyring()
+				if err != nil {
+					return err
+				}
+				details["api_key_fingerprint"] = APIKeyFingerprint(kr, *c.APIKey)
 			}
 			changed = append(changed, "api_key")
 		}
@@ -422,7 +435,7 @@ func (s *Service) SetOwnAccount(ctx context.Context, who Actor, slug, account, r
 			return OwnAccountView{}, err
 		}
 	}
-	before, err := endpoints.GetEndpoint(ctx, s.Store, slug)
+	before, err := endpoints.GetEndpointView(ctx, s.Store, slug)
 	if err != nil {
 		return OwnAccountView{}, err
 	}
@@ -487,8 +500,8 @@ func (s *Service) AddSecret(ctx context.Context, who Actor, slug string, n NewSe
 	if err := validateAccounts("accounts", n.Accounts); err != nil {
 		return out, err
 	}
-	// Never the API key: adding a secret has no use for it.
-	ep, err := endpoints.GetIntakeEndpoint(ctx, s.Store, slug)
+	// No secret is opened: retiring the others needs their ids only.
+	ep, err := endpoints.GetEndpointView(ctx, s.Store, slug)
 	if err != nil {
 		return out, err
 	}
@@ -501,7 +514,7 @@ func (s *Service) AddSecret(ctx context.Context, who Actor, slug string, n NewSe
 		if err != nil {
 			return err
 		}
-		out = SecretAdded{ID: id, Fingerprint: Fingerprint(secret)}
+		out = SecretAdded{ID: id, Fingerprint: SecretFingerprint(s.Store.Keys, secret)}
 		if retireOthers {
 			for _, old := range ep.Secrets {
 				if old.ID == id {

@@ -318,7 +318,7 @@ func TestEndpointChangesAreAuditedWithoutSecrets(t *testing.T) {
 	v, err := b.svc.UpdateEndpoint(b.ctx, alice, "stripe", ops.EndpointChange{APIKey: &key, APIBaseURL: &url}, "key rotated")
 	require.NoError(t, err)
 	require.Equal(t, url, v.APIBaseURL)
-	require.Equal(t, ops.Fingerprint(key), v.APIKeyFingerprint)
+	require.Equal(t, ops.APIKeyFingerprint(b.svc.Store.Keys, key), v.APIKeyFingerprint)
 	res, err := b.svc.AddSecret(b.ctx, alice, "stripe", ops.NewSecret{Secret: "whsec_SECRETTWOk2oBvwfyqY1Ad5ATpJwQLSYz", RetireOthers: true}, "rotation")
 	require.NoError(t, err)
 	require.Len(t, res.Retired, 1)

@@ -102,6 +102,13 @@ func (s *Service) PlaintextSecrets(ctx context.Context) (int, error) {
 	return endpoints.PlaintextSecrets(ctx, s.Store)
 }
 
+// FillFingerprints computes, with the store's keyring, the display
+// fingerprint of every signing secret and API key stored before they were
+// kept (migration 0015); `hookinbox migrate` runs it. It returns how many.
+func (s *Service) FillFingerprints(ctx context.Context) (int, error) {
+	return endpoints.FillFingerprints(ctx, s.Store)
+}
+
 // SealPlaintext seals every secret still kept in a plain column under the
 // current key and nulls the column, in short transactions (safe beside a
 // running intake, and to run again). `hookinbox migrate` runs it, as a step

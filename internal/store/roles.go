@@ -65,6 +65,11 @@ type Grant struct {
 
 func cols(c ...string) []string { return c }
 
+// secretMetaColumns are what a listing shows of a signing secret (ids,
+// accounts, the keyed display fingerprint): never its value, sealed or
+// plain, nor the lookup fingerprint.
+var secretMetaColumns = cols("id", "endpoint_slug", "secret_key_id", "accounts", "created_at", "display_fingerprint")
+
 // Grants is every privilege of every role. Whatever is not here is not
 // granted: ApplyRoles and ReapplyGrants revoke everything else.
 var Grants = []Grant{
@@ -80,7 +85,7 @@ var Grants = []Grant{
 	// each may sign for; never their fingerprints (nothing to compare).
 	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoints", Columns: cols("slug", "provider", "environment", "account", "settings", "created_at")},
 	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoint_secrets", Columns: cols("id", "endpoint_slug", "secret",
-		"secret_sealed", "secret_key_id", "accounts", "created_at")},
+		"secret_sealed", "secret_key_id", "accounts", "created_at", "display_fingerprint")},
 	{Role: RoleIntake, Privilege: "SELECT", Table: "account_links", Columns: cols("endpoint_slug", "account", "workspace_id")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
@@ -165,8 +170,9 @@ var Grants = []Grant{
 
 	// The operator: read-only, no payload (the *_payload_size views give the
 	// sizes), no provider API key and no destination secret, plain or sealed
-	// (it may see which key sealed them), no signing secret (endpoint_secrets
-	// is not read at all), nor the migration bookkeeping.
+	// (it may see which key sealed them), no signing secret (of
+	// endpoint_secrets only the ids, accounts and display fingerprints), nor
+	// the migration bookkeeping.
 	{Role: RoleOperator, Privilege: "SELECT", Table: "webhook_inbox", Except: cols("payload")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "webhook_inbox_payload_size"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "inbox_quarantine", Except: cols("payload")},
@@ -174,6 +180,7 @@ var Grants = []Grant{
 	{Role: RoleOperator, Privilege: "SELECT", Table: "outbox", Except: cols("payload")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "operator_actions"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "endpoints", Except: cols("api_key", "api_key_sealed")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "endpoint_secrets", Columns: secretMetaColumns},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "account_links"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "workspaces"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "workspace_access"},

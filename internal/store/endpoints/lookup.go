@@ -57,7 +57,7 @@ func UpdateEndpoint(ctx context.Context, db store.DB, kr *secretbox.Keyring, slu
 		}
 	}
 	var apiSealed []byte
-	var apiKeyID *string
+	var apiKeyID, apiFP *string
 	if u.APIKey != nil && *u.APIKey != "" {
 		if kr == nil {
 			return secretbox.ErrNoKey
@@ -66,7 +66,8 @@ func UpdateEndpoint(ctx context.Context, db store.DB, kr *secretbox.Keyring, slu
 		if err != nil {
 			return err
 		}
-		apiSealed, apiKeyID = b, &id
+		fp := store.DisplayFingerprint(kr, store.DisplayAPIKey, *u.APIKey)
+		apiSealed, apiKeyID, apiFP = b, &id, &fp
 	}
 	// The plain api_key column is nulled whenever the key changes: only the
 	// sealed value is ever written.
@@ -77,9 +78,10 @@ func UpdateEndpoint(ctx context.Context, db store.DB, kr *secretbox.Keyring, slu
 		       api_key = CASE WHEN $6 THEN NULL ELSE api_key END,
 		       api_key_sealed = CASE WHEN $6 THEN $7 ELSE api_key_sealed END,
 		       api_key_key_id = CASE WHEN $6 THEN $8 ELSE api_key_key_id END,
+		       api_key_fingerprint = CASE WHEN $6 THEN $10 ELSE api_key_fingerprint END,
 		       settings = coalesce($9::jsonb, settings)
 		 WHERE slug = $1`, slug, u.Account != nil, inbox.Deref(u.Account), u.APIBaseURL != nil, inbox.Deref(u.APIBaseURL),
-		u.APIKey != nil, apiSealed, apiKeyID, settings)
+		u.APIKey != nil, apiSealed, apiKeyID, settings, apiFP)
 	if err != nil {
 		return fmt.Errorf("update endpoint %q: %w", slug, err)
 	}

@@ -3,6 +3,7 @@ package endpoints_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"os"
 	"os/exec"
@@ -289,4 +290,63 @@ func TestIntakeEndpointQueryNeverReadsTheAPIKey(t *testing.T) {
 	require.Empty(t, pep.Secrets)
 	_, err = worker.Pool.Exec(ctx, `SELECT secret_sealed FROM endpoint_secrets`)
 	require.ErrorContains(t, err, "permission denied")
+}
+
+// Display fingerprints are written with each value, keyed, and the values
+// stored before they were kept get theirs from FillFingerprints (what
+// `hookinbox migrate` runs); a listing then shows them without opening a
+// secret, and the key's rotation recomputes them.
+func TestDisplayFingerprintsAreKeyedAndFilledForOlderValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testenv.Store(t)
+	const secret, key = "whsec_FINGERprintedSecret0123456789abcdefg", "sk_live_FINGERprintedKey0123456789"
+	require.NoError(t, endpoints.InsertEndpoint(ctx, s, endpoints.NewEndpoint{Slug: "fp", Provider: "stripe", Environment: "test",
+		Secrets: []string{secret}, APIKey: key}))
+	wantSecret := store.DisplayFingerprint(s.Keys, store.DisplaySecret, secret)
+	wantKey := store.DisplayFingerprint(s.Keys, store.DisplayAPIKey, key)
+	view := func() *endpoints.Endpoint {
+		e, err := endpoints.GetEndpointView(ctx, s, "fp")
+		require.NoError(t, err)
+		require.Empty(t, e.APIKey, "a view opens no secret")
+		require.Empty(t, e.Secrets[0].Value)
+		return e
+	}
+	e := view()
+	require.Equal(t, wantKey, e.APIKeyFingerprint)
+	require.Equal(t, wantSecret, e.Secrets[0].Fingerprint)
+	require.True(t, e.HasAPIKey)
+
+	_, err := s.Pool.Exec(ctx, `UPDATE endpoints SET api_key_fingerprint = NULL`)
+	require.NoError(t, err)
+	_, err = s.Pool.Exec(ctx, `UPDATE endpoint_secrets SET display_fingerprint = NULL`)
+	require.NoError(t, err)
+	n, err := endpoints.FillFingerprints(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	e = view()
+	require.Equal(t, wantKey, e.APIKeyFingerprint)
+	require.Equal(t, wantSecret, e.Secrets[0].Fingerprint)
+	n, err = endpoints.FillFingerprints(ctx, s)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left to fill")
+
+	rotated, err := secretbox.New(secretbox.Key{ID: "k-new", Secret: bytes.Repeat([]byte{7}, 32)}, secretbox.Key{ID: s.Keys.CurrentID(),
+		Secret: keyBytes(t)})
+	require.NoError(t, err)
+	s.Keys = rotated
+	_, err = endpoints.Reseal(ctx, s)
+	require.NoError(t, err)
+	e = view()
+	require.Equal(t, store.DisplayFingerprint(rotated, store.DisplayAPIKey, key), e.APIKeyFingerprint)
+	require.NotEqual(t, wantKey, e.APIKeyFingerprint, "keyed: another key, another fingerprint")
+	require.Equal(t, store.DisplayFingerprint(rotated, store.DisplaySecret, secret), e.Secrets[0].Fingerprint)
+}
+
+// keyBytes is the raw test key (testenv.SecretsKey, base64).
+func keyBytes(t *testing.T) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(testenv.SecretsKey())
+	require.NoError(t, err)
+	return b
 }
