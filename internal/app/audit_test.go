@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/internal/app"
@@ -44,6 +46,8 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/store/outbox"
+	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/providers/providertest"
 	"github.com/hookinbox/hookinbox/starter"
@@ -614,4 +618,59 @@ func TestAuditFingerprintsConfirmNoGuessOffline(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, shown[0], v.APIKeyFingerprint)
 	require.NotEqual(t, shown[1], v.Secrets[0].Fingerprint)
+}
+
+// Item 1: a viewer reads an outbox row and gets its payload (the
+// recipient, the email's text, a feedback message copied from a webhook),
+// and a team destination's URL with the token in its path and query.
+// Viewers never see a payload: an operator asks for it with
+// ?payload=true, and that read is logged like an event payload's.
+func TestAuditViewerReadsNoOutboxPayload(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{})
+	const marker = "FEEDBACK-TEXT-COPIED-FROM-A-WEBHOOK"
+	const hookURL = "https://hooks.team.example/services/T000/B000/XXXXTOKENXXXX?token=QUERYTOKEN"
+	require.NoError(t, records.SetWorkspaceEmail(a.ctx, a.owner.Pool, "ws_1", "billing@customer.example"))
+	require.NoError(t, outbox.UpsertDestination(a.ctx, a.owner.Pool, a.owner.Keys, outbox.Destination{WorkspaceID: "ws_1",
+		Name: "team", Kind: "webhook", Target: hookURL, Secret: "whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("k9"), 16)),
+		Enabled: true}))
+	var id int64
+	require.NoError(t, a.owner.Tx(a.ctx, func(tx pgx.Tx) error {
+		var err error
+		id, err = outbox.InsertOutbox(a.ctx, tx, outbox.OutboxIntent{OperationKey: "fb:1:initial-alert:team", Class: "feedback_alert",
+			Kind: "webhook", Destination: "team", WorkspaceID: "ws_1", ResourceKey: "standard/p1/test/feedback/fb_1",
+			Payload: map[string]string{"message": marker, "to": "billing@customer.example"}})
+		return err
+	}))
+	path := "/api/outbox/" + strconv.FormatInt(id, 10)
+
+	code, body := a.api(t, "viewer", http.MethodGet, path, "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotContains(t, body, marker, "a viewer reads the outbox payload")
+	require.NotContains(t, body, `"payload"`)
+	require.Contains(t, body, `"operation_key": "fb:1:initial-alert:team"`, "the rest of the row is there")
+	code, body = a.api(t, "viewer", http.MethodGet, path+"?payload=true", "")
+	require.Equal(t, http.StatusForbidden, code)
+	require.NotContains(t, body, marker)
+	require.NotContains(t, a.logs.String(), "outbox_id="+strconv.FormatInt(id, 10), "nothing was read")
+
+	code, body = a.api(t, "operator", http.MethodGet, path+"?payload=true", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, marker)
+	require.Regexp(t, `msg="payload read".*outbox_id=`+strconv.FormatInt(id, 10)+`.*token=operator-token`, a.logs.String())
+	code, body = a.api(t, "operator", http.MethodGet, path, "")
+	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, body, marker, "without ?payload=true, not even an operator gets it")
+
+	// The destination's URL: its origin to a viewer, all of it to an admin.
+	for _, p := range []string{"/api/workspaces/ws_1", "/api/workspaces"} {
+		code, body = a.api(t, "viewer", http.MethodGet, p, "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.NotContains(t, body, "XXXXTOKENXXXX", p)
+		require.NotContains(t, body, "QUERYTOKEN", p)
+	}
+	_, body = a.api(t, "viewer", http.MethodGet, "/api/workspaces/ws_1", "")
+	require.Contains(t, body, `"target": "https://hooks.team.example"`)
+	_, body = a.api(t, "admin", http.MethodGet, "/api/workspaces/ws_1", "")
+	require.Contains(t, body, "XXXXTOKENXXXX", "an admin manages destinations")
 }

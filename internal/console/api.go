@@ -38,7 +38,7 @@ func (s *Server) apiRoutes() []route {
 		{api: true, method: "POST", pattern: "/api/quarantine/{id}/resolve", role: operator, summary: "Re-admit or discard one entry: {action, reason}", h: s.apiQuarantineResolveOne},
 		{api: true, method: "POST", pattern: "/api/quarantine/resolve", role: operator, summary: "Re-admit or discard several entries: {ids, action, reason}", h: s.apiQuarantineResolve},
 		{api: true, method: "GET", pattern: "/api/outbox", role: viewer, summary: "Outbox rows, newest first", h: s.apiOutbox, params: []string{"status", "limit"}},
-		{api: true, method: "GET", pattern: "/api/outbox/{id}", role: viewer, summary: "One outbox row, its workflow and operator acts", h: s.apiOutboxGet},
+		{api: true, method: "GET", pattern: "/api/outbox/{id}", role: viewer, summary: "One outbox row, its workflow and operator acts; payload=true (operator) adds the payload (recipient, message)", h: s.apiOutboxGet, params: []string{"payload"}},
 		{api: true, method: "POST", pattern: "/api/outbox/{id}/release", role: operator, summary: "Send a held_for_review or failed row again: {reason}", h: s.apiOutboxRelease},
 		{api: true, method: "GET", pattern: "/api/endpoints", role: viewer, summary: "Endpoints with secret and API key fingerprints (never values)", h: s.apiEndpoints},
 		{api: true, method: "GET", pattern: "/api/endpoints/{slug}", role: viewer, summary: "One endpoint", h: s.apiEndpointGet},
@@ -451,12 +451,19 @@ func (s *Server) apiOutbox(w http.ResponseWriter, r *http.Request, _ *principal)
 	return reply(w, http.StatusOK, rows, err)
 }
 
-func (s *Server) apiOutboxGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
+func (s *Server) apiOutboxGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
-	o, err := s.ops.ShowOutbox(r.Context(), id)
+	withPayload, err := wantPayload(r, p)
+	if err != nil {
+		return err
+	}
+	o, err := s.ops.ShowOutbox(r.Context(), id, withPayload)
+	if err == nil && withPayload {
+		s.log.Info("payload read", "outbox_id", id, "token", p.token.Name)
+	}
 	return reply(w, http.StatusOK, o, err)
 }
 
@@ -621,8 +628,11 @@ func (s *Server) apiWorkspaces(w http.ResponseWriter, r *http.Request, _ *princi
 	return reply(w, http.StatusOK, ws, err)
 }
 
-func (s *Server) apiWorkspaceGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
+func (s *Server) apiWorkspaceGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	v, err := s.ops.ShowWorkspace(r.Context(), r.PathValue("id"))
+	if err == nil && !p.can(operator) {
+		v.OriginsOnly() // a destination's path and query carry its token
+	}
 	return reply(w, http.StatusOK, v, err)
 }
 
