@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/textproto"
 	"net/url"
@@ -39,6 +40,7 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/routes/routestest"
@@ -673,4 +675,103 @@ func TestAuditViewerReadsNoOutboxPayload(t *testing.T) {
 	require.Contains(t, body, `"target": "https://hooks.team.example"`)
 	_, body = a.api(t, "admin", http.MethodGet, "/api/workspaces/ws_1", "")
 	require.Contains(t, body, "XXXXTOKENXXXX", "an admin manages destinations")
+}
+
+// keyCatcher is "elsewhere": an API host that is not the provider's,
+// recording every credential sent to it.
+type keyCatcher struct {
+	mu    sync.Mutex
+	seen  []string
+	calls atomic.Int64
+}
+
+func (k *keyCatcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	k.calls.Add(1)
+	k.mu.Lock()
+	k.seen = append(k.seen, r.Header.Get("Authorization"))
+	k.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"id":"in_1","object":"invoice","status":"paid","amount_paid":100,"total":100,"currency":"usd"}`)
+}
+
+func (k *keyCatcher) sawKey(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, h := range k.seen {
+		if strings.Contains(h, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// Item 3: an admin (or whoever holds an admin token) points an endpoint's
+// API base URL at another host. The worker used to keep the sealed key
+// and send it there (sk_live_…, a GitHub token, an App's JWT), trusting
+// the answers for money decisions. Now the key must be given again with a
+// new base URL; a host other than the provider's official API needs
+// allow_custom_api_host (audited); http:// is refused outside loopback.
+func TestAuditAPIBaseURLCannotRedirectTheAPIKey(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{})
+	catcher := &keyCatcher{}
+	elsewhere := httptest.NewServer(catcher)
+	defer elsewhere.Close()
+	const key = "sk_live_REDIRECTEDkey0123456789abcdef"
+	code, body := a.api(t, "admin", http.MethodPost, "/api/endpoints", `{"slug":"billing","provider":"stripe","environment":"live",
+		"secrets":["whsec_k2oBvwfyqY1Ad5ATpJwQLSYz1f5QSxAb"],"api_key":"`+key+`","reason":"onboarding"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	require.NoError(t, endpoints.LinkAccount(a.ctx, a.owner, "billing", "acct_1", "ws_1"))
+
+	// What the worker would then do: ask the provider, with the key.
+	fetch := func() {
+		t.Helper()
+		p := &engine.EndpointProviders{Store: a.owner, TTL: time.Nanosecond}
+		c, err := p.For(a.ctx, "billing")
+		if err != nil {
+			return // no key, no call
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, 5*time.Second)
+		defer cancel()
+		_, _ = c.FetchInvoice(ctx, "acct_1", "in_1")
+	}
+
+	for _, tt := range []struct{ name, patch, want string }{
+		{"base URL alone keeps the key", `{"api_base_url":"` + elsewhere.URL + `"}`, "API key"},
+		{"custom host without the flag", `{"api_base_url":"` + elsewhere.URL + `","api_key":"` + key + `"}`, "allow_custom_api_host"},
+		{"http outside loopback", `{"api_base_url":"http://api.stripe.com","api_key":"` + key + `","allow_custom_api_host":true}`, "https"},
+		{"credentials in the URL", `{"api_base_url":"https://u:p@api.stripe.com","api_key":"` + key + `"}`, "credentials"},
+	} {
+		code, body := a.api(t, "admin", http.MethodPatch, "/api/endpoints/billing", tt.patch)
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", tt.name, body)
+		require.Contains(t, body, tt.want, tt.name)
+		fetch()
+		require.False(t, catcher.sawKey(key), "%s: the API key went to another host", tt.name)
+	}
+	v, err := a.svc.ShowEndpoint(a.ctx, "billing")
+	require.NoError(t, err)
+	require.Empty(t, v.APIBaseURL, "nothing changed")
+	require.True(t, v.APIKeySet)
+
+	// Named explicitly, a custom host (a simulator, GitHub Enterprise) is
+	// allowed, audited as such, and gets the key it was given.
+	code, body = a.api(t, "admin", http.MethodPatch, "/api/endpoints/billing",
+		`{"api_base_url":"`+elsewhere.URL+`","api_key":"sk_test_forTheSimulator0123456789","allow_custom_api_host":true,"reason":"simulator"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	_, audit := a.api(t, "viewer", http.MethodGet, "/api/audit?action=endpoint_update", "")
+	require.Contains(t, audit, `"custom_api_host": true`)
+	fetch()
+	require.True(t, catcher.sawKey("sk_test_forTheSimulator0123456789"))
+	require.False(t, catcher.sawKey(key))
+
+	// The provider's official API needs no flag, but a key again.
+	code, body = a.api(t, "admin", http.MethodPatch, "/api/endpoints/billing", `{"api_base_url":"https://api.stripe.com"}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, body = a.api(t, "admin", http.MethodPatch, "/api/endpoints/billing", `{"api_base_url":"https://api.stripe.com","api_key":"`+key+`"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	// Registering names the host too.
+	code, body = a.api(t, "admin", http.MethodPost, "/api/endpoints", `{"slug":"other","provider":"stripe","environment":"live",
+		"secrets":["whsec_k2oBvwfyqY1Ad5ATpJwQLSYz1f5QSxAc"],"api_key":"`+key+`","api_base_url":"`+elsewhere.URL+`"}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, "allow_custom_api_host")
 }

@@ -484,6 +484,7 @@ func (s *Server) webEndpointUpdate(w http.ResponseWriter, r *http.Request, p *pr
 	c.Account, c.APIBaseURL, c.APIKey = field("account"), field("api_base_url"), field("api_key")
 	c.TypePath, c.ResourcePath, c.AccountPath = field("type_path"), field("resource_path"), field("account_path")
 	c.ResourceKind, c.VersionPath = field("resource_kind"), field("version_path")
+	c.AllowCustomAPIHost = r.PostFormValue("allow_custom_api_host") == "on"
 	slug := r.PathValue("slug")
 	if _, err := s.ops.UpdateEndpoint(r.Context(), p.actor(), slug, c, r.PostFormValue("reason")); err != nil {
 		return err

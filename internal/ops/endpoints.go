@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -125,15 +126,62 @@ func (s *Service) ShowEndpoint(ctx context.Context, slug string) (*EndpointView,
 
 func endpointTarget(slug string) string { return "endpoint:" + slug }
 
-func validateBaseURL(u string) error {
-	if u == "" {
-		return nil
-	}
+// OfficialAPIHosts are the hosts of each provider's own API: an API base
+// URL on another host (a simulator, GitHub Enterprise Server) gets the
+// endpoint's API key only when registered with AllowCustomAPIHost.
+var OfficialAPIHosts = map[string][]string{
+	keys.ProviderStripe: {"api.stripe.com"},
+	keys.ProviderGitHub: {"api.github.com"},
+}
+
+// checkBaseURL checks an API base URL's form: http(s), a host, no
+// credentials, and https unless the host is loopback (the key would cross
+// the network in the clear).
+func checkBaseURL(u string) (*url.URL, error) {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
-		return Invalidf("api base URL must be an http(s) URL without credentials")
+		return nil, Invalidf("api base URL must be an http(s) URL without credentials")
 	}
-	return nil
+	if p.Scheme == "http" && !loopbackHost(p.Hostname()) {
+		return nil, Invalidf("api base URL %s: http:// is refused outside loopback (the API key would cross the network in the clear): use https", URLOrigin(u))
+	}
+	return p, nil
+}
+
+// customAPIHost reports whether base URL u (checked by checkBaseURL) is
+// on a host other than provider's official API; allowed says whether that
+// is allowed, and the error says how to allow it.
+func customAPIHost(provider, u string, allowed bool) (bool, error) {
+	if u == "" {
+		return false, nil
+	}
+	p, err := checkBaseURL(u)
+	if err != nil {
+		return false, err
+	}
+	port := p.Port()
+	if p.Scheme == "https" && (port == "" || port == "443") && slices.Contains(OfficialAPIHosts[provider], strings.ToLower(p.Hostname())) {
+		return false, nil
+	}
+	if !allowed {
+		official := "none"
+		if hosts := OfficialAPIHosts[provider]; len(hosts) > 0 {
+			official = "https://" + strings.Join(hosts, ", https://")
+		}
+		return true, Invalidf("api base URL %s is not %s's official API (%s): the endpoint's API key would be sent there and its "+
+			"answers trusted; if that host is yours (a simulator, GitHub Enterprise Server), say so with --allow-custom-api-host "+
+			"(allow_custom_api_host in the API), which is audited", URLOrigin(u), provider, official)
+	}
+	return true, nil
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func validatePath(name, p string) error {
@@ -178,7 +226,7 @@ func ValidateNewEndpoint(e endpoints.NewEndpoint) error {
 	if e.Account != "" && len(e.SecretAccounts) > 0 && !slices.Contains(e.SecretAccounts, e.Account) {
 		return Invalidf("secret accounts %s do not include the endpoint's own account %s", strings.Join(e.SecretAccounts, ","), e.Account)
 	}
-	if err := validateBaseURL(e.APIBaseURL); err != nil {
+	if _, err := customAPIHost(e.Provider, e.APIBaseURL, e.AllowCustomAPIHost); err != nil {
 		return err
 	}
 	if err := checkHookSettings(e.Provider, e.Settings); err != nil {
@@ -245,6 +293,9 @@ func (s *Service) AddEndpoint(ctx context.Context, who Actor, e endpoints.NewEnd
 	details := map[string]any{"provider": e.Provider, "environment": e.Environment, "account": e.Account,
 		"api_base_url": e.APIBaseURL, "api_key_set": e.APIKey != "", "secrets": secretFingerprints(s.Store.Keys, e.Secrets),
 		"secret_accounts": e.SecretAccounts}
+	if custom, _ := customAPIHost(e.Provider, e.APIBaseURL, true); custom {
+		details["custom_api_host"] = true
+	}
 	if e.APIKey != "" {
 		details["api_key_fingerprint"] = APIKeyFingerprint(s.Store.Keys, e.APIKey)
 	}
@@ -269,10 +320,16 @@ type EndpointChange struct {
 	GitHubHookID   *int64  `json:"github_hook_id,omitempty"`
 	GitHubAppID    *int64  `json:"github_app_id,omitempty"`
 	GitHubRecovery *string `json:"github_recovery,omitempty"`
+	// AllowCustomAPIHost lets APIBaseURL name a host other than the
+	// provider's official API (audited).
+	AllowCustomAPIHost bool `json:"allow_custom_api_host,omitempty"`
 }
 
 // Empty reports whether c changes nothing.
-func (c EndpointChange) Empty() bool { return c == EndpointChange{} }
+func (c EndpointChange) Empty() bool {
+	c.AllowCustomAPIHost = false
+	return c == EndpointChange{}
+}
 
 // UpdateEndpoint applies c to endpoint slug. Audited (the API key as a
 // fingerprint).
@@ -283,8 +340,8 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 	if c.Empty() {
 		return nil, Invalidf("nothing to change: give at least one field")
 	}
-	if c.APIBaseURL != nil {
-		if err := validateBaseURL(*c.APIBaseURL); err != nil {
+	if c.APIBaseURL != nil && *c.APIBaseURL != "" {
+		if _, err := checkBaseURL(*c.APIBaseURL); err != nil {
 			return nil, err
 		}
 	}
@@ -341,6 +398,21 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 		if c.Account != nil {
 			details["previous_account"], details["account"] = e.Account, *c.Account
 			changed = append(changed, "account")
+		}
+		if c.APIBaseURL != nil && *c.APIBaseURL != e.APIBaseURL {
+			// The key was given for the old host: it never follows the URL.
+			if e.HasAPIKey && c.APIKey == nil {
+				return Invalidf("changing the API base URL of %s needs its API key again (--api-key-file, --api-key-env, "+
+					"--api-key-stdin or --api-key; api_key in the API), or --api-key \"\" to remove it: a key is never sent "+
+					"to a host it was not given for", slug)
+			}
+			custom, err := customAPIHost(e.Provider, *c.APIBaseURL, c.AllowCustomAPIHost)
+			if err != nil {
+				return err
+			}
+			if custom {
+				details["custom_api_host"] = true
+			}
 		}
 		if c.APIBaseURL != nil {
 			details["previous_api_base_url"], details["api_base_url"] = e.APIBaseURL, *c.APIBaseURL

@@ -315,7 +315,7 @@ func TestEndpointChangesAreAuditedWithoutSecrets(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	key, url := "sk_test_NEWSECRETKEY", "https://api.example.com"
-	v, err := b.svc.UpdateEndpoint(b.ctx, alice, "stripe", ops.EndpointChange{APIKey: &key, APIBaseURL: &url}, "key rotated")
+	v, err := b.svc.UpdateEndpoint(b.ctx, alice, "stripe", ops.EndpointChange{APIKey: &key, APIBaseURL: &url, AllowCustomAPIHost: true}, "key rotated")
 	require.NoError(t, err)
 	require.Equal(t, url, v.APIBaseURL)
 	require.Equal(t, ops.APIKeyFingerprint(b.svc.Store.Keys, key), v.APIKeyFingerprint)

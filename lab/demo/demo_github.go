@@ -65,7 +65,8 @@ func (g gitHubDemo) logPath() string { return simulator.GitHubRepoHook(g.owner, 
 
 // register adds the endpoint as an operator would ('hookinbox endpoints add
 // --provider github --github-hook repo:OWNER/NAME --github-hook-id N
-// --api-base-url … --api-key …', then 'endpoints link'), and the hook in
+// --api-base-url … --allow-custom-api-host --api-key …', then 'endpoints
+// link'), and the hook in
 // the simulated GitHub, delivering to the intake at target.
 func (g gitHubDemo) register(ctx context.Context, st *store.Store, sim *simulator.Simulator, apiURL, target string) error {
 	if err := endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: g.slug, Provider: "github", Environment: "test",
