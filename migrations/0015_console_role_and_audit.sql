@@ -48,7 +48,50 @@ END $$;
 ALTER TABLE endpoints ADD COLUMN api_key_fingerprint text;
 ALTER TABLE endpoint_secrets ADD COLUMN display_fingerprint text;
 
+-- Console sign-ins (sessions): the cookie holds a random session id, never
+-- the API token; only its SHA-256 is stored. A session expires (expires_at,
+-- HOOKINBOX_CONSOLE_SESSION_TTL), ends at sign-out, and dies with its token
+-- (a revoked token's sessions no longer authenticate).
+CREATE TABLE console_sessions (
+    id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_sha256 bytea NOT NULL UNIQUE CHECK (octet_length(session_sha256) = 32),
+    token_id       bigint NOT NULL REFERENCES api_tokens (id) ON DELETE CASCADE,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    expires_at     timestamptz NOT NULL
+);
+CREATE INDEX console_sessions_expiry ON console_sessions (expires_at);
+
+-- The console starts, reads and ends sessions through these functions,
+-- which run as their owner (SECURITY DEFINER): its role may use a session
+-- it presents the id of, and never read the table's hashes. EXECUTE is
+-- granted by `hookinbox db roles` (internal/store/roles.go), not to PUBLIC.
+CREATE FUNCTION hookinbox_session_start(h bytea, token bigint, ttl interval) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    DELETE FROM public.console_sessions WHERE expires_at < now();
+    INSERT INTO public.console_sessions (session_sha256, token_id, expires_at) VALUES (h, token, now() + ttl);
+$$;
+CREATE FUNCTION hookinbox_session_token(h bytea)
+RETURNS TABLE (id bigint, name text, role text, created_by text, created_at timestamptz, last_used_at timestamptz,
+               revoked_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT t.id, t.name, t.role, t.created_by, t.created_at, t.last_used_at, t.revoked_at
+      FROM public.console_sessions s JOIN public.api_tokens t ON t.id = s.token_id
+     WHERE s.session_sha256 = h AND s.expires_at > now() AND t.revoked_at IS NULL;
+$$;
+CREATE FUNCTION hookinbox_session_end(h bytea) RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH ended AS (DELETE FROM public.console_sessions WHERE session_sha256 = h RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM ended);
+$$;
+REVOKE ALL ON FUNCTION hookinbox_session_start(bytea, bigint, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION hookinbox_session_token(bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION hookinbox_session_end(bytea) FROM PUBLIC;
+
 ---- create above / drop below ----
+DROP FUNCTION hookinbox_session_end(bytea);
+DROP FUNCTION hookinbox_session_token(bytea);
+DROP FUNCTION hookinbox_session_start(bytea, bigint, interval);
+DROP TABLE console_sessions;
 ALTER TABLE endpoint_secrets DROP COLUMN display_fingerprint;
 ALTER TABLE endpoints DROP COLUMN api_key_fingerprint;
 

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/netip"
 	"net/textproto"
@@ -42,6 +43,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
@@ -516,7 +518,8 @@ func TestAuditRandomSlugFloodDoesNotReachTheDatabase(t *testing.T) {
 // ip (any of 127.0.0.0/8 on Linux): another client, as the console sees it.
 func clientFrom(ip string) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}, Timeout: 30 * time.Second,
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}, Timeout: 30 * time.Second, Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
@@ -545,8 +548,10 @@ func TestAuditTokenGuessingIsRateLimitedPerClient(t *testing.T) {
 	require.LessOrEqual(t, codes[http.StatusUnauthorized], 12, "answers %v: guessing is not limited", codes)
 	require.Equal(t, 30-codes[http.StatusUnauthorized], codes[http.StatusTooManyRequests], "answers %v", codes)
 
-	// The login form of the same client is limited too.
-	resp, err := attacker.PostForm(a.url+"/login", url.Values{"token": {"hki_guess"}})
+	// The login form of the same client is limited too (it took the
+	// form's pre-session token, as a browser does).
+	_, page, _ := a.page(t, attacker, "/login")
+	resp, err := attacker.PostForm(a.url+"/login", url.Values{"token": {"hki_guess"}, "login_csrf": {hiddenFields(page)["login_csrf"]}})
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
@@ -774,4 +779,130 @@ func TestAuditAPIBaseURLCannotRedirectTheAPIKey(t *testing.T) {
 		"secrets":["whsec_k2oBvwfyqY1Ad5ATpJwQLSYz1f5QSxAc"],"api_key":"`+key+`","api_base_url":"`+elsewhere.URL+`"}`)
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.Contains(t, body, "allow_custom_api_host")
+}
+
+// sessionCookie is the console's session cookie among a response's cookies.
+func sessionCookie(t *testing.T, resp *http.Response) *http.Cookie {
+	t.Helper()
+	for _, c := range resp.Cookies() {
+		if strings.HasSuffix(c.Name, "hookinbox_session") && c.Value != "" {
+			return c
+		}
+	}
+	t.Fatalf("no session cookie in %v", resp.Header.Values("Set-Cookie"))
+	return nil
+}
+
+// Item 5: the session cookie held the API token itself, for ever: whoever
+// copied it (a proxy log, a shared machine) held the token. It is now a
+// random session id, stored hashed, that expires and ends at sign-out;
+// sign-in and sign-out take a pre-session CSRF token; a crafted ?flash=
+// shows nothing.
+func TestAuditConsoleSessionsAreRandomExpiringAndRevocable(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{configure: func(c *config.Config) { c.ConsoleSessionTTL = time.Hour }})
+	c := a.browser(t)
+	resp := a.signIn(t, c, "operator", "/")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	ck := sessionCookie(t, resp)
+	require.NotContains(t, ck.Value, a.tokens["operator"], "the cookie holds the API token")
+	require.NotContains(t, ck.Value, strings.TrimPrefix(a.tokens["operator"], "hki_"))
+	require.Equal(t, 3600, ck.MaxAge, "the cookie lives as long as the session (HOOKINBOX_CONSOLE_SESSION_TTL)")
+	require.True(t, ck.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, ck.SameSite)
+	h := sha256.Sum256([]byte(ck.Value))
+	var stored int
+	require.NoError(t, a.owner.Pool.QueryRow(a.ctx, `SELECT count(*) FROM console_sessions WHERE session_sha256 = $1
+		AND expires_at BETWEEN now() + interval '59 minutes' AND now() + interval '61 minutes'`, h[:]).Scan(&stored))
+	require.Equal(t, 1, stored, "the session is stored by its hash, expiring with its TTL")
+	code, _, _ := a.page(t, c, "/inbox")
+	require.Equal(t, http.StatusOK, code)
+
+	// The pre-session CSRF token: a sign-in or sign-out posted from
+	// another site (no token) is refused.
+	resp, err := http.PostForm(a.url+"/login", url.Values{"token": {a.tokens["admin"]}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "login CSRF")
+	for _, ck := range resp.Cookies() {
+		require.NotEqual(t, "hookinbox_session", ck.Name, "signed in by another site's form")
+	}
+	resp, err = c.PostForm(a.url+"/logout", url.Values{})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "logout CSRF")
+	code, _, _ = a.page(t, c, "/inbox")
+	require.Equal(t, http.StatusOK, code, "still signed in")
+
+	// ?flash= takes message ids, never text.
+	_, page, _ := a.page(t, c, "/?flash="+url.QueryEscape("Your session expired: sign in again at evil.example"))
+	require.NotContains(t, page, "evil.example")
+	_, page, _ = a.page(t, c, "/?flash=replayed")
+	require.Contains(t, page, "Replayed: the event is pending again")
+
+	// Sign-out ends the session: the copied cookie no longer works.
+	_, page, _ = a.page(t, c, "/")
+	form := url.Values{}
+	for k, v := range hiddenFields(page) {
+		form.Set(k, v)
+	}
+	resp, err = c.PostForm(a.url+"/logout", form)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.NoError(t, a.owner.Pool.QueryRow(a.ctx, `SELECT count(*) FROM console_sessions WHERE session_sha256 = $1`, h[:]).Scan(&stored))
+	require.Zero(t, stored)
+	copied := a.browser(t)
+	u, _ := url.Parse(a.url)
+	copied.Jar.SetCookies(u, []*http.Cookie{{Name: ck.Name, Value: ck.Value, Path: "/"}})
+	code, _, resp = a.page(t, copied, "/inbox")
+	require.Equal(t, http.StatusSeeOther, code, "a session signed out of still works")
+	require.Contains(t, resp.Header.Get("Location"), "/login")
+
+	// An expired session, and one whose token was revoked, do not work.
+	for _, end := range []string{"expire", "revoke"} {
+		c := a.browser(t)
+		resp := a.signIn(t, c, "viewer", "/")
+		ck := sessionCookie(t, resp)
+		h := sha256.Sum256([]byte(ck.Value))
+		if end == "expire" {
+			_, err := a.owner.Pool.Exec(a.ctx, `UPDATE console_sessions SET expires_at = now() - interval '1 second' WHERE session_sha256 = $1`, h[:])
+			require.NoError(t, err)
+		} else {
+			_, err := a.svc.RevokeToken(a.ctx, ops.Actor{Name: "audit"}, "viewer-token")
+			require.NoError(t, err)
+		}
+		code, _, _ := a.page(t, c, "/inbox")
+		require.Equal(t, http.StatusSeeOther, code, end)
+	}
+}
+
+// Item 5 (TLS): where the console is reached over https, the cookie is
+// Secure and named with the __Host- prefix, so no sibling host can set or
+// shadow it.
+func TestAuditConsoleCookieIsHostPrefixedUnderTLS(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{configure: func(c *config.Config) { c.ConsoleURL = "https://console.example" }})
+	// The server is plain http here; the cookies are read off the answers.
+	c := a.browser(t)
+	_, body, resp := a.page(t, c, "/login")
+	form := url.Values{"token": {a.tokens["viewer"]}}
+	for k, v := range hiddenFields(body) {
+		form.Set(k, v)
+	}
+	req, err := http.NewRequest(http.MethodPost, a.url+"/login", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, ck := range resp.Cookies() {
+		req.AddCookie(ck)
+	}
+	resp, err = c.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	ck := sessionCookie(t, resp)
+	require.Equal(t, "__Host-hookinbox_session", ck.Name)
+	require.True(t, ck.Secure)
+	require.Equal(t, "/", ck.Path)
+	require.Empty(t, ck.Domain)
 }

@@ -25,7 +25,7 @@ func Operations(cfg config.Config, st *store.Store, c client.Client, log *slog.L
 // NewConsole builds the operator API and console.
 func NewConsole(cfg config.Config, st *store.Store, c client.Client, log *slog.Logger, rt routes.Router) (*console.Server, error) {
 	return console.New(console.Options{Ops: Operations(cfg, st, c, log, rt), Logger: log,
-		SecureCookies: strings.HasPrefix(cfg.ConsoleBaseURL(), "https://")})
+		SecureCookies: strings.HasPrefix(cfg.ConsoleBaseURL(), "https://"), SessionTTL: cfg.ConsoleSessionTTL})
 }
 
 // RunConsole serves the console on ln (or addr) and carries out replay

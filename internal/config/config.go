@@ -258,6 +258,9 @@ type Config struct {
 	// API (`hookinbox console`, and `make run`). Internal like the intake's
 	// internal listener: loopback by default, never the public webhook port.
 	ConsoleAddr string
+	// HOOKINBOX_CONSOLE_SESSION_TTL: how long a console sign-in lasts (its
+	// session and cookie); sign-out ends it at once.
+	ConsoleSessionTTL time.Duration
 	// HOOKINBOX_TEMPORAL_UI_URL: base URL of the Temporal UI the console and
 	// `inbox show` link each resource's workflow to.
 	TemporalUIURL string
@@ -312,6 +315,7 @@ func Default() Config {
 		LogFormat:             "json",
 		LogLevel:              "info",
 		ConsoleAddr:           "127.0.0.1:9092",
+		ConsoleSessionTTL:     12 * time.Hour,
 		TemporalUIURL:         fmt.Sprintf("http://127.0.0.1:%d", DefaultTemporalUI),
 		NegativeBalancePolicy: keys.BalanceAllow,
 
@@ -428,6 +432,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("HOOKINBOX_SECRETS_KEY", &c.SecretsKey)
 	p.str("HOOKINBOX_SECRETS_KEY_FILE", &c.SecretsKeyFile)
 	p.str("HOOKINBOX_CONSOLE_ADDR", &c.ConsoleAddr)
+	p.duration("HOOKINBOX_CONSOLE_SESSION_TTL", &c.ConsoleSessionTTL)
 	p.str("HOOKINBOX_TEMPORAL_UI_URL", &c.TemporalUIURL)
 	p.str("HOOKINBOX_CONSOLE_URL", &c.ConsoleURL)
 	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
@@ -547,6 +552,9 @@ func (c Config) Validate() error {
 	}
 	if c.PayloadRetention <= 0 || c.QuarantineRetention <= 0 || c.RetentionBatch <= 0 {
 		errs = append(errs, "HOOKINBOX_PAYLOAD_RETENTION, HOOKINBOX_QUARANTINE_RETENTION and HOOKINBOX_RETENTION_BATCH must be positive")
+	}
+	if c.ConsoleSessionTTL < time.Minute || c.ConsoleSessionTTL > 30*24*time.Hour {
+		errs = append(errs, "HOOKINBOX_CONSOLE_SESSION_TTL must be between 1m and 720h")
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)

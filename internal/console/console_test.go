@@ -288,10 +288,17 @@ func TestOpenAPIDocumentsEveryRouteWithItsLeastRole(t *testing.T) {
 func TestConsoleLoginCookieCSRFAndRoles(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	preRe := regexp.MustCompile(`name="login_csrf" value="([0-9a-f]+)"`)
 	login := func(role string) *http.Client {
 		jar, _ := cookiejar.New(nil)
 		c := &http.Client{Jar: jar}
-		resp, err := c.PostForm(b.url+"/login", url.Values{"token": {b.tokens[role]}, "next": {"/inbox?workspace=ws_1"}})
+		resp, err := c.Get(b.url + "/login")
+		require.NoError(t, err)
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		pre := preRe.FindStringSubmatch(string(page))
+		require.Len(t, pre, 2, "the login form carries its pre-session token")
+		resp, err = c.PostForm(b.url+"/login", url.Values{"token": {b.tokens[role]}, "next": {"/inbox?workspace=ws_1"}, "login_csrf": {pre[1]}})
 		require.NoError(t, err)
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -318,7 +325,7 @@ func TestConsoleLoginCookieCSRFAndRoles(t *testing.T) {
 	resp, err = http.PostForm(b.url+"/login", url.Values{"token": {"hki_wrong"}})
 	require.NoError(t, err)
 	resp.Body.Close()
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "no pre-session token: a form from another site")
 
 	op := login("operator")
 	code, page := get(op, "/events/"+url.PathEscape(b.event.String()))

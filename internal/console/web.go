@@ -2,6 +2,8 @@ package console
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"html/template"
@@ -106,12 +108,15 @@ func (s *Server) parseTemplates() error {
 
 // page is what every console page gets.
 type page struct {
-	Title  string
-	Who    string
-	Role   string
-	CSRF   string
-	Flash  string
-	Active string
+	Title string
+	Who   string
+	Role  string
+	CSRF  string
+	// PreCSRF is the pre-session CSRF token of the sign-in and sign-out
+	// forms (their login_csrf field; the same value is in a cookie).
+	PreCSRF string
+	Flash   string
+	Active  string
 	// Operator and Admin say what the viewer may do (buttons are shown
 	// accordingly; the handlers check again).
 	Operator, Admin bool
@@ -123,7 +128,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, p *principal, co
 	if !ok {
 		return fmt.Errorf("no console page %q", name)
 	}
-	pg := page{Title: title, Flash: r.URL.Query().Get("flash"), Active: name, Data: data}
+	pg := page{Title: title, Flash: flashes[r.URL.Query().Get("flash")], Active: name, Data: data, PreCSRF: s.preSession(w, r)}
 	if p != nil {
 		pg.Who, pg.Role, pg.CSRF = p.token.Name, p.token.Role, p.csrf
 		pg.Operator, pg.Admin = p.can(operator), p.can(admin)
@@ -144,13 +149,50 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, p *principa
 	}
 }
 
+// flashes are the notices a redirect may ask the next page to show
+// (?flash=ID): fixed texts by id, so a crafted link cannot make the
+// console say anything it would not.
+var flashes = map[string]string{
+	flashReplayed:            "Replayed: the event is pending again and its workflow was signalled.",
+	flashReplayedUnsignalled: "Replayed: the event is pending again. Temporal did not answer; the sweeper will deliver it.",
+	flashAlreadyPending:      "Already pending: its workflow was signalled again.",
+	flashPendingUnsignalled:  "Already pending. Temporal did not answer; the sweeper will deliver it.",
+	flashJobQueued:           "Replay job queued.",
+	flashCancelRequested:     "Cancel requested.",
+	flashResolved:            "Resolved.",
+	flashOutboxReleased:      "Released: the row will be sent again (audited).",
+	flashEndpointUpdated:     "Endpoint updated.",
+	flashSecretAdded:         "Secret added: its fingerprint is below.",
+	flashSecretBound:         "The secret's accounts were changed.",
+}
+
+// Flash ids.
+const (
+	flashReplayed            = "replayed"
+	flashReplayedUnsignalled = "replayed-unsignalled"
+	flashAlreadyPending      = "already-pending"
+	flashPendingUnsignalled  = "already-pending-unsignalled"
+	flashJobQueued           = "job-queued"
+	flashCancelRequested     = "cancel-requested"
+	flashResolved            = "resolved"
+	flashOutboxReleased      = "outbox-released"
+	flashEndpointUpdated     = "endpoint-updated"
+	flashSecretAdded         = "secret-added"
+	flashSecretBound         = "secret-bound"
+)
+
+// redirect sends the browser to to (303), the next page showing the
+// notice of flash id (none when "").
 func redirect(w http.ResponseWriter, r *http.Request, to, flash string) error {
 	if flash != "" {
-		sep := "?"
-		if strings.Contains(to, "?") {
-			sep = "&"
+		u, err := url.Parse(to)
+		if err != nil {
+			return err
 		}
-		to += sep + "flash=" + url.QueryEscape(flash)
+		q := u.Query()
+		q.Set("flash", flash)
+		u.RawQuery = q.Encode()
+		to = u.String()
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
@@ -221,7 +263,37 @@ func localPath(p string) bool {
 	return true
 }
 
+// preSession returns the pre-session CSRF token of r's browser, setting
+// its cookie when the browser has none yet.
+func (s *Server) preSession(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(s.cookie(preCookieName)); err == nil && len(c.Value) == 32 {
+		return c.Value
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	v := hex.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: s.cookie(preCookieName), Value: v, Path: "/", HttpOnly: true, Secure: s.secure,
+		SameSite: http.SameSiteStrictMode})
+	return v
+}
+
+// checkPreSession refuses a sign-in or sign-out form whose login_csrf
+// field is not the browser's pre-session cookie: posted from another site
+// (login CSRF: signing the victim in as the attacker; or signing them out).
+func (s *Server) checkPreSession(r *http.Request) error {
+	c, err := r.Cookie(s.cookie(preCookieName))
+	if err != nil || c.Value == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue("login_csrf"))) != 1 {
+		return &statusError{http.StatusForbidden, "the form expired or came from another site: reload the page"}
+	}
+	return nil
+}
+
 func (s *Server) webLoginPost(w http.ResponseWriter, r *http.Request, _ *principal) error {
+	if err := s.checkPreSession(r); err != nil {
+		return err
+	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
 	give, ok := s.attempts.take(r)
@@ -240,14 +312,26 @@ func (s *Server) webLoginPost(w http.ResponseWriter, r *http.Request, _ *princip
 		return s.render(w, r, nil, http.StatusUnauthorized, "login", "Sign in",
 			map[string]string{"Next": next, "Error": "That token is unknown or revoked."})
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: s.secure,
-		SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
+	session, err := s.ops.StartSession(r.Context(), t, s.sessionTTL)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.cookie(cookieName), Value: session, Path: "/", HttpOnly: true, Secure: s.secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(s.sessionTTL.Seconds())})
 	s.log.Info("console login", "token", t.Name, "role", t.Role)
 	return redirect(w, r, next, "")
 }
 
 func (s *Server) webLogout(w http.ResponseWriter, r *http.Request, _ *principal) error {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: s.secure,
+	if err := s.checkPreSession(r); err != nil {
+		return err
+	}
+	if c, err := r.Cookie(s.cookie(cookieName)); err == nil {
+		if err := s.ops.EndSession(r.Context(), c.Value); err != nil {
+			return err
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.cookie(cookieName), Value: "", Path: "/", HttpOnly: true, Secure: s.secure,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	return redirect(w, r, "/login", "")
 }
@@ -316,12 +400,15 @@ func (s *Server) webReplayOne(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	msg := "Replayed: the event is pending again and its workflow was signalled."
-	if len(sum.Events) == 1 && sum.Events[0].Result == ops.ResultAlreadyPending {
-		msg = "Already pending: its workflow was signalled again."
-	}
-	if sum.SignalErr != "" {
-		msg += " Temporal did not answer; the sweeper will deliver it."
+	pending := len(sum.Events) == 1 && sum.Events[0].Result == ops.ResultAlreadyPending
+	msg := flashReplayed
+	switch {
+	case pending && sum.SignalErr != "":
+		msg = flashPendingUnsignalled
+	case pending:
+		msg = flashAlreadyPending
+	case sum.SignalErr != "":
+		msg = flashReplayedUnsignalled
 	}
 	return redirect(w, r, eventPath(k.String()), msg)
 }
@@ -346,7 +433,7 @@ func (s *Server) webReplayBulk(w http.ResponseWriter, r *http.Request, p *princi
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/replays/"+strconv.FormatInt(j.ID, 10), fmt.Sprintf("Replay job %d queued: %d event(s).", j.ID, j.Total))
+	return redirect(w, r, "/replays/"+strconv.FormatInt(j.ID, 10), flashJobQueued)
 }
 
 func (s *Server) webReplays(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -377,7 +464,7 @@ func (s *Server) webReplayCancel(w http.ResponseWriter, r *http.Request, p *prin
 	if _, err := s.ops.CancelReplayJob(r.Context(), p.actor(), id); err != nil {
 		return err
 	}
-	return redirect(w, r, "/replays/"+strconv.FormatInt(id, 10), "Cancel requested.")
+	return redirect(w, r, "/replays/"+strconv.FormatInt(id, 10), flashCancelRequested)
 }
 
 func (s *Server) webQuarantine(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -428,15 +515,17 @@ func (s *Server) webQuarantineResolve(w http.ResponseWriter, r *http.Request, p 
 			ok++
 		}
 	}
-	msg := fmt.Sprintf("%d entr(ies) resolved.", ok)
 	if len(failed) > 0 {
-		msg += " Not resolved (still open): " + strings.Join(failed, "; ")
+		// Said here rather than through a notice: the reasons are the
+		// entries' own, which no link may carry.
+		return &statusError{http.StatusConflict, fmt.Sprintf("%d entr(ies) resolved. Not resolved (still open): %s",
+			ok, strings.Join(failed, "; "))}
 	}
 	back := "/quarantine"
 	if len(ids) == 1 {
 		back = "/quarantine/" + strconv.FormatInt(ids[0], 10)
 	}
-	return redirect(w, r, back, msg)
+	return redirect(w, r, back, flashResolved)
 }
 
 func (s *Server) webOutbox(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -453,11 +542,10 @@ func (s *Server) webOutboxRelease(w http.ResponseWriter, r *http.Request, p *pri
 	if err != nil {
 		return err
 	}
-	res, err := s.ops.ReleaseOutbox(r.Context(), p.actor(), id, r.PostFormValue("reason"))
-	if err != nil {
+	if _, err := s.ops.ReleaseOutbox(r.Context(), p.actor(), id, r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/outbox", fmt.Sprintf("Outbox #%d released (audit #%d).", res.ID, res.AuditID))
+	return redirect(w, r, "/outbox", flashOutboxReleased)
 }
 
 func (s *Server) webEndpoints(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -489,18 +577,17 @@ func (s *Server) webEndpointUpdate(w http.ResponseWriter, r *http.Request, p *pr
 	if _, err := s.ops.UpdateEndpoint(r.Context(), p.actor(), slug, c, r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), "Endpoint "+slug+" updated.")
+	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), flashEndpointUpdated)
 }
 
 func (s *Server) webSecretAdd(w http.ResponseWriter, r *http.Request, p *principal) error {
 	slug := r.PathValue("slug")
-	res, err := s.ops.AddSecret(r.Context(), p.actor(), slug, ops.NewSecret{Secret: r.PostFormValue("secret"),
+	if _, err := s.ops.AddSecret(r.Context(), p.actor(), slug, ops.NewSecret{Secret: r.PostFormValue("secret"),
 		Accounts: ops.ParseAccounts(r.PostFormValue("accounts")), RetireOthers: r.PostFormValue("retire_others") == "on"},
-		r.PostFormValue("reason"))
-	if err != nil {
+		r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), fmt.Sprintf("Secret #%d (%s) added to %s.", res.ID, res.Fingerprint, slug))
+	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), flashSecretAdded)
 }
 
 func (s *Server) webSecretBind(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -513,11 +600,7 @@ func (s *Server) webSecretBind(w http.ResponseWriter, r *http.Request, p *princi
 	if err := s.ops.BindSecret(r.Context(), p.actor(), slug, id, accounts, r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	to := "any linked account"
-	if len(accounts) > 0 {
-		to = strings.Join(accounts, ", ")
-	}
-	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), fmt.Sprintf("Secret #%d of %s may sign for %s.", id, slug, to))
+	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), flashSecretBound)
 }
 
 func (s *Server) webResource(w http.ResponseWriter, r *http.Request, p *principal) error {

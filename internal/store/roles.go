@@ -193,8 +193,10 @@ var Grants = []Grant{
 	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_checkpoints"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "event_lineage"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "replay_jobs"},
-	// Who holds a console token, never its hash.
+	// Who holds a console token, never its hash; who is signed in, never
+	// a session's hash.
 	{Role: RoleOperator, Privilege: "SELECT", Table: "api_tokens", Except: cols("token_sha256")},
+	{Role: RoleOperator, Privilege: "SELECT", Table: "console_sessions", Except: cols("session_sha256")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "hook_recoveries"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "business_claims"},
 

@@ -93,6 +93,37 @@ func LookupAPIToken(ctx context.Context, db store.DB, sha256 []byte) (*APIToken,
 	return t, nil
 }
 
+// StartSession records a console session by the SHA-256 of its id, for
+// token tokenID, expiring after ttl (and drops the expired ones). It runs
+// hookinbox_session_start, which the console's role may execute without
+// reading console_sessions.
+func StartSession(ctx context.Context, db store.DB, sha256 []byte, tokenID int64, ttl time.Duration) error {
+	if _, err := db.Exec(ctx, `SELECT hookinbox_session_start($1, $2, $3)`, sha256, tokenID, ttl); err != nil {
+		return fmt.Errorf("start session: %w", err)
+	}
+	return nil
+}
+
+// SessionToken returns the token of the live session whose id hashes to
+// sha256: not expired, not ended, its token not revoked.
+func SessionToken(ctx context.Context, db store.DB, sha256 []byte) (*APIToken, error) {
+	t, err := scanToken(db.QueryRow(ctx, `SELECT `+tokenColumns+` FROM hookinbox_session_token($1)`, sha256))
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// EndSession ends the session whose id hashes to sha256; it reports
+// whether there was one.
+func EndSession(ctx context.Context, db store.DB, sha256 []byte) (bool, error) {
+	var ended bool
+	if err := db.QueryRow(ctx, `SELECT hookinbox_session_end($1)`, sha256).Scan(&ended); err != nil {
+		return false, fmt.Errorf("end session: %w", err)
+	}
+	return ended, nil
+}
+
 // Replay job statuses.
 const (
 	JobQueued    = "queued"
