@@ -87,7 +87,35 @@ REVOKE ALL ON FUNCTION hookinbox_session_start(bytea, bigint, interval) FROM PUB
 REVOKE ALL ON FUNCTION hookinbox_session_token(bytea) FROM PUBLIC;
 REVOKE ALL ON FUNCTION hookinbox_session_end(bytea) FROM PUBLIC;
 
+-- A bearer token is looked up by its hash through this function, which runs
+-- as its owner, so the console's role authenticates tokens without reading
+-- their hashes; it records the token's use at most once a minute.
+CREATE FUNCTION hookinbox_token_by_hash(h bytea)
+RETURNS TABLE (id bigint, name text, role text, created_by text, created_at timestamptz, last_used_at timestamptz,
+               revoked_at timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    UPDATE public.api_tokens t SET last_used_at = now()
+     WHERE t.token_sha256 = h AND t.revoked_at IS NULL
+       AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute');
+    RETURN QUERY SELECT t.id, t.name, t.role, t.created_by, t.created_at, t.last_used_at, t.revoked_at
+                   FROM public.api_tokens t WHERE t.token_sha256 = h AND t.revoked_at IS NULL;
+END $$;
+REVOKE ALL ON FUNCTION hookinbox_token_by_hash(bytea) FROM PUBLIC;
+
+-- What the erasure and the operator need to know of an outbox payload
+-- without reading it (like the inbox's and the quarantine's size views):
+-- its size, whether it is already redacted, whether it carries a feedback
+-- text. Runs with its owner's privileges.
+CREATE VIEW outbox_payload_size AS
+SELECT id, octet_length(payload::text) AS payload_bytes, payload = '{"redacted": true}'::jsonb AS redacted,
+       (class = 'feedback_alert' AND payload ? 'message' AND payload->>'message' <> '') AS carries_message
+  FROM outbox;
+
 ---- create above / drop below ----
+DROP VIEW outbox_payload_size;
+DROP FUNCTION hookinbox_token_by_hash(bytea);
 DROP FUNCTION hookinbox_session_end(bytea);
 DROP FUNCTION hookinbox_session_token(bytea);
 DROP FUNCTION hookinbox_session_start(bytea, bigint, interval);

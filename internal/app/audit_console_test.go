@@ -65,6 +65,10 @@ func startAuditConsole(t *testing.T, o consoleOptions) *auditConsole {
 	cfg.DatabaseURL = testenv.DatabaseURL(t)
 	cfg.SecretsKey = testenv.SecretsKey()
 	cfg.TemporalAddress = "127.0.0.1:1" // replays ring no workflow here: the sweeper's job
+	// As `hookinbox console` opens them: its own role, and payloads on a
+	// pool of their own.
+	cfg.ConsoleDatabaseURL = testenv.RoleURL(t, cfg.DatabaseURL, store.RoleConsole)
+	cfg.PayloadDatabaseURL = testenv.RoleURL(t, cfg.DatabaseURL, store.RolePayloadReader)
 	if o.configure != nil {
 		o.configure(&cfg)
 	}
@@ -78,10 +82,10 @@ func startAuditConsole(t *testing.T, o consoleOptions) *auditConsole {
 	c, err := starter.DialLazy(cfg, log)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	st, err := app.OpenStore(ctx, cfg, app.OwnerDB(cfg))
+	p, err := app.OpenConsole(ctx, cfg)
 	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	srv, err := app.NewConsole(cfg, st, c, log, routestest.Builtin())
+	t.Cleanup(p.Close)
+	srv, err := app.NewConsole(cfg, p.Store, p.Payloads, c, log, routestest.Builtin())
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -92,6 +96,11 @@ func startAuditConsole(t *testing.T, o consoleOptions) *auditConsole {
 
 	a := &auditConsole{ctx: ctx, cfg: cfg, owner: owner, url: "http://" + ln.Addr().String(), tokens: map[string]string{}, logs: logs,
 		svc: app.Operations(cfg, owner, c, log, routestest.Builtin())}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("console log:\n%s", logs.String())
+		}
+	})
 	for _, role := range ops.Roles {
 		nt, err := a.svc.CreateToken(ctx, ops.Actor{Name: "audit"}, role+"-token", role)
 		require.NoError(t, err)

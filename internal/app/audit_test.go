@@ -906,3 +906,52 @@ func TestAuditConsoleCookieIsHostPrefixedUnderTLS(t *testing.T) {
 	require.Equal(t, "/", ck.Path)
 	require.Empty(t, ck.Domain)
 }
+
+// Item 2: the console ran as the schema owner, so a flaw in it (an
+// injection, a leaked connection) read every secret, token hash and
+// payload, and could rewrite anything. Opened as `hookinbox console` and
+// `make run` open it, it connects as hookinbox_console, reads payloads
+// on a pool of its own as hookinbox_payload_reader, reads no secret, and
+// lists endpoints without opening one (here with a key that opens none).
+func TestAuditConsoleRunsAsItsOwnRole(t *testing.T) {
+	t.Parallel()
+	a := startAuditConsole(t, consoleOptions{})
+	require.NoError(t, endpoints.InsertEndpoint(a.ctx, a.owner, endpoints.NewEndpoint{Slug: "billing", Provider: "stripe",
+		Environment: "live", Secrets: []string{"whsec_k2oBvwfyqY1Ad5ATpJwQLSYz1f5QSxAb"}, APIKey: "sk_live_CONSOLEneverREADSthis0123"}))
+
+	p, err := app.OpenConsole(a.ctx, a.cfg)
+	require.NoError(t, err)
+	defer p.Close()
+	var user, payloadUser string
+	require.NoError(t, p.Store.Pool.QueryRow(a.ctx, `SELECT current_user`).Scan(&user))
+	require.NoError(t, p.Payloads.Pool.QueryRow(a.ctx, `SELECT current_user`).Scan(&payloadUser))
+	require.Equal(t, store.RoleConsole, user)
+	require.Equal(t, store.RolePayloadReader, payloadUser)
+	for _, sql := range []string{`SELECT secret_sealed FROM endpoint_secrets`, `SELECT api_key_sealed FROM endpoints`,
+		`SELECT token_sha256 FROM api_tokens`, `SELECT payload FROM webhook_inbox`, `UPDATE credit_grants SET credits = 0`} {
+		_, err := p.Store.Pool.Exec(a.ctx, sql)
+		require.True(t, store.IsPermissionDenied(err), "%s as the console: %v", sql, err)
+	}
+
+	// Listings open no secret: a console whose key opens none still lists
+	// the endpoint, with its fingerprints.
+	cfg := a.cfg
+	cfg.SecretsKey = secretbox.GenerateKey()
+	other, err := app.OpenConsole(a.ctx, cfg)
+	require.NoError(t, err)
+	defer other.Close()
+	svc := app.Operations(cfg, other.Store, other.Temporal, slog.New(slog.DiscardHandler), routestest.Builtin())
+	eps, err := svc.ListEndpoints(a.ctx)
+	require.NoError(t, err)
+	require.Len(t, eps, 1)
+	require.True(t, eps[0].APIKeySet)
+	require.Regexp(t, `^[0-9a-f]{8}$`, eps[0].APIKeyFingerprint)
+	require.Regexp(t, `^[0-9a-f]{8}$`, eps[0].Secrets[0].Fingerprint)
+
+	// The API on top of it: an admin's acts work, none answers a secret.
+	code, body := a.api(t, "admin", http.MethodGet, "/api/endpoints/billing", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotContains(t, body, "CONSOLEneverREADSthis")
+	code, body = a.api(t, "admin", http.MethodPost, "/api/endpoints/billing/secrets", `{"secret":"whsec_k2oBvwfyqY1Ad5ATpJwQLSYz1f5QSxZz","retire_others":true,"reason":"rotation"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+}

@@ -42,12 +42,25 @@ type Config struct {
 	// hookinbox_operator (payloads only when also granted
 	// hookinbox_payload_reader); empty: DATABASE_URL.
 	OperatorDatabaseURL string
+	// HOOKINBOX_CONSOLE_DATABASE_URL: the operator console's and API's
+	// (`hookinbox console`), as hookinbox_console (the operator's reads and
+	// its acts' writes, no secret, no token hash, no payload); empty:
+	// DATABASE_URL (the schema owner, with a warning).
+	ConsoleDatabaseURL string
+	// HOOKINBOX_PAYLOAD_DATABASE_URL: the console's payload pool, as
+	// hookinbox_payload_reader (an operator's ?payload=true reads, and
+	// re-admission's body); empty: the console's own URL.
+	PayloadDatabaseURL string
 	// HOOKINBOX_INTAKE_DB_PASSWORD, HOOKINBOX_WORKER_DB_PASSWORD,
-	// HOOKINBOX_OPERATOR_DB_PASSWORD: passwords `hookinbox db roles` sets on
-	// the roles (empty: leaves the role's password as it is). Never printed.
-	IntakeDBPassword   string
-	WorkerDBPassword   string
-	OperatorDBPassword string
+	// HOOKINBOX_OPERATOR_DB_PASSWORD, HOOKINBOX_CONSOLE_DB_PASSWORD,
+	// HOOKINBOX_PAYLOAD_READER_DB_PASSWORD: passwords `hookinbox db roles`
+	// sets on the roles (empty: leaves the role's password as it is). Never
+	// printed.
+	IntakeDBPassword        string
+	WorkerDBPassword        string
+	OperatorDBPassword      string
+	ConsoleDBPassword       string
+	PayloadReaderDBPassword string
 	// TEMPORAL_ADDRESS: host:port of the Temporal frontend.
 	TemporalAddress string
 	// TEMPORAL_NAMESPACE: namespace for workflows and schedules.
@@ -363,9 +376,13 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("HOOKINBOX_INTAKE_DATABASE_URL", &c.IntakeDatabaseURL)
 	p.str("HOOKINBOX_WORKER_DATABASE_URL", &c.WorkerDatabaseURL)
 	p.str("HOOKINBOX_OPERATOR_DATABASE_URL", &c.OperatorDatabaseURL)
+	p.str("HOOKINBOX_CONSOLE_DATABASE_URL", &c.ConsoleDatabaseURL)
+	p.str("HOOKINBOX_PAYLOAD_DATABASE_URL", &c.PayloadDatabaseURL)
 	p.str("HOOKINBOX_INTAKE_DB_PASSWORD", &c.IntakeDBPassword)
 	p.str("HOOKINBOX_WORKER_DB_PASSWORD", &c.WorkerDBPassword)
 	p.str("HOOKINBOX_OPERATOR_DB_PASSWORD", &c.OperatorDBPassword)
+	p.str("HOOKINBOX_CONSOLE_DB_PASSWORD", &c.ConsoleDBPassword)
+	p.str("HOOKINBOX_PAYLOAD_READER_DB_PASSWORD", &c.PayloadReaderDBPassword)
 	p.str("TEMPORAL_ADDRESS", &c.TemporalAddress)
 	p.str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
 	p.str("TEMPORAL_API_KEY", &c.TemporalAPIKey)
@@ -455,6 +472,14 @@ func (c Config) WorkerDB() string { return orElse(c.WorkerDatabaseURL, c.Databas
 // OperatorDB is the read-only operator commands' database URL:
 // HOOKINBOX_OPERATOR_DATABASE_URL, else DATABASE_URL.
 func (c Config) OperatorDB() string { return orElse(c.OperatorDatabaseURL, c.DatabaseURL) }
+
+// ConsoleDB is the console's database URL: HOOKINBOX_CONSOLE_DATABASE_URL,
+// else DATABASE_URL.
+func (c Config) ConsoleDB() string { return orElse(c.ConsoleDatabaseURL, c.DatabaseURL) }
+
+// PayloadDB is the console's payload pool's URL:
+// HOOKINBOX_PAYLOAD_DATABASE_URL, else the console's.
+func (c Config) PayloadDB() string { return orElse(c.PayloadDatabaseURL, c.ConsoleDB()) }
 
 func orElse(v, fallback string) string {
 	if v != "" {

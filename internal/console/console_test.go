@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -30,6 +31,14 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+// testLog writes the console's errors to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
 type nopBell struct{}
 
 func (nopBell) Ring(context.Context, keys.Resource, string, string) error { return nil }
@@ -47,17 +56,28 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	st := testenv.Store(t)
+	st := testenv.Store(t) // the schema owner: fixtures and checks
 	ctx := context.Background()
 	cfg := config.Default()
-	svc := &ops.Service{Store: st, Routes: routestest.Builtin(), Doorbell: nopBell{}, Config: cfg, SignalTimeout: time.Second}
-	srv, err := console.New(console.Options{Ops: svc})
+	// The console as it runs: as hookinbox_console, payloads read as
+	// hookinbox_payload_reader. Every act the tests make proves its grants.
+	dbURL := st.Pool.Config().ConnString()
+	con, err := store.Open(ctx, testenv.RoleURL(t, dbURL, store.RoleConsole), 8)
+	require.NoError(t, err)
+	con.Keys = st.Keys
+	t.Cleanup(con.Close)
+	payloads, err := store.Open(ctx, testenv.RoleURL(t, dbURL, store.RolePayloadReader), 2)
+	require.NoError(t, err)
+	t.Cleanup(payloads.Close)
+	svc := &ops.Service{Store: con, Payloads: payloads, Routes: routestest.Builtin(), Doorbell: nopBell{}, Config: cfg,
+		SignalTimeout: time.Second}
+	srv, err := console.New(console.Options{Ops: svc, Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	b := &bundle{t: t, ctx: ctx, st: st, url: hs.URL, tokens: map[string]string{}}
 	for _, role := range ops.Roles {
-		nt, err := svc.CreateToken(ctx, ops.Actor{Name: "setup"}, role+"-token", role)
+		nt, err := (&ops.Service{Store: st}).CreateToken(ctx, ops.Actor{Name: "setup"}, role+"-token", role) // the CLI's, as the owner
 		require.NoError(t, err)
 		b.tokens[role] = nt.Token
 	}

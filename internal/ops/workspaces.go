@@ -79,7 +79,7 @@ func URLOrigin(raw string) string {
 
 // ListDestinations lists team destinations (one workspace's, or all).
 func (s *Service) ListDestinations(ctx context.Context, workspace string) ([]DestinationView, error) {
-	ds, err := outbox.ListDestinations(ctx, s.Store.Pool, workspace, false)
+	ds, err := outbox.ListDestinationViews(ctx, s.Store.Pool, workspace)
 	if err != nil {
 		return nil, err
 	}
