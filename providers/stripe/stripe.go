@@ -230,7 +230,6 @@ func (Provider) RouteType(eventType string) string {
 	return snapshot
 }
 
-
 // KeepHeader keeps nothing of Stripe's own: the event is the body.
 func (Provider) KeepHeader(string) bool { return false }
 
