@@ -854,7 +854,8 @@ func TestAuditConsoleSessionsAreRandomExpiringAndRevocable(t *testing.T) {
 	require.Zero(t, stored)
 	copied := a.browser(t)
 	u, _ := url.Parse(a.url)
-	copied.Jar.SetCookies(u, []*http.Cookie{{Name: ck.Name, Value: ck.Value, Path: "/"}})
+	copied.Jar.SetCookies(u, []*http.Cookie{{Name: ck.Name, Value: ck.Value, Path: "/", HttpOnly: true, //nolint:gosec // a copy, sent to a plain-http test server
+		SameSite: http.SameSiteStrictMode}})
 	code, _, resp = a.page(t, copied, "/inbox")
 	require.Equal(t, http.StatusSeeOther, code, "a session signed out of still works")
 	require.Contains(t, resp.Header.Get("Location"), "/login")

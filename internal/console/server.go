@@ -100,7 +100,7 @@ const (
 func parseForm(r *http.Request) error {
 	var err error
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
-		err = r.ParseMultipartForm(maxFormBytes)
+		err = r.ParseMultipartForm(maxFormBytes) //nolint:gosec // bounded: wrap's MaxBytesReader (maxFormBytes) is already on the body
 		if r.MultipartForm != nil {
 			_ = r.MultipartForm.RemoveAll() // the console takes no files
 		}

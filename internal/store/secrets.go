@@ -42,7 +42,7 @@ func SecretFingerprint(kr *secretbox.Keyring, secret string) []byte {
 // Display fingerprint columns: what DisplayFingerprint tags.
 const (
 	DisplaySecret = "endpoint_secrets.secret"
-	DisplayAPIKey = "endpoints.api_key"
+	DisplayAPIKey = "endpoints.api_key" //nolint:gosec // a column's name, no credential
 )
 
 // DisplayFingerprint is the short tag of a secret value that listings and

@@ -33,7 +33,7 @@ type APIToken struct {
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
-const tokenColumns = `id, name, role, created_by, created_at, last_used_at, revoked_at`
+const tokenColumns = `id, name, role, created_by, created_at, last_used_at, revoked_at` //nolint:gosec // column names, no credential
 
 func scanToken(row pgx.Row) (*APIToken, error) {
 	var t APIToken

@@ -375,18 +375,18 @@ func endpointColumns(read reading) string {
 		api = `coalesce(e.api_base_url, ''), NULL::text, NULL::bytea, e.api_key_key_id, e.api_key_key_id IS NOT NULL,
 	e.api_key_fingerprint`
 	}
-	secrets := `'[]'::json`
+	signingJSON := `'[]'::json`
 	switch {
 	case read.secrets:
-		secrets = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'sealed', encode(s.secret_sealed, 'hex'),
+		signingJSON = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'sealed', encode(s.secret_sealed, 'hex'),
 	          'key_id', s.secret_key_id, 'accounts', s.accounts, 'created_at', s.created_at, 'fingerprint', s.display_fingerprint)
 	          ORDER BY s.id) FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
 	case read.secretMeta:
-		secrets = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'accounts', s.accounts, 'created_at', s.created_at,
+		signingJSON = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'accounts', s.accounts, 'created_at', s.created_at,
 	          'fingerprint', s.display_fingerprint) ORDER BY s.id) FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
 	}
 	return `e.slug, e.provider, e.environment, coalesce(e.account, ''), ` + api + `, e.settings, e.created_at,
-	` + secrets + `,
+	` + signingJSON + `,
 	coalesce((SELECT json_object_agg(l.account, l.workspace_id) FROM account_links l WHERE l.endpoint_slug = e.slug), '{}')`
 }
 
