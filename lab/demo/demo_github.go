@@ -68,7 +68,8 @@ func (g gitHubDemo) logPath() string { return simulator.GitHubRepoHook(g.owner, 
 
 // register adds the endpoint as an operator would ('hookinbox endpoints add
 // --provider github --github-hook repo:OWNER/NAME --github-hook-id N
-// --api-base-url … --api-key …', then 'endpoints link'), and the hook in
+// --api-base-url … --allow-custom-api-host --api-key …', then 'endpoints
+// link'), and the hook in
 // the simulated GitHub, delivering to the intake at target.
 func (g gitHubDemo) register(ctx context.Context, st *store.Store, sim *simulator.Simulator, apiURL, target string) error {
 	if err := endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: g.slug, Provider: "github", Environment: "test",
@@ -161,11 +162,11 @@ func readGitHubInbox(ctx context.Context, db store.DB, g gitHubDemo, sent []gitH
 
 // gitHubResult is what the step saw, side by side.
 type gitHubResult struct {
-	Sent     []gitHubSent
-	Before   gitHubInbox
-	After    gitHubInbox
-	Passes   []soak.PassRun
-	Asked    int // redeliveries GitHub was asked for (its own count)
+	Sent   []gitHubSent
+	Before gitHubInbox
+	After  gitHubInbox
+	Passes []soak.PassRun
+	Asked  int // redeliveries GitHub was asked for (its own count)
 	// What the team's service behind the forward route got: requests,
 	// ones that failed verification, and the operations it applied
 	// (operation key → event key).
