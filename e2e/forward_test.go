@@ -13,6 +13,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/forward"
@@ -190,22 +191,35 @@ func TestForwardRouteKeepsEachResourcesOrderWhileManyRunAtOnce(t *testing.T) {
 	w.addRoute(t, ops.RouteSpec{Name: "subs", Provider: "stripe", EventType: "customer.subscription.*", URL: rcv.srv.URL + "/hooks",
 		ReplaceHandler: true, AllowPrivate: true})
 
+	// Each subscription's three events are delivered one after another (so
+	// its intake order is defined: two deliveries in flight at once have
+	// none), the twelve subscriptions all at once.
 	const subs = 12
-	var plan simulator.Plan
-	plan.Concurrency = 6
-	for range subs {
+	plans := make([]simulator.Plan, subs)
+	for i := range plans {
 		sub, created := w.sim.CreateSubscription(w.account, "", simulator.SubscriptionOptions{})
 		updated, err := w.sim.UpdateSubscription(sub.ID, func(s *simulator.SubscriptionState) { s.CancelAtPeriodEnd = true })
 		require.NoError(t, err)
 		canceled, err := w.sim.CancelSubscription(sub.ID, false)
 		require.NoError(t, err)
+		plans[i].Concurrency = 1
 		for _, ev := range []simulator.Event{created, updated, canceled} {
-			plan.Deliveries = append(plan.Deliveries, simulator.Delivery{Event: ev})
+			plans[i].Deliveries = append(plans[i].Deliveries, simulator.Delivery{Event: ev})
 		}
 	}
-	rep, err := w.sim.Deliver(w.ctx, w.targets, plan)
-	require.NoError(t, err)
-	require.Equal(t, 3*subs, rep.Stats.Acked)
+	var g errgroup.Group
+	acked := make([]int, subs)
+	for i, plan := range plans {
+		g.Go(func() error {
+			rep, err := w.sim.Deliver(w.ctx, w.targets, plan)
+			acked[i] = rep.Stats.Acked
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	for i := range acked {
+		require.Equal(t, 3, acked[i], "subscription %d: every delivery acknowledged", i)
+	}
 	w.allDone(t, 3*subs)
 
 	got := rcv.requests()
