@@ -160,10 +160,10 @@ func ListFiring(ctx context.Context, db store.DB, rule string) ([]Firing, error)
 // now (pending, or uncertain past their attempt's deadline): the
 // evaluation rings them, so a notice waits neither for the sweeper nor for
 // a doorbell lost after its commit.
-func UnsentResources(ctx context.Context, db store.DB, now time.Time) ([]keys.Resource, error) {
+func UnsentResources(ctx context.Context, db store.DB) ([]keys.Resource, error) {
 	rows, err := db.Query(ctx, `
 		SELECT DISTINCT resource_key FROM outbox
-		 WHERE class = $1 AND status IN ('pending', 'uncertain') AND next_attempt_at <= $2`, notify.ClassNotification, now)
+		 WHERE class = $1 AND status IN ('pending', 'uncertain') AND next_attempt_at <= clock_timestamp()`, notify.ClassNotification)
 	if err != nil {
 		return nil, fmt.Errorf("unsent notices: %w", err)
 	}
