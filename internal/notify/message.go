@@ -123,7 +123,13 @@ func TestDocument(r Rule, op string, now time.Time, links []Link) Document {
 	d := Document{Type: TypeTest, Ref: Ref(op), Rule: r.Name, Phase: "test", Workspace: r.Workspace, Channel: r.Channel,
 		WindowStart: now.UTC(), WindowEnd: now.UTC(), Links: links, OperationKey: op,
 		Title: "[hookinbox] TEST: notifications of rule " + r.Name + " reach this channel"}
-	d.Text = d.Title + "\n\nSent by 'hookinbox notifications test' (or the console); nothing is wrong.\nref " + d.Ref + "\n"
+	var b strings.Builder
+	b.WriteString(d.Title + "\n\nSent by 'hookinbox notifications test' (or the console); nothing is wrong.\n")
+	for _, l := range links {
+		fmt.Fprintf(&b, "%s: %s\n", l.Name, l.URL)
+	}
+	fmt.Fprintf(&b, "ref %s\n", d.Ref)
+	d.Text = b.String()
 	return d
 }
 
