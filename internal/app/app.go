@@ -242,7 +242,7 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 		Control: &activities.ControlActivities{
 			Sweeps: storeports.Sweeps{Store: st}, Passes: passes, Retention: storeports.Retention{Store: st},
 			Notifications: &storeports.Notifications{Store: st, ConsoleURL: cfg.ConsoleBaseURL(), TemporalUIURL: cfg.TemporalUIURL,
-				Namespace: cfg.TemporalNamespace},
+				Namespace: cfg.TemporalNamespace, TaskQueue: cfg.TaskQueue},
 			Schedules: &starter.ScheduleRuns{Client: c, IDs: starter.EnabledScheduleIDs(cfg)},
 			Doorbell:  doorbell, Metrics: m, Logger: log,
 		},

@@ -245,9 +245,11 @@ func OperationKey(rule, trigger, subject string, windowStart time.Time, phase st
 
 // Resource is the resource whose workflow sends a rule's notices: one per
 // rule, so its notices leave one at a time, through the outbox machinery
-// (SendOutbox with its retries and uncertain-outcome policy).
-func Resource(rule string) keys.Resource {
-	return keys.Resource{Provider: "hookinbox", Account: "notifications", Environment: "ops", Kind: "rule", ID: rule}
+// (SendOutbox with its retries and uncertain-outcome policy). It names the
+// deployment's task queue, as the schedule ids do: two deployments sharing
+// a namespace, each with a rule of the same name, never share a workflow.
+func Resource(taskQueue, rule string) keys.Resource {
+	return keys.Resource{Provider: "hookinbox", Account: taskQueue, Environment: "ops", Kind: "notification-rule", ID: rule}
 }
 
 // ScheduleHealth is how the latest finished runs of one schedule ended, as

@@ -174,8 +174,9 @@ func TestOperationKeysAreStablePerWindowAndPhase(t *testing.T) {
 	require.NotEqual(t, k, notify.OperationKey("oncall", notify.TriggerQuarantine, "stripe-sim", w.Add(time.Second), notify.PhaseFiring))
 	// A subject with a '/' cannot forge another key.
 	require.NotEqual(t, notify.OperationKey("a", "b", "c/d", w, "firing"), notify.OperationKey("a", "b/c", "d", w, "firing"))
-	r := notify.Resource("oncall")
+	r := notify.Resource("hookinbox", "oncall")
 	require.True(t, r.Valid())
+	require.NotEqual(t, r, notify.Resource("staging", "oncall"), "another deployment's rule of the same name has its own workflow")
 	back, err := keys.ParseResource(r.String())
 	require.NoError(t, err)
 	require.Equal(t, r, back, "the outbox sweeper parses it back")

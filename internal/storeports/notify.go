@@ -33,6 +33,17 @@ type Notifications struct {
 	// TemporalUIURL and Namespace: a failed schedule run's notice links to
 	// its workflow there ("" for no link).
 	TemporalUIURL, Namespace string
+	// TaskQueue names the deployment in the workflows that send the
+	// notices (notify.Resource; "" is the default queue, "hookinbox").
+	TaskQueue string
+}
+
+func (n *Notifications) resource(rule string) keys.Resource {
+	q := n.TaskQueue
+	if q == "" {
+		q = "hookinbox"
+	}
+	return notify.Resource(q, rule)
 }
 
 var _ ports.Notifications = (*Notifications)(nil)
@@ -141,7 +152,7 @@ func (n *Notifications) apply(ctx context.Context, r notifications.Rule, trigger
 		}
 		doc := notify.Render(rule, trigger, subject, notice, detail, o.links)
 		intent := outbox.OutboxIntent{OperationKey: doc.OperationKey, Class: notify.ClassNotification, Kind: "webhook",
-			Destination: r.Name, WorkspaceID: r.Workspace, ResourceKey: notify.Resource(r.Name).String()}
+			Destination: r.Name, WorkspaceID: r.Workspace, ResourceKey: n.resource(r.Name).String()}
 		if r.Channel == notify.ChannelEmail {
 			doc.To = r.Target
 			intent.Kind, intent.Destination = "email", r.Target

@@ -56,7 +56,7 @@ func notifySetup(t *testing.T) *nbundle {
 		require.NoError(t, endpoints.LinkAccount(ctx, owner, ep.slug, ep.account, ep.ws))
 	}
 	return &nbundle{ctx: ctx, owner: owner, worker: worker,
-		n: &storeports.Notifications{Store: worker, ConsoleURL: "http://console.test", TemporalUIURL: "http://ui.test", Namespace: "default"}}
+		n: &storeports.Notifications{Store: worker, ConsoleURL: "http://console.test", TemporalUIURL: "http://ui.test", Namespace: "default", TaskQueue: "q"}}
 }
 
 func (b *nbundle) rule(t *testing.T, r notifications.Rule) {
@@ -174,12 +174,12 @@ func TestEvaluationDecidesAWindowsNoticeOnceEvenConcurrently(t *testing.T) {
 		Scan(&o.Kind, &o.Destination, &o.ResourceKey, &o.Key))
 	require.Equal(t, "email", o.Kind)
 	require.Equal(t, "oncall@example.com", o.Destination)
-	require.Equal(t, notify.Resource("oncall").String(), o.ResourceKey, "sent by the rule's own workflow")
+	require.Equal(t, notify.Resource("q", "oncall").String(), o.ResourceKey, "sent by the rule's own workflow")
 	require.Equal(t, docs[0].OperationKey, o.Key)
 
 	out := b.eval(t)
 	require.Empty(t, out.Notices, "the same window: nothing more")
-	require.Equal(t, []keys.Resource{notify.Resource("oncall")}, out.Resources, "its notice is still to send: the rule's workflow is rung")
+	require.Equal(t, []keys.Resource{notify.Resource("q", "oncall")}, out.Resources, "its notice is still to send: the rule's workflow is rung")
 
 	// Replayed and done: the condition clears, one recovery follows.
 	b.exec(t, `UPDATE webhook_inbox SET status = 'done' WHERE status IN ('failed', 'exhausted')`)
@@ -262,7 +262,7 @@ func TestEachTriggerObservesWhatItSays(t *testing.T) {
 	var heldNotice int64
 	require.NoError(t, b.owner.Tx(b.ctx, func(tx pgx.Tx) error {
 		heldNotice, err = outbox.InsertOutbox(b.ctx, tx, outbox.OutboxIntent{OperationKey: "notification/x", Class: notify.ClassNotification,
-			Kind: "webhook", Destination: "x", ResourceKey: notify.Resource("x").String(), Payload: map[string]string{}})
+			Kind: "webhook", Destination: "x", ResourceKey: notify.Resource("q", "x").String(), Payload: map[string]string{}})
 		return err
 	}))
 	b.exec(t, `UPDATE outbox SET status = 'held_for_review' WHERE id = $1`, heldNotice)
@@ -405,5 +405,5 @@ func TestOneBrokenRuleDoesNotStopTheOthers(t *testing.T) {
 	require.Equal(t, 2, out.Rules, "the enabled ones")
 	require.Equal(t, []ports.NoticeDecided{{Rule: "a-good", Trigger: notify.TriggerEventFailed, Subject: "ep1", Phase: notify.PhaseFiring,
 		Channel: notify.ChannelEmail}}, out.Notices)
-	require.Equal(t, fmt.Sprint([]keys.Resource{notify.Resource("a-good")}), fmt.Sprint(out.Resources))
+	require.Equal(t, fmt.Sprint([]keys.Resource{notify.Resource("q", "a-good")}), fmt.Sprint(out.Resources))
 }
