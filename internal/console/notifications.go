@@ -1,7 +1,6 @@
 package console
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -114,18 +113,36 @@ func (s *Server) apiNotificationTest(w http.ResponseWriter, r *http.Request, p *
 	return reply(w, http.StatusOK, res, err)
 }
 
-// notificationsPage is the console's notifications page.
+// The notifications page's notices after an act (fixed texts by id, as
+// every flash: a crafted link cannot make the console say anything else).
+const (
+	flashNotificationAdded   = "notification-added"
+	flashNotificationRemoved = "notification-removed"
+)
+
+func init() {
+	flashes[flashNotificationAdded] = "Notification rule added: the notify schedule evaluates it from its next run (HOOKINBOX_NOTIFY_INTERVAL)."
+	flashes[flashNotificationRemoved] = "Notification rule removed: nothing more is decided for it; its notices stay."
+}
+
+// notificationsPage is the console's notifications page; Test is what a
+// rule's channel answered the test just sent from it.
 type notificationsPage struct {
 	Rules    []ops.NotificationView
 	Triggers []string
+	Test     *ops.NotificationTest
 }
 
 func (s *Server) webNotificationsPage(w http.ResponseWriter, r *http.Request, p *principal) error {
+	return s.renderNotifications(w, r, p, nil)
+}
+
+func (s *Server) renderNotifications(w http.ResponseWriter, r *http.Request, p *principal, test *ops.NotificationTest) error {
 	vs, err := s.ops.ListNotifications(r.Context())
 	if err != nil {
 		return err
 	}
-	return s.render(w, r, p, http.StatusOK, "notifications", "Notifications", notificationsPage{Rules: vs, Triggers: notify.Triggers})
+	return s.render(w, r, p, http.StatusOK, "notifications", "Notifications", notificationsPage{Rules: vs, Triggers: notify.Triggers, Test: test})
 }
 
 func (s *Server) webNotificationAdd(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -153,30 +170,22 @@ func (s *Server) webNotificationAdd(w http.ResponseWriter, r *http.Request, p *p
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/notifications#"+url.PathEscape(v.Name), fmt.Sprintf("Notification rule %s added: %s → %s %s.",
-		v.Name, strings.Join(v.Triggers, ", "), v.Channel, v.Target))
+	return redirect(w, r, "/notifications#"+url.PathEscape(v.Name), flashNotificationAdded)
 }
 
+// webNotificationTest shows what the channel answered on the page itself
+// (the answer is the channel's own text: no fixed flash can say it).
 func (s *Server) webNotificationTest(w http.ResponseWriter, r *http.Request, p *principal) error {
-	name := r.PathValue("name")
-	res, err := s.ops.TestNotification(r.Context(), p.actor(), name, r.PostFormValue("reason"))
+	res, err := s.ops.TestNotification(r.Context(), p.actor(), r.PathValue("name"), r.PostFormValue("reason"))
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Test notice of %s accepted by the %s channel", name, res.Channel)
-	if !res.OK {
-		msg = fmt.Sprintf("Test notice of %s NOT accepted by the %s channel: %s", name, res.Channel, res.Error)
-	}
-	if res.Answer != "" {
-		msg += " (answer: " + res.Answer + ")"
-	}
-	return redirect(w, r, "/notifications#"+url.PathEscape(name), msg+".")
+	return s.renderNotifications(w, r, p, &res)
 }
 
 func (s *Server) webNotificationRemove(w http.ResponseWriter, r *http.Request, p *principal) error {
-	name := r.PathValue("name")
-	if err := s.ops.RemoveNotification(r.Context(), p.actor(), name, r.PostFormValue("reason")); err != nil {
+	if err := s.ops.RemoveNotification(r.Context(), p.actor(), r.PathValue("name"), r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/notifications", "Notification rule "+name+" removed.")
+	return redirect(w, r, "/notifications", flashNotificationRemoved)
 }
