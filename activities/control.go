@@ -15,15 +15,20 @@ import (
 
 // ControlActivities are the activities of the control task queue, called
 // by the scheduled workflows: SweepInbox, SweepOutbox, ListScopes,
-// BeginPass and RetentionStep. Register them with worker.RegisterActivity
-// on that queue only.
+// BeginPass, RetentionStep and EvaluateNotifications. Register them with
+// worker.RegisterActivity on that queue only.
 type ControlActivities struct {
 	Sweeps    ports.Sweeps
 	Passes    ports.Passes
 	Retention ports.Retention
-	Doorbell  keys.Doorbell
-	Metrics   *metrics.Metrics
-	Logger    *slog.Logger
+	// Notifications evaluates the notification rules; Schedules says how
+	// the schedules' latest runs ended (nil: the schedule_failed trigger
+	// is not evaluated).
+	Notifications ports.Notifications
+	Schedules     ports.ScheduleRuns
+	Doorbell      keys.Doorbell
+	Metrics       *metrics.Metrics
+	Logger        *slog.Logger
 }
 
 // SweepInput configures SweepInbox.

@@ -29,7 +29,7 @@ func TestActivityNamesPerQueue(t *testing.T) {
 		names []string
 	}{
 		{"resource", &activities.ResourceActivities{}, []string{"FailOutbox", "HandleEvent", "LoadPending", "MarkUnhandled", "ReconcileResource", "SendOutbox"}},
-		{"control", &activities.ControlActivities{}, []string{"BeginPass", "ListScopes", "RetentionStep", "SweepInbox", "SweepOutbox"}},
+		{"control", &activities.ControlActivities{}, []string{"BeginPass", "EvaluateNotifications", "ListScopes", "RetentionStep", "SweepInbox", "SweepOutbox"}},
 		{"provider", &activities.ProviderActivities{}, []string{"BackfillPage", "ReconcilePage", "RecoverDeliveriesPage"}},
 	}
 	for _, tt := range tests {

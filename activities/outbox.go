@@ -2,8 +2,10 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/notify"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 )
 
@@ -114,7 +117,7 @@ func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (Send
 				if err := a.Outbox.MarkSent(ctx, row.ID, "", "found at the destination after an uncertain attempt"); err != nil {
 					return SendResult{}, a.sendRetry(ctx, row, err)
 				}
-				a.countSend(row.Class, "found")
+				a.countSend(row, "found")
 				log.Info("outbox row found at the destination; not sent again")
 				return SendResult{Status: keys.OutboxSent, Policy: policy, Note: "found at destination"}, nil
 			}
@@ -127,7 +130,7 @@ func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (Send
 			if _, err := a.Outbox.Stop(ctx, row.ID, keys.OutboxHeld, note); err != nil {
 				return SendResult{}, a.sendRetry(ctx, row, err)
 			}
-			a.countSend(row.Class, "held")
+			a.countSend(row, "held")
 			log.Warn("outbox row held for review")
 			return SendResult{Status: keys.OutboxHeld, Policy: policy, Note: note}, nil
 		}
@@ -156,12 +159,12 @@ func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (Send
 			// repeat) instead of sending blindly.
 			return SendResult{}, a.sendRetryAs(ctx, row, keys.OutboxUncertain, err)
 		}
-		a.countSend(row.Class, "sent")
+		a.countSend(row, "sent")
 		log.Info("outbox row sent", "remote_id", remoteID)
 		return SendResult{Status: keys.OutboxSent, Policy: policy}, nil
 	}
 	if outbound.IsPermanent(err) {
-		a.countSend(row.Class, "rejected")
+		a.countSend(row, "rejected")
 		log.Warn("outbox send rejected", "error", err.Error())
 		_ = a.Outbox.AttemptFailed(ctx, row.ID, keys.OutboxPending, err.Error(), time.Now())
 		return SendResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "OutboundRejected", err)
@@ -170,7 +173,7 @@ func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (Send
 	if outbound.IsDefinite(err) {
 		status = keys.OutboxPending
 	}
-	a.countSend(row.Class, status)
+	a.countSend(row, status)
 	log.Warn("outbox send failed", "outcome", status, "error", err.Error())
 	return SendResult{}, a.sendRetryAs(ctx, row, status, err)
 }
@@ -214,9 +217,29 @@ func (a *ResourceActivities) policyFor(class string, idempotent bool) string {
 	return PolicyHoldForReview
 }
 
-func (a *ResourceActivities) countSend(class, result string) {
-	if a.Metrics != nil {
-		a.Metrics.OutboxSends.WithLabelValues(class, result).Inc()
+func (a *ResourceActivities) countSend(row *ports.OutboxRow, result string) {
+	if a.Metrics == nil {
+		return
+	}
+	a.Metrics.OutboxSends.WithLabelValues(row.Class, result).Inc()
+	if row.Class != notify.ClassNotification {
+		return
+	}
+	// A notice's channel and trigger are in its document (bounded values:
+	// notify.Channels and notify.Triggers).
+	var d struct {
+		Channel string `json:"channel"`
+		Trigger string `json:"trigger"`
+	}
+	_ = json.Unmarshal(row.Payload, &d)
+	if !notify.ValidTrigger(d.Trigger) || !slices.Contains(notify.Channels, d.Channel) {
+		return
+	}
+	switch result {
+	case "sent", "found":
+		a.Metrics.NotificationsSent.WithLabelValues(d.Channel, d.Trigger).Inc()
+	default:
+		a.Metrics.NotificationsFailed.WithLabelValues(d.Channel, d.Trigger).Inc()
 	}
 }
 

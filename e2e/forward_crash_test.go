@@ -54,7 +54,9 @@ type workerProcess struct {
 	done chan struct{}
 }
 
-func startWorkerProcess(t *testing.T, s *stack) *workerProcess {
+// startWorkerProcess starts one, with extra environment variables (NAME=value)
+// after the defaults, which they override.
+func startWorkerProcess(t *testing.T, s *stack, extra ...string) *workerProcess {
 	t.Helper()
 	cmd := exec.Command(hookinboxBinary(t), "worker") //nolint:noctx // the test kills it with SIGKILL on purpose
 	cmd.Env = append(os.Environ(),
@@ -74,6 +76,7 @@ func startWorkerProcess(t *testing.T, s *stack) *workerProcess {
 		"HOOKINBOX_RECONCILE_INTERVAL=0", "HOOKINBOX_BACKFILL_INTERVAL=0", "HOOKINBOX_RETENTION_INTERVAL=0",
 		"HOOKINBOX_LOG_LEVEL=warn",
 	)
+	cmd.Env = append(cmd.Env, extra...)
 	log, err := os.Create(filepath.Join(t.TempDir(), "worker.log"))
 	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = log, log

@@ -13,7 +13,7 @@ import (
 
 // appliedOrder is the order a worker applies the schedules in (and status
 // reports a missing one in).
-var appliedOrder = []string{ScheduleSweeper, ScheduleReconcile, ScheduleBackfill, ScheduleGitHubRecovery, ScheduleRetention}
+var appliedOrder = []string{ScheduleSweeper, ScheduleReconcile, ScheduleBackfill, ScheduleGitHubRecovery, ScheduleRetention, ScheduleNotify}
 
 // ScheduleInterval is how often the named schedule runs under cfg: its
 // HOOKINBOX_*_INTERVAL. 0 turns it off (except the sweeper's, which is
@@ -30,6 +30,8 @@ func ScheduleInterval(name string, cfg config.Config) time.Duration {
 		return cfg.RetentionInterval
 	case ScheduleGitHubRecovery:
 		return cfg.GitHubRecoveryInterval
+	case ScheduleNotify:
+		return cfg.NotifyInterval
 	}
 	return 0
 }

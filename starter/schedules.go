@@ -36,11 +36,13 @@ const (
 	// ScheduleGitHubRecovery recovers the GitHub deliveries that never
 	// reached the inbox (GitHub does not redeliver; SPEC R16, R19).
 	ScheduleGitHubRecovery = "recover-github"
+	// ScheduleNotify evaluates the notification rules (issue 26).
+	ScheduleNotify = "notify"
 )
 
 // ScheduleNames lists every schedule hookinbox keeps.
 func ScheduleNames() []string {
-	return []string{ScheduleSweeper, ScheduleReconcile, ScheduleBackfill, ScheduleRetention, ScheduleGitHubRecovery}
+	return []string{ScheduleSweeper, ScheduleReconcile, ScheduleBackfill, ScheduleRetention, ScheduleGitHubRecovery, ScheduleNotify}
 }
 
 // ReconcilePassWorkflowID is the fixed ID of an operator's reconciliation

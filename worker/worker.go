@@ -72,6 +72,7 @@ func NewControl(c client.Client, a *activities.ControlActivities, cfg config.Con
 	w.RegisterWorkflow(workflows.BackfillFactsWorkflow)
 	w.RegisterWorkflow(workflows.RetentionWorkflow)
 	w.RegisterWorkflow(workflows.RecoverDeliveriesWorkflow)
+	w.RegisterWorkflow(workflows.NotifyWorkflow)
 	w.RegisterActivity(a)
 	return w
 }
@@ -92,8 +93,8 @@ func NewProvider(c client.Client, a *activities.ProviderActivities, cfg config.C
 }
 
 // Schedules are the schedules the worker keeps applied: the sweeper, and
-// those of reconciliation, facts backfill, retention and the GitHub
-// delivery recovery whose interval is not 0 (starter.ScheduleEnabled; their
+// those of reconciliation, facts backfill, retention, the GitHub delivery
+// recovery and the notifications whose interval is not 0 (starter.ScheduleEnabled; their
 // ids, in this order, are starter.EnabledScheduleIDs).
 func Schedules(cfg config.Config) []starter.ScheduleSpec {
 	all := []starter.ScheduleSpec{{
@@ -154,6 +155,16 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 				QuarantineRetention: cfg.QuarantineRetention, BatchSize: cfg.RetentionBatch}},
 			CatchupWindow: cfg.RetentionInterval,
 			Note:          "Redacts old payloads, deletes inbox rows past the dedup window and old resolved quarantine entries (SPEC R21).",
+		})
+	}
+	if starter.ScheduleEnabled(starter.ScheduleNotify, cfg) {
+		id := starter.ScheduleID(starter.ScheduleNotify, cfg.TaskQueue)
+		all = append(all, starter.ScheduleSpec{
+			ID: id, Every: cfg.NotifyInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
+			Workflow: workflows.NotifyWorkflow, Args: []any{workflows.NotifyInput{}},
+			// A missed evaluation is not caught up: the next one sees the same states.
+			CatchupWindow: cfg.NotifyInterval,
+			Note:          "Evaluates the notification rules and sends their notices and recovery notices through the outbox; see docs/notifications.md.",
 		})
 	}
 	return all

@@ -17,7 +17,7 @@ import (
 func TestStarterNamesTheSchedulesTheWorkerApplies(t *testing.T) {
 	t.Parallel()
 	none := config.Default()
-	none.ReconcileInterval, none.BackfillInterval, none.RetentionInterval, none.GitHubRecoveryInterval = 0, 0, 0, 0
+	none.ReconcileInterval, none.BackfillInterval, none.RetentionInterval, none.GitHubRecoveryInterval, none.NotifyInterval = 0, 0, 0, 0, 0
 	some := config.Default()
 	some.BackfillInterval, some.GitHubRecoveryInterval = 0, 0
 	other := config.Default()
@@ -27,10 +27,10 @@ func TestStarterNamesTheSchedulesTheWorkerApplies(t *testing.T) {
 		cfg     config.Config
 		enabled int
 	}{
-		{"defaults", config.Default(), 5},
+		{"defaults", config.Default(), 6},
 		{"all but the sweeper off", none, 1},
-		{"backfill and recovery off", some, 3},
-		{"another task queue", other, 5},
+		{"backfill and recovery off", some, 4},
+		{"another task queue", other, 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

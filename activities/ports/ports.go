@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/notify"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -263,4 +264,44 @@ type Admission struct {
 	Key      keys.Event
 	Resource keys.Resource
 	Status   string
+}
+
+// Notifications evaluates the notification rules (internal/notify's
+// grouping over what each trigger observes): each notice it decides is
+// committed with its outbox intent and its state in one transaction.
+type Notifications interface {
+	// Evaluate observes every enabled rule's triggers once and decides,
+	// per (rule, trigger, subject), the notice due. It returns what it
+	// decided and the resources whose workflows have notices to send (new
+	// or left), also with an error when some rule could not be evaluated
+	// (the others were).
+	Evaluate(ctx context.Context, in NotifyInput) (NotifyOutcome, error)
+}
+
+// NotifyInput is what an evaluation knows besides the database: how the
+// schedules' latest runs ended.
+type NotifyInput struct {
+	Schedules []notify.ScheduleHealth
+	// SchedulesRead: Schedules could be read. When false the
+	// schedule_failed trigger is not evaluated at all (an unknown is
+	// neither a failure nor a recovery).
+	SchedulesRead bool
+}
+
+// NotifyOutcome is what one evaluation did.
+type NotifyOutcome struct {
+	Rules   int
+	Notices []NoticeDecided
+	// Resources have notices to send: ring their workflows.
+	Resources []keys.Resource
+}
+
+// NoticeDecided names one notice an evaluation committed.
+type NoticeDecided struct {
+	Rule, Trigger, Subject, Phase, Channel string
+}
+
+// ScheduleRuns reads how hookinbox's schedules' latest runs ended.
+type ScheduleRuns interface {
+	Health(ctx context.Context) ([]notify.ScheduleHealth, error)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/forward"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/notify"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -203,7 +204,11 @@ type Activities struct {
 // NewActivities builds the worker's activities with b's handlers and
 // reconcilers and the configured mailer.
 func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger, b Business) (*Activities, error) {
-	policies, err := activities.ParsePolicies(cfg.UncertainPolicy, b.Policies)
+	defaults := map[string]string{notify.ClassNotification: activities.PolicyAcceptDuplicate}
+	for class, p := range b.Policies {
+		defaults[class] = p
+	}
+	policies, err := activities.ParsePolicies(cfg.UncertainPolicy, defaults)
 	if err != nil {
 		return nil, fmt.Errorf("HOOKINBOX_UNCERTAIN_POLICY: %w", err)
 	}
@@ -236,7 +241,10 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 		},
 		Control: &activities.ControlActivities{
 			Sweeps: storeports.Sweeps{Store: st}, Passes: passes, Retention: storeports.Retention{Store: st},
-			Doorbell: doorbell, Metrics: m, Logger: log,
+			Notifications: &storeports.Notifications{Store: st, ConsoleURL: cfg.ConsoleBaseURL(), TemporalUIURL: cfg.TemporalUIURL,
+				Namespace: cfg.TemporalNamespace, TaskQueue: cfg.TaskQueue},
+			Schedules: &starter.ScheduleRuns{Client: c, IDs: starter.EnabledScheduleIDs(cfg)},
+			Doorbell:  doorbell, Metrics: m, Logger: log,
 		},
 		Provider: &activities.ProviderActivities{
 			Providers: provs, Passes: passes, Projections: projections, Facts: storeports.Facts{Store: st, Routes: rt},

@@ -19,7 +19,7 @@ import (
 // Temporal client, as the console and the CLI use it.
 func Operations(cfg config.Config, st *store.Store, c client.Client, log *slog.Logger, b Business) *ops.Service {
 	return &ops.Service{Store: st, Routes: b.Router(cfg, st, log), Handled: b.Routes, Doorbell: Resources(cfg, c), Temporal: c,
-		Config: cfg, Logger: log, SignalTimeout: 10 * time.Second}
+		Config: cfg, Mailer: Mailer(cfg), Logger: log, SignalTimeout: 10 * time.Second}
 }
 
 // NewConsole builds the operator API and console on st (its own role,

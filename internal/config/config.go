@@ -244,6 +244,10 @@ type Config struct {
 	// HOOKINBOX_RETENTION_INTERVAL: how often the retention schedule runs; 0
 	// disables (deletes) the schedule.
 	RetentionInterval time.Duration
+	// HOOKINBOX_NOTIFY_INTERVAL: how often the notify schedule evaluates
+	// the notification rules (docs/notifications.md); 0 disables (deletes)
+	// the schedule, and no notice is decided.
+	NotifyInterval time.Duration
 	// HOOKINBOX_PAYLOAD_RETENTION: payloads of settled (done, ignored,
 	// failed, exhausted) inbox rows, resolved quarantine entries and sent
 	// outbox rows older than this are redacted (keys and body hashes stay).
@@ -343,6 +347,7 @@ func Default() Config {
 		GitHubRecoveryAttempts: 3,
 		ProviderRPS:            20,
 		RetentionInterval:      24 * time.Hour,
+		NotifyInterval:         time.Minute,
 		PayloadRetention:       30 * 24 * time.Hour,
 		DedupRetention:         7 * 24 * time.Hour,
 		QuarantineRetention:    30 * 24 * time.Hour,
@@ -442,6 +447,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.integer("HOOKINBOX_GITHUB_RECOVERY_ATTEMPTS", &c.GitHubRecoveryAttempts)
 	p.integer("HOOKINBOX_PROVIDER_RPS", &c.ProviderRPS)
 	p.duration("HOOKINBOX_RETENTION_INTERVAL", &c.RetentionInterval)
+	p.duration("HOOKINBOX_NOTIFY_INTERVAL", &c.NotifyInterval)
 	p.duration("HOOKINBOX_PAYLOAD_RETENTION", &c.PayloadRetention)
 	p.duration("HOOKINBOX_DEDUP_RETENTION", &c.DedupRetention)
 	p.duration("HOOKINBOX_QUARANTINE_RETENTION", &c.QuarantineRetention)
@@ -556,6 +562,9 @@ func (c Config) Validate() error {
 	}
 	if c.BackfillOverlap <= 0 || c.BackfillLookback <= 0 {
 		errs = append(errs, "HOOKINBOX_BACKFILL_OVERLAP and HOOKINBOX_BACKFILL_LOOKBACK must be positive")
+	}
+	if c.NotifyInterval < 0 || (c.NotifyInterval > 0 && c.NotifyInterval < time.Second) {
+		errs = append(errs, "HOOKINBOX_NOTIFY_INTERVAL must be 0 (no notifications) or at least 1s")
 	}
 	if c.GitHubRecoveryInterval < 0 {
 		errs = append(errs, "HOOKINBOX_GITHUB_RECOVERY_INTERVAL must not be negative (0 disables the schedule)")

@@ -130,7 +130,7 @@ func New(o Options) (*Server, error) {
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
 	}
-	s.routes = append(append(s.apiRoutes(), s.webRoutes()...), s.forwardRoutes()...)
+	s.routes = append(append(append(s.apiRoutes(), s.webRoutes()...), s.forwardRoutes()...), s.notificationRoutes()...)
 	for _, rt := range s.routes {
 		s.mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))
 	}

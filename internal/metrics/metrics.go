@@ -36,6 +36,11 @@ type Metrics struct {
 	// Forward routes.
 	ForwardSeconds  *prometheus.HistogramVec // route
 	ForwardFailures *prometheus.CounterVec   // route, class
+
+	// Notifications.
+	NotificationsDecided *prometheus.CounterVec // trigger, phase
+	NotificationsSent    *prometheus.CounterVec // channel, trigger
+	NotificationsFailed  *prometheus.CounterVec // channel, trigger
 }
 
 // New registers the collectors (and the Go and process collectors) on a
@@ -104,9 +109,21 @@ func New() *Metrics {
 			Name: "hookinbox_forward_failures_total",
 			Help: "Failed forward attempts by route and class: http_4xx (failed at once), http_429, http_5xx, http_408_425, timeout, connection (retried), redirect, refused_address (failed at once).",
 		}, []string{"route", "class"}),
+		NotificationsDecided: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_notifications_decided_total",
+			Help: "Notices the notification evaluation committed (with their outbox intents), by trigger and phase (firing, recovered).",
+		}, []string{"trigger", "phase"}),
+		NotificationsSent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_notifications_sent_total",
+			Help: "Notices delivered (or found delivered after an uncertain attempt), by channel (email, slack, webhook) and trigger.",
+		}, []string{"channel", "trigger"}),
+		NotificationsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_notifications_failed_total",
+			Help: "Failed attempts to send a notice (retried, rejected, or held for review), by channel and trigger.",
+		}, []string{"channel", "trigger"}),
 	}
 	r.MustRegister(m.Requests, m.AckSeconds, m.HandoffSignals, m.HandoffQueueSize, m.HandoffWindow,
 		m.EventsHandled, m.EventRetries, m.EffectLatency, m.SweepResignals, m.Divergences, m.SameVersionDivergences, m.OutboxSends,
-		m.ForwardSeconds, m.ForwardFailures)
+		m.ForwardSeconds, m.ForwardFailures, m.NotificationsDecided, m.NotificationsSent, m.NotificationsFailed)
 	return m
 }

@@ -209,7 +209,7 @@ func TestResealMovesEverySecretUnderTheCurrentKeyAndIsAudited(t *testing.T) {
 		require.Zero(t, c.Sealed)
 	}
 	require.Equal(t, map[string]int{"endpoint_secrets.secret": 1, "endpoints.api_key": 1, "team_destinations.secret": 0,
-		"forward_routes.secret": 1}, rekeyed)
+		"forward_routes.secret": 1, "notification_rules.secret": 0}, rekeyed)
 	st, err = svc.SecretStatus(b.ctx)
 	require.NoError(t, err)
 	require.Len(t, st.Counts, 3)

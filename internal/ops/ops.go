@@ -13,6 +13,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
@@ -40,7 +41,10 @@ type Service struct {
 	// reports them).
 	StoreErr, TemporalErr error
 	Config                config.Config
-	Logger                *slog.Logger
+	// Mailer sends a notification rule's test email (nil: an email rule's
+	// test says there is none).
+	Mailer outbound.Sender
+	Logger *slog.Logger
 	// SignalTimeout bounds one SignalWithStart (default 10s).
 	SignalTimeout time.Duration
 }

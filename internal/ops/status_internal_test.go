@@ -37,5 +37,6 @@ func TestStatusWarnsOfMissingSchedulesTheConfigurationKeeps(t *testing.T) {
 		"schedule hookinbox-retention is paused",
 		"schedule hookinbox-reconcile-subscriptions does not exist: start a worker or run 'hookinbox schedules apply'",
 		"schedule hookinbox-recover-github does not exist: start a worker or run 'hookinbox schedules apply'",
+		"schedule hookinbox-notify does not exist: start a worker or run 'hookinbox schedules apply'",
 	}, s.statusWarnings(v))
 }

@@ -135,8 +135,12 @@ var Grants = slices.Concat([]Grant{
 	{Role: RoleWorker, Privilege: "INSERT", Table: "webhook_inbox"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "webhook_inbox"},
 	{Role: RoleWorker, Privilege: "DELETE", Table: "webhook_inbox"},
-	// The GitHub recovery asks whether a delivery was quarantined (ReceivedDeliveries).
-	{Role: RoleWorker, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("id", "resolved_at", "endpoint_slug", "event_id")},
+	// The GitHub recovery asks whether a delivery was quarantined
+	// (ReceivedDeliveries); the quarantine_opened notifications count open
+	// entries by endpoint and attribute them to a workspace through their
+	// source account (never a payload, never a header).
+	{Role: RoleWorker, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("id", "resolved_at", "endpoint_slug", "event_id",
+		"source_account")},
 	// Retention redacts resolved entries' payloads (UPDATE of payload) and
 	// learns whether one is left from the size view, never reading a body.
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("resolved_at", "payload")},
@@ -184,6 +188,17 @@ var Grants = slices.Concat([]Grant{
 	// The public API's tx.Claim: insert once, read back who claimed first.
 	{Role: RoleWorker, Privilege: "SELECT", Table: "business_claims"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "business_claims"},
+	// Notifications: the evaluation reads the rules (the sealed secret too:
+	// the outbox's sender opens it with the worker's key to sign a webhook or
+	// post to Slack), keeps each (rule, trigger, subject)'s state (created,
+	// locked FOR UPDATE, moved) and records each notice it decides, in the
+	// transaction that inserts the notice's outbox intent. It never changes
+	// a rule, and never rewrites or deletes a recorded notice.
+	{Role: RoleWorker, Privilege: "SELECT", Table: "notification_rules"},
+	{Role: RoleWorker, Privilege: "SELECT", Table: "notification_states"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "notification_states"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "notification_states"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "notifications"},
 
 	// The payload reader: the payload columns, and the id a payload is
 	// read by (GetInboxPayload, GetQuarantinePayload, GetOutboxPayload).
@@ -231,6 +246,12 @@ func operatorReads(role string) []Grant {
 		// Forward routes without their sealed secret, and every attempt.
 		{Role: role, Privilege: "SELECT", Table: "forward_routes", Except: cols("secret_sealed")},
 		{Role: role, Privilege: "SELECT", Table: "forward_attempts"},
+		// Notification rules without their sealed secret (a webhook's
+		// signing secret, a Slack URL's token), what is firing, and the
+		// notices decided.
+		{Role: role, Privilege: "SELECT", Table: "notification_rules", Except: cols("secret_sealed")},
+		{Role: role, Privilege: "SELECT", Table: "notification_states"},
+		{Role: role, Privilege: "SELECT", Table: "notifications"},
 	}
 	return g
 }
@@ -290,6 +311,14 @@ var consoleWrites = []Grant{
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "team_destinations", Columns: cols("target", "enabled")},
 	{Role: RoleConsole, Privilege: "INSERT", Table: "event_lineage"},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "event_lineage"},
+	// Notification rules (admin): add one (its secret sealed by the
+	// console's keyring), remove one (its states go with it, by the foreign
+	// key's cascade), and test one: the test sends through the rule's
+	// channel now, so it opens the rule's sealed secret (a webhook's signing
+	// secret, a Slack URL) with the console's key, as the worker does.
+	{Role: RoleConsole, Privilege: "INSERT", Table: "notification_rules"},
+	{Role: RoleConsole, Privilege: "DELETE", Table: "notification_rules"},
+	{Role: RoleConsole, Privilege: "SELECT", Table: "notification_rules", Columns: cols("secret_sealed")},
 }
 
 // FunctionGrant is EXECUTE on a function of schema public, for role.

@@ -37,6 +37,10 @@ func DestinationContext(workspace, name string) string {
 // ForwardContext binds a forward route's signing secret to its route.
 func ForwardContext(name string) string { return "forward_routes.secret\x00" + name }
 
+// NotificationContext binds a notification rule's secret (a webhook's
+// signing secret, a Slack webhook's URL) to its rule.
+func NotificationContext(name string) string { return "notification_rules.secret\x00" + name }
+
 // SecretFingerprint is the keyed lookup tag of a signing secret.
 func SecretFingerprint(kr *secretbox.Keyring, secret string) []byte {
 	return kr.Fingerprint("endpoint_secrets.secret", secret)

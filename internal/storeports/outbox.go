@@ -9,8 +9,10 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities/ports"
 	"github.com/hookinbox/hookinbox/internal/fault"
+	"github.com/hookinbox/hookinbox/internal/notify"
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/notifications"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 )
 
@@ -54,6 +56,9 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 	if err := json.Unmarshal(row.Payload, &p); err != nil {
 		return nil, outbound.Message{}, fault.Permanent(fmt.Errorf("outbox %d payload: %w", row.ID, err))
 	}
+	if row.Class == notify.ClassNotification {
+		return o.notificationSender(ctx, row)
+	}
 	msg := outbound.Message{Key: row.OperationKey, To: p.To, Subject: p.Subject, Text: p.Text, Body: row.Payload}
 	if row.Kind == "email" && p.To != "" {
 		// An email to the address written with the intent (hookinbox.Email:
@@ -86,6 +91,40 @@ func (o *Outbox) Sender(ctx context.Context, row *ports.OutboxRow) (outbound.Sen
 		}
 	}
 	return nil, msg, fault.Permanent(fmt.Errorf("destination %q of workspace %s no longer exists", row.Destination, row.WorkspaceID))
+}
+
+// notificationSender is the sender of a notice (internal/notify): the
+// mailer for an email rule, to the address its payload names; for a Slack
+// or webhook rule, a sender to the rule's URL (its sealed secret opened),
+// through the guard, which the rule may open to private addresses on
+// purpose. A rule removed since the notice was decided is Permanent.
+func (o *Outbox) notificationSender(ctx context.Context, row *ports.OutboxRow) (outbound.Sender, outbound.Message, error) {
+	var d notify.Document
+	if err := json.Unmarshal(row.Payload, &d); err != nil {
+		return nil, outbound.Message{}, fault.Permanent(fmt.Errorf("outbox %d notice: %w", row.ID, err))
+	}
+	msg := outbound.Message{Key: row.OperationKey, To: d.To, Subject: d.Title, Text: d.Text, Body: row.Payload}
+	if row.Kind == "email" {
+		return o.mailer(row, msg)
+	}
+	r, err := notifications.Open(ctx, o.Store, row.Destination)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, msg, fault.Permanent(fmt.Errorf("notification rule %s no longer exists", row.Destination))
+	}
+	if err != nil {
+		return nil, msg, portErr(err)
+	}
+	g := o.Guard
+	if r.AllowPrivate {
+		g.AllowPrivate = true
+	}
+	switch r.Channel {
+	case notify.ChannelSlack:
+		return &outbound.SlackSender{URL: r.Secret, Guard: g}, msg, nil
+	case notify.ChannelWebhook:
+		return &outbound.WebhookSender{URL: r.Target, Secret: r.Secret, Guard: g}, msg, nil
+	}
+	return nil, msg, fault.Permanent(fmt.Errorf("notification rule %s: channel %s does not send webhooks", r.Name, r.Channel))
 }
 
 func (o *Outbox) mailer(row *ports.OutboxRow, msg outbound.Message) (outbound.Sender, outbound.Message, error) {

@@ -95,6 +95,16 @@ var sealedColumns = []sealedColumn{
 			 WHERE name = $1 AND $4::bytea IS NULL AND $5::text IS NULL`,
 		context: func(name, _ string) string { return store.ForwardContext(name) },
 	},
+	{
+		// Never plain either; email rules have none.
+		name: "notification_rules.secret",
+		selectSQL: `SELECT name, name, '', NULL::text, secret_sealed, secret_key_id FROM notification_rules
+			 WHERE NOT $1 AND secret_key_id <> $2
+			 ORDER BY name LIMIT $3 FOR UPDATE SKIP LOCKED`,
+		updateSQL: `UPDATE notification_rules SET secret_sealed = $2, secret_key_id = $3
+			 WHERE name = $1 AND $4::bytea IS NULL`,
+		context: func(name, _ string) string { return store.NotificationContext(name) },
+	},
 }
 
 // resealBatch is how many rows one transaction of a pass handles.
@@ -269,6 +279,9 @@ func SecretStatus(ctx context.Context, s *store.Store) ([]SecretKeyCount, error)
 		 WHERE secret IS NOT NULL OR secret_sealed IS NOT NULL GROUP BY 2
 		UNION ALL
 		SELECT 'forward_routes.secret', secret_key_id, count(*) FROM forward_routes GROUP BY 2
+		UNION ALL
+		SELECT 'notification_rules.secret', secret_key_id, count(*) FROM notification_rules
+		 WHERE secret_sealed IS NOT NULL GROUP BY 2
 		ORDER BY 1, 2`)
 	if err != nil {
 		return nil, err
