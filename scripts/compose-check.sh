@@ -146,10 +146,13 @@ config_vars = set(re.findall(r'"([A-Z][A-Z0-9_]*[A-Z0-9])"', config_src))
 def var_ok(name):
     return name in config_vars
 
-# Commands of the service binary: every cobra Use in cmd/hookinbox (the lab
-# binary's simulate, soak, bench and demo are not, so no service may run them).
+# Commands of the service binary: every cobra Use of its command tree,
+# internal/command (cmd/hookinbox is its thin main; the lab binary's
+# simulate, soak, bench and demo are not, so no service may run them).
 commands = set()
-for path in glob.glob("cmd/hookinbox/*.go"):
+for path in glob.glob("cmd/hookinbox/*.go") + glob.glob("internal/command/*.go"):
+    if path.endswith("_test.go"):
+        continue
     for use in re.findall(r'Use:\s*"([^"]+)"', open(path).read()):
         commands.add(use.split()[0])
 
