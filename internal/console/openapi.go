@@ -88,6 +88,7 @@ func (s *Server) openAPI() map[string]any {
 // with the unit in the name, times RFC 3339.
 var responseSchemas = map[string]any{
 	"GET /api/status": ref("Status"),
+	"GET /api/trends": ref("Trends"),
 }
 
 func ref(name string) map[string]string {
@@ -122,6 +123,32 @@ var componentSchemas = map[string]any{
 			"same_version_divergences_24h": prop("integer", "of them, at the same provider version"),
 		},
 	},
+	"Trends": map[string]any{
+		"type":        "object",
+		"description": "The overview's trends over the window (query window=1h, by minute, the default; or 24h, by 15 minutes), sampled by the sweeper every HOOKINBOX_SWEEP_INTERVAL",
+		"properties": map[string]any{
+			"window":         prop("string", `"1h" or "24h"`),
+			"bucket_seconds": prop("integer", "each point's span: 60 or 900"),
+			"from":           map[string]any{"type": "string", "format": "date-time", "description": "the first point's start"},
+			"to":             map[string]any{"type": "string", "format": "date-time", "description": "the last point's end (its bucket holds the current minute)"},
+			"points":         map[string]any{"type": "array", "items": ref("TrendPoint")},
+		},
+	},
+	"TrendPoint": map[string]any{
+		"type":        "object",
+		"description": "One bucket, oldest first. A level is the highest sample of the bucket, null when the sweeper sampled none (a gap)",
+		"properties": map[string]any{
+			"at":                 map[string]any{"type": "string", "format": "date-time", "description": "the bucket's start"},
+			"pending":            nullable("integer", "inbox rows pending"),
+			"handled_per_minute": nullable("number", "inbox rows that reached a final status (done, ignored, failed, exhausted), per minute of the bucket; null when no minute of it is recorded"),
+			"exhausted":          nullable("integer", "inbox rows exhausted"),
+			"failed":             nullable("integer", "inbox rows failed"),
+			"quarantine_open":    nullable("integer", "open quarantine entries"),
+			"outbox_unsent":      nullable("integer", "outbox rows pending or uncertain (still to send)"),
+			"outbox_held":        nullable("integer", "outbox rows held for review"),
+			"outbox_failed":      nullable("integer", "outbox rows failed"),
+		},
+	},
 	"RouteBacklog": map[string]any{
 		"type": "object",
 		"properties": map[string]any{
@@ -130,6 +157,10 @@ var componentSchemas = map[string]any{
 			"oldest_pending_age_seconds": prop("number", "the age of its oldest pending row in seconds (0: none)"),
 		},
 	},
+}
+
+func nullable(typ, desc string) map[string]any {
+	return map[string]any{"type": typ, "description": desc, "nullable": true}
 }
 
 func deprecated(typ, desc string) map[string]any {

@@ -167,6 +167,14 @@ var Grants = []Grant{
 	// The public API's tx.Claim: insert once, read back who claimed first.
 	{Role: RoleWorker, Privilege: "SELECT", Table: "business_claims"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "business_claims"},
+	// The sweeper's sample of the console's trends (inbox.RecordTrendSample):
+	// an upsert of this minute's row (ON CONFLICT … DO UPDATE reads it) and
+	// the deletion of minutes past their retention. Counts only: it reads
+	// no column of the inbox, quarantine or outbox it could not already.
+	{Role: RoleWorker, Privilege: "SELECT", Table: "console_trends"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "console_trends"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "console_trends"},
+	{Role: RoleWorker, Privilege: "DELETE", Table: "console_trends"},
 
 	// The operator: read-only, no payload (the *_payload_size views give the
 	// sizes), no provider API key and no destination secret, plain or sealed
@@ -197,6 +205,8 @@ var Grants = []Grant{
 	{Role: RoleOperator, Privilege: "SELECT", Table: "business_claims"},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "forward_routes", Except: cols("secret_sealed")},
 	{Role: RoleOperator, Privilege: "SELECT", Table: "forward_attempts"},
+	// The trends (counts per minute) behind the console's charts.
+	{Role: RoleOperator, Privilege: "SELECT", Table: "console_trends"},
 
 	// The payload reader: the payload columns only.
 	{Role: RolePayloadReader, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("payload")},
