@@ -31,7 +31,8 @@ type TrendsView struct {
 }
 
 // TrendPoint is one bucket. A level is the highest the sweeper sampled in
-// the bucket, null when it sampled none (a gap: the sweeper did not run);
+// the bucket (every HOOKINBOX_SWEEP_INTERVAL), null when it sampled none (a
+// gap: the sweeper did not run);
 // HandledPerMinute is the inbox rows that reached a final status (done,
 // ignored, failed, exhausted) per minute of the bucket, null when no minute
 // of it is recorded.

@@ -21,7 +21,8 @@ const trendsCatchUp = 24 * time.Hour
 // RecordTrendSample is the sweeper's sample for the console's trends, in
 // one statement: the levels now (pending, exhausted and failed inbox rows,
 // open quarantine entries, outbox rows still to send, held and failed) into
-// this minute's row of console_trends, and the count of inbox rows
+// this minute's row of console_trends (each the highest sampled in the
+// minute, so a spike between two samples of a minute stays), and the count of inbox rows
 // processed in each minute from the last sampled one to this one (the last
 // one was counted while it was still running; minutes no sweep sampled get
 // their count and no levels). Minutes older than TrendsRetention go. Minutes
@@ -71,13 +72,13 @@ func RecordTrendSample(ctx context.Context, db store.DB) error {
 			ON CONFLICT (minute) DO UPDATE SET
 				handled = EXCLUDED.handled,
 				sampled_at = coalesce(EXCLUDED.sampled_at, ct.sampled_at),
-				pending = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.pending ELSE EXCLUDED.pending END,
-				exhausted = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.exhausted ELSE EXCLUDED.exhausted END,
-				failed = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.failed ELSE EXCLUDED.failed END,
-				quarantine_open = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.quarantine_open ELSE EXCLUDED.quarantine_open END,
-				outbox_unsent = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.outbox_unsent ELSE EXCLUDED.outbox_unsent END,
-				outbox_held = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.outbox_held ELSE EXCLUDED.outbox_held END,
-				outbox_failed = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.outbox_failed ELSE EXCLUDED.outbox_failed END
+				pending = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.pending ELSE greatest(ct.pending, EXCLUDED.pending) END,
+				exhausted = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.exhausted ELSE greatest(ct.exhausted, EXCLUDED.exhausted) END,
+				failed = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.failed ELSE greatest(ct.failed, EXCLUDED.failed) END,
+				quarantine_open = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.quarantine_open ELSE greatest(ct.quarantine_open, EXCLUDED.quarantine_open) END,
+				outbox_unsent = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.outbox_unsent ELSE greatest(ct.outbox_unsent, EXCLUDED.outbox_unsent) END,
+				outbox_held = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.outbox_held ELSE greatest(ct.outbox_held, EXCLUDED.outbox_held) END,
+				outbox_failed = CASE WHEN EXCLUDED.sampled_at IS NULL THEN ct.outbox_failed ELSE greatest(ct.outbox_failed, EXCLUDED.outbox_failed) END
 		)
 		DELETE FROM console_trends WHERE minute < (SELECT m FROM clock) - make_interval(secs => $2)`,
 		trendsCatchUp.Seconds(), TrendsRetention.Seconds())

@@ -113,8 +113,14 @@ func TestATrendSampleRecordsTheLevelsAndCountsEachMinutesHandledRows(t *testing.
 	}
 	require.Len(t, got, int(last.Sub(m3)/time.Minute)+1, "every minute from the last sample to this one, once")
 
-	// Sampled again in the same minute: the same rows, the levels of now.
-	_, err = s.Pool.Exec(ctx, `UPDATE webhook_inbox SET status = 'done', processed_at = now() WHERE status = 'pending'`)
+	// Sampled again: the two pending rows done, one more exhausted. In the
+	// same minute the row keeps each level's highest sample (2 pending
+	// before, 0 now; 1 exhausted before, 2 now); past a minute's end the
+	// new minute has today's levels. Either way the rows just done are
+	// counted in the minute they were done in, and the minutes before the
+	// last sampled one stay as they were.
+	_, err = s.Pool.Exec(ctx, `UPDATE webhook_inbox SET status = CASE WHEN event_id = 'evt_a' THEN 'done' ELSE 'exhausted' END,
+		processed_at = now() WHERE status = 'pending'`)
 	require.NoError(t, err)
 	require.NoError(t, inbox.RecordTrendSample(ctx, s.Pool))
 	again := readTrendRows(t, s)
@@ -124,8 +130,19 @@ func TestATrendSampleRecordsTheLevelsAndCountsEachMinutesHandledRows(t *testing.
 			latest = m
 		}
 	}
-	require.EqualValues(t, 0, *again[latest].pending, "the latest sample's levels")
-	require.GreaterOrEqual(t, again[latest].handled, int64(2), "the two rows just done are counted in the minute they were")
+	if latest.Equal(last) {
+		require.EqualValues(t, 2, *again[latest].pending, "the minute's highest pending")
+	} else {
+		require.EqualValues(t, 0, *again[latest].pending, "a new minute: the levels of now")
+	}
+	require.EqualValues(t, 2, *again[latest].exhausted)
+	var handledSince int64
+	for m, r := range again {
+		if !m.Before(last) {
+			handledSince += r.handled
+		}
+	}
+	require.EqualValues(t, 2, handledSince, "the two rows just done, in the minute they were done in")
 	require.Equal(t, got[m3], again[m3], "a minute before the last sampled one is left as it was")
 }
 
