@@ -83,7 +83,7 @@ func (f forwarder) complete(ctx context.Context, ev *Event, a forwards.Attempt, 
 			if err != nil {
 				return Result{}, err
 			}
-			if !c.First {
+			if !c.First && c.By != ev.Key {
 				// Two events of one operation on two resources raced: both
 				// were sent under one key, which the service dedups on.
 				note += fmt.Sprintf(" (the operation was also forwarded by %s, under the same key)", c.By)

@@ -19,6 +19,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 )
@@ -141,7 +142,15 @@ func TestConsoleReplaysAnExhaustedEventInARealBrowser(t *testing.T) {
 	s := newStack(t, stackOptions{configure: func(c *config.Config) { c.ConsoleURL = consoleURL }})
 	w := newSimWorld(t, s, simulator.Config{})
 
-	con, err := app.NewConsole(w.cfg, w.store, w.client, testLogger(), w.business)
+	// The console as it runs: its own role, payloads on a pool of their own.
+	conSt, err := store.Open(w.ctx, testenv.RoleURL(t, w.cfg.DatabaseURL, store.RoleConsole), 8)
+	require.NoError(t, err)
+	conSt.Keys = w.store.Keys
+	t.Cleanup(conSt.Close)
+	paySt, err := store.Open(w.ctx, testenv.RoleURL(t, w.cfg.DatabaseURL, store.RolePayloadReader), 2)
+	require.NoError(t, err)
+	t.Cleanup(paySt.Close)
+	con, err := app.NewConsole(w.cfg, conSt, paySt, w.client, testLogger(), w.business)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

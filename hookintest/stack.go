@@ -70,8 +70,14 @@ func (h *Harness) Run() *Stack {
 	go func() { ierr <- in.Run(rctx, "", ln, log) }()
 	h.t.Cleanup(func() {
 		cancel()
-		<-ierr
-		<-werr
+		// The test's outcome was decided before its cleanup: an error
+		// here is how a process stopped, worth a line in a failing test.
+		if err := <-ierr; err != nil {
+			h.t.Logf("hookintest: the intake stopped: %v", err)
+		}
+		if err := <-werr; err != nil {
+			h.t.Logf("hookintest: the worker stopped: %v", err)
+		}
 		ic.Close()
 		wc.Close()
 	})

@@ -184,9 +184,10 @@ def env_map(env):
 hookinbox_services = {n: s for n, s in services.items() if isinstance(s, dict) and "build" in s}
 process_db = {"webhook": ("HOOKINBOX_INTAKE_DATABASE_URL", "hookinbox_intake"),
               "worker": ("HOOKINBOX_WORKER_DATABASE_URL", "hookinbox_worker"),
-              "operator": ("HOOKINBOX_OPERATOR_DATABASE_URL", "hookinbox_operator")}
+              "operator": ("HOOKINBOX_OPERATOR_DATABASE_URL", "hookinbox_operator"),
+              "console": ("HOOKINBOX_CONSOLE_DATABASE_URL", "hookinbox_console")}
 no_db = {"secrets-key"}
-for want in ("migrate", "webhook", "worker"):
+for want in ("migrate", "webhook", "worker", "console"):
     if want not in hookinbox_services:
         fail(f"{compose_path}: service {want} must be built from the Dockerfile")
 
@@ -232,6 +233,10 @@ for need in ("webhook", "worker"):
     env = env_map((hookinbox_services.get(need) or {}).get("environment"))
     if need == "worker" and env.get("HOOKINBOX_SMTP_ADDR") != "mailpit:1025":
         fail(f"{compose_path}: worker must send mail to mailpit:1025 (HOOKINBOX_SMTP_ADDR)")
+    if need == "worker" and str(env.get("HOOKINBOX_SMTP_TLS", "auto")) not in ("off", "starttls"):
+        # The default (auto) requires STARTTLS of a relay on another host,
+        # and Mailpit offers none: every confirmation would be refused.
+        fail(f"{compose_path}: worker sends to mailpit, which offers no STARTTLS: set HOOKINBOX_SMTP_TLS to off")
 
 # The intake's internal listener (/metrics, /readyz) is reachable on the
 # compose network and published nowhere; the public port is the only one.
@@ -268,6 +273,43 @@ def depends(svc_name, on, condition):
 depends("migrate", "postgres", "service_healthy")
 depends("webhook", "migrate", "service_completed_successfully")
 depends("worker", "migrate", "service_completed_successfully")
+
+# The console (issue: least privilege for the console too): its own role,
+# payloads on a pool of their own as the payload reader, the console
+# command, its listener on the container's interfaces but published on the
+# host's loopback only.
+con_svc = hookinbox_services.get("console") or {}
+con_env = env_map(con_svc.get("environment"))
+con_cmd = con_svc.get("command")
+if isinstance(con_cmd, str):
+    con_cmd = con_cmd.split()
+if not con_cmd or con_cmd[0] != "console":
+    fail(f"{compose_path}: service console must run 'hookinbox console'")
+payload_url = str(con_env.get("HOOKINBOX_PAYLOAD_DATABASE_URL", ""))
+if not re.match(r"postgres(ql)?://hookinbox_payload_reader:\$\{[A-Z0-9_]+:\?", payload_url):
+    fail(f"{compose_path}: service console must read payloads as hookinbox_payload_reader (HOOKINBOX_PAYLOAD_DATABASE_URL, its password a required variable)")
+for name, svc in hookinbox_services.items():
+    if name != "console" and "HOOKINBOX_PAYLOAD_DATABASE_URL" in env_map(svc.get("environment")):
+        fail(f"{compose_path}: service {name} gets the payload reader's URL; only the console reads payloads")
+con_addr = str(con_env.get("HOOKINBOX_CONSOLE_ADDR", ""))
+if not con_addr.startswith("0.0.0.0:"):
+    fail(f"{compose_path}: console must set HOOKINBOX_CONSOLE_ADDR to 0.0.0.0:PORT (the default is the container's loopback)")
+for p in con_svc.get("ports") or []:
+    spec = p if isinstance(p, str) else f"{p.get('host_ip', '')}:{p.get('published', '')}:{p.get('target', '')}"
+    if not spec.startswith("127.0.0.1:"):
+        fail(f"{compose_path}: console publishes {spec} beyond the host's loopback: the console and API are internal")
+if str(con_env.get("HOOKINBOX_SECRETS_KEY_FILE", "")) != str(we_env.get("HOOKINBOX_SECRETS_KEY_FILE", "")):
+    fail(f"{compose_path}: console must seal with the intake's key (HOOKINBOX_SECRETS_KEY_FILE)")
+depends("console", "migrate", "service_completed_successfully")
+pg_env = env_map((services.get("postgres") or {}).get("environment"))
+for var in ("HOOKINBOX_CONSOLE_DB_PASSWORD", "HOOKINBOX_PAYLOAD_READER_DB_PASSWORD"):
+    if var not in pg_env:
+        fail(f"{compose_path}: postgres must pass {var} to deploy/postgres/initdb (the console's roles)")
+initdb = "".join(open(p).read() for p in glob.glob("deploy/postgres/initdb/*.sql"))
+for role in ("hookinbox_console", "hookinbox_payload_reader"):
+    if not re.search(rf"CREATE ROLE {role} LOGIN PASSWORD", initdb):
+        fail(f"deploy/postgres/initdb: must create {role} LOGIN with a password from the environment")
+
 
 for name, svc in services.items():
     image = (svc or {}).get("image")

@@ -126,7 +126,10 @@ func (s *Resources) StartOptions(r keys.Resource) client.StartWorkflowOptions {
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAProvider.ValueSet(r.Provider), SASourceAccount.ValueSet(r.Account),
 			SAEnvironment.ValueSet(r.Environment), SAResourceKind.ValueSet(r.Kind), SAResourceID.ValueSet(r.ID)),
-		StaticSummary: fmt.Sprintf("%s %s %s (account %s, %s)", r.Provider, r.Kind, r.ID, r.Account, r.Environment),
+		// The UI renders it as Markdown, and the kind, id and account come
+		// from the sender: text, never markup.
+		StaticSummary: fmt.Sprintf("%s %s %s (account %s, %s)", keys.MarkdownText(r.Provider), keys.MarkdownText(r.Kind),
+			keys.MarkdownText(r.ID), keys.MarkdownText(r.Account), keys.MarkdownText(r.Environment)),
 		// Defaults kept on purpose: conflict policy use-existing (a running
 		// workflow just gets the signal) and reuse allow-duplicate (a
 		// completed resource starts a new run). Never terminate-existing.

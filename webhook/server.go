@@ -42,8 +42,9 @@ type Options struct {
 	Tolerance time.Duration
 	// CacheTTL of endpoints, secrets and links.
 	CacheTTL time.Duration
-	// NegativeTTL: how long a slug no endpoint has is remembered as unknown
-	// (0: admission.DefaultNegativeTTL or CacheTTL, whichever is shorter).
+	// NegativeTTL: the least time between two refreshes of the intake's
+	// slug set caused by deliveries to unknown slugs (0:
+	// admission.DefaultNegativeTTL or CacheTTL, whichever is shorter).
 	NegativeTTL time.Duration
 	// InboxWriters: inbox commits in flight at once, with group commit
 	// (admission.Options.Writers); 0 commits each delivery on its own.

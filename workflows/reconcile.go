@@ -236,7 +236,7 @@ func (p *pager) pageActivity(ctx workflow.Context, summary string) workflow.Cont
 		TaskQueue:           p.s.ProviderTaskQueue,
 		StartToCloseTimeout: 5 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
-		Summary:             summary,
+		Summary:             keys.MarkdownText(summary), // it names accounts and endpoints: text
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute,
 			MaximumAttempts: int32(p.s.PageAttempts),
@@ -283,11 +283,12 @@ func (p *pager) details(ctx workflow.Context) {
 	b.WriteString(fmt.Sprintf("**%s** (%s, run #%d)\n\n", p.title, pass, p.carry.Runs+1))
 	if p.carry.Index < len(p.carry.Scopes) {
 		sc := p.carry.Scopes[p.carry.Index]
-		b.WriteString(fmt.Sprintf("scope %d/%d: endpoint %s, account %s (%s)", p.carry.Index+1, len(p.carry.Scopes), sc.Endpoint, sc.Account, sc.Environment))
+		b.WriteString(fmt.Sprintf("scope %d/%d: endpoint %s, account %s (%s)", p.carry.Index+1, len(p.carry.Scopes),
+			keys.MarkdownText(sc.Endpoint), keys.MarkdownText(sc.Account), keys.MarkdownText(sc.Environment)))
 		if c := p.current; c != nil {
 			b.WriteString(fmt.Sprintf("\n\npage %d done, %d seen, %d divergences this pass", c.Pages, c.Seen, c.Divergences))
 			if c.Cursor != "" {
-				b.WriteString(fmt.Sprintf("; cursor %s", c.Cursor))
+				b.WriteString(fmt.Sprintf("; cursor %s", keys.MarkdownText(c.Cursor)))
 			}
 		}
 		if !p.carry.Since.IsZero() {
@@ -315,7 +316,7 @@ func (p *pager) details(ctx workflow.Context) {
 		b.WriteString(fmt.Sprintf(", %d scope(s) skipped", len(t.Failed)))
 	}
 	if p.last != "" {
-		b.WriteString("\n\nlast: " + p.last)
+		b.WriteString("\n\nlast: " + keys.MarkdownText(p.last)) // errors quote providers' answers
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
 }

@@ -326,7 +326,7 @@ func (r *resource) reconcile(ctx workflow.Context) error {
 	r.carry.Reconcile = nil
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: r.s.ActivityTimeout,
-		Summary:             "reconcile " + r.in.Resource.String(),
+		Summary:             "reconcile " + keys.MarkdownText(r.in.Resource.String()),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: r.s.RetryInitial, BackoffCoefficient: 2, MaximumInterval: r.s.RetryMax,
 			MaximumAttempts: int32(r.s.RetryBudget),
@@ -373,7 +373,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	}
 	if !local {
 		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: r.s.ActivityTimeout, Summary: ev.Key.String(), RetryPolicy: retry,
+			StartToCloseTimeout: r.s.ActivityTimeout, Summary: keys.MarkdownText(ev.Key.String()), RetryPolicy: retry,
 		}), onResource.HandleEvent, in)
 	} else {
 		// A local activity: one MarkerRecorded event, and consecutive rows
@@ -384,7 +384,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 		fut = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout:    r.s.ActivityTimeout,
 			ScheduleToCloseTimeout: time.Duration(remaining) * (r.s.ActivityTimeout + r.s.RetryMax),
-			Summary:                ev.Key.String(), RetryPolicy: retry,
+			Summary:                keys.MarkdownText(ev.Key.String()), RetryPolicy: retry,
 		}), onResource.HandleEvent, in)
 	}
 	var res activities.HandleResult
@@ -558,18 +558,21 @@ func (r *resource) remember(k string) {
 	}
 }
 
-// details sets the Temporal UI's current details for the operator.
+// details sets the Temporal UI's current details for the operator. The UI
+// renders them as Markdown, and the resource's parts, its events' keys and
+// the errors that quote them come from the sender: each is escaped.
 func (r *resource) details(ctx workflow.Context) {
+	md := keys.MarkdownText
+	res := r.in.Resource
 	d := fmt.Sprintf("**%s %s** (%s, %s, %s)\n\nhandled: %d (this run %d, run #%d)",
-		r.in.Resource.Kind, r.in.Resource.ID, r.in.Resource.Provider, r.in.Resource.Account,
-		r.in.Resource.Environment, r.carry.Handled, r.thisRun, r.carry.Runs+1)
+		md(res.Kind), md(res.ID), md(res.Provider), md(res.Account), md(res.Environment), r.carry.Handled, r.thisRun, r.carry.Runs+1)
 	more := ""
 	if r.lastMore {
 		more = "+"
 	}
 	d += fmt.Sprintf("\n\npending when last loaded: %d%s; outbox sends in flight: %d", r.lastLoad, more, len(r.inflight))
 	if r.last != "" {
-		d += "\n\nlast: " + r.last
+		d += "\n\nlast: " + md(r.last)
 	}
 	if r.nextDue != nil {
 		d += "\n\nnext retry due: " + r.nextDue.UTC().Format(time.RFC3339)

@@ -281,7 +281,8 @@ func printRegistration(out io.Writer, f *simulateFlags, sim *simulator.Simulator
 	if f.cfg.Versions {
 		add += " --version-path data.object.version"
 	}
-	fmt.Fprintf(out, "%s --api-base-url %s --api-key %s\n", add, apiURL, sim.Config().APIKey)
+	// The simulator is not Stripe's API: the registration says so.
+	fmt.Fprintf(out, "%s --api-base-url %s --allow-custom-api-host --api-key %s\n", add, apiURL, sim.Config().APIKey)
 	for _, acct := range sim.Accounts() {
 		fmt.Fprintf(out, "  hookinbox endpoints link --slug %s --account %s --workspace ws_%s\n", f.stripeSlug, acct, acct)
 	}
@@ -357,7 +358,7 @@ func (g simGitHubFlags) parse() (*simGitHub, error) {
 }
 
 func (g *simGitHub) printRegistration(out io.Writer, f *simulateFlags, apiURL, apiKey string) {
-	fmt.Fprintf(out, "  hookinbox endpoints add --slug %s --provider github --environment test --secret %s --api-base-url %s --api-key %s --github-hook %s --github-hook-id %d\n",
+	fmt.Fprintf(out, "  hookinbox endpoints add --slug %s --provider github --environment test --secret %s --api-base-url %s --allow-custom-api-host --api-key %s --github-hook %s --github-hook-id %d\n",
 		f.gh.slug, f.gh.secret, apiURL, apiKey, f.gh.hook, f.gh.hookID)
 	fmt.Fprintf(out, "  hookinbox endpoints link --slug %s --account %s --workspace ws_%s\n", f.gh.slug, g.owner, g.owner)
 }

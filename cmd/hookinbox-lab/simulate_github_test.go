@@ -56,6 +56,7 @@ func TestSimulateSendsGitHubDeliveriesOnceLessTheDropped(t *testing.T) {
 	for _, want := range []string{
 		"hookinbox endpoints add --slug gh-sim --provider github --environment test --secret " + simDefaultGitHubSecret,
 		"--github-hook repo:sim-owner/widgets --github-hook-id 1",
+		"--allow-custom-api-host --api-key", // the simulator is not GitHub's API
 		"hookinbox endpoints link --slug gh-sim --account sim-owner --workspace ws_sim-owner",
 		"github: 6 deliveries to /webhooks/gh-sim, 2 dropped, 1 answers lost",
 		`dropped, logged "failed to connect to host"`, `answer lost, logged "timed out"`,

@@ -29,8 +29,8 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// ErrNotFound: the workspace, grant or adjustment asked about does not
-// exist. It is hookinbox's not-found kind (errors.Is matches
+// ErrNotFound is the answer when the workspace, grant or adjustment asked
+// about does not exist. It is hookinbox's not-found kind (errors.Is matches
 // hookinbox.ErrNotFound).
 var ErrNotFound = providers.ErrNotFound
 

@@ -37,9 +37,11 @@ type Options struct {
 	Tolerance time.Duration
 	// CacheTTL of endpoints, secrets and links.
 	CacheTTL time.Duration
-	// NegativeTTL is how long a slug no endpoint has is remembered as
-	// unknown (0: DefaultNegativeTTL, or CacheTTL when shorter; negative:
-	// never).
+	// NegativeTTL is the least time between two refreshes of the
+	// preloaded slug set that deliveries to unknown slugs cause, for the
+	// whole intake: a slug registered meanwhile answers 404 for at most
+	// that long (0: DefaultNegativeTTL, or CacheTTL when shorter; negative:
+	// every unknown slug refreshes the set).
 	NegativeTTL time.Duration
 	// Writers is the number of inbox commits in flight at once when
 	// deliveries arrive together: their rows share batches (group commit,

@@ -53,11 +53,14 @@ func (e *Endpoint) verify(d Delivery, tolerance time.Duration, now time.Time) (p
 // secret or link works within a second; a removed secret stops working
 // within the TTL.
 //
-// A slug the database does not know is remembered as unknown for a short
-// negTTL, so a flood of deliveries to a missing endpoint costs one lookup
-// per slug and period rather than one per request; a newly registered
-// endpoint answers 404 for at most that long. The set is bounded
-// (maxNegative): a flood of distinct slugs only wipes it.
+// It also keeps the set of every registered slug, loaded on first use: a
+// slug the set does not hold is answered not found from memory, so a flood
+// of deliveries to random (valid-looking) slugs costs no query each. Such a
+// miss refreshes the set at most once per negTTL for the whole intake (a
+// global limit, however many distinct slugs arrive), and only the request
+// that refreshes waits for it; a newly registered endpoint answers 404 for
+// at most that long. When the last refresh failed (the database is away),
+// a miss says so (503: the sender retries) rather than "not found".
 type endpointCache struct {
 	store  *store.Store
 	ttl    time.Duration
@@ -65,23 +68,29 @@ type endpointCache struct {
 	now    func() time.Time
 	group  singleflight.Group
 
-	mu  sync.RWMutex
-	m   map[string]*Endpoint
-	neg map[string]time.Time
+	mu sync.RWMutex
+	m  map[string]*Endpoint
+	// slugs is every registered slug (nil until loaded), as of slugsAt;
+	// slugsErr is the last refresh's error (nil once one succeeded since).
+	slugs     map[string]struct{}
+	slugsErr  error
+	refreshAt time.Time // the last refresh (or attempt)
 }
 
-// DefaultNegativeTTL is how long an unknown slug is remembered, unless the
-// cache TTL is shorter.
+// DefaultNegativeTTL is the least time between two refreshes of the slug
+// set caused by unknown slugs, unless the cache TTL is shorter.
 const DefaultNegativeTTL = 2 * time.Second
 
-// maxNegative bounds the unknown slugs remembered.
-const maxNegative = 4096
+// slugsTimeout bounds one refresh of the slug set. It runs on its own
+// context: the request that started it may give up waiting, while the
+// others keep answering from the set they have.
+const slugsTimeout = 10 * time.Second
 
 func newEndpointCache(s *store.Store, ttl, negTTL time.Duration, now func() time.Time) *endpointCache {
 	if negTTL == 0 {
 		negTTL = min(DefaultNegativeTTL, ttl)
 	}
-	return &endpointCache{store: s, ttl: ttl, negTTL: negTTL, now: now, m: map[string]*Endpoint{}, neg: map[string]time.Time{}}
+	return &endpointCache{store: s, ttl: ttl, negTTL: negTTL, now: now, m: map[string]*Endpoint{}}
 }
 
 // minReload bounds reloads caused by bad signatures or unknown accounts.
@@ -92,16 +101,14 @@ const minReload = time.Second
 func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endpoint, error) {
 	c.mu.RLock()
 	e, ok := c.m[slug]
-	missed, unknown := c.neg[slug]
 	c.mu.RUnlock()
 	if ok {
 		age := c.now().Sub(e.loaded)
 		if age < c.ttl && (!fresh || age < minReload) {
 			return e, nil
 		}
-	}
-	if unknown && c.now().Sub(missed) < c.negTTL {
-		return nil, fault.ErrNotFound
+	} else if err := c.known(ctx, slug); err != nil {
+		return nil, err
 	}
 	v, err, _ := c.group.Do(slug, func() (any, error) {
 		// Never the API key: the intake has no use for it.
@@ -110,7 +117,7 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 			if errors.Is(err, fault.ErrNotFound) {
 				c.mu.Lock()
 				delete(c.m, slug)
-				c.rememberUnknown(slug)
+				delete(c.slugs, slug)
 				c.mu.Unlock()
 			}
 			return nil, err
@@ -119,7 +126,9 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 		ce.loaded = c.now()
 		c.mu.Lock()
 		c.m[slug] = ce
-		delete(c.neg, slug)
+		if c.slugs != nil {
+			c.slugs[slug] = struct{}{}
+		}
 		c.mu.Unlock()
 		return ce, nil
 	})
@@ -129,21 +138,57 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 	return v.(*Endpoint), nil
 }
 
-// rememberUnknown records slug as unknown; c.mu is held.
-func (c *endpointCache) rememberUnknown(slug string) {
-	if c.negTTL <= 0 {
-		return
+// known returns nil when slug may be registered (the slug set holds it),
+// fault.ErrNotFound when it is not, or the error of the last refresh when
+// the set could not be read. A slug the set lacks refreshes it, unless one
+// was tried less than negTTL ago.
+func (c *endpointCache) known(ctx context.Context, slug string) error {
+	c.mu.Lock()
+	_, ok := c.slugs[slug]
+	loaded, lastErr := c.slugs != nil, c.slugsErr
+	refresh := c.negTTL <= 0 || !loaded && lastErr == nil || c.now().Sub(c.refreshAt) >= c.negTTL
+	if !ok && refresh {
+		c.refreshAt = c.now()
 	}
-	now := c.now()
-	if len(c.neg) >= maxNegative {
-		for k, at := range c.neg {
-			if now.Sub(at) >= c.negTTL {
-				delete(c.neg, k)
-			}
-		}
-		if len(c.neg) >= maxNegative {
-			clear(c.neg)
-		}
+	c.mu.Unlock()
+	switch {
+	case ok:
+		return nil
+	case !refresh && lastErr != nil:
+		return lastErr
+	case !refresh:
+		return fault.ErrNotFound
 	}
-	c.neg[slug] = now
+	ch := c.group.DoChan("\x00slugs", c.loadSlugs)
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return r.Err
+		}
+		if _, ok := r.Val.(map[string]struct{})[slug]; ok {
+			return nil
+		}
+		return fault.ErrNotFound
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// loadSlugs reads the slug set, on a context of its own.
+func (c *endpointCache) loadSlugs() (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), slugsTimeout)
+	defer cancel()
+	list, err := endpoints.ListSlugs(ctx, c.store)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.slugsErr = err
+		return nil, err
+	}
+	set := make(map[string]struct{}, len(list))
+	for _, s := range list {
+		set[s] = struct{}{}
+	}
+	c.slugs, c.slugsErr = set, nil
+	return set, nil
 }

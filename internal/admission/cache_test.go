@@ -83,3 +83,40 @@ func TestUnknownSlugsAreNegativelyCached(t *testing.T) {
 	require.NoError(t, err, "a slug registered after a miss works once the negative TTL passed")
 	require.Equal(t, "late", ep.Slug)
 }
+
+// Distinct slugs, each valid and none registered, are answered from the
+// preloaded slug set: a thousand of them cost no query (the pool is closed
+// after the first), and the set is refreshed at most once per negative TTL
+// for all of them together.
+func TestAFloodOfDistinctUnknownSlugsCostsNoQueryEach(t *testing.T) {
+	t.Parallel()
+	url := testenv.DatabaseURL(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, url, 2)
+	require.NoError(t, err)
+	st.Keys = testenv.Keys(t)
+	require.NoError(t, endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: "real", Provider: "stripe", Environment: "test",
+		Secrets: []string{"whsec_real0123456789abcdefghijklmnopqrstuvwxyz"}}))
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	const negTTL = 2 * time.Second
+	adm := admission.New(admission.Options{Routes: routestest.Builtin(), Store: st, CacheTTL: time.Minute, NegativeTTL: negTTL, Now: clock.Now})
+	_, err = adm.Endpoint(ctx, "real")
+	require.NoError(t, err)
+	_, err = adm.Endpoint(ctx, "ghost-first")
+	require.ErrorIs(t, err, fault.ErrNotFound)
+	st.Close()
+	for i := range 1000 {
+		_, err := adm.Endpoint(ctx, fmt.Sprintf("ghost-%d", i))
+		require.ErrorIs(t, err, fault.ErrNotFound, "slug %d reached the database", i)
+	}
+	_, err = adm.Endpoint(ctx, "real")
+	require.NoError(t, err, "the registered endpoint is still served from memory")
+	clock.Advance(negTTL)
+	_, err = adm.Endpoint(ctx, "ghost-next")
+	require.ErrorContains(t, err, "closed pool", "one refresh per period")
+	for i := range 100 {
+		_, err := adm.Endpoint(ctx, fmt.Sprintf("ghost-after-%d", i))
+		require.ErrorContains(t, err, "closed pool", "the set could not be refreshed: unknown, not not found")
+		require.NotErrorIs(t, err, fault.ErrNotFound)
+	}
+}

@@ -110,7 +110,7 @@ func (n *normalized) serializeOn(rule routes.ResourceRule, payload []byte) error
 	if len(id) > 255 || !storableText(id) {
 		return fmt.Errorf("the %s id at %s is not storable text of at most 255 bytes", rule.Kind, rule.IDPath)
 	}
-	if n.ObjectID == "" && !(n.ResourceKind == rule.Kind && n.ResourceID == id) {
+	if n.ObjectID == "" && (n.ResourceKind != rule.Kind || n.ResourceID != id) {
 		n.ObjectID = n.ResourceID
 	}
 	n.ResourceKind, n.ResourceID = rule.Kind, id

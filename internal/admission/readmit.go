@@ -48,6 +48,15 @@ type ReadmitResult struct {
 // insert; on any refusal nothing changes and the entry stays open. The
 // caller rings the resource's doorbell when Status is pending.
 func Readmit(ctx context.Context, st *store.Store, rt routes.Router, id int64, by, reason string) (ReadmitResult, error) {
+	return ReadmitFrom(ctx, st, st, rt, id, by, reason)
+}
+
+// ReadmitFrom is Readmit reading the delivery's body from payloads (the
+// console's pool as hookinbox_payload_reader: its own role reads no
+// payload) and everything else, the insert included, on st. Neither needs
+// to read a signing secret: the secret that verified the delivery is
+// checked by its id and accounts.
+func ReadmitFrom(ctx context.Context, st, payloads *store.Store, rt routes.Router, id int64, by, reason string) (ReadmitResult, error) {
 	if strings.TrimSpace(by) == "" || strings.TrimSpace(reason) == "" {
 		return ReadmitResult{}, fmt.Errorf("re-admit quarantine %d: who and why are required", id)
 	}
@@ -65,7 +74,7 @@ func Readmit(ctx context.Context, st *store.Store, rt routes.Router, id int64, b
 			"(quarantine resolve %d --action discard) or, if the original needs another pass, replay it "+
 			"(replay %s)", id, ErrCannotReadmit, k, id, k)
 	}
-	sep, err := endpoints.GetIntakeEndpoint(ctx, st, q.EndpointSlug)
+	sep, err := endpoints.GetEndpointView(ctx, st, q.EndpointSlug)
 	if errors.Is(err, fault.ErrNotFound) {
 		return ReadmitResult{}, fmt.Errorf("quarantine %d: %w: endpoint %s no longer exists", id, ErrCannotReadmit, q.EndpointSlug)
 	}
@@ -73,6 +82,10 @@ func Readmit(ctx context.Context, st *store.Store, rt routes.Router, id int64, b
 		return ReadmitResult{}, err
 	}
 	ep := NewEndpoint(sep)
+	body, err := inbox.GetQuarantinePayload(ctx, payloads.Pool, id)
+	if err != nil {
+		return ReadmitResult{}, err
+	}
 
 	var res ReadmitResult
 	err = st.Tx(ctx, func(tx pgx.Tx) error {
@@ -82,6 +95,9 @@ func Readmit(ctx context.Context, st *store.Store, rt routes.Router, id int64, b
 		}
 		if err := q.CheckOpen(); err != nil {
 			return err
+		}
+		if q.PayloadBytes > 0 {
+			q.Payload = body // read before the lock: an entry's body never changes, only its redaction
 		}
 		ev, err := readmission(rt, ep, q)
 		if err != nil {

@@ -25,8 +25,8 @@ import (
 // DB is a database URL and the variable it came from (named in errors).
 type DB struct{ URL, From string }
 
-// OwnerDB is the schema owner's database (DATABASE_URL): migrations, roles,
-// the console and the operator's write commands.
+// OwnerDB is the schema owner's database (DATABASE_URL): migrations, roles
+// and the operator's write commands.
 func OwnerDB(cfg config.Config) DB { return DB{cfg.DatabaseURL, "DATABASE_URL"} }
 
 // IntakeDB is the intake's database (HOOKINBOX_INTAKE_DATABASE_URL, role
@@ -39,6 +39,21 @@ func IntakeDB(cfg config.Config) DB {
 // hookinbox_worker), else DATABASE_URL.
 func WorkerDB(cfg config.Config) DB {
 	return processDB(cfg.WorkerDatabaseURL, cfg.WorkerDB(), "HOOKINBOX_WORKER_DATABASE_URL")
+}
+
+// ConsoleDB is the console's database (HOOKINBOX_CONSOLE_DATABASE_URL,
+// role hookinbox_console), else DATABASE_URL.
+func ConsoleDB(cfg config.Config) DB {
+	return processDB(cfg.ConsoleDatabaseURL, cfg.ConsoleDB(), "HOOKINBOX_CONSOLE_DATABASE_URL")
+}
+
+// PayloadDB is the console's payload pool (HOOKINBOX_PAYLOAD_DATABASE_URL,
+// role hookinbox_payload_reader), else the console's database.
+func PayloadDB(cfg config.Config) DB {
+	if cfg.PayloadDatabaseURL == "" {
+		return ConsoleDB(cfg)
+	}
+	return DB{cfg.PayloadDB(), "HOOKINBOX_PAYLOAD_DATABASE_URL"}
 }
 
 // OperatorDB is the read-only operator's database
@@ -72,6 +87,19 @@ func OpenStore(ctx context.Context, cfg config.Config, db DB) (*store.Store, err
 	}
 	st.Keys = kr
 	return st, nil
+}
+
+// CurrentUser is the database role db connects as (`SELECT current_user`):
+// what a process's connection string makes it.
+func CurrentUser(ctx context.Context, cfg config.Config, db DB) (string, error) {
+	st, err := OpenStore(ctx, cfg, db)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	var user string
+	err = st.Pool.QueryRow(ctx, `SELECT current_user`).Scan(&user)
+	return user, err
 }
 
 // DialTemporal connects to Temporal, waiting up to a minute for it to come

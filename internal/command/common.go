@@ -20,7 +20,8 @@ import (
 // migrate applies pending migrations to cfg's database (the schema
 // owner's, DATABASE_URL), printing each to out, re-applies the process
 // roles' grants, then seals the secrets still kept in plain columns when a
-// secrets key is configured (or says how many remain when none is).
+// secrets key is configured (or says how many remain when none is), and
+// computes the display fingerprints written before they were stored.
 func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
 	if err := migrateSchema(ctx, app.OwnerDB(cfg).URL, out); err != nil {
 		return err
@@ -58,6 +59,13 @@ func migrate(ctx context.Context, cfg config.Config, out io.Writer) error {
 	}
 	if total == 0 {
 		fmt.Fprintln(out, "secrets: none in plain columns")
+	}
+	filled, err := svc.FillFingerprints(ctx)
+	if err != nil {
+		return err
+	}
+	if filled > 0 {
+		fmt.Fprintf(out, "secrets: %d display fingerprint(s) computed under key %s\n", filled, kr.CurrentID())
 	}
 	return nil
 }

@@ -13,7 +13,9 @@ func newConsoleCmd() *cobra.Command {
 		Short: "Run the operator console and API on the internal listener (HOOKINBOX_CONSOLE_ADDR)",
 		Long: `Run the operator console (web pages) and the operator API (/api/…, OpenAPI at /api/openapi.json)
 on HOOKINBOX_CONSOLE_ADDR (default 127.0.0.1:9092): keep it off the public webhook port. It
-needs PostgreSQL (DATABASE_URL) and signals Temporal (TEMPORAL_ADDRESS) for replays; it also
+needs PostgreSQL, as its own role (HOOKINBOX_CONSOLE_DATABASE_URL, hookinbox_console; payloads
+are read on HOOKINBOX_PAYLOAD_DATABASE_URL, hookinbox_payload_reader; without them DATABASE_URL,
+the schema owner), and signals Temporal (TEMPORAL_ADDRESS) for replays; it also
 carries out the replay jobs started from the console or the API. Sign in with a token from
 'hookinbox tokens create'. Pages link each resource's workflow to the Temporal UI
 (HOOKINBOX_TEMPORAL_UI_URL); HOOKINBOX_CONSOLE_URL is where the workflows link back.
@@ -24,12 +26,14 @@ See docs/console.md.`,
 			if err != nil {
 				return err
 			}
-			p, err := app.OpenProcess(cmd.Context(), cfg, app.OwnerDB(cfg), true) // it makes the operators' changes, like the CLI's write commands
+			// As its own role (hookinbox_console), payloads on a pool of
+			// their own (hookinbox_payload_reader).
+			p, err := app.OpenConsole(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			srv, err := app.NewConsole(cfg, p.Store, p.Temporal, p.Log.With("process", "console"), app.BusinessFrom(cmd.Context()))
+			srv, err := app.NewConsole(cfg, p.Store, p.Payloads, p.Temporal, p.Log.With("process", "console"), app.BusinessFrom(cmd.Context()))
 			if err != nil {
 				return err
 			}

@@ -25,10 +25,11 @@ func newDBCmd() *cobra.Command {
 
 func newDBRolesCmd() *cobra.Command {
 	var o ops.RoleOptions
-	var intakePW, workerPW, operatorPW string
+	var intakePW, workerPW, operatorPW, consolePW, payloadPW string
 	cmd := &cobra.Command{
-		Use:   "roles [--intake-password P] [--worker-password P] [--operator-password P] [--nologin]",
-		Short: "Create or update the intake, worker and operator database roles and (re)apply their grants",
+		Use: "roles [--intake-password P] [--worker-password P] [--operator-password P] [--console-password P] " +
+			"[--payload-reader-password P] [--nologin]",
+		Short: "Create or update the intake, worker, operator, console and payload reader database roles and (re)apply their grants",
 		Long: `Create the database roles each process connects as, when missing, and apply their privileges
 (internal/store/roles.go, the one list), revoking any other privilege they hold on the schema's
 tables. Idempotent: run it again at will. Run it with DATABASE_URL of the schema's owner (the
@@ -42,12 +43,16 @@ migrator), after 'hookinbox migrate'; creating a role or setting a password also
                             reconciliation, backfill, retention; no signing secrets, no audit log
   hookinbox_operator        read-only CLI (HOOKINBOX_OPERATOR_DATABASE_URL): inbox, quarantine and
                             outbox without payloads, status; no API key, no secret, no writes
-  hookinbox_payload_reader  NOLOGIN: the payload columns; grant it to an operator who must read them:
+  hookinbox_console         the console and API (HOOKINBOX_CONSOLE_DATABASE_URL): the operator's reads
+                            and its acts' writes; no secret, no token or session hash, no payload
+  hookinbox_payload_reader  the payload columns: the console's payload pool logs in as it
+                            (HOOKINBOX_PAYLOAD_DATABASE_URL); grant it to an operator who must read them:
                             GRANT hookinbox_payload_reader TO alice;  (alice also IN ROLE hookinbox_operator)
 
 Passwords are optional (trust or certificate authentication needs none), taken from the flags or
-HOOKINBOX_INTAKE_DB_PASSWORD, HOOKINBOX_WORKER_DB_PASSWORD, HOOKINBOX_OPERATOR_DB_PASSWORD (prefer
-the environment: flags show in the process list). A role given none keeps its password. They are
+HOOKINBOX_INTAKE_DB_PASSWORD, HOOKINBOX_WORKER_DB_PASSWORD, HOOKINBOX_OPERATOR_DB_PASSWORD,
+HOOKINBOX_CONSOLE_DB_PASSWORD, HOOKINBOX_PAYLOAD_READER_DB_PASSWORD (prefer the environment:
+flags show in the process list). A role given none keeps its password. They are
 sent as SCRAM-SHA-256 verifiers, never in the clear, and never printed. With --nologin the process
 roles are group roles (NOLOGIN) to grant to login users you manage.`,
 		Args: cobra.NoArgs,
@@ -57,9 +62,11 @@ roles are group roles (NOLOGIN) to grant to login users you manage.`,
 				return err
 			}
 			o.Passwords = map[string]string{
-				ops.RoleIntake:   orFlag(intakePW, cfg.IntakeDBPassword),
-				ops.RoleWorker:   orFlag(workerPW, cfg.WorkerDBPassword),
-				ops.RoleOperator: orFlag(operatorPW, cfg.OperatorDBPassword),
+				ops.RoleIntake:        orFlag(intakePW, cfg.IntakeDBPassword),
+				ops.RoleWorker:        orFlag(workerPW, cfg.WorkerDBPassword),
+				ops.RoleOperator:      orFlag(operatorPW, cfg.OperatorDBPassword),
+				ops.RoleConsole:       orFlag(consolePW, cfg.ConsoleDBPassword),
+				ops.RolePayloadReader: orFlag(payloadPW, cfg.PayloadReaderDBPassword),
 			}
 			return applyRoles(cmd.Context(), app.OwnerDB(cfg).URL, o, cmd.OutOrStdout())
 		},
@@ -68,6 +75,8 @@ roles are group roles (NOLOGIN) to grant to login users you manage.`,
 	f.StringVar(&intakePW, "intake-password", "", "password of hookinbox_intake (else HOOKINBOX_INTAKE_DB_PASSWORD)")
 	f.StringVar(&workerPW, "worker-password", "", "password of hookinbox_worker (else HOOKINBOX_WORKER_DB_PASSWORD)")
 	f.StringVar(&operatorPW, "operator-password", "", "password of hookinbox_operator (else HOOKINBOX_OPERATOR_DB_PASSWORD)")
+	f.StringVar(&consolePW, "console-password", "", "password of hookinbox_console (else HOOKINBOX_CONSOLE_DB_PASSWORD)")
+	f.StringVar(&payloadPW, "payload-reader-password", "", "password of hookinbox_payload_reader (else HOOKINBOX_PAYLOAD_READER_DB_PASSWORD)")
 	f.BoolVar(&o.NoLogin, "nologin", false, "create the process roles NOLOGIN (group roles for your own login users)")
 	return cmd
 }

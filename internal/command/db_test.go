@@ -29,7 +29,7 @@ func TestMigrateReappliesTheRolesGrants(t *testing.T) {
 	cfg := config.Default()
 	cfg.DatabaseURL, cfg.SecretsKey = url, testenv.SecretsKey()
 	require.NoError(t, migrate(ctx, cfg, &out))
-	require.Contains(t, out.String(), "grants: re-applied for hookinbox_intake, hookinbox_worker, hookinbox_operator, hookinbox_payload_reader")
+	require.Contains(t, out.String(), "grants: re-applied for hookinbox_intake, hookinbox_worker, hookinbox_operator, hookinbox_console, hookinbox_payload_reader")
 
 	intake, err := pgx.Connect(ctx, testenv.RoleURL(t, url, store.RoleIntake))
 	require.NoError(t, err)
@@ -58,7 +58,8 @@ func TestDBRolesNeverPrintsPasswords(t *testing.T) {
 	require.NoError(t, applyRoles(ctx, admin, store.RoleOptions{Passwords: map[string]string{store.RoleOperator: pw}}, &out))
 	require.Contains(t, out.String(), "role hookinbox_operator: updated (LOGIN, password set)")
 	require.Contains(t, out.String(), "role hookinbox_intake: unchanged (LOGIN)")
-	require.Contains(t, out.String(), "role hookinbox_payload_reader: unchanged (NOLOGIN)")
+	require.Contains(t, out.String(), "role hookinbox_payload_reader: unchanged (LOGIN)", "the console's payload pool logs in as it")
+	require.Contains(t, out.String(), "role hookinbox_console: unchanged (LOGIN)")
 	require.Contains(t, out.String(), "grants: applied")
 	require.NotContains(t, out.String(), pw)
 }

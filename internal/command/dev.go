@@ -29,8 +29,9 @@ and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, pr
 creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root) and a secrets
 key in .data/secrets.key (unless HOOKINBOX_SECRETS_KEY or _FILE is set). It reuses services
 already listening on their ports, applies migrations, creates the database roles ('hookinbox db
-roles'), then runs the intake (as hookinbox_intake) and the worker (as hookinbox_worker) in this
-process. Ctrl-C stops everything it started.
+roles'), then runs the intake (as hookinbox_intake), the worker (as hookinbox_worker) and the
+console (as hookinbox_console, payloads as hookinbox_payload_reader) in this process. Ctrl-C stops
+everything it started.
 
 Everything listens on 127.0.0.1 only: PostgreSQL 55432, Temporal 7233 (UI 8233), Mailpit
 SMTP 1025 (UI 8025), the intake's public port HOOKINBOX_HTTP_ADDR (here 127.0.0.1:8080), its
@@ -132,6 +133,7 @@ func localConfig(lookup func(string) (string, bool)) (config.Config, error) {
 	def := config.Default()
 	cfg.DatabaseURL, cfg.TemporalAddress, cfg.TemporalNamespace = def.DatabaseURL, def.TemporalAddress, def.TemporalNamespace
 	cfg.IntakeDatabaseURL, cfg.WorkerDatabaseURL, cfg.OperatorDatabaseURL = "", "", "" // set once the roles exist
+	cfg.ConsoleDatabaseURL, cfg.PayloadDatabaseURL = "", ""
 	cfg.TemporalAPIKey, cfg.TemporalTLS, cfg.TemporalTLSCert, cfg.TemporalTLSKey, cfg.TemporalTLSCA = "", false, "", "", ""
 	cfg.Mailer, cfg.SMTPAddr = "smtp", fmt.Sprintf("127.0.0.1:%d", config.DefaultMailpitSMTP)
 	cfg.SMTPLookupURL = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultMailpitHTTP)
@@ -145,6 +147,16 @@ func localConfig(lookup func(string) (string, bool)) (config.Config, error) {
 		cfg.OutboundAllowPrivate = true // every destination of the local stack is on loopback
 	}
 	return cfg, cfg.Validate()
+}
+
+// localRoles points each part of the local stack at its own role on pg
+// (trust authentication on loopback: no passwords).
+func localRoles(cfg *config.Config, pg *devenv.Postgres) {
+	cfg.IntakeDatabaseURL = pg.URL(ops.RoleIntake, "hookinbox")
+	cfg.WorkerDatabaseURL = pg.URL(ops.RoleWorker, "hookinbox")
+	cfg.OperatorDatabaseURL = pg.URL(ops.RoleOperator, "hookinbox")
+	cfg.ConsoleDatabaseURL = pg.URL(ops.RoleConsole, "hookinbox")
+	cfg.PayloadDatabaseURL = pg.URL(ops.RolePayloadReader, "hookinbox")
 }
 
 func runDev(ctx context.Context, out io.Writer, servicesOnly bool, temporalNice int) (err error) {
@@ -203,9 +215,7 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool, temporalNice 
 	if err := applyRoles(ctx, s.pg.AdminURL("hookinbox"), ops.RoleOptions{}, out); err != nil {
 		return err
 	}
-	cfg.IntakeDatabaseURL = s.pg.URL(ops.RoleIntake, "hookinbox")
-	cfg.WorkerDatabaseURL = s.pg.URL(ops.RoleWorker, "hookinbox")
-	cfg.OperatorDatabaseURL = s.pg.URL(ops.RoleOperator, "hookinbox")
+	localRoles(&cfg, s.pg)
 
 	tLog, err := s.logFile(logDir, "temporal.log")
 	if err != nil {
@@ -246,6 +256,8 @@ hookinbox local stack is up
   postgres        %s   (owner; migrations)
                   intake %s
                   worker %s
+                  console %s
+                  console payloads %s
                   operator (read-only CLI: HOOKINBOX_OPERATOR_DATABASE_URL) %s
   logs            %s
 
@@ -257,7 +269,7 @@ Secrets are sealed with %s (operator commands on the local stack find it by them
 Press Ctrl-C to stop everything started here.
 `, intakeURL, intakeURL, internalURL, internalURL, app.DisplayAddr(cfg.WorkerAddr), cfg.ConsoleBaseURL(), cfg.ConsoleBaseURL(),
 		s.temporal.Address, s.temporal.UIURL, s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, cfg.IntakeDB(), cfg.WorkerDB(),
-		cfg.OperatorDB(), logDir, orDefault(cfg.SecretsKeyFile, "HOOKINBOX_SECRETS_KEY"))
+		cfg.ConsoleDB(), cfg.PayloadDB(), cfg.OperatorDB(), logDir, orDefault(cfg.SecretsKeyFile, "HOOKINBOX_SECRETS_KEY"))
 
 	if servicesOnly {
 		<-ctx.Done()
@@ -265,9 +277,9 @@ Press Ctrl-C to stop everything started here.
 		return nil
 	}
 
-	// One process, three database roles: the worker's store, the intake's,
-	// and the owner's for the console (it makes the operators' changes, as
-	// `hookinbox console` does with DATABASE_URL).
+	// One process, each part as its own database role: the worker's store,
+	// the intake's, and the console's with its payload pool (as `hookinbox
+	// console` runs it).
 	p, err := app.OpenProcess(ctx, cfg, app.WorkerDB(cfg), false)
 	if err != nil {
 		return err
@@ -278,18 +290,23 @@ Press Ctrl-C to stop everything started here.
 		return err
 	}
 	defer intakeSt.Close()
-	ownerSt, err := app.OpenStore(ctx, cfg, app.OwnerDB(cfg))
+	consoleSt, err := app.OpenStore(ctx, cfg, app.ConsoleDB(cfg))
 	if err != nil {
 		return err
 	}
-	defer ownerSt.Close()
+	defer consoleSt.Close()
+	payloadSt, err := app.OpenStore(ctx, cfg, app.PayloadDB(cfg))
+	if err != nil {
+		return err
+	}
+	defer payloadSt.Close()
 	st, c, m, log := p.Store, p.Temporal, p.Metrics, p.Log
 	biz := app.BusinessFrom(ctx)
 	acts, err := app.NewActivities(cfg, st, c, m, log.With("process", "worker"), biz)
 	if err != nil {
 		return err
 	}
-	con, err := app.NewConsole(cfg, ownerSt, c, log.With("process", "console"), biz)
+	con, err := app.NewConsole(cfg, consoleSt, payloadSt, c, log.With("process", "console"), biz)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,16 @@
 package command
 
 import (
+	"context"
 	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookinbox/hookinbox/internal/app"
+	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/lab/testenv"
 )
 
 // `make run` binds every hookinbox listener to loopback on the usual ports
@@ -33,4 +39,30 @@ func TestLocalStackConfigListensOnLoopback(t *testing.T) {
 	cfg, err = localConfig(env(map[string]string{"HOOKINBOX_HTTP_ADDR": "0.0.0.0:8081"}))
 	require.NoError(t, err)
 	require.Equal(t, "0.0.0.0:8081", cfg.HTTPAddr, "an explicit address is the user's choice")
+}
+
+// `make run` gives the console its own role, and its payload pool the
+// payload reader's, on the local cluster (trust on loopback: no password),
+// as it does the intake and the worker.
+func TestLocalStackConsoleConnectsAsItsOwnRole(t *testing.T) {
+	t.Parallel()
+	pg, dbURL := testenv.NewPostgres(t)
+	cfg := config.Default()
+	cfg.DatabaseURL = dbURL
+	cfg.SecretsKey = testenv.SecretsKey()
+	localRoles(&cfg, pg)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		db   app.DB
+		want string
+	}{
+		{app.ConsoleDB(cfg), ops.RoleConsole},
+		{app.PayloadDB(cfg), ops.RolePayloadReader},
+		{app.IntakeDB(cfg), ops.RoleIntake},
+		{app.WorkerDB(cfg), ops.RoleWorker},
+	} {
+		user, err := app.CurrentUser(ctx, cfg, tt.db)
+		require.NoError(t, err, tt.db.From)
+		require.Equal(t, tt.want, user, tt.db.From)
+	}
 }

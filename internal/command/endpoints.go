@@ -60,7 +60,9 @@ func newEndpointsAddCmd() *cobra.Command {
 line) or, visible in the process list and shell history, the command line (--secret). Each flag
 may be repeated. Secrets are checked against the provider's format (at least 24 random bytes)
 and stored sealed (HOOKINBOX_SECRETS_KEY); the API key likewise (--api-key-file, --api-key-env,
---api-key-stdin or --api-key).
+--api-key-stdin or --api-key). The key goes to --api-base-url (default: the provider's own API);
+another host than the provider's official API (a simulator, GitHub Enterprise Server) needs
+--allow-custom-api-host (audited), and http:// is refused outside loopback.
 
 --secret-accounts binds the secrets to the source accounts they may sign for: a delivery they
 verify that claims another account is quarantined (account_mismatch), so one tenant holding a
@@ -130,6 +132,7 @@ delivery log and admitted as a backfill). See docs/reconciliation.md.`,
 	f.StringVar(&secretAccounts, "secret-accounts", "", "comma-separated source accounts the secrets may sign for (default: any linked account)")
 	f.StringVar(&e.Account, "account", "", "the endpoint's own source account (default: its single linked account)")
 	f.StringVar(&e.APIBaseURL, "api-base-url", "", "provider API base URL for fetches and reconciliation")
+	f.BoolVar(&e.AllowCustomAPIHost, "allow-custom-api-host", false, "let --api-base-url name a host other than the provider's official API (a simulator, GitHub Enterprise Server; audited)")
 	f.StringVar(&e.Settings.TypePath, "type-path", "", "JSON path of the event type (standard)")
 	f.StringVar(&e.Settings.ResourcePath, "resource-path", "", "JSON path of the resource id (standard)")
 	f.StringVar(&e.Settings.ResourceKind, "resource-kind", "", "resource kind (standard; default from the type)")
@@ -168,21 +171,26 @@ func newEndpointsUpdateCmd() *cobra.Command {
 		{"version-path", "JSON path of a monotonic per-resource version"},
 	}
 	cmd := &cobra.Command{
-		Use: "update --slug S [--account A] [--api-base-url URL] [--api-key-file F | --api-key-env VAR | --api-key-stdin | --api-key KEY] " +
+		Use: "update --slug S [--account A] [--api-base-url URL [--allow-custom-api-host]] [--api-key-file F | --api-key-env VAR | --api-key-stdin | --api-key KEY] " +
 			"[--type-path P] [--resource-path P] [--resource-kind K] [--account-path P] [--version-path P] [--github-hook H --github-hook-id N] [--github-recovery M]",
 		Short: "Change an endpoint's account, provider API settings or extraction paths (audited)",
 		Long: `Change only the fields given; an empty value clears an optional one (--account "", --api-key "").
 The API key is read from a file, an environment variable or standard input (--api-key-file,
 --api-key-env, --api-key-stdin) or, visible in the process list, the command line (--api-key), and
-stored sealed. Secrets are rotated with 'endpoints secrets add' and 'endpoints secrets remove'.
+stored sealed. A new --api-base-url needs the API key again (a key never follows the URL to another
+host), and a host other than the provider's official API (api.stripe.com, api.github.com) needs
+--allow-custom-api-host, which is audited; http:// is refused outside loopback.
+Secrets are rotated with 'endpoints secrets add' and 'endpoints secrets remove'.
 The intake picks the change up within HOOKINBOX_ENDPOINT_CACHE_TTL.`,
 		Example: `  hookinbox endpoints update --slug stripe-live --api-key-env STRIPE_KEY --reason "key rotated (SEC-12)"
   hookinbox endpoints update --slug sinalio --resource-path data.item.id`,
 		Args: cobra.NoArgs,
 	}
-	apiKey := addSecretFlags(cmd, "api-key", "provider API key (\"\" clears it)", false)
+	apiKey := addSecretFlags(cmd, "api-key", "provider API key (\"\" clears it; required again with a new --api-base-url)", false)
+	var allowCustom bool
+	cmd.Flags().BoolVar(&allowCustom, "allow-custom-api-host", false, "let --api-base-url name a host other than the provider's official API (a simulator, GitHub Enterprise Server; audited)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var c ops.EndpointChange
+		c := ops.EndpointChange{AllowCustomAPIHost: allowCustom}
 		set := func(flag string) *string {
 			if !cmd.Flags().Changed(flag) {
 				return nil

@@ -102,8 +102,12 @@ func printLineage(_ context.Context, out io.Writer, l *ops.Lineage) error {
 			if a.StatusCode != 0 {
 				status = strconv.Itoa(a.StatusCode)
 			}
+			latency := "-" // a skipped attempt sent nothing
+			if a.Outcome != ops.ForwardSkipped {
+				latency = a.Latency.Round(time.Millisecond).String()
+			}
 			rows = append(rows, []string{a.Route, a.Event.EventID, strconv.Itoa(a.Attempt), a.Outcome, status,
-				a.Latency.Round(time.Millisecond).String(), orDash(a.Error), fmtTime(a.At)})
+				latency, orDash(a.Error), fmtTime(a.At)})
 		}
 		if err := cli.Render(out, "table", nil, []string{"ROUTE", "EVENT", "ATTEMPT", "OUTCOME", "STATUS", "LATENCY", "ERROR", "AT (UTC)"}, rows); err != nil {
 			return err

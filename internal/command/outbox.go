@@ -78,7 +78,7 @@ func newOutboxShowCmd() *cobra.Command {
 				return err
 			}
 			return withReadOps(cmd, func(env opsEnv) error {
-				o, err := env.svc.ShowOutbox(cmd.Context(), id)
+				o, err := env.svc.ShowOutbox(cmd.Context(), id, true)
 				if err != nil {
 					return err
 				}

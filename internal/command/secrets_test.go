@@ -227,3 +227,28 @@ func TestSetAccountIsValidatedAndAuditedThroughOps(t *testing.T) {
 		AND actor = 'carol' AND target = 'endpoint:ok'`).Scan(&n))
 	require.Equal(t, 1, n)
 }
+
+// The CLI's side of the API base URL rule: a host other than the
+// provider's official API needs --allow-custom-api-host (the simulator's
+// registration, as simulate prints it), a new base URL the key again.
+func TestEndpointsAPIBaseURLNamesItsHostAndTakesTheKeyAgain(t *testing.T) {
+	st := operatorEnv(t)
+	ctx := context.Background()
+	add := []string{"endpoints", "add", "--slug", "sim", "--provider", "stripe", "--environment", "test", "--secret", strongStripe,
+		"--api-base-url", "http://127.0.0.1:12111", "--api-key", "sk_test_simulator"}
+	r := runSecretsCLI(t, "", add...)
+	require.Error(t, r.err)
+	require.Contains(t, r.err.Error(), "--allow-custom-api-host")
+	r = runSecretsCLI(t, "", append(add, "--allow-custom-api-host")...)
+	require.NoError(t, r.err, r.errOut)
+
+	r = runSecretsCLI(t, "", "endpoints", "update", "--slug", "sim", "--api-base-url", "http://127.0.0.1:12112", "--allow-custom-api-host")
+	require.Error(t, r.err)
+	require.Contains(t, r.err.Error(), "needs its API key again")
+	r = runSecretsCLI(t, "", "endpoints", "update", "--slug", "sim", "--api-base-url", "https://api.stripe.com", "--api-key", "sk_test_other0123456789")
+	require.NoError(t, r.err, r.errOut)
+	ep, err := endpoints.GetEndpoint(ctx, st, "sim")
+	require.NoError(t, err)
+	require.Equal(t, "https://api.stripe.com", ep.APIBaseURL)
+	require.Equal(t, "sk_test_other0123456789", ep.APIKey)
+}

@@ -42,12 +42,25 @@ type Config struct {
 	// hookinbox_operator (payloads only when also granted
 	// hookinbox_payload_reader); empty: DATABASE_URL.
 	OperatorDatabaseURL string
+	// HOOKINBOX_CONSOLE_DATABASE_URL: the operator console's and API's
+	// (`hookinbox console`), as hookinbox_console (the operator's reads and
+	// its acts' writes, no secret, no token hash, no payload); empty:
+	// DATABASE_URL (the schema owner, with a warning).
+	ConsoleDatabaseURL string
+	// HOOKINBOX_PAYLOAD_DATABASE_URL: the console's payload pool, as
+	// hookinbox_payload_reader (an operator's ?payload=true reads, and
+	// re-admission's body); empty: the console's own URL.
+	PayloadDatabaseURL string
 	// HOOKINBOX_INTAKE_DB_PASSWORD, HOOKINBOX_WORKER_DB_PASSWORD,
-	// HOOKINBOX_OPERATOR_DB_PASSWORD: passwords `hookinbox db roles` sets on
-	// the roles (empty: leaves the role's password as it is). Never printed.
-	IntakeDBPassword   string
-	WorkerDBPassword   string
-	OperatorDBPassword string
+	// HOOKINBOX_OPERATOR_DB_PASSWORD, HOOKINBOX_CONSOLE_DB_PASSWORD,
+	// HOOKINBOX_PAYLOAD_READER_DB_PASSWORD: passwords `hookinbox db roles`
+	// sets on the roles (empty: leaves the role's password as it is). Never
+	// printed.
+	IntakeDBPassword        string
+	WorkerDBPassword        string
+	OperatorDBPassword      string
+	ConsoleDBPassword       string
+	PayloadReaderDBPassword string
 	// TEMPORAL_ADDRESS: host:port of the Temporal frontend.
 	TemporalAddress string
 	// TEMPORAL_NAMESPACE: namespace for workflows and schedules.
@@ -162,8 +175,10 @@ type Config struct {
 	// HOOKINBOX_SMTP_LOOKUP_URL: a Mailpit API base URL the SMTP mailer can
 	// ask whether an uncertain message arrived (empty: no lookup).
 	SMTPLookupURL string
-	// HOOKINBOX_SMTP_TLS: "starttls" (default: upgrade when offered, and
-	// never send credentials in the clear), "required" or "off".
+	// HOOKINBOX_SMTP_TLS: "auto" (default: "required" for a relay on
+	// another host, "starttls" for one on loopback), "starttls" (upgrade
+	// when offered, and never send credentials in the clear; an attacker in
+	// the middle can strip the offer), "required" or "off".
 	SMTPTLS string
 	// HOOKINBOX_SMTP_USERNAME, HOOKINBOX_SMTP_PASSWORD: AUTH PLAIN after
 	// the upgrade (empty username: no AUTH).
@@ -256,6 +271,9 @@ type Config struct {
 	// API (`hookinbox console`, and `make run`). Internal like the intake's
 	// internal listener: loopback by default, never the public webhook port.
 	ConsoleAddr string
+	// HOOKINBOX_CONSOLE_SESSION_TTL: how long a console sign-in lasts (its
+	// session and cookie); sign-out ends it at once.
+	ConsoleSessionTTL time.Duration
 	// HOOKINBOX_TEMPORAL_UI_URL: base URL of the Temporal UI the console and
 	// `inbox show` link each resource's workflow to.
 	TemporalUIURL string
@@ -303,13 +321,14 @@ func Default() Config {
 		ActivityTimeout:       30 * time.Second,
 		Mailer:                "smtp",
 		SMTPAddr:              "127.0.0.1:1025",
-		SMTPTLS:               "starttls",
+		SMTPTLS:               "auto",
 		EmailFrom:             "hookinbox@localhost",
 		OutboxBudget:          8,
 		EmailAPIIdempotent:    true,
 		LogFormat:             "json",
 		LogLevel:              "info",
 		ConsoleAddr:           "127.0.0.1:9092",
+		ConsoleSessionTTL:     12 * time.Hour,
 		TemporalUIURL:         fmt.Sprintf("http://127.0.0.1:%d", DefaultTemporalUI),
 		NegativeBalancePolicy: keys.BalanceAllow,
 
@@ -357,9 +376,13 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("HOOKINBOX_INTAKE_DATABASE_URL", &c.IntakeDatabaseURL)
 	p.str("HOOKINBOX_WORKER_DATABASE_URL", &c.WorkerDatabaseURL)
 	p.str("HOOKINBOX_OPERATOR_DATABASE_URL", &c.OperatorDatabaseURL)
+	p.str("HOOKINBOX_CONSOLE_DATABASE_URL", &c.ConsoleDatabaseURL)
+	p.str("HOOKINBOX_PAYLOAD_DATABASE_URL", &c.PayloadDatabaseURL)
 	p.str("HOOKINBOX_INTAKE_DB_PASSWORD", &c.IntakeDBPassword)
 	p.str("HOOKINBOX_WORKER_DB_PASSWORD", &c.WorkerDBPassword)
 	p.str("HOOKINBOX_OPERATOR_DB_PASSWORD", &c.OperatorDBPassword)
+	p.str("HOOKINBOX_CONSOLE_DB_PASSWORD", &c.ConsoleDBPassword)
+	p.str("HOOKINBOX_PAYLOAD_READER_DB_PASSWORD", &c.PayloadReaderDBPassword)
 	p.str("TEMPORAL_ADDRESS", &c.TemporalAddress)
 	p.str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
 	p.str("TEMPORAL_API_KEY", &c.TemporalAPIKey)
@@ -426,6 +449,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("HOOKINBOX_SECRETS_KEY", &c.SecretsKey)
 	p.str("HOOKINBOX_SECRETS_KEY_FILE", &c.SecretsKeyFile)
 	p.str("HOOKINBOX_CONSOLE_ADDR", &c.ConsoleAddr)
+	p.duration("HOOKINBOX_CONSOLE_SESSION_TTL", &c.ConsoleSessionTTL)
 	p.str("HOOKINBOX_TEMPORAL_UI_URL", &c.TemporalUIURL)
 	p.str("HOOKINBOX_CONSOLE_URL", &c.ConsoleURL)
 	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
@@ -448,6 +472,14 @@ func (c Config) WorkerDB() string { return orElse(c.WorkerDatabaseURL, c.Databas
 // OperatorDB is the read-only operator commands' database URL:
 // HOOKINBOX_OPERATOR_DATABASE_URL, else DATABASE_URL.
 func (c Config) OperatorDB() string { return orElse(c.OperatorDatabaseURL, c.DatabaseURL) }
+
+// ConsoleDB is the console's database URL: HOOKINBOX_CONSOLE_DATABASE_URL,
+// else DATABASE_URL.
+func (c Config) ConsoleDB() string { return orElse(c.ConsoleDatabaseURL, c.DatabaseURL) }
+
+// PayloadDB is the console's payload pool's URL:
+// HOOKINBOX_PAYLOAD_DATABASE_URL, else the console's.
+func (c Config) PayloadDB() string { return orElse(c.PayloadDatabaseURL, c.ConsoleDB()) }
 
 func orElse(v, fallback string) string {
 	if v != "" {
@@ -507,8 +539,8 @@ func (c Config) Validate() error {
 	if c.Mailer == "http" && c.EmailAPIURL == "" {
 		errs = append(errs, "HOOKINBOX_MAILER=http needs HOOKINBOX_EMAIL_API_URL")
 	}
-	if c.SMTPTLS != "starttls" && c.SMTPTLS != "required" && c.SMTPTLS != "off" {
-		errs = append(errs, `HOOKINBOX_SMTP_TLS must be "starttls", "required" or "off"`)
+	if c.SMTPTLS != "auto" && c.SMTPTLS != "starttls" && c.SMTPTLS != "required" && c.SMTPTLS != "off" {
+		errs = append(errs, `HOOKINBOX_SMTP_TLS must be "auto", "starttls", "required" or "off"`)
 	}
 	if c.OutboxBudget <= 0 {
 		errs = append(errs, "HOOKINBOX_OUTBOX_BUDGET must be positive")
@@ -545,6 +577,9 @@ func (c Config) Validate() error {
 	}
 	if c.PayloadRetention <= 0 || c.QuarantineRetention <= 0 || c.RetentionBatch <= 0 {
 		errs = append(errs, "HOOKINBOX_PAYLOAD_RETENTION, HOOKINBOX_QUARANTINE_RETENTION and HOOKINBOX_RETENTION_BATCH must be positive")
+	}
+	if c.ConsoleSessionTTL < time.Minute || c.ConsoleSessionTTL > 30*24*time.Hour {
+		errs = append(errs, "HOOKINBOX_CONSOLE_SESSION_TTL must be between 1m and 720h")
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)

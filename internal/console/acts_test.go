@@ -151,7 +151,23 @@ func TestResealIsAdminOnlyAndAudited(t *testing.T) {
 	}
 	require.Equal(t, 2, sealedUnder(old.CurrentID()), "nothing re-encrypted")
 
-	code, out := b.call("admin", "POST", "/api/secrets/reseal", map[string]any{"reason": "rotation SEC-9"})
+	// The console as its own role (hookinbox_console) never opens a secret,
+	// so it cannot re-encrypt them: it says what to run instead.
+	con, err := store.Open(b.ctx, testenv.RoleURL(t, b.st.Pool.Config().ConnString(), store.RoleConsole), 2)
+	require.NoError(t, err)
+	t.Cleanup(con.Close)
+	srv, err = console.New(console.Options{Ops: &ops.Service{Store: &store.Store{Pool: con.Pool, Keys: rotated}, Config: config.Default()}})
+	require.NoError(t, err)
+	asRole := httptest.NewServer(srv.Handler())
+	t.Cleanup(asRole.Close)
+	b.url = asRole.URL
+	code, out := b.call("admin", "POST", "/api/secrets/reseal", map[string]any{"reason": "rotation"})
+	require.Equal(t, http.StatusConflict, code, out)
+	require.Contains(t, out, "hookinbox secrets rotate-key")
+	require.Equal(t, 2, sealedUnder(old.CurrentID()), "nothing re-encrypted")
+	b.url = hs.URL
+
+	code, out = b.call("admin", "POST", "/api/secrets/reseal", map[string]any{"reason": "rotation SEC-9"})
 	require.Equal(t, http.StatusOK, code, out)
 	var res ops.ResealResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))

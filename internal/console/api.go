@@ -39,12 +39,12 @@ func (s *Server) apiRoutes() []route {
 		{api: true, method: "POST", pattern: "/api/quarantine/{id}/resolve", role: operator, summary: "Re-admit or discard one entry: {action, reason}", h: s.apiQuarantineResolveOne},
 		{api: true, method: "POST", pattern: "/api/quarantine/resolve", role: operator, summary: "Re-admit or discard several entries: {ids, action, reason}", h: s.apiQuarantineResolve},
 		{api: true, method: "GET", pattern: "/api/outbox", role: viewer, summary: "Outbox rows, newest first", h: s.apiOutbox, params: []string{"status", "limit"}},
-		{api: true, method: "GET", pattern: "/api/outbox/{id}", role: viewer, summary: "One outbox row, its workflow and operator acts", h: s.apiOutboxGet},
+		{api: true, method: "GET", pattern: "/api/outbox/{id}", role: viewer, summary: "One outbox row, its workflow and operator acts; payload=true (operator) adds the payload (recipient, message)", h: s.apiOutboxGet, params: []string{"payload"}},
 		{api: true, method: "POST", pattern: "/api/outbox/{id}/release", role: operator, summary: "Send a held_for_review or failed row again: {reason}", h: s.apiOutboxRelease},
 		{api: true, method: "GET", pattern: "/api/endpoints", role: viewer, summary: "Endpoints with secret and API key fingerprints (never values)", h: s.apiEndpoints},
 		{api: true, method: "GET", pattern: "/api/endpoints/{slug}", role: viewer, summary: "One endpoint", h: s.apiEndpointGet},
-		{api: true, method: "POST", pattern: "/api/endpoints", role: admin, summary: "Register an endpoint: {slug, provider, environment, secrets, secret_accounts, account, api_base_url, api_key, settings, reason}", h: s.apiEndpointAdd},
-		{api: true, method: "PATCH", pattern: "/api/endpoints/{slug}", role: admin, summary: "Change account, api_base_url, api_key or paths (null/absent: unchanged, \"\": cleared)", h: s.apiEndpointUpdate},
+		{api: true, method: "POST", pattern: "/api/endpoints", role: admin, summary: "Register an endpoint: {slug, provider, environment, secrets, secret_accounts, account, api_base_url, api_key, allow_custom_api_host, settings, reason}", h: s.apiEndpointAdd},
+		{api: true, method: "PATCH", pattern: "/api/endpoints/{slug}", role: admin, summary: "Change account, api_base_url (with api_key again; allow_custom_api_host for a host other than the provider's API), api_key or paths (null/absent: unchanged, \"\": cleared)", h: s.apiEndpointUpdate},
 		{api: true, method: "DELETE", pattern: "/api/endpoints/{slug}", role: admin, summary: "Remove an endpoint (its inbox rows stay)", h: s.apiEndpointRemove, params: []string{"reason"}},
 		{api: true, method: "POST", pattern: "/api/endpoints/{slug}/links", role: admin, summary: "Map a source account to a workspace: {account, workspace, reason}", h: s.apiEndpointLink},
 		{api: true, method: "DELETE", pattern: "/api/endpoints/{slug}/links/{account}", role: admin, summary: "Remove an account mapping", h: s.apiEndpointUnlink, params: []string{"reason"}},
@@ -457,12 +457,19 @@ func (s *Server) apiOutbox(w http.ResponseWriter, r *http.Request, _ *principal)
 	return reply(w, http.StatusOK, rows, err)
 }
 
-func (s *Server) apiOutboxGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
+func (s *Server) apiOutboxGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
-	o, err := s.ops.ShowOutbox(r.Context(), id)
+	withPayload, err := wantPayload(r, p)
+	if err != nil {
+		return err
+	}
+	o, err := s.ops.ShowOutbox(r.Context(), id, withPayload)
+	if err == nil && withPayload {
+		s.log.Info("payload read", "outbox_id", id, "token", p.token.Name)
+	}
 	return reply(w, http.StatusOK, o, err)
 }
 
@@ -504,7 +511,10 @@ type endpointBody struct {
 	APIBaseURL     string                `json:"api_base_url"`
 	APIKey         string                `json:"api_key"`
 	Settings       keys.EndpointSettings `json:"settings"`
-	Reason         string                `json:"reason"`
+	// AllowCustomAPIHost lets api_base_url name a host other than the
+	// provider's official API (audited).
+	AllowCustomAPIHost bool   `json:"allow_custom_api_host"`
+	Reason             string `json:"reason"`
 }
 
 func (s *Server) apiEndpointAdd(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -513,7 +523,8 @@ func (s *Server) apiEndpointAdd(w http.ResponseWriter, r *http.Request, p *princ
 		return err
 	}
 	e := endpoints.NewEndpoint{Slug: b.Slug, Provider: b.Provider, Environment: b.Environment, Account: b.Account,
-		APIBaseURL: b.APIBaseURL, APIKey: b.APIKey, Settings: b.Settings, Secrets: b.Secrets, SecretAccounts: b.SecretAccounts}
+		APIBaseURL: b.APIBaseURL, APIKey: b.APIKey, Settings: b.Settings, Secrets: b.Secrets, SecretAccounts: b.SecretAccounts,
+		AllowCustomAPIHost: b.AllowCustomAPIHost}
 	if err := s.ops.AddEndpoint(r.Context(), p.actor(), e, b.Reason); err != nil {
 		return err
 	}
@@ -627,8 +638,11 @@ func (s *Server) apiWorkspaces(w http.ResponseWriter, r *http.Request, _ *princi
 	return reply(w, http.StatusOK, ws, err)
 }
 
-func (s *Server) apiWorkspaceGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
+func (s *Server) apiWorkspaceGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	v, err := s.ops.ShowWorkspace(r.Context(), r.PathValue("id"))
+	if err == nil && !p.can(operator) {
+		v.OriginsOnly() // a destination's path and query carry its token
+	}
 	return reply(w, http.StatusOK, v, err)
 }
 

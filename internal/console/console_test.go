@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -30,6 +31,14 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+// testLog writes the console's errors to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
 type nopBell struct{}
 
 func (nopBell) Ring(context.Context, keys.Resource, string, string) error { return nil }
@@ -47,18 +56,28 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	st := testenv.Store(t)
+	st := testenv.Store(t) // the schema owner: fixtures and checks
 	ctx := context.Background()
 	cfg := config.Default()
-	svc := &ops.Service{Store: st, Routes: routestest.Builtin(), Handled: routestest.Builtin(), Doorbell: nopBell{}, Config: cfg,
+	// The console as it runs: as hookinbox_console, payloads read as
+	// hookinbox_payload_reader. Every act the tests make proves its grants.
+	dbURL := st.Pool.Config().ConnString()
+	con, err := store.Open(ctx, testenv.RoleURL(t, dbURL, store.RoleConsole), 8)
+	require.NoError(t, err)
+	con.Keys = st.Keys
+	t.Cleanup(con.Close)
+	payloads, err := store.Open(ctx, testenv.RoleURL(t, dbURL, store.RolePayloadReader), 2)
+	require.NoError(t, err)
+	t.Cleanup(payloads.Close)
+	svc := &ops.Service{Store: con, Payloads: payloads, Routes: routestest.Builtin(), Handled: routestest.Builtin(), Doorbell: nopBell{}, Config: cfg,
 		SignalTimeout: time.Second}
-	srv, err := console.New(console.Options{Ops: svc})
+	srv, err := console.New(console.Options{Ops: svc, Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	b := &bundle{t: t, ctx: ctx, st: st, url: hs.URL, tokens: map[string]string{}}
 	for _, role := range ops.Roles {
-		nt, err := svc.CreateToken(ctx, ops.Actor{Name: "setup"}, role+"-token", role)
+		nt, err := (&ops.Service{Store: st}).CreateToken(ctx, ops.Actor{Name: "setup"}, role+"-token", role) // the CLI's, as the owner
 		require.NoError(t, err)
 		b.tokens[role] = nt.Token
 	}
@@ -101,6 +120,29 @@ func (b *bundle) call(role, method, path string, body any) (int, string) {
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(b.t, err)
 	return resp.StatusCode, string(raw)
+}
+
+var loginCSRF = regexp.MustCompile(`name="login_csrf" value="([0-9a-f]+)"`)
+
+// webLogin signs in to the console as role's token, as a browser does (the
+// login form's pre-session token, then the session cookie), and returns
+// the client and the page next led to.
+func (b *bundle) webLogin(role, next string) (*http.Client, string) {
+	b.t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(b.url + "/login")
+	require.NoError(b.t, err)
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	pre := loginCSRF.FindStringSubmatch(string(page))
+	require.Len(b.t, pre, 2, "the login form carries its pre-session token")
+	resp, err = c.PostForm(b.url+"/login", url.Values{"token": {b.tokens[role]}, "next": {next}, "login_csrf": {pre[1]}})
+	require.NoError(b.t, err)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(b.t, http.StatusOK, resp.StatusCode)
+	return c, string(raw)
 }
 
 func (b *bundle) count(sql string) int {
@@ -192,7 +234,7 @@ func TestRolesGateEveryActAndAdminActsAreAudited(t *testing.T) {
 			require.NotContains(t, out, secret, "no secret in any answer")
 		}
 	}
-	require.Contains(t, list, ops.Fingerprint("sk_test_ROTATEDKEY"), "the API key shows as its fingerprint")
+	require.Contains(t, list, ops.APIKeyFingerprint(b.st.Keys, "sk_test_ROTATEDKEY"), "the API key shows as its fingerprint")
 }
 
 // Bad input is answered 400 with a message, and nothing is stored.
@@ -290,14 +332,8 @@ func TestConsoleLoginCookieCSRFAndRoles(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	login := func(role string) *http.Client {
-		jar, _ := cookiejar.New(nil)
-		c := &http.Client{Jar: jar}
-		resp, err := c.PostForm(b.url+"/login", url.Values{"token": {b.tokens[role]}, "next": {"/inbox?workspace=ws_1"}})
-		require.NoError(t, err)
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		require.Contains(t, string(raw), b.event.String(), "redirected to the inbox search")
+		c, page := b.webLogin(role, "/inbox?workspace=ws_1")
+		require.Contains(t, page, b.event.String(), "redirected to the inbox search")
 		return c
 	}
 	get := func(c *http.Client, path string) (int, string) {
@@ -319,7 +355,7 @@ func TestConsoleLoginCookieCSRFAndRoles(t *testing.T) {
 	resp, err = http.PostForm(b.url+"/login", url.Values{"token": {"hki_wrong"}})
 	require.NoError(t, err)
 	resp.Body.Close()
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "no pre-session token: a form from another site")
 
 	op := login("operator")
 	code, page := get(op, "/events/"+url.PathEscape(b.event.String()))

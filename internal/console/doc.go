@@ -1,6 +1,7 @@
 // Package console serves the operator API (/api/…, JSON, bearer tokens) and
-// the web console (server-rendered html/template pages, a login cookie and
-// a few lines of JavaScript) on the internal listener
+// the web console (server-rendered html/template pages, a session cookie
+// holding a random, expiring, revocable session id, and a few lines of
+// JavaScript) on the internal listener
 // (HOOKINBOX_CONSOLE_ADDR), never on the public webhook port.
 //
 // Every route has a least role (viewer < operator < admin), checked before

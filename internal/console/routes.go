@@ -1,7 +1,6 @@
 package console
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -155,7 +154,7 @@ func (s *Server) webRouteAdd(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/routes#"+url.PathEscape(v.Name), fmt.Sprintf("Route %s added: %s %s → %s.", v.Name, v.Provider, v.EventType, v.URL))
+	return redirect(w, r, "/routes#"+url.PathEscape(v.Name), flashRouteAdded)
 }
 
 func (s *Server) webRouteState(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -164,11 +163,11 @@ func (s *Server) webRouteState(w http.ResponseWriter, r *http.Request, p *princi
 	if _, err := s.ops.UpdateRoute(r.Context(), p.actor(), name, ops.RouteChange{Enabled: &on}, r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	state := "paused: its events are held pending"
+	flash := flashRoutePaused
 	if on {
-		state = "enabled"
+		flash = flashRouteEnabled
 	}
-	return redirect(w, r, "/routes#"+url.PathEscape(name), "Route "+name+" "+state+".")
+	return redirect(w, r, "/routes#"+url.PathEscape(name), flash)
 }
 
 func (s *Server) webRouteRemove(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -176,5 +175,5 @@ func (s *Server) webRouteRemove(w http.ResponseWriter, r *http.Request, p *princ
 	if err := s.ops.RemoveRoute(r.Context(), p.actor(), name, r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/routes", "Route "+name+" removed.")
+	return redirect(w, r, "/routes", flashRouteRemoved)
 }

@@ -2,8 +2,10 @@ package console_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"testing"
 	"time"
 
@@ -85,4 +87,49 @@ func TestForwardRoutesAreReadByViewersAndChangedByAdmins(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, code)
 	require.Equal(t, 3, b.count(`SELECT count(*) FROM operator_actions WHERE action LIKE 'route_%' AND actor = 'admin-token'`),
 		"add, update and remove, each audited under the admin token's name")
+}
+
+// The Routes page: an admin adds and pauses a route with the page's forms
+// (CSRF field, fixed notices), an operator's forged form is refused.
+func TestRoutesPageFormsAreAdminsAndCSRFChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+	admin, page := b.webLogin("admin", "/routes")
+	require.Contains(t, page, "No forward route")
+	m := csrf.FindStringSubmatch(page)
+	require.Len(t, m, 2)
+	form := url.Values{"name": {"billing"}, "provider": {"stripe"}, "event_type": {"charge.*"}, "url": {"https://billing.example.com/hooks"},
+		"secret": {forwardSecret}, "timeout": {"3s"}, "reason": {"billing service"}}
+	resp, err := admin.PostForm(b.url+"/routes", form)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "no CSRF field")
+	require.Zero(t, b.count(`SELECT count(*) FROM forward_routes`))
+	form.Set("csrf", m[1])
+	resp, err = admin.PostForm(b.url+"/routes", form)
+	require.NoError(t, err)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+	require.Contains(t, string(raw), "Forward route added")
+	require.Contains(t, string(raw), "billing.example.com/hooks")
+	require.NotContains(t, string(raw), "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+
+	resp, err = admin.PostForm(b.url+"/routes/billing/state", url.Values{"csrf": {m[1]}, "enabled": {"false"}})
+	require.NoError(t, err)
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Contains(t, string(raw), "Forward route paused")
+	require.Equal(t, 0, b.count(`SELECT count(*) FROM forward_routes WHERE enabled`))
+
+	op, page := b.webLogin("operator", "/routes")
+	require.NotContains(t, page, "Add a forward route", "an operator sees no admin form")
+	om := csrf.FindStringSubmatch(page)
+	require.Len(t, om, 2)
+	resp, err = op.PostForm(b.url+"/routes/billing/remove", url.Values{"csrf": {om[1]}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "an operator's forged form is refused by role")
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM forward_routes`))
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -32,26 +33,33 @@ var staticFS embed.FS
 type Options struct {
 	Ops    *ops.Service
 	Logger *slog.Logger
-	// SecureCookies marks the login cookie Secure (the console is served
-	// over TLS, e.g. behind a proxy).
+	// SecureCookies marks the cookies Secure and names them with the
+	// __Host- prefix (the console is served over TLS, e.g. behind a proxy).
 	SecureCookies bool
+	// SessionTTL is how long a sign-in lasts (default 12h,
+	// HOOKINBOX_CONSOLE_SESSION_TTL).
+	SessionTTL time.Duration
 }
 
 // Server is the operator API and console.
 type Server struct {
-	ops    *ops.Service
-	log    *slog.Logger
-	secure bool
-	pages  map[string]*template.Template
-	routes []route
-	mux    *http.ServeMux
+	ops        *ops.Service
+	log        *slog.Logger
+	secure     bool
+	sessionTTL time.Duration
+	pages      map[string]*template.Template
+	routes     []route
+	mux        *http.ServeMux
+	// attempts limits each client's credential attempts.
+	attempts *attempts
 }
 
 // principal is who a request acts as.
 type principal struct {
 	token *access.APIToken
-	// csrf is the form token of a cookie session.
-	csrf string
+	// session is the console session's id ("" for a bearer token); csrf
+	// is its forms' token.
+	session, csrf string
 }
 
 func (p *principal) actor() ops.Actor { return ops.Actor{Name: p.token.Name} }
@@ -73,13 +81,49 @@ type route struct {
 }
 
 const (
-	cookieName   = "hookinbox_session"
+	// cookieName is the session cookie, __Host- prefixed under TLS
+	// (Server.cookie); it holds a random session id, never the token.
+	cookieName = "hookinbox_session"
+	// preCookieName is the pre-session CSRF cookie of the sign-in and
+	// sign-out forms (double-submitted as their login_csrf field).
+	preCookieName = "hookinbox_presession"
+	// maxBodyBytes bounds an API request's body (413 above).
 	maxBodyBytes = 1 << 20
+	// maxFormBytes bounds a console form: the largest, a bulk resolution
+	// of a thousand quarantine ids, is a few KiB.
+	maxFormBytes = 256 << 10
 )
+
+// parseForm reads a console form, already bounded by maxFormBytes: a body
+// over it is a *http.MaxBytesError (413); no file of a multipart form is
+// kept on disk.
+func parseForm(r *http.Request) error {
+	var err error
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+		err = r.ParseMultipartForm(maxFormBytes) //nolint:gosec // bounded: wrap's MaxBytesReader (maxFormBytes) is already on the body
+		if r.MultipartForm != nil {
+			_ = r.MultipartForm.RemoveAll() // the console takes no files
+		}
+	} else {
+		err = r.ParseForm()
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	if err != nil {
+		return badRequest("bad form: %v", err)
+	}
+	return nil
+}
 
 // New builds the server and its routes.
 func New(o Options) (*Server, error) {
-	s := &Server{ops: o.Ops, log: o.Logger, secure: o.SecureCookies, mux: http.NewServeMux()}
+	s := &Server{ops: o.Ops, log: o.Logger, secure: o.SecureCookies, sessionTTL: o.SessionTTL, mux: http.NewServeMux(),
+		attempts: newAttempts()}
+	if s.sessionTTL <= 0 {
+		s.sessionTTL = 12 * time.Hour
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -114,35 +158,65 @@ func (s *Server) Handler() http.Handler {
 // RunJobs carries out replay jobs until ctx ends.
 func (s *Server) RunJobs(ctx context.Context) { s.ops.RunReplayJobs(ctx, time.Second) }
 
-func csrfToken(token string) string {
-	h := sha256.Sum256([]byte("hookinbox-console-csrf:" + token))
+// csrfToken is the form token of a session: derived from its secret id,
+// so a page of another site, which cannot read the cookie, cannot know it.
+func csrfToken(session string) string {
+	h := sha256.Sum256([]byte("hookinbox-console-csrf:" + session))
 	return hex.EncodeToString(h[:16])
+}
+
+// cookie is the name of a console cookie: with the __Host- prefix under
+// TLS, so no other host of the domain can set or shadow it.
+func (s *Server) cookie(name string) string {
+	if s.secure {
+		return "__Host-" + name
+	}
+	return name
 }
 
 // authenticate finds the request's principal: a bearer token for the API,
 // the login cookie for the console.
 func (s *Server) authenticate(r *http.Request, api bool) (*principal, error) {
-	var tok string
+	var tok, session string
 	if h := r.Header.Get("Authorization"); h != "" {
 		b, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
 			return nil, ops.ErrBadToken
 		}
 		tok = strings.TrimSpace(b)
-	} else if c, err := r.Cookie(cookieName); err == nil && (!api || r.Method == http.MethodGet) {
+	} else if c, err := r.Cookie(s.cookie(cookieName)); err == nil && (!api || r.Method == http.MethodGet) {
 		// The API reads with the console's cookie (same origin); it
 		// changes state only with a bearer token (no CSRF by cookie).
-		tok = c.Value
+		session = c.Value
 	}
-	if tok == "" {
+	if tok == "" && session == "" {
 		return nil, ops.ErrBadToken
 	}
-	t, err := s.ops.Authenticate(r.Context(), tok)
+	give, ok := s.attempts.take(r)
+	if !ok {
+		return nil, errTooManyAttempts
+	}
+	var t *access.APIToken
+	var err error
+	if session != "" {
+		t, err = s.ops.SessionToken(r.Context(), session)
+	} else {
+		t, err = s.ops.Authenticate(r.Context(), tok)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &principal{token: t, csrf: csrfToken(tok)}, nil
+	give() // a good credential costs nothing
+	p := &principal{token: t}
+	if session != "" {
+		p.session, p.csrf = session, csrfToken(session)
+	}
+	return p, nil
 }
+
+// errTooManyAttempts: the client presented too many bad credentials lately.
+var errTooManyAttempts = &statusError{http.StatusTooManyRequests,
+	"too many failed sign-in attempts from this address: wait a minute and try again"}
 
 type statusError struct {
 	code int
@@ -160,9 +234,21 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 		start := time.Now()
 		var p *principal
 		var err error
-		if rt.role != "" {
+		// Bounded before anything reads it: the form's CSRF check below
+		// parses the body, and a JSON handler decodes it.
+		limit := int64(maxBodyBytes)
+		if !rt.api {
+			limit = maxFormBytes
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if !rt.api && r.Method == http.MethodPost {
+			err = parseForm(r)
+		}
+		if err == nil && rt.role != "" {
 			p, err = s.authenticate(r, rt.api)
 			switch {
+			case errors.Is(err, errTooManyAttempts):
+				w.Header().Set("Retry-After", retryAfter())
 			case errors.Is(err, ops.ErrBadToken):
 				if !rt.api && r.Method == http.MethodGet {
 					http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -178,7 +264,6 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			}
 		}
 		if err == nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 			err = rt.h(w, r, p)
 		}
 		if err != nil {

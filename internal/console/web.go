@@ -2,6 +2,8 @@ package console
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"html/template"
@@ -106,12 +108,15 @@ func (s *Server) parseTemplates() error {
 
 // page is what every console page gets.
 type page struct {
-	Title  string
-	Who    string
-	Role   string
-	CSRF   string
-	Flash  string
-	Active string
+	Title string
+	Who   string
+	Role  string
+	CSRF  string
+	// PreCSRF is the pre-session CSRF token of the sign-in and sign-out
+	// forms (their login_csrf field; the same value is in a cookie).
+	PreCSRF string
+	Flash   string
+	Active  string
 	// Operator and Admin say what the viewer may do (buttons are shown
 	// accordingly; the handlers check again).
 	Operator, Admin bool
@@ -123,7 +128,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, p *principal, co
 	if !ok {
 		return fmt.Errorf("no console page %q", name)
 	}
-	pg := page{Title: title, Flash: r.URL.Query().Get("flash"), Active: name, Data: data}
+	pg := page{Title: title, Flash: flashes[r.URL.Query().Get("flash")], Active: name, Data: data, PreCSRF: s.preSession(w, r)}
 	if p != nil {
 		pg.Who, pg.Role, pg.CSRF = p.token.Name, p.token.Role, p.csrf
 		pg.Operator, pg.Admin = p.can(operator), p.can(admin)
@@ -144,13 +149,58 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, p *principa
 	}
 }
 
+// flashes are the notices a redirect may ask the next page to show
+// (?flash=ID): fixed texts by id, so a crafted link cannot make the
+// console say anything it would not.
+var flashes = map[string]string{
+	flashReplayed:            "Replayed: the event is pending again and its workflow was signalled.",
+	flashReplayedUnsignalled: "Replayed: the event is pending again. Temporal did not answer; the sweeper will deliver it.",
+	flashAlreadyPending:      "Already pending: its workflow was signalled again.",
+	flashPendingUnsignalled:  "Already pending. Temporal did not answer; the sweeper will deliver it.",
+	flashJobQueued:           "Replay job queued.",
+	flashCancelRequested:     "Cancel requested.",
+	flashResolved:            "Resolved.",
+	flashOutboxReleased:      "Released: the row will be sent again (audited).",
+	flashEndpointUpdated:     "Endpoint updated.",
+	flashSecretAdded:         "Secret added: its fingerprint is below.",
+	flashSecretBound:         "The secret's accounts were changed.",
+	flashRouteAdded:          "Forward route added: its types are routed within the route table's reload (HOOKINBOX_ENDPOINT_CACHE_TTL).",
+	flashRoutePaused:         "Forward route paused: its events are held pending, nothing is sent.",
+	flashRouteEnabled:        "Forward route enabled.",
+	flashRouteRemoved:        "Forward route removed: its pending events stay pending until a route or handler takes their type.",
+}
+
+// Flash ids.
+const (
+	flashReplayed            = "replayed"
+	flashReplayedUnsignalled = "replayed-unsignalled"
+	flashAlreadyPending      = "already-pending"
+	flashPendingUnsignalled  = "already-pending-unsignalled"
+	flashJobQueued           = "job-queued"
+	flashCancelRequested     = "cancel-requested"
+	flashResolved            = "resolved"
+	flashOutboxReleased      = "outbox-released"
+	flashEndpointUpdated     = "endpoint-updated"
+	flashSecretAdded         = "secret-added"
+	flashSecretBound         = "secret-bound"
+	flashRouteAdded          = "route-added"
+	flashRoutePaused         = "route-paused"
+	flashRouteEnabled        = "route-enabled"
+	flashRouteRemoved        = "route-removed"
+)
+
+// redirect sends the browser to to (303), the next page showing the
+// notice of flash id (none when "").
 func redirect(w http.ResponseWriter, r *http.Request, to, flash string) error {
 	if flash != "" {
-		sep := "?"
-		if strings.Contains(to, "?") {
-			sep = "&"
+		u, err := url.Parse(to)
+		if err != nil {
+			return err
 		}
-		to += sep + "flash=" + url.QueryEscape(flash)
+		q := u.Query()
+		q.Set("flash", flash)
+		u.RawQuery = q.Encode()
+		to = u.String()
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
@@ -188,31 +238,108 @@ func (s *Server) webLogin(w http.ResponseWriter, r *http.Request, _ *principal) 
 	return s.render(w, r, nil, http.StatusOK, "login", "Sign in", map[string]string{"Next": safeNext(r.URL.Query().Get("next"))})
 }
 
-// safeNext keeps a post-login redirect on this site.
+// safeNext keeps a post-login redirect on this site: a path of its own,
+// nothing a browser could read as another host. Control bytes are refused
+// (browsers strip tabs and newlines from URLs, so "/\t/evil.example" lands
+// on //evil.example), and so is anything whose parse names a scheme or a
+// host, or that starts with // or holds a backslash (which browsers read
+// as a slash).
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
+	if !localPath(next) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	// The decoded path must pass too: "/%09/evil.example" is harmless to a
+	// browser, but not to every proxy or log reader in between.
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !localPath(u.Path) {
 		return "/"
 	}
 	return next
 }
 
+// localPath reports whether p is a path of this site: a leading slash, no
+// second one after it, no backslash, no control byte.
+func localPath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.Contains(p, `\`) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x20 || p[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// preSession returns the pre-session CSRF token of r's browser, setting
+// its cookie when the browser has none yet.
+func (s *Server) preSession(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(s.cookie(preCookieName)); err == nil && len(c.Value) == 32 {
+		return c.Value
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	v := hex.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: s.cookie(preCookieName), Value: v, Path: "/", HttpOnly: true, Secure: s.secure,
+		SameSite: http.SameSiteStrictMode})
+	return v
+}
+
+// checkPreSession refuses a sign-in or sign-out form whose login_csrf
+// field is not the browser's pre-session cookie: posted from another site
+// (login CSRF: signing the victim in as the attacker; or signing them out).
+func (s *Server) checkPreSession(r *http.Request) error {
+	c, err := r.Cookie(s.cookie(preCookieName))
+	if err != nil || c.Value == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue("login_csrf"))) != 1 {
+		return &statusError{http.StatusForbidden, "the form expired or came from another site: reload the page"}
+	}
+	return nil
+}
+
 func (s *Server) webLoginPost(w http.ResponseWriter, r *http.Request, _ *principal) error {
+	if err := s.checkPreSession(r); err != nil {
+		return err
+	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
+	give, ok := s.attempts.take(r)
+	if !ok {
+		s.log.Info("console login refused: too many attempts", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", retryAfter())
+		return s.render(w, r, nil, http.StatusTooManyRequests, "login", "Sign in",
+			map[string]string{"Next": next, "Error": "Too many failed attempts from this address: wait a minute."})
+	}
 	t, err := s.ops.Authenticate(r.Context(), tok)
+	if err == nil {
+		give()
+	}
 	if err != nil {
 		s.log.Info("console login refused", "remote", r.RemoteAddr)
 		return s.render(w, r, nil, http.StatusUnauthorized, "login", "Sign in",
 			map[string]string{"Next": next, "Error": "That token is unknown or revoked."})
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: s.secure,
-		SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
+	session, err := s.ops.StartSession(r.Context(), t, s.sessionTTL)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.cookie(cookieName), Value: session, Path: "/", HttpOnly: true, Secure: s.secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(s.sessionTTL.Seconds())})
 	s.log.Info("console login", "token", t.Name, "role", t.Role)
 	return redirect(w, r, next, "")
 }
 
 func (s *Server) webLogout(w http.ResponseWriter, r *http.Request, _ *principal) error {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: s.secure,
+	if err := s.checkPreSession(r); err != nil {
+		return err
+	}
+	if c, err := r.Cookie(s.cookie(cookieName)); err == nil {
+		if err := s.ops.EndSession(r.Context(), c.Value); err != nil {
+			return err
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.cookie(cookieName), Value: "", Path: "/", HttpOnly: true, Secure: s.secure,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	return redirect(w, r, "/login", "")
 }
@@ -294,12 +421,15 @@ func (s *Server) webReplayOne(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	msg := "Replayed: the event is pending again and its workflow was signalled."
-	if len(sum.Events) == 1 && sum.Events[0].Result == ops.ResultAlreadyPending {
-		msg = "Already pending: its workflow was signalled again."
-	}
-	if sum.SignalErr != "" {
-		msg += " Temporal did not answer; the sweeper will deliver it."
+	pending := len(sum.Events) == 1 && sum.Events[0].Result == ops.ResultAlreadyPending
+	msg := flashReplayed
+	switch {
+	case pending && sum.SignalErr != "":
+		msg = flashPendingUnsignalled
+	case pending:
+		msg = flashAlreadyPending
+	case sum.SignalErr != "":
+		msg = flashReplayedUnsignalled
 	}
 	return redirect(w, r, eventPath(k.String()), msg)
 }
@@ -324,7 +454,7 @@ func (s *Server) webReplayBulk(w http.ResponseWriter, r *http.Request, p *princi
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/replays/"+strconv.FormatInt(j.ID, 10), fmt.Sprintf("Replay job %d queued: %d event(s).", j.ID, j.Total))
+	return redirect(w, r, "/replays/"+strconv.FormatInt(j.ID, 10), flashJobQueued)
 }
 
 func (s *Server) webReplays(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -355,7 +485,7 @@ func (s *Server) webReplayCancel(w http.ResponseWriter, r *http.Request, p *prin
 	if _, err := s.ops.CancelReplayJob(r.Context(), p.actor(), id); err != nil {
 		return err
 	}
-	return redirect(w, r, "/replays/"+strconv.FormatInt(id, 10), "Cancel requested.")
+	return redirect(w, r, "/replays/"+strconv.FormatInt(id, 10), flashCancelRequested)
 }
 
 func (s *Server) webQuarantine(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -406,15 +536,17 @@ func (s *Server) webQuarantineResolve(w http.ResponseWriter, r *http.Request, p 
 			ok++
 		}
 	}
-	msg := fmt.Sprintf("%d entr(ies) resolved.", ok)
 	if len(failed) > 0 {
-		msg += " Not resolved (still open): " + strings.Join(failed, "; ")
+		// Said here rather than through a notice: the reasons are the
+		// entries' own, which no link may carry.
+		return &statusError{http.StatusConflict, fmt.Sprintf("%d entr(ies) resolved. Not resolved (still open): %s",
+			ok, strings.Join(failed, "; "))}
 	}
 	back := "/quarantine"
 	if len(ids) == 1 {
 		back = "/quarantine/" + strconv.FormatInt(ids[0], 10)
 	}
-	return redirect(w, r, back, msg)
+	return redirect(w, r, back, flashResolved)
 }
 
 func (s *Server) webOutbox(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -431,11 +563,10 @@ func (s *Server) webOutboxRelease(w http.ResponseWriter, r *http.Request, p *pri
 	if err != nil {
 		return err
 	}
-	res, err := s.ops.ReleaseOutbox(r.Context(), p.actor(), id, r.PostFormValue("reason"))
-	if err != nil {
+	if _, err := s.ops.ReleaseOutbox(r.Context(), p.actor(), id, r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/outbox", fmt.Sprintf("Outbox #%d released (audit #%d).", res.ID, res.AuditID))
+	return redirect(w, r, "/outbox", flashOutboxReleased)
 }
 
 func (s *Server) webEndpoints(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -462,22 +593,22 @@ func (s *Server) webEndpointUpdate(w http.ResponseWriter, r *http.Request, p *pr
 	c.Account, c.APIBaseURL, c.APIKey = field("account"), field("api_base_url"), field("api_key")
 	c.TypePath, c.ResourcePath, c.AccountPath = field("type_path"), field("resource_path"), field("account_path")
 	c.ResourceKind, c.VersionPath = field("resource_kind"), field("version_path")
+	c.AllowCustomAPIHost = r.PostFormValue("allow_custom_api_host") == "on"
 	slug := r.PathValue("slug")
 	if _, err := s.ops.UpdateEndpoint(r.Context(), p.actor(), slug, c, r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), "Endpoint "+slug+" updated.")
+	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), flashEndpointUpdated)
 }
 
 func (s *Server) webSecretAdd(w http.ResponseWriter, r *http.Request, p *principal) error {
 	slug := r.PathValue("slug")
-	res, err := s.ops.AddSecret(r.Context(), p.actor(), slug, ops.NewSecret{Secret: r.PostFormValue("secret"),
+	if _, err := s.ops.AddSecret(r.Context(), p.actor(), slug, ops.NewSecret{Secret: r.PostFormValue("secret"),
 		Accounts: ops.ParseAccounts(r.PostFormValue("accounts")), RetireOthers: r.PostFormValue("retire_others") == "on"},
-		r.PostFormValue("reason"))
-	if err != nil {
+		r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), fmt.Sprintf("Secret #%d (%s) added to %s.", res.ID, res.Fingerprint, slug))
+	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), flashSecretAdded)
 }
 
 func (s *Server) webSecretBind(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -490,11 +621,7 @@ func (s *Server) webSecretBind(w http.ResponseWriter, r *http.Request, p *princi
 	if err := s.ops.BindSecret(r.Context(), p.actor(), slug, id, accounts, r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	to := "any linked account"
-	if len(accounts) > 0 {
-		to = strings.Join(accounts, ", ")
-	}
-	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), fmt.Sprintf("Secret #%d of %s may sign for %s.", id, slug, to))
+	return redirect(w, r, "/endpoints#"+url.PathEscape(slug), flashSecretBound)
 }
 
 func (s *Server) webResource(w http.ResponseWriter, r *http.Request, p *principal) error {

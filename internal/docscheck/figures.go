@@ -276,5 +276,5 @@ func hasUnit(rest string) bool {
 // wordEnds reports whether a unit ends where after starts.
 func wordEnds(after string) bool {
 	r, _ := utf8.DecodeRuneInString(after)
-	return after == "" || !(unicode.IsLetter(r) || unicode.IsDigit(r))
+	return after == "" || (!unicode.IsLetter(r) && !unicode.IsDigit(r))
 }

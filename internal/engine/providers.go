@@ -112,13 +112,3 @@ func (p *EndpointProviders) Hook(ctx context.Context, slug string) (ports.HookEn
 	}
 	return ports.HookEndpoint{Client: c, Mode: mode}, nil
 }
-
-// providerErr turns a provider error into a handler error: permanent ones
-// fail the event at once; not-found and retryable ones are retried (a 404
-// is never read as a state: it may be the provider catching up).
-func providerErr(err error) error {
-	if providers.IsPermanent(err) {
-		return fault.Permanent(err)
-	}
-	return err
-}

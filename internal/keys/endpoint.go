@@ -1,8 +1,6 @@
 package keys
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"time"
@@ -17,8 +15,11 @@ type Secret struct {
 	Value string
 	// Accounts are the source accounts the secret may sign for; empty means
 	// any account linked to the endpoint.
-	Accounts  []string
-	CreatedAt time.Time
+	Accounts []string
+	// Fingerprint is its display fingerprint as stored (keyed: it reveals
+	// nothing of the value without the secrets key); "" before one is.
+	Fingerprint string
+	CreatedAt   time.Time
 }
 
 // MayClaim reports whether a delivery verified by s may belong to account.
@@ -34,18 +35,16 @@ func (s Secret) MayClaim(account string) bool {
 	return false
 }
 
-// String redacts the secret.
-func (s Secret) String() string { return fmt.Sprintf("secret#%d(%s)", s.ID, s.Fingerprint()) }
+// String redacts the secret: its id and display fingerprint.
+func (s Secret) String() string {
+	if s.Fingerprint == "" {
+		return fmt.Sprintf("secret#%d", s.ID)
+	}
+	return fmt.Sprintf("secret#%d(%s)", s.ID, s.Fingerprint)
+}
 
 // LogValue redacts the secret in structured logs.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
-
-// Fingerprint is a short, non-reversible tag that lets an operator tell
-// secrets apart.
-func (s Secret) Fingerprint() string {
-	h := sha256.Sum256([]byte(s.Value))
-	return hex.EncodeToString(h[:4])
-}
 
 // EndpointSettings are per-provider extraction settings. JSON paths use
 // gjson syntax (dotted: data.object.id).

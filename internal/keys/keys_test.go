@@ -41,3 +41,19 @@ func TestParseEventRejectsBadKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "msg_1/2", k.EventID)
 }
+
+func TestMarkdownTextEscapesEveryMarkupCharacter(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"sub_9", `sub\_9`},
+		{"[x](javascript:alert(1))", `\[x\]\(javascript\:alert\(1\)\)`},
+		{"<img src=x onerror=alert(1)>", `\<img src=x onerror=alert\(1\)\>`},
+		{"**bold** ~~s~~ `c` |t| #h", `\*\*bold\*\* \~\~s\~\~ \` + "`" + `c\` + "`" + ` \|t\| \#h`},
+		{"a\n# heading\r\n- item", `a \# heading  \- item`},
+		{"www.evil.example &amp;", `www\.evil\.example \&amp;`},
+		{"acct=1;x,y/z?@'\"%", "acct=1;x,y/z?@'\"%"},
+		{"ünïcode", "ünïcode"},
+	} {
+		require.Equal(t, tt.want, MarkdownText(tt.in), tt.in)
+	}
+}

@@ -219,7 +219,7 @@ func TestResealMovesEverySecretUnderTheCurrentKeyAndIsAudited(t *testing.T) {
 	require.Empty(t, st.Missing)
 	ep, err := svc.ShowEndpoint(b.ctx, "stripe")
 	require.NoError(t, err)
-	require.Equal(t, ops.Fingerprint("sk_test_SECRETKEY"), ep.APIKeyFingerprint, "the values open under the new key")
+	require.Equal(t, ops.APIKeyFingerprint(svc.Store.Keys, "sk_test_SECRETKEY"), ep.APIKeyFingerprint, "the values open under the new key, the fingerprint follows it")
 	fr, err := forwards.Open(b.ctx, svc.Store, "charges")
 	require.NoError(t, err)
 	require.Equal(t, routeSecret, fr.Secret, "a forward route's secret too")

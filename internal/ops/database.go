@@ -24,7 +24,10 @@ const (
 	// RoleOperator is the read-only operator CLI's role
 	// (HOOKINBOX_OPERATOR_DATABASE_URL).
 	RoleOperator = store.RoleOperator
-	// RolePayloadReader is the NOLOGIN role holding the payload columns,
+	// RoleConsole is the console's role (HOOKINBOX_CONSOLE_DATABASE_URL).
+	RoleConsole = store.RoleConsole
+	// RolePayloadReader holds the payload columns: the console's payload
+	// pool logs in as it (HOOKINBOX_PAYLOAD_DATABASE_URL), and it is
 	// granted to an operator who must read them.
 	RolePayloadReader = store.RolePayloadReader
 )

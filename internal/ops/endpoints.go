@@ -2,9 +2,8 @@ package ops
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/secretbox"
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/github"
@@ -48,24 +49,29 @@ type SecretView struct {
 	CreatedAt string   `json:"created_at"`
 }
 
-// Fingerprint is a short, non-reversible tag of a secret value.
-func Fingerprint(v string) string {
-	h := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(h[:4])
+// SecretFingerprint is the display fingerprint of a signing secret under
+// kr: what listings and the audit show of it (keyed, so it confirms no
+// guess without the secrets key).
+func SecretFingerprint(kr *secretbox.Keyring, secret string) string {
+	return store.DisplayFingerprint(kr, store.DisplaySecret, secret)
 }
 
-// NewEndpointView is the view of an endpoint.
+// APIKeyFingerprint is the display fingerprint of a provider API key under kr.
+func APIKeyFingerprint(kr *secretbox.Keyring, key string) string {
+	return store.DisplayFingerprint(kr, store.DisplayAPIKey, key)
+}
+
+// NewEndpointView is the view of an endpoint: its fingerprints as stored,
+// no secret opened.
 func NewEndpointView(e *endpoints.Endpoint) EndpointView {
 	v := EndpointView{Slug: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: e.Account,
-		APIBaseURL: e.APIBaseURL, APIKeySet: e.HasAPIKey || e.APIKey != "", Settings: e.Settings, Links: e.Links, Secrets: []SecretView{}}
-	if e.APIKey != "" {
-		v.APIKeyFingerprint = Fingerprint(e.APIKey)
-	}
+		APIBaseURL: e.APIBaseURL, APIKeySet: e.HasAPIKey || e.APIKey != "", APIKeyFingerprint: e.APIKeyFingerprint,
+		Settings: e.Settings, Links: e.Links, Secrets: []SecretView{}}
 	if v.Links == nil {
 		v.Links = map[string]string{}
 	}
 	for _, s := range e.Secrets {
-		v.Secrets = append(v.Secrets, SecretView{ID: s.ID, Fingerprint: s.Fingerprint(), Accounts: s.Accounts,
+		v.Secrets = append(v.Secrets, SecretView{ID: s.ID, Fingerprint: s.Fingerprint, Accounts: s.Accounts,
 			CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")})
 	}
 	return v
@@ -108,9 +114,9 @@ func (s *Service) ListEndpoints(ctx context.Context) ([]EndpointView, error) {
 	return out, nil
 }
 
-// ShowEndpoint reads one endpoint.
+// ShowEndpoint reads one endpoint (opening no secret).
 func (s *Service) ShowEndpoint(ctx context.Context, slug string) (*EndpointView, error) {
-	e, err := endpoints.GetEndpoint(ctx, s.Store, slug)
+	e, err := endpoints.GetEndpointView(ctx, s.Store, slug)
 	if err != nil {
 		return nil, err
 	}
@@ -120,15 +126,62 @@ func (s *Service) ShowEndpoint(ctx context.Context, slug string) (*EndpointView,
 
 func endpointTarget(slug string) string { return "endpoint:" + slug }
 
-func validateBaseURL(u string) error {
-	if u == "" {
-		return nil
-	}
+// OfficialAPIHosts are the hosts of each provider's own API: an API base
+// URL on another host (a simulator, GitHub Enterprise Server) gets the
+// endpoint's API key only when registered with AllowCustomAPIHost.
+var OfficialAPIHosts = map[string][]string{
+	keys.ProviderStripe: {"api.stripe.com"},
+	keys.ProviderGitHub: {"api.github.com"},
+}
+
+// checkBaseURL checks an API base URL's form: http(s), a host, no
+// credentials, and https unless the host is loopback (the key would cross
+// the network in the clear).
+func checkBaseURL(u string) (*url.URL, error) {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
-		return Invalidf("api base URL must be an http(s) URL without credentials")
+		return nil, Invalidf("api base URL must be an http(s) URL without credentials")
 	}
-	return nil
+	if p.Scheme == "http" && !loopbackHost(p.Hostname()) {
+		return nil, Invalidf("api base URL %s: http:// is refused outside loopback (the API key would cross the network in the clear): use https", URLOrigin(u))
+	}
+	return p, nil
+}
+
+// customAPIHost reports whether base URL u (checked by checkBaseURL) is
+// on a host other than provider's official API; allowed says whether that
+// is allowed, and the error says how to allow it.
+func customAPIHost(provider, u string, allowed bool) (bool, error) {
+	if u == "" {
+		return false, nil
+	}
+	p, err := checkBaseURL(u)
+	if err != nil {
+		return false, err
+	}
+	port := p.Port()
+	if p.Scheme == "https" && (port == "" || port == "443") && slices.Contains(OfficialAPIHosts[provider], strings.ToLower(p.Hostname())) {
+		return false, nil
+	}
+	if !allowed {
+		official := "none"
+		if hosts := OfficialAPIHosts[provider]; len(hosts) > 0 {
+			official = "https://" + strings.Join(hosts, ", https://")
+		}
+		return true, Invalidf("api base URL %s is not %s's official API (%s): the endpoint's API key would be sent there and its "+
+			"answers trusted; if that host is yours (a simulator, GitHub Enterprise Server), say so with --allow-custom-api-host "+
+			"(allow_custom_api_host in the API), which is audited", URLOrigin(u), provider, official)
+	}
+	return true, nil
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func validatePath(name, p string) error {
@@ -173,7 +226,7 @@ func ValidateNewEndpoint(e endpoints.NewEndpoint) error {
 	if e.Account != "" && len(e.SecretAccounts) > 0 && !slices.Contains(e.SecretAccounts, e.Account) {
 		return Invalidf("secret accounts %s do not include the endpoint's own account %s", strings.Join(e.SecretAccounts, ","), e.Account)
 	}
-	if err := validateBaseURL(e.APIBaseURL); err != nil {
+	if _, err := customAPIHost(e.Provider, e.APIBaseURL, e.AllowCustomAPIHost); err != nil {
 		return err
 	}
 	if err := checkHookSettings(e.Provider, e.Settings); err != nil {
@@ -215,10 +268,10 @@ func validateAccounts(what string, accounts []string) error {
 	return nil
 }
 
-func secretFingerprints(secrets []string) []string {
+func secretFingerprints(kr *secretbox.Keyring, secrets []string) []string {
 	out := make([]string, 0, len(secrets))
 	for _, s := range secrets {
-		out = append(out, Fingerprint(s))
+		out = append(out, SecretFingerprint(kr, s))
 	}
 	return out
 }
@@ -237,9 +290,16 @@ func (s *Service) AddEndpoint(ctx context.Context, who Actor, e endpoints.NewEnd
 		}
 		return err
 	}
-	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_add", endpointTarget(e.Slug), reason, map[string]any{
-		"provider": e.Provider, "environment": e.Environment, "account": e.Account, "api_base_url": e.APIBaseURL,
-		"api_key_set": e.APIKey != "", "secrets": secretFingerprints(e.Secrets), "secret_accounts": e.SecretAccounts})
+	details := map[string]any{"provider": e.Provider, "environment": e.Environment, "account": e.Account,
+		"api_base_url": e.APIBaseURL, "api_key_set": e.APIKey != "", "secrets": secretFingerprints(s.Store.Keys, e.Secrets),
+		"secret_accounts": e.SecretAccounts}
+	if custom, _ := customAPIHost(e.Provider, e.APIBaseURL, true); custom {
+		details["custom_api_host"] = true
+	}
+	if e.APIKey != "" {
+		details["api_key_fingerprint"] = APIKeyFingerprint(s.Store.Keys, e.APIKey)
+	}
+	_, err := s.audit(ctx, s.Store.Pool, who, "endpoint_add", endpointTarget(e.Slug), reason, details)
 	return err
 }
 
@@ -260,10 +320,16 @@ type EndpointChange struct {
 	GitHubHookID   *int64  `json:"github_hook_id,omitempty"`
 	GitHubAppID    *int64  `json:"github_app_id,omitempty"`
 	GitHubRecovery *string `json:"github_recovery,omitempty"`
+	// AllowCustomAPIHost lets APIBaseURL name a host other than the
+	// provider's official API (audited).
+	AllowCustomAPIHost bool `json:"allow_custom_api_host,omitempty"`
 }
 
 // Empty reports whether c changes nothing.
-func (c EndpointChange) Empty() bool { return c == EndpointChange{} }
+func (c EndpointChange) Empty() bool {
+	c.AllowCustomAPIHost = false
+	return c == EndpointChange{}
+}
 
 // UpdateEndpoint applies c to endpoint slug. Audited (the API key as a
 // fingerprint).
@@ -274,15 +340,15 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 	if c.Empty() {
 		return nil, Invalidf("nothing to change: give at least one field")
 	}
-	if c.APIBaseURL != nil {
-		if err := validateBaseURL(*c.APIBaseURL); err != nil {
+	if c.APIBaseURL != nil && *c.APIBaseURL != "" {
+		if _, err := checkBaseURL(*c.APIBaseURL); err != nil {
 			return nil, err
 		}
 	}
 	var changed []string
 	details := map[string]any{}
 	err := s.Store.Tx(ctx, func(tx pgx.Tx) error {
-		e, err := endpoints.GetEndpoint(ctx, s.Store, slug)
+		e, err := endpoints.GetEndpointView(ctx, s.Store, slug)
 		if err != nil {
 			return err
 		}
@@ -333,16 +399,35 @@ func (s *Service) UpdateEndpoint(ctx context.Context, who Actor, slug string, c 
 			details["previous_account"], details["account"] = e.Account, *c.Account
 			changed = append(changed, "account")
 		}
+		if c.APIBaseURL != nil && *c.APIBaseURL != e.APIBaseURL {
+			// The key was given for the old host: it never follows the URL.
+			if e.HasAPIKey && c.APIKey == nil {
+				return Invalidf("changing the API base URL of %s needs its API key again (--api-key-file, --api-key-env, "+
+					"--api-key-stdin or --api-key; api_key in the API), or --api-key \"\" to remove it: a key is never sent "+
+					"to a host it was not given for", slug)
+			}
+			custom, err := customAPIHost(e.Provider, *c.APIBaseURL, c.AllowCustomAPIHost)
+			if err != nil {
+				return err
+			}
+			if custom {
+				details["custom_api_host"] = true
+			}
+		}
 		if c.APIBaseURL != nil {
 			details["previous_api_base_url"], details["api_base_url"] = e.APIBaseURL, *c.APIBaseURL
 			changed = append(changed, "api_base_url")
 		}
 		if c.APIKey != nil {
-			if e.APIKey != "" {
-				details["previous_api_key_fingerprint"] = Fingerprint(e.APIKey)
+			if e.APIKeyFingerprint != "" {
+				details["previous_api_key_fingerprint"] = e.APIKeyFingerprint
 			}
 			if *c.APIKey != "" {
-				details["api_key_fingerprint"] = Fingerprint(*c.APIKey)
+				kr, err := s.Store.Keyring()
+				if err != nil {
+					return err
+				}
+				details["api_key_fingerprint"] = APIKeyFingerprint(kr, *c.APIKey)
 			}
 			changed = append(changed, "api_key")
 		}
@@ -422,7 +507,7 @@ func (s *Service) SetOwnAccount(ctx context.Context, who Actor, slug, account, r
 			return OwnAccountView{}, err
 		}
 	}
-	before, err := endpoints.GetEndpoint(ctx, s.Store, slug)
+	before, err := endpoints.GetEndpointView(ctx, s.Store, slug)
 	if err != nil {
 		return OwnAccountView{}, err
 	}
@@ -487,8 +572,8 @@ func (s *Service) AddSecret(ctx context.Context, who Actor, slug string, n NewSe
 	if err := validateAccounts("accounts", n.Accounts); err != nil {
 		return out, err
 	}
-	// Never the API key: adding a secret has no use for it.
-	ep, err := endpoints.GetIntakeEndpoint(ctx, s.Store, slug)
+	// No secret is opened: retiring the others needs their ids only.
+	ep, err := endpoints.GetEndpointView(ctx, s.Store, slug)
 	if err != nil {
 		return out, err
 	}
@@ -501,7 +586,7 @@ func (s *Service) AddSecret(ctx context.Context, who Actor, slug string, n NewSe
 		if err != nil {
 			return err
 		}
-		out = SecretAdded{ID: id, Fingerprint: Fingerprint(secret)}
+		out = SecretAdded{ID: id, Fingerprint: SecretFingerprint(s.Store.Keys, secret)}
 		if retireOthers {
 			for _, old := range ep.Secrets {
 				if old.ID == id {

@@ -313,7 +313,7 @@ func (s *Service) findOutbox(ctx context.Context, ref string, l *Lineage) (keys.
 	var o *outbox.OutboxRow
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
-		o, err = outbox.GetOutbox(ctx, s.Store.Pool, id)
+		o, err = outbox.GetOutboxRow(ctx, s.Store.Pool, id)
 	} else {
 		o, err = outbox.FindOutboxByOperation(ctx, s.Store.Pool, ref)
 	}

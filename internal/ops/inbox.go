@@ -185,7 +185,12 @@ func PayloadValue(p []byte) any {
 // (the caller checks the operator may see it). An event retention deleted
 // is shown from its lineage record.
 func (s *Service) ShowEvent(ctx context.Context, k keys.Event, withPayload bool) (*EventDetail, error) {
-	d, err := inbox.InspectInboxEvent(ctx, s.Store.Pool, k, withPayload)
+	d, err := inbox.InspectInboxEvent(ctx, s.Store.Pool, k, false)
+	if err == nil && withPayload && !d.PayloadRedacted {
+		// On the payload pool when there is one (the console's role reads
+		// no payload).
+		d.Payload, err = inbox.GetInboxPayload(ctx, s.payloads().Pool, d.ID)
+	}
 	var v *EventDetail
 	switch {
 	case errors.Is(err, fault.ErrNotFound):

@@ -14,8 +14,8 @@ import (
 // the one admission path, exactly as a delivery would, and secrets are
 // checked by the provider registry's rules.
 
-func readmit(ctx context.Context, st *store.Store, rt routes.Router, id int64, by, reason string) (admission.ReadmitResult, error) {
-	return admission.Readmit(ctx, st, rt, id, by, reason)
+func readmit(ctx context.Context, st, payloads *store.Store, rt routes.Router, id int64, by, reason string) (admission.ReadmitResult, error) {
+	return admission.ReadmitFrom(ctx, st, payloads, rt, id, by, reason)
 }
 
 func isCannotReadmit(err error) bool { return errors.Is(err, admission.ErrCannotReadmit) }

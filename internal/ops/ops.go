@@ -22,6 +22,9 @@ import (
 // and status, Temporal.
 type Service struct {
 	Store *store.Store
+	// Payloads, when set, is where payloads are read (the console's pool as
+	// hookinbox_payload_reader, whose main role reads none); nil: Store.
+	Payloads *store.Store
 	// Routes is the route table re-admitted deliveries are recorded by
 	// (the same the intake uses).
 	Routes routes.Router
@@ -90,6 +93,14 @@ func IsConflict(err error) bool {
 
 // IsNotFound reports whether err names something that does not exist.
 func IsNotFound(err error) bool { return errors.Is(err, fault.ErrNotFound) }
+
+// payloads is the store payloads are read from.
+func (s *Service) payloads() *store.Store {
+	if s.Payloads != nil {
+		return s.Payloads
+	}
+	return s.Store
+}
 
 func (s *Service) signalTimeout() time.Duration {
 	if s.SignalTimeout > 0 {

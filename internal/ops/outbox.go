@@ -55,11 +55,18 @@ type OutboxDetail struct {
 // OutboxTarget is the audit target naming outbox row id.
 func OutboxTarget(id int64) string { return fmt.Sprintf("outbox:%d", id) }
 
-// ShowOutbox reads one outbox row.
-func (s *Service) ShowOutbox(ctx context.Context, id int64) (*OutboxDetail, error) {
-	o, err := outbox.GetOutbox(ctx, s.Store.Pool, id)
+// ShowOutbox reads one outbox row; withPayload also reads its payload (the
+// recipient, the message: the caller checks the operator may see it), on
+// the payload reader's pool when the service has one.
+func (s *Service) ShowOutbox(ctx context.Context, id int64, withPayload bool) (*OutboxDetail, error) {
+	o, err := outbox.GetOutboxRow(ctx, s.Store.Pool, id)
 	if err != nil {
 		return nil, err
+	}
+	if withPayload {
+		if o.Payload, err = outbox.GetOutboxPayload(ctx, s.payloads().Pool, id); err != nil {
+			return nil, err
+		}
 	}
 	d := &OutboxDetail{OutboxRow: o}
 	if r, err := keys.ParseResource(o.ResourceKey); err == nil {
@@ -95,7 +102,7 @@ func (s *Service) ReleaseOutbox(ctx context.Context, who Actor, id int64, reason
 	var o *outbox.OutboxRow
 	var res ReleaseResult
 	err := s.Store.Tx(ctx, func(tx pgx.Tx) error {
-		prev, err := outbox.GetOutbox(ctx, tx, id)
+		prev, err := outbox.GetOutboxRow(ctx, tx, id)
 		if err != nil {
 			return err
 		}

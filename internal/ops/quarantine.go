@@ -99,12 +99,17 @@ func (s *Service) ListQuarantine(ctx context.Context, f inbox.QuarantineFilter) 
 
 // ShowQuarantine reads one entry, its body only when withPayload.
 func (s *Service) ShowQuarantine(ctx context.Context, id int64, withPayload bool) (*QuarantineDetail, error) {
-	q, err := inbox.GetQuarantineEntry(ctx, s.Store.Pool, id, withPayload)
+	q, err := inbox.GetQuarantineEntry(ctx, s.Store.Pool, id, false)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, fmt.Errorf("quarantine entry %d does not exist: %w", id, fault.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if withPayload {
+		if q.Payload, err = inbox.GetQuarantinePayload(ctx, s.payloads().Pool, id); err != nil {
+			return nil, err
+		}
 	}
 	acts, err := store.ListOperatorActions(ctx, s.Store.Pool, inbox.QuarantineTarget(id), 200)
 	if err != nil {
@@ -225,7 +230,7 @@ func (s *Service) resolveOne(ctx context.Context, who Actor, id int64, action, r
 		s.log().Info("quarantine discarded", "quarantine", id, "actor", who.Name)
 		return v, nil
 	}
-	res, err := readmit(ctx, s.Store, s.Routes, id, who.Name, reason)
+	res, err := readmit(ctx, s.Store, s.payloads(), s.Routes, id, who.Name, reason)
 	if errors.Is(err, fault.ErrNotFound) {
 		return v, fmt.Errorf("quarantine entry %d does not exist: %w", id, fault.ErrNotFound)
 	}

@@ -399,3 +399,7 @@ func (s *Service) reloadRoutes() {
 		l.Reload()
 	}
 }
+
+// ForwardSkipped is the outcome of a forward attempt that sent nothing:
+// another event of its operation was forwarded.
+const ForwardSkipped = forwards.OutcomeSkipped

@@ -2,8 +2,10 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 )
 
@@ -52,6 +54,12 @@ func (s *Service) Reseal(ctx context.Context, who Actor, reason string) (ResealR
 		changed += c.Sealed + c.Rekeyed
 	}
 	if err != nil && changed == 0 {
+		if store.IsPermissionDenied(err) {
+			// The console's role: it seals, never opens (docs/security.md).
+			return res, &ConflictError{Err: fmt.Errorf("this database role may not read the secrets it would re-encrypt " +
+				"(the console runs as hookinbox_console, which never opens a secret): run 'hookinbox secrets rotate-key' " +
+				"with the schema owner's DATABASE_URL; nothing was changed")}
+		}
 		return res, err
 	}
 	details := map[string]any{"key_id": res.KeyID, "columns": res.Columns}
@@ -100,6 +108,13 @@ func (s *Service) SecretStatus(ctx context.Context) (SecretStatusView, error) {
 // before secrets were sealed).
 func (s *Service) PlaintextSecrets(ctx context.Context) (int, error) {
 	return endpoints.PlaintextSecrets(ctx, s.Store)
+}
+
+// FillFingerprints computes, with the store's keyring, the display
+// fingerprint of every signing secret and API key stored before they were
+// kept (migration 0015); `hookinbox migrate` runs it. It returns how many.
+func (s *Service) FillFingerprints(ctx context.Context) (int, error) {
+	return endpoints.FillFingerprints(ctx, s.Store)
 }
 
 // SealPlaintext seals every secret still kept in a plain column under the

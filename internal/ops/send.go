@@ -130,7 +130,7 @@ func (s *Service) SigningKey(ctx context.Context, who Actor, req SigningKeyReque
 			"(hookinbox endpoints secrets bind --slug %s --id N --accounts ...)", e.Slug, account, e.Slug)}
 	}
 	k := &SigningKey{Endpoint: e.Slug, Provider: e.Provider, Environment: e.Environment, Account: account, Workspace: workspace,
-		SecretID: chosen.ID, Fingerprint: chosen.Fingerprint(), secret: *chosen, provider: p}
+		SecretID: chosen.ID, Fingerprint: chosen.Fingerprint, secret: *chosen, provider: p}
 	k.ActionID, err = s.audit(ctx, s.Store.Pool, who, ActionSigningSecretRead, endpointTarget(e.Slug), req.Reason,
 		map[string]any{"secret_id": chosen.ID, "fingerprint": k.Fingerprint, "account": account, "environment": e.Environment,
 			"purpose": "sign test deliveries (hookinbox send)"})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -111,4 +112,44 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*access.APITo
 		return nil, ErrBadToken
 	}
 	return t, err
+}
+
+// SessionPrefix starts every console session id (the session cookie).
+const SessionPrefix = "hks_"
+
+// StartSession starts a console session for token t, lasting ttl, and
+// returns its id (the cookie's value): random, stored only as its SHA-256.
+func (s *Service) StartSession(ctx context.Context, t *access.APIToken, ttl time.Duration) (string, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	id := SessionPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	if err := access.StartSession(ctx, s.Store.Pool, HashToken(id), t.ID, ttl); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// SessionToken returns the token record of a live console session (not
+// expired, not signed out, its token not revoked), or ErrBadToken.
+func (s *Service) SessionToken(ctx context.Context, id string) (*access.APIToken, error) {
+	if !strings.HasPrefix(id, SessionPrefix) || len(id) > 100 {
+		return nil, ErrBadToken
+	}
+	t, err := access.SessionToken(ctx, s.Store.Pool, HashToken(id))
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, ErrBadToken
+	}
+	return t, err
+}
+
+// EndSession ends a console session (sign-out); ending one that is gone
+// is no error.
+func (s *Service) EndSession(ctx context.Context, id string) error {
+	if !strings.HasPrefix(id, SessionPrefix) || len(id) > 100 {
+		return nil
+	}
+	_, err := access.EndSession(ctx, s.Store.Pool, HashToken(id))
+	return err
 }

@@ -57,9 +57,29 @@ func (s *Service) ShowWorkspace(ctx context.Context, id string) (*WorkspaceView,
 	return &WorkspaceView{ID: w.ID, CreditsBalance: w.CreditsBalance, Email: w.Email, HasAccess: access, Destinations: ds}, nil
 }
 
+// OriginsOnly cuts every webhook destination's URL to its origin (scheme
+// and host): its path and query often carry the token that lets anyone
+// post to the team's channel. What a viewer sees.
+func (v *WorkspaceView) OriginsOnly() {
+	for i := range v.Destinations {
+		if v.Destinations[i].Kind == "webhook" {
+			v.Destinations[i].Target = URLOrigin(v.Destinations[i].Target)
+		}
+	}
+}
+
+// URLOrigin is the scheme and host of raw, or "(unparseable URL)".
+func URLOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparseable URL)"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
 // ListDestinations lists team destinations (one workspace's, or all).
 func (s *Service) ListDestinations(ctx context.Context, workspace string) ([]DestinationView, error) {
-	ds, err := outbox.ListDestinations(ctx, s.Store.Pool, workspace, false)
+	ds, err := outbox.ListDestinationViews(ctx, s.Store.Pool, workspace)
 	if err != nil {
 		return nil, err
 	}

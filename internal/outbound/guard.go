@@ -17,11 +17,18 @@ import (
 var ErrForbiddenAddress = errors.New("destination address not allowed")
 
 // Guard decides which addresses outbound connections may reach. The zero
-// Guard refuses loopback, private (RFC 1918, unique-local), link-local
-// (including cloud metadata at 169.254.169.254), CGNAT, multicast and
-// unspecified addresses, so a team destination URL cannot be pointed at the
-// worker's own network (SSRF). AllowPrivate lifts that for local development
-// and tests, where every destination is on loopback.
+// Guard allows global unicast addresses only, so a team destination URL
+// cannot be pointed at the worker's own network (SSRF): it refuses
+// loopback, private (RFC 1918, unique-local), link-local (including cloud
+// metadata at 169.254.169.254), CGNAT, multicast, unspecified and every
+// other special-purpose block (0.0.0.0/8, 192.0.0.0/24, the benchmarking
+// 198.18.0.0/15, the reserved 240.0.0.0/4, site-local fec0::/10,
+// IPv4-compatible ::/96, documentation, discard-only…). An IPv6 address
+// that carries an IPv4 address (NAT64 64:ff9b::/96, 6to4 2002::/16,
+// IPv4-mapped) is judged by the IPv4 address it carries; local-use NAT64
+// (64:ff9b:1::/48) and Teredo, whose embedding depends on the site, are
+// refused. AllowPrivate lifts all of it for local development and tests,
+// where every destination is on loopback.
 type Guard struct {
 	AllowPrivate bool
 }
@@ -31,15 +38,67 @@ func (g Guard) Allowed(addr netip.Addr) bool {
 	if g.AllowPrivate {
 		return true
 	}
-	addr = addr.Unmap()
-	if addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
-		addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
-		return false
-	}
-	return !cgnat.Contains(addr)
+	return globalUnicast(addr)
 }
 
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+// globalUnicast reports whether addr is a global unicast address: one the
+// public Internet routes, never one of the worker's own networks.
+func globalUnicast(addr netip.Addr) bool {
+	addr = addr.WithZone("").Unmap()
+	if addr.Is6() {
+		if v4, ok := embeddedIPv4(addr); ok {
+			return globalUnicast(v4)
+		}
+		if !ipv6Global.Contains(addr) {
+			return false // ::/8 (IPv4-compatible ::/96 too), 100::/64, fc00::/7, fe80::/10, fec0::/10, ff00::/8…
+		}
+	}
+	if !addr.IsGlobalUnicast() || addr.IsPrivate() {
+		return false
+	}
+	for _, p := range specialPurpose {
+		if p.Contains(addr) {
+			return false
+		}
+	}
+	return true
+}
+
+// embeddedIPv4 is the IPv4 address an IPv6 address of the well-known NAT64
+// prefix (64:ff9b::/96, RFC 6052) or of 6to4 (2002::/16, RFC 3056)
+// carries.
+func embeddedIPv4(addr netip.Addr) (netip.Addr, bool) {
+	b := addr.As16()
+	switch {
+	case nat64.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
+}
+
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	ipv6Global = netip.MustParsePrefix("2000::/3")
+	// specialPurpose are the blocks of the IANA special-purpose registries
+	// that IsGlobalUnicast and IsPrivate let through.
+	specialPurpose = []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"),       // "this network" (0.x reaches the host itself on Linux)
+		netip.MustParsePrefix("100.64.0.0/10"),   // CGNAT
+		netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+		netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+		netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast
+		netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+		netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+		netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+		netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
+		netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64: the embedding is the site's
+		netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments (Teredo, ORCHID…)
+		netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	}
+)
 
 // control checks the address a dialer is about to connect to: after name
 // resolution, so a hostname that resolves to a private address (or is

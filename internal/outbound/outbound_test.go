@@ -161,7 +161,9 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 		{"127.0.0.1", false}, {"10.1.2.3", false}, {"172.16.0.9", false}, {"192.168.1.1", false},
 		{"169.254.169.254", false}, {"100.64.0.1", false}, {"0.0.0.0", false}, {"224.0.0.1", false},
 		{"::1", false}, {"fc00::1", false}, {"fe80::1", false}, {"::ffff:127.0.0.1", false}, {"::", false},
-		{"8.8.8.8", true}, {"2001:4860:4860::8888", true}, {"100.128.0.1", true},
+		{"64:ff9b::7f00:1", false}, {"2002:a9fe:a9fe::", false}, {"::a00:1", false}, {"198.18.0.1", false},
+		{"240.0.0.1", false}, {"0.0.0.1", false}, {"192.0.0.1", false}, {"fec0::1", false},
+		{"8.8.8.8", true}, {"2001:4860:4860::8888", true}, {"100.128.0.1", true}, {"64:ff9b::808:808", true},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.allowed, outbound.Guard{}.Allowed(netip.MustParseAddr(tt.addr)), tt.addr)

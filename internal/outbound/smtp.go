@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/smtp"
 	"net/textproto"
 	"net/url"
@@ -22,15 +23,17 @@ import (
 // not Idempotent; with LookupURL (Mailpit's HTTP API) it can be asked
 // whether a message was delivered.
 //
-// Security follows TLS: "starttls" (the default when empty) upgrades the
-// connection when the server offers STARTTLS and refuses to send
-// credentials without it; "required" refuses a server that does not offer
+// Security follows TLS: "auto" (the default when empty) is "required" for
+// a relay on another host and "starttls" for one on loopback; "starttls"
+// upgrades the connection when the server offers STARTTLS and refuses to
+// send credentials without it (opportunistic: an attacker in the middle
+// can strip the offer); "required" refuses a server that does not offer
 // it; "off" never upgrades (a local relay such as Mailpit). With Username
 // set, the mailer authenticates with AUTH PLAIN after the upgrade.
 type SMTPMailer struct {
 	Addr string
 	From string
-	// TLS is "starttls" (default), "required" or "off".
+	// TLS is "auto" (default), "starttls", "required" or "off".
 	TLS string
 	// TLSConfig overrides the client TLS settings (tests: a private CA).
 	TLSConfig *tls.Config
@@ -132,6 +135,9 @@ func (m *SMTPMailer) Send(ctx context.Context, msg Message) (string, error) {
 
 // TLS modes of SMTPMailer.
 const (
+	// SMTPAuto is SMTPRequired for a relay on another host, SMTPStartTLS
+	// for one on loopback (the default).
+	SMTPAuto     = "auto"
 	SMTPStartTLS = "starttls"
 	SMTPRequired = "required"
 	SMTPOff      = "off"
@@ -144,8 +150,11 @@ var errNoTLS = errors.New("server does not offer STARTTLS")
 // another host (net/smtp's PlainAuth refuses that, except to localhost).
 func (m *SMTPMailer) secure(c *smtp.Client, host string) error {
 	mode := m.TLS
-	if mode == "" {
-		mode = SMTPStartTLS
+	if mode == "" || mode == SMTPAuto {
+		mode = SMTPRequired
+		if loopbackHost(host) {
+			mode = SMTPStartTLS
+		}
 	}
 	if mode != SMTPOff {
 		if ok, _ := c.Extension("STARTTLS"); ok {
@@ -174,6 +183,17 @@ func (m *SMTPMailer) secure(c *smtp.Client, host string) error {
 		return fmt.Errorf("auth as %s: %w", m.Username, err)
 	}
 	return nil
+}
+
+// loopbackHost reports whether host (of the relay's configured address)
+// is this machine: localhost or a loopback address. A name is not
+// resolved: one that resolves to loopback counts as another host.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // isPermanentSMTP reports a 5xx SMTP reply (permanent rejection).

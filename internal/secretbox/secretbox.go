@@ -175,6 +175,9 @@ func Load(key, file string) (*Keyring, error) {
 	case key != "":
 		return ParseKey(key)
 	case file != "":
+		if err := checkPrivate(file); err != nil {
+			return nil, err
+		}
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("HOOKINBOX_SECRETS_KEY_FILE: %w", err)
@@ -186,6 +189,22 @@ func Load(key, file string) (*Keyring, error) {
 		return k, nil
 	}
 	return nil, ErrNoKey
+}
+
+// checkPrivate refuses a key file that its group or other users may read
+// or write: whoever reads it (and a copy of the database) holds every
+// secret. A symbolic link is judged by the file it names (a mounted
+// Kubernetes secret: give it defaultMode 0400).
+func checkPrivate(file string) error {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return fmt.Errorf("HOOKINBOX_SECRETS_KEY_FILE: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("HOOKINBOX_SECRETS_KEY_FILE %s is open to its group or to others (mode %04o): refusing to use it; "+
+			"chmod 600 %s (only its owner may read it)", file, perm, file)
+	}
+	return nil
 }
 
 // GenerateKey returns 32 random bytes, base64-encoded.

@@ -24,9 +24,10 @@ import (
 // resolved against the columns that exist when they are applied; they run in
 // one transaction, so a role never sees a half-applied set.
 
-// The roles. The three process roles log in (unless created NOLOGIN, as
-// group roles of login users managed elsewhere); the payload reader never
-// does: it is granted to an operator who may read payloads.
+// The roles. They log in (unless created NOLOGIN, as group roles of login
+// users managed elsewhere); the payload reader logs in only as the
+// console's payload pool, and is granted to an operator who may read
+// payloads.
 const (
 	// RoleIntake verifies, maps and inserts deliveries: reads endpoints
 	// (never their provider API key, plain or sealed), secrets and links, inserts inbox and
@@ -39,15 +40,22 @@ const (
 	// RoleOperator is the read-only operator CLI: no writes, no payload,
 	// no API key, no secret.
 	RoleOperator = "hookinbox_operator"
-	// RolePayloadReader may read the payload columns. GRANT it to an
-	// operator (a login role that is also a member of RoleOperator) who must
-	// see payloads: `inbox show --payload`, `quarantine show --payload`,
-	// `outbox show`.
+	// RoleConsole is the operator console and API: the operator's reads,
+	// and only the writes its acts make (the audit, replays and their jobs,
+	// quarantine resolutions, outbox releases, endpoint and workspace
+	// management, its sessions). It reads no secret (it seals what admins
+	// register, never opens one), no token or session hash, no payload
+	// (those it reads on a pool of its own, as RolePayloadReader).
+	RoleConsole = "hookinbox_console"
+	// RolePayloadReader may read the payload columns. The console's payload
+	// pool logs in as it; GRANT it to an operator (a login role that is also
+	// a member of RoleOperator) who must see payloads: `inbox show
+	// --payload`, `quarantine show --payload`, `outbox show`.
 	RolePayloadReader = "hookinbox_payload_reader"
 )
 
 // Roles lists every role, process roles first.
-var Roles = []string{RoleIntake, RoleWorker, RoleOperator, RolePayloadReader}
+var Roles = []string{RoleIntake, RoleWorker, RoleOperator, RoleConsole, RolePayloadReader}
 
 // Grant is one privilege of a role on a table or view of schema public: on
 // the whole relation (Columns and Except empty), on Columns only, or on
@@ -65,9 +73,14 @@ type Grant struct {
 
 func cols(c ...string) []string { return c }
 
+// secretMetaColumns are what a listing shows of a signing secret (ids,
+// accounts, the keyed display fingerprint): never its value, sealed or
+// plain, nor the lookup fingerprint.
+var secretMetaColumns = cols("id", "endpoint_slug", "secret_key_id", "accounts", "created_at", "display_fingerprint")
+
 // Grants is every privilege of every role. Whatever is not here is not
 // granted: ApplyRoles and ReapplyGrants revoke everything else.
-var Grants = []Grant{
+var Grants = slices.Concat([]Grant{
 	// The intake (webhook package): the endpoint cache (GetIntakeEndpoint),
 	// InsertInboxEvent (INSERT … ON CONFLICT DO NOTHING RETURNING id, then the
 	// existing row's hash and status for the duplicate comparison) and
@@ -80,7 +93,7 @@ var Grants = []Grant{
 	// each may sign for; never their fingerprints (nothing to compare).
 	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoints", Columns: cols("slug", "provider", "environment", "account", "settings", "created_at")},
 	{Role: RoleIntake, Privilege: "SELECT", Table: "endpoint_secrets", Columns: cols("id", "endpoint_slug", "secret",
-		"secret_sealed", "secret_key_id", "accounts", "created_at")},
+		"secret_sealed", "secret_key_id", "accounts", "created_at", "display_fingerprint")},
 	{Role: RoleIntake, Privilege: "SELECT", Table: "account_links", Columns: cols("endpoint_slug", "account", "workspace_id")},
 	// Which types a forward route takes (the route table), never where
 	// they go nor the secret.
@@ -97,6 +110,10 @@ var Grants = []Grant{
 	{Role: RoleIntake, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("id", "provider", "source_account",
 		"environment", "event_id", "body_sha256", "status", "origin", "event_type", "resource_kind", "resource_id",
 		"provider_version", "occurred_at", "endpoint_slug", "replay_sha256")},
+	// A body that dedups is still a duplicate after retention deleted its
+	// row: the lineage kept its hash (InsertInboxEvent, BodySeen).
+	{Role: RoleIntake, Privilege: "SELECT", Table: "event_lineage", Columns: cols("source", "source_id", "endpoint_slug",
+		"replay_sha256", "deleted_at", "body_sha256", "status", "origin", "event_type", "resource_kind", "resource_id")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "inbox_quarantine", Columns: cols("endpoint_slug", "provider",
 		"source_account", "environment", "event_id", "reason", "detail", "payload", "body_sha256", "headers", "secret_id")},
 	// ON CONFLICT (endpoint_slug, event_id, body_sha256) reads its arbiter
@@ -176,42 +193,132 @@ var Grants = []Grant{
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "console_trends"},
 	{Role: RoleWorker, Privilege: "DELETE", Table: "console_trends"},
 
-	// The operator: read-only, no payload (the *_payload_size views give the
-	// sizes), no provider API key and no destination secret, plain or sealed
-	// (it may see which key sealed them), no signing secret (endpoint_secrets
-	// is not read at all), nor the migration bookkeeping.
-	{Role: RoleOperator, Privilege: "SELECT", Table: "webhook_inbox", Except: cols("payload")},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "webhook_inbox_payload_size"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "inbox_quarantine", Except: cols("payload")},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "inbox_quarantine_payload_size"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "outbox", Except: cols("payload")},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "operator_actions"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "endpoints", Except: cols("api_key", "api_key_sealed")},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "account_links"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "workspaces"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "workspace_access"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "credit_grants"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "credit_adjustments"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "subscription_projection"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "feedback_alerts"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "team_destinations", Except: cols("secret", "secret_sealed")},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_divergences"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "reconcile_checkpoints"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "event_lineage"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "replay_jobs"},
-	// Who holds a console token, never its hash.
-	{Role: RoleOperator, Privilege: "SELECT", Table: "api_tokens", Except: cols("token_sha256")},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "hook_recoveries"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "business_claims"},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "forward_routes", Except: cols("secret_sealed")},
-	{Role: RoleOperator, Privilege: "SELECT", Table: "forward_attempts"},
-	// The trends (counts per minute) behind the console's charts.
-	{Role: RoleOperator, Privilege: "SELECT", Table: "console_trends"},
+	// The payload reader: the payload columns, and the id a payload is
+	// read by (GetInboxPayload, GetQuarantinePayload, GetOutboxPayload).
+	{Role: RolePayloadReader, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("id", "payload")},
+	{Role: RolePayloadReader, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("id", "payload")},
+	{Role: RolePayloadReader, Privilege: "SELECT", Table: "outbox", Columns: cols("id", "payload")},
+}, operatorReads(RoleOperator), operatorReads(RoleConsole), consoleWrites)
 
-	// The payload reader: the payload columns only.
-	{Role: RolePayloadReader, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("payload")},
-	{Role: RolePayloadReader, Privilege: "SELECT", Table: "inbox_quarantine", Columns: cols("payload")},
-	{Role: RolePayloadReader, Privilege: "SELECT", Table: "outbox", Columns: cols("payload")},
+// operatorReads are what the read-only operator reads, for role (the
+// operator CLI's, and the console's: it shows what the CLI shows).
+func operatorReads(role string) []Grant {
+	g := []Grant{
+		// The operator: read-only, no payload (the *_payload_size views give the
+		// sizes), no provider API key and no destination secret, plain or sealed
+		// (it may see which key sealed them), no signing secret (of
+		// endpoint_secrets only the ids, accounts and display fingerprints), nor
+		// the migration bookkeeping.
+		{Role: role, Privilege: "SELECT", Table: "webhook_inbox", Except: cols("payload")},
+		{Role: role, Privilege: "SELECT", Table: "webhook_inbox_payload_size"},
+		{Role: role, Privilege: "SELECT", Table: "inbox_quarantine", Except: cols("payload")},
+		{Role: role, Privilege: "SELECT", Table: "inbox_quarantine_payload_size"},
+		{Role: role, Privilege: "SELECT", Table: "outbox", Except: cols("payload")},
+		{Role: role, Privilege: "SELECT", Table: "outbox_payload_size"},
+		{Role: role, Privilege: "SELECT", Table: "operator_actions"},
+		{Role: role, Privilege: "SELECT", Table: "endpoints", Except: cols("api_key", "api_key_sealed")},
+		{Role: role, Privilege: "SELECT", Table: "endpoint_secrets", Columns: secretMetaColumns},
+		{Role: role, Privilege: "SELECT", Table: "account_links"},
+		{Role: role, Privilege: "SELECT", Table: "workspaces"},
+		{Role: role, Privilege: "SELECT", Table: "workspace_access"},
+		{Role: role, Privilege: "SELECT", Table: "credit_grants"},
+		{Role: role, Privilege: "SELECT", Table: "credit_adjustments"},
+		{Role: role, Privilege: "SELECT", Table: "subscription_projection"},
+		{Role: role, Privilege: "SELECT", Table: "feedback_alerts"},
+		{Role: role, Privilege: "SELECT", Table: "team_destinations", Except: cols("secret", "secret_sealed")},
+		{Role: role, Privilege: "SELECT", Table: "reconcile_divergences"},
+		{Role: role, Privilege: "SELECT", Table: "reconcile_checkpoints"},
+		{Role: role, Privilege: "SELECT", Table: "event_lineage"},
+		{Role: role, Privilege: "SELECT", Table: "replay_jobs"},
+		// Who holds a console token, never its hash; who is signed in, never
+		// a session's hash.
+		{Role: role, Privilege: "SELECT", Table: "api_tokens", Except: cols("token_sha256")},
+		{Role: role, Privilege: "SELECT", Table: "console_sessions", Except: cols("session_sha256")},
+		{Role: role, Privilege: "SELECT", Table: "hook_recoveries"},
+		{Role: role, Privilege: "SELECT", Table: "business_claims"},
+		// Forward routes without their sealed secret, and every attempt.
+		{Role: role, Privilege: "SELECT", Table: "forward_routes", Except: cols("secret_sealed")},
+		{Role: role, Privilege: "SELECT", Table: "forward_attempts"},
+		// The trends (counts per minute) behind the console's charts and
+		// GET /api/trends; the sweeper writes them.
+		{Role: role, Privilege: "SELECT", Table: "console_trends"},
+	}
+	return g
+}
+
+// consoleWrites are the console's writes, each for an act of package ops
+// the console or its API performs; the console reads as the operator does.
+var consoleWrites = []Grant{
+	// Every act is audited (InsertOperatorAction … RETURNING id).
+	{Role: RoleConsole, Privilege: "INSERT", Table: "operator_actions"},
+	// Forward routes (admin): add one (its secret sealed by the console's
+	// keyring, never read back), change or pause it, remove it.
+	{Role: RoleConsole, Privilege: "INSERT", Table: "forward_routes"},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "forward_routes"},
+	{Role: RoleConsole, Privilege: "DELETE", Table: "forward_routes"},
+	// Replay: lock the row, put it back to pending (ReplayInboxEvent,
+	// ResetInboxEvent); a bulk job's progress (replay_jobs).
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "webhook_inbox", Columns: cols("status", "attempts", "next_attempt_at",
+		"pending_since", "last_error", "note", "processed_at", "sweeps", "swept_at")},
+	{Role: RoleConsole, Privilege: "INSERT", Table: "replay_jobs"},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "replay_jobs"},
+	// Quarantine: re-admission inserts the row as the intake does (its
+	// lineage is read from event_lineage), discard and re-admission close
+	// the entry.
+	{Role: RoleConsole, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
+		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
+		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
+		"replay_sha256", "object_id")},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("resolved_at", "resolved_by", "resolution")},
+	// Outbox release (ReleaseOutbox).
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "outbox", Columns: cols("status", "next_attempt_at", "policy")},
+	// Endpoint management (admin): register, change, remove; secrets are
+	// written sealed, never read (the UNIQUE lookup fingerprint is read by
+	// ON CONFLICT: keyed, it tells nothing without the secrets key); links.
+	{Role: RoleConsole, Privilege: "INSERT", Table: "endpoints", Columns: cols("slug", "provider", "environment", "account",
+		"api_base_url", "api_key_sealed", "api_key_key_id", "settings", "api_key_fingerprint")},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "endpoints", Columns: cols("account", "api_base_url", "api_key",
+		"api_key_sealed", "api_key_key_id", "api_key_fingerprint", "settings")},
+	{Role: RoleConsole, Privilege: "DELETE", Table: "endpoints"},
+	{Role: RoleConsole, Privilege: "SELECT", Table: "endpoint_secrets", Columns: cols("secret_fingerprint")},
+	{Role: RoleConsole, Privilege: "INSERT", Table: "endpoint_secrets", Columns: cols("endpoint_slug", "secret_sealed",
+		"secret_key_id", "secret_fingerprint", "accounts", "display_fingerprint")},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "endpoint_secrets", Columns: cols("secret_fingerprint", "accounts")},
+	{Role: RoleConsole, Privilege: "DELETE", Table: "endpoint_secrets"},
+	{Role: RoleConsole, Privilege: "INSERT", Table: "account_links"},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "account_links", Columns: cols("workspace_id")},
+	{Role: RoleConsole, Privilege: "DELETE", Table: "account_links"},
+	// Workspaces (admin): create (a link, an email), the email, a balance
+	// correction through the ledger (credit_adjustments), an erasure (the
+	// payloads and addresses redacted, written without being read; the
+	// lineage triggers run as the console).
+	{Role: RoleConsole, Privilege: "INSERT", Table: "workspaces", Columns: cols("id", "email")},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "workspaces", Columns: cols("email", "credits_balance")},
+	{Role: RoleConsole, Privilege: "INSERT", Table: "credit_adjustments"},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "webhook_inbox", Columns: cols("payload")},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("payload")},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "outbox", Columns: cols("payload", "destination", "last_error")},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "team_destinations", Columns: cols("target", "enabled")},
+	{Role: RoleConsole, Privilege: "INSERT", Table: "event_lineage"},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "event_lineage"},
+}
+
+// FunctionGrant is EXECUTE on a function of schema public, for role.
+// Functions are granted to PUBLIC by default: the migrations that create
+// hookinbox's revoke that, and these are the only grants.
+type FunctionGrant struct {
+	Role     string
+	Function string // name(argument types), as GRANT names it
+}
+
+// FunctionGrants are the SECURITY DEFINER functions the console signs in
+// through: a token or a session is looked up by its hash, which the
+// console's role may not read.
+var FunctionGrants = []FunctionGrant{
+	{Role: RoleConsole, Function: "hookinbox_token_by_hash(bytea)"},
+	{Role: RoleConsole, Function: "hookinbox_session_start(bytea, bigint, interval)"},
+	{Role: RoleConsole, Function: "hookinbox_session_token(bytea)"},
+	{Role: RoleConsole, Function: "hookinbox_session_end(bytea)"},
 }
 
 // RoleOptions say how ApplyRoles creates or updates the roles.
@@ -253,9 +360,6 @@ func ApplyRoles(ctx context.Context, db TxBeginner, o RoleOptions) ([]RoleChange
 		if !slices.Contains(Roles, role) {
 			return nil, 0, fmt.Errorf("password for unknown role %q", role)
 		}
-		if role == RolePayloadReader && pw != "" {
-			return nil, 0, fmt.Errorf("%s never logs in: it takes no password", RolePayloadReader)
-		}
 		if err := checkPassword(pw); err != nil {
 			return nil, 0, fmt.Errorf("password of %s: %w", role, err)
 		}
@@ -265,7 +369,7 @@ func ApplyRoles(ctx context.Context, db TxBeginner, o RoleOptions) ([]RoleChange
 	err := retryConcurrent(ctx, db, func(tx pgx.Tx) error {
 		changes = changes[:0]
 		for _, role := range Roles {
-			login := role != RolePayloadReader && !o.NoLogin
+			login := !o.NoLogin
 			c, err := ensureRole(ctx, tx, role, login, o.Passwords[role])
 			if err != nil {
 				return err
@@ -369,7 +473,8 @@ func applyGrants(ctx context.Context, tx pgx.Tx, roles []string, extra []Grant) 
 		r := pgx.Identifier{role}.Sanitize()
 		stmts = append(stmts,
 			"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM "+r,
-			"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM "+r)
+			"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM "+r,
+			"REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM "+r)
 	}
 	if err := checkExtra(extra); err != nil {
 		return 0, err
@@ -384,6 +489,11 @@ func applyGrants(ctx context.Context, tx pgx.Tx, roles []string, extra []Grant) 
 			return 0, err
 		}
 		stmts = append(stmts, s)
+	}
+	for _, f := range FunctionGrants {
+		if slices.Contains(roles, f.Role) {
+			stmts = append(stmts, "GRANT EXECUTE ON FUNCTION public."+f.Function+" TO "+pgx.Identifier{f.Role}.Sanitize())
+		}
 	}
 	for _, role := range roles {
 		more, err := accessStatements(ctx, tx, role)

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -13,9 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/domains/ledger"
+	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/ops"
+	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/access"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
@@ -557,4 +562,243 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = inbox.DeleteResolvedQuarantine(ctx, w.Pool, time.Hour, 10)
 	require.NoError(t, err)
+}
+
+// The console (hookinbox_console) reads what the operator reads, and never
+// a secret (signing secrets, API keys, destination secrets: plain, sealed,
+// or the lookup fingerprint of a destination), a token's or a session's
+// hash, nor a payload. Tokens and sessions it uses through the SECURITY
+// DEFINER functions only.
+func TestConsoleRoleCannotReadSecretsTokenHashesOrPayloads(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	ctx := b.ctx
+	require.NoError(t, outbox.UpsertDestination(ctx, b.owner.Pool, b.owner.Keys, outbox.Destination{WorkspaceID: "ws_1", Name: "team",
+		Kind: "webhook", Target: "https://hooks.example/T/B/TOKEN", Secret: "whsec_team", Enabled: true}))
+	tok, err := access.InsertAPIToken(ctx, b.owner.Pool, "alice", "admin", "test", bytesOf(7))
+	require.NoError(t, err)
+	require.NoError(t, access.StartSession(ctx, b.owner.Pool, bytesOf(9), tok.ID, time.Hour))
+	con := b.as(t, store.RoleConsole)
+
+	for _, sql := range []string{
+		`SELECT secret FROM endpoint_secrets`,
+		`SELECT secret_sealed FROM endpoint_secrets`,
+		`SELECT * FROM endpoint_secrets`,
+		`SELECT api_key FROM endpoints`,
+		`SELECT api_key_sealed FROM endpoints`,
+		`SELECT * FROM endpoints`,
+		`SELECT secret FROM team_destinations`,
+		`SELECT secret_sealed FROM team_destinations`,
+		`SELECT token_sha256 FROM api_tokens`,
+		`SELECT * FROM api_tokens`,
+		`SELECT session_sha256 FROM console_sessions`,
+		`SELECT id FROM api_tokens WHERE token_sha256 = '\x00'`,
+		`SELECT payload FROM webhook_inbox`,
+		`SELECT payload FROM inbox_quarantine`,
+		`SELECT payload FROM outbox`,
+		`SELECT id FROM webhook_inbox WHERE payload IS NULL`,
+	} {
+		denied(t, ctx, con, sql)
+	}
+	// The same reads as the operator otherwise.
+	_, err = inbox.ListInboxEvents(ctx, con.Pool, inbox.InboxFilter{Limit: 10})
+	require.NoError(t, err)
+	_, err = inbox.InspectInboxEvent(ctx, con.Pool, b.key, true)
+	requireDenied(t, err, "an event's payload on the console's own pool")
+	ep, err := endpoints.GetEndpointView(ctx, con, "ep")
+	require.NoError(t, err)
+	require.True(t, ep.HasAPIKey)
+	require.Empty(t, ep.APIKey)
+	require.NotEmpty(t, ep.Secrets[0].Fingerprint)
+	require.Empty(t, ep.Secrets[0].Value)
+	_, err = endpoints.GetEndpoint(ctx, con, "ep")
+	requireDenied(t, err, "GetEndpoint (opens the secrets) as the console")
+	_, err = endpoints.Reseal(ctx, con)
+	requireDenied(t, err, "a key rotation's reseal as the console")
+	ds, err := outbox.ListDestinationViews(ctx, con.Pool, "ws_1")
+	require.NoError(t, err)
+	require.True(t, ds[0].Signed)
+
+	// Tokens and sessions: by the hash presented, never by reading hashes.
+	got, err := access.LookupAPIToken(ctx, con.Pool, bytesOf(7))
+	require.NoError(t, err)
+	require.Equal(t, "alice", got.Name)
+	got, err = access.SessionToken(ctx, con.Pool, bytesOf(9))
+	require.NoError(t, err)
+	require.Equal(t, "alice", got.Name)
+	require.NoError(t, access.StartSession(ctx, con.Pool, bytesOf(10), tok.ID, time.Hour))
+	ended, err := access.EndSession(ctx, con.Pool, bytesOf(9))
+	require.NoError(t, err)
+	require.True(t, ended)
+	_, err = access.SessionToken(ctx, con.Pool, bytesOf(9))
+	require.ErrorIs(t, err, fault.ErrNotFound)
+	// No other role may run them.
+	for _, role := range []string{store.RoleIntake, store.RoleWorker, store.RoleOperator, store.RolePayloadReader} {
+		_, err := access.LookupAPIToken(ctx, b.as(t, role).Pool, bytesOf(7))
+		requireDenied(t, err, role+" looks up a token")
+	}
+
+	// The payload reader: payloads by id, nothing else.
+	pr := b.as(t, store.RolePayloadReader)
+	p, err := inbox.GetQuarantinePayload(ctx, pr.Pool, b.qid)
+	require.NoError(t, err)
+	require.Equal(t, []byte("not json"), p)
+	_, err = outbox.GetOutboxPayload(ctx, pr.Pool, b.oid)
+	require.NoError(t, err)
+	for _, sql := range []string{`SELECT status FROM webhook_inbox`, `SELECT api_key_sealed FROM endpoints`,
+		`SELECT * FROM operator_actions`, `UPDATE webhook_inbox SET status = 'pending'`, `DELETE FROM outbox`} {
+		denied(t, ctx, pr, sql)
+	}
+}
+
+// What the console writes is what its acts need, and nothing more: no
+// handler's effect (grants, projections, alerts), no secret rewritten in
+// place of another's, no token minted, no lineage or audit rewritten.
+func TestConsoleRoleWritesNothingOutsideItsActs(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	ctx := b.ctx
+	con := b.as(t, store.RoleConsole)
+	for _, sql := range []string{
+		`INSERT INTO credit_grants (provider, source_account, environment, invoice_id, operation, workspace_id, credits, amount_paid, currency, event_key)
+		 VALUES ('stripe', 'a', 'test', 'in_x', 'initial-credit-grant', 'ws_1', 100, 1, 'usd', 'k')`,
+		`UPDATE subscription_projection SET status = 'active'`,
+		`INSERT INTO feedback_alerts (provider, project, environment, feedback_id, operation, workspace_id, event_key) VALUES ('s', 'p', 't', 'f', 'o', 'ws_1', 'k')`,
+		`INSERT INTO api_tokens (name, role, created_by, token_sha256) VALUES ('mallory', 'admin', 'x', '\x00')`,
+		`UPDATE api_tokens SET role = 'admin'`,
+		`DELETE FROM api_tokens`,
+		`INSERT INTO console_sessions (session_sha256, token_id, expires_at) VALUES ('\x00', 1, now())`,
+		`UPDATE operator_actions SET actor = 'someone else'`,
+		`DELETE FROM operator_actions`,
+		`DELETE FROM webhook_inbox`,
+		`UPDATE webhook_inbox SET body_sha256 = '\x00'`,
+		`UPDATE webhook_inbox SET workspace_id = 'ws_2'`,
+		`DELETE FROM event_lineage`,
+		`UPDATE endpoint_secrets SET secret_sealed = '\x00'`,
+		`UPDATE team_destinations SET secret_sealed = '\x00'`,
+		`INSERT INTO team_destinations (workspace_id, name, kind, target) VALUES ('ws_1', 'x', 'webhook', 'https://evil.example')`,
+		`UPDATE outbox SET payload = '{}'::jsonb, kind = 'webhook'`,
+		`DELETE FROM outbox`,
+		`INSERT INTO outbox (operation_key, class, kind, destination, workspace_id, resource_key, payload) VALUES ('x', 'c', 'email', 'a@b', 'ws_1', 'r', '{}')`,
+		`UPDATE reconcile_checkpoints SET cursor = 'x'`,
+		`INSERT INTO business_claims (business_key, event_key, resource_key, handler) VALUES ('b', 'e', 'r', 'h')`,
+		`DELETE FROM inbox_quarantine`,
+		`UPDATE workspaces SET id = 'other'`,
+	} {
+		denied(t, ctx, con, sql)
+	}
+}
+
+// bytesOf is 32 bytes of b (a hash presented by a test).
+func bytesOf(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
+// Everything the console does, through ops, as hookinbox_console with its
+// payload pool as hookinbox_payload_reader: the grants are enough for
+// every act (the console's own tests run their API and pages on the same
+// roles).
+func TestConsoleRoleCanDoEverythingTheConsoleDoes(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	ctx := b.ctx
+	svc := &ops.Service{Store: b.as(t, store.RoleConsole), Payloads: b.as(t, store.RolePayloadReader), Routes: routestest.Builtin(),
+		Config: config.Default()}
+	alice := ops.Actor{Name: "alice"}
+
+	// Reads, payloads on their pool.
+	d, err := svc.ShowEvent(ctx, b.key, true)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id":"evt_fixture","card":"4242"}`, string(d.RawPayload))
+	_, err = svc.ShowQuarantine(ctx, b.qid, true)
+	require.NoError(t, err)
+	o, err := svc.ShowOutbox(ctx, b.oid, true)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"to":"a@example.com"}`, string(o.Payload))
+	_, err = svc.Explain(ctx, ops.LineageEvent, b.key.String())
+	require.NoError(t, err)
+	_, err = svc.ListEndpoints(ctx)
+	require.NoError(t, err)
+	_, err = svc.ShowWorkspace(ctx, "ws_1")
+	require.NoError(t, err)
+
+	// Replay, one event and a job carried out by the console's runner.
+	_, err = inbox.StopInboxEvent(ctx, b.owner.Pool, b.key, keys.StatusExhausted, "x")
+	require.NoError(t, err)
+	sum, err := svc.Replay(ctx, alice, ops.ReplayRequest{Keys: []keys.Event{b.key}, Reason: "provider back"})
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Replayed)
+	_, err = inbox.StopInboxEvent(ctx, b.owner.Pool, b.key, keys.StatusFailed, "x")
+	require.NoError(t, err)
+	job, err := svc.StartReplayJob(ctx, alice, ops.ReplayRequest{Keys: []keys.Event{b.key}, Reason: "job"})
+	require.NoError(t, err)
+	jctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { svc.RunReplayJobs(jctx, 20*time.Millisecond); close(done) }()
+	require.Eventually(t, func() bool {
+		j, err := svc.ReplayJob(ctx, job.ID)
+		return err == nil && j.Finished()
+	}, 10*time.Second, 20*time.Millisecond)
+	stop()
+	<-done
+	j, err := svc.ReplayJob(ctx, job.ID)
+	require.NoError(t, err)
+	require.Equal(t, ops.JobDone, j.Status, j.LastError)
+	require.Equal(t, 1, j.Replayed)
+
+	// Quarantine: re-admit (the body read on the payload pool), discard.
+	body := []byte(`{"id":"evt_q","object":"event","type":"invoice.paid","livemode":false,"created":1700000000,"account":"acct_2",
+		"data":{"object":{"id":"in_q","object":"invoice"}}}`)
+	h := sha256.Sum256(body)
+	_, err = inbox.InsertQuarantine(ctx, b.owner.Pool, &inbox.QuarantineEntry{EndpointSlug: "ep", Provider: "stripe", Account: "acct_2",
+		Environment: "test", EventID: "evt_q", Reason: inbox.ReasonUnknownAccount, Payload: body, BodySHA256: h[:]})
+	require.NoError(t, err)
+	qs, err := inbox.ListQuarantine(ctx, b.owner.Pool, inbox.QuarantineFilter{Limit: 10, Reason: inbox.ReasonUnknownAccount})
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	_, err = svc.LinkAccount(ctx, alice, "ep", "acct_2", "ws_2", "onboarded")
+	require.NoError(t, err)
+	res, err := svc.ResolveQuarantine(ctx, alice, []int64{qs[0].ID}, ops.ResolveReadmit, "linked")
+	require.NoError(t, err)
+	require.Empty(t, res[0].Error)
+	require.Equal(t, "inserted", res[0].Outcome)
+	_, err = svc.ResolveQuarantine(ctx, alice, []int64{b.qid}, ops.ResolveDiscard, "garbage")
+	require.NoError(t, err)
+
+	// Outbox release.
+	_, err = outbox.StopOutbox(ctx, b.owner.Pool, b.oid, keys.OutboxHeld, "uncertain")
+	require.NoError(t, err)
+	_, err = svc.ReleaseOutbox(ctx, alice, b.oid, "checked at the destination")
+	require.NoError(t, err)
+
+	// Endpoints (admin).
+	require.NoError(t, svc.AddEndpoint(ctx, alice, endpoints.NewEndpoint{Slug: "gh", Provider: "github", Environment: "live",
+		Secrets: []string{"ghsecret-ONE-k2oBvwfyqY1Ad5ATpJwQLSYz1f5QS"}, APIKey: "ghp_ONE0123456789abcdefghij"}, "onboarding"))
+	key, base := "ghp_TWO0123456789abcdefghij", "https://api.github.com"
+	_, err = svc.UpdateEndpoint(ctx, alice, "gh", ops.EndpointChange{APIKey: &key, APIBaseURL: &base}, "rotated")
+	require.NoError(t, err)
+	added, err := svc.AddSecret(ctx, alice, "gh", ops.NewSecret{Secret: "ghsecret-TWO-k2oBvwfyqY1Ad5ATpJwQLSYz1f5QS", RetireOthers: true}, "rotation")
+	require.NoError(t, err)
+	require.Len(t, added.Retired, 1)
+	require.NoError(t, svc.BindSecret(ctx, alice, "gh", added.ID, []string{"octo"}, "one owner"))
+	_, err = svc.AddSecret(ctx, alice, "gh", ops.NewSecret{Secret: "ghsecret-THREE-k2oBvwfyqY1Ad5ATpJwQLSYz1f5"}, "rotation")
+	require.NoError(t, err)
+	require.NoError(t, svc.RemoveSecret(ctx, alice, "gh", added.ID, "retired"))
+	_, err = svc.LinkAccount(ctx, alice, "gh", "octo", "ws_3", "")
+	require.NoError(t, err)
+	_, err = svc.SetOwnAccount(ctx, alice, "gh", "octo", "")
+	require.NoError(t, err)
+	require.NoError(t, svc.UnlinkAccount(ctx, alice, "gh", "octo", ""))
+	require.NoError(t, svc.RemoveEndpoint(ctx, alice, "gh", "gone"))
+
+	// Workspaces (admin).
+	require.NoError(t, svc.SetWorkspaceEmail(ctx, alice, "ws_1", "billing@example.com", ""))
+	_, err = svc.AdjustWorkspace(ctx, alice, "ws_1", ops.WorkspaceAdjustment{Credits: 5, OperationID: "op-1", Reason: "goodwill"})
+	require.NoError(t, err)
+	er, err := svc.EraseWorkspace(ctx, alice, "ws_1", "customer asked")
+	require.NoError(t, err)
+	require.Positive(t, er.Counts.InboxPayloads+er.Counts.OutboxPayloads)
+
+	// The audit, read back.
+	acts, err := svc.RecentActions(ctx, "alice", "", 100)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(acts), 15)
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"encoding/hex"
+
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 )
 
@@ -38,6 +40,21 @@ func ForwardContext(name string) string { return "forward_routes.secret\x00" + n
 // SecretFingerprint is the keyed lookup tag of a signing secret.
 func SecretFingerprint(kr *secretbox.Keyring, secret string) []byte {
 	return kr.Fingerprint("endpoint_secrets.secret", secret)
+}
+
+// Display fingerprint columns: what DisplayFingerprint tags.
+const (
+	DisplaySecret = "endpoint_secrets.secret"
+	DisplayAPIKey = "endpoints.api_key" //nolint:gosec // a column's name, no credential
+)
+
+// DisplayFingerprint is the short tag of a secret value that listings and
+// the audit show (8 hex digits): keyed by kr (HMAC-SHA256 under a key
+// derived from its current key), so whoever sees it cannot check a guess
+// of the value without the secrets key. column is DisplaySecret or
+// DisplayAPIKey. It changes with the current key (rotation recomputes it).
+func DisplayFingerprint(kr *secretbox.Keyring, column, v string) string {
+	return hex.EncodeToString(kr.Fingerprint("display/"+column, v)[:4])
 }
 
 // OpenValue returns a column's value: the sealed one opened with kr, else

@@ -30,6 +30,7 @@ import (
 // GitHubFate is what happens to one demo delivery on its way.
 type GitHubFate string
 
+// The fates of a demo delivery.
 const (
 	GitHubOK      GitHubFate = "ok"
 	GitHubDropped GitHubFate = "dropped"     // never reaches the intake; logged "failed to connect to host"
@@ -67,7 +68,8 @@ func (g gitHubDemo) logPath() string { return simulator.GitHubRepoHook(g.owner, 
 
 // register adds the endpoint as an operator would ('hookinbox endpoints add
 // --provider github --github-hook repo:OWNER/NAME --github-hook-id N
-// --api-base-url … --api-key …', then 'endpoints link'), and the hook in
+// --api-base-url … --allow-custom-api-host --api-key …', then 'endpoints
+// link'), and the hook in
 // the simulated GitHub, delivering to the intake at target.
 func (g gitHubDemo) register(ctx context.Context, st *store.Store, sim *simulator.Simulator, apiURL, target string) error {
 	if err := endpoints.InsertEndpoint(ctx, st, endpoints.NewEndpoint{Slug: g.slug, Provider: "github", Environment: "test",

@@ -118,7 +118,8 @@ func (p NPMPackage) Ensure(ctx context.Context, root string, out io.Writer) (str
 		if err != nil {
 			return "", fmt.Errorf("npm pin of %s: %w", p.Package, err)
 		}
-		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
+		//nolint:gosec // G703: f is one of the two names above, tmp our own temporary directory
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o600); err != nil {
 			return "", err
 		}
 	}

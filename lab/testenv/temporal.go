@@ -159,3 +159,35 @@ func (quietLogger) Debug(string, ...any) {}
 func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(string, ...any) {}
+
+// NewTemporalUI starts a dev server for t alone with its Web UI (in memory,
+// stopped at cleanup): browser tests look at what the UI shows of a
+// workflow. It always runs the dev engine, which serves the UI.
+func NewTemporalUI(t testing.TB) *devenv.Temporal {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the Temporal dev server: run without -short")
+	}
+	bin := temporalBinary(t, devenv.TemporalCLI)
+	port, err := devenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uiPort, err := devenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := io.Discard
+	if os.Getenv("HOOKINBOX_TEST_TEMPORAL_LOG") != "" {
+		log = os.Stderr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv, err := devenv.StartTemporal(ctx, devenv.TemporalOptions{Binary: bin, Port: port, UIPort: uiPort,
+		SearchAttributes: starter.SearchAttributeTypes(), Log: log})
+	if err != nil {
+		t.Fatalf("Temporal dev server with its UI: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	return srv
+}

@@ -225,7 +225,8 @@ func rolePasswords() map[string]string {
 	if pw == "" {
 		return nil
 	}
-	return map[string]string{store.RoleIntake: pw, store.RoleWorker: pw, store.RoleOperator: pw}
+	return map[string]string{store.RoleIntake: pw, store.RoleWorker: pw, store.RoleOperator: pw, store.RoleConsole: pw,
+		store.RolePayloadReader: pw}
 }
 
 func adminPassword() string {

@@ -33,7 +33,7 @@ type APIToken struct {
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
-const tokenColumns = `id, name, role, created_by, created_at, last_used_at, revoked_at`
+const tokenColumns = `id, name, role, created_by, created_at, last_used_at, revoked_at` //nolint:gosec // column names, no credential
 
 func scanToken(row pgx.Row) (*APIToken, error) {
 	var t APIToken
@@ -78,19 +78,42 @@ func RevokeAPIToken(ctx context.Context, db store.DB, name string) (*APIToken, e
 }
 
 // LookupAPIToken finds the unrevoked token whose SHA-256 is sha256, and
-// records its use (at most once a minute, so reads stay cheap).
+// records its use (at most once a minute, so reads stay cheap), through
+// hookinbox_token_by_hash: the console's role may run it, never read a
+// token's hash.
 func LookupAPIToken(ctx context.Context, db store.DB, sha256 []byte) (*APIToken, error) {
-	t, err := scanToken(db.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens
-		WHERE token_sha256 = $1 AND revoked_at IS NULL`, sha256))
+	return scanToken(db.QueryRow(ctx, `SELECT `+tokenColumns+` FROM hookinbox_token_by_hash($1)`, sha256))
+}
+
+// StartSession records a console session by the SHA-256 of its id, for
+// token tokenID, expiring after ttl (and drops the expired ones). It runs
+// hookinbox_session_start, which the console's role may execute without
+// reading console_sessions.
+func StartSession(ctx context.Context, db store.DB, sha256 []byte, tokenID int64, ttl time.Duration) error {
+	if _, err := db.Exec(ctx, `SELECT hookinbox_session_start($1, $2, $3)`, sha256, tokenID, ttl); err != nil {
+		return fmt.Errorf("start session: %w", err)
+	}
+	return nil
+}
+
+// SessionToken returns the token of the live session whose id hashes to
+// sha256: not expired, not ended, its token not revoked.
+func SessionToken(ctx context.Context, db store.DB, sha256 []byte) (*APIToken, error) {
+	t, err := scanToken(db.QueryRow(ctx, `SELECT `+tokenColumns+` FROM hookinbox_session_token($1)`, sha256))
 	if err != nil {
 		return nil, err
 	}
-	if t.LastUsedAt == nil || time.Since(*t.LastUsedAt) > time.Minute {
-		if _, err := db.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, t.ID); err != nil {
-			return nil, fmt.Errorf("token use: %w", err)
-		}
-	}
 	return t, nil
+}
+
+// EndSession ends the session whose id hashes to sha256; it reports
+// whether there was one.
+func EndSession(ctx context.Context, db store.DB, sha256 []byte) (bool, error) {
+	var ended bool
+	if err := db.QueryRow(ctx, `SELECT hookinbox_session_end($1)`, sha256).Scan(&ended); err != nil {
+		return false, fmt.Errorf("end session: %w", err)
+	}
+	return ended, nil
 }
 
 // Replay job statuses.

@@ -14,6 +14,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 )
 
 // Endpoint is a registered intake URL with what verifying and mapping need.
@@ -29,8 +30,12 @@ type Endpoint struct {
 	// its role). HasAPIKey says whether one is set.
 	APIKey    string
 	HasAPIKey bool
-	Settings  keys.EndpointSettings
-	Secrets   []keys.Secret
+	// APIKeyFingerprint is the API key's display fingerprint as stored
+	// (keyed, store.DisplayFingerprint); "" without a key or before one
+	// was computed.
+	APIKeyFingerprint string
+	Settings          keys.EndpointSettings
+	Secrets           []keys.Secret
 	// Links maps a verified source account to its workspace.
 	Links     map[string]string
 	CreatedAt time.Time
@@ -63,6 +68,10 @@ type NewEndpoint struct {
 	// SecretAccounts binds every secret in Secrets to these source accounts
 	// (empty: any linked account).
 	SecretAccounts []string
+	// AllowCustomAPIHost lets APIBaseURL name a host other than the
+	// provider's official API (ops checks it and audits it; the store
+	// does not look at it).
+	AllowCustomAPIHost bool
 }
 
 // InsertEndpoint registers an endpoint and its secrets in one transaction,
@@ -77,19 +86,21 @@ func InsertEndpoint(ctx context.Context, s *store.Store, e NewEndpoint) error {
 		return err
 	}
 	var apiKey []byte
-	var apiKeyID *string
+	var apiKeyID, apiKeyFP *string
 	if e.APIKey != "" {
 		sealed, id, err := kr.Seal([]byte(e.APIKey), store.APIKeyContext(e.Slug))
 		if err != nil {
 			return err
 		}
-		apiKey, apiKeyID = sealed, &id
+		fp := store.DisplayFingerprint(kr, store.DisplayAPIKey, e.APIKey)
+		apiKey, apiKeyID, apiKeyFP = sealed, &id, &fp
 	}
 	return s.Tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
-			INSERT INTO endpoints (slug, provider, environment, account, api_base_url, api_key_sealed, api_key_key_id, settings)
-			VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), $6, $7, $8)`,
-			e.Slug, e.Provider, e.Environment, e.Account, e.APIBaseURL, apiKey, apiKeyID, settings)
+			INSERT INTO endpoints (slug, provider, environment, account, api_base_url, api_key_sealed, api_key_key_id, settings,
+			                       api_key_fingerprint)
+			VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), $6, $7, $8, $9)`,
+			e.Slug, e.Provider, e.Environment, e.Account, e.APIBaseURL, apiKey, apiKeyID, settings, apiKeyFP)
 		if err != nil {
 			if store.IsUniqueViolation(err) {
 				return fmt.Errorf("endpoint %q already exists", e.Slug)
@@ -120,10 +131,11 @@ func InsertSecret(ctx context.Context, db store.DB, kr *secretbox.Keyring, slug,
 	}
 	var id int64
 	err = db.QueryRow(ctx, `
-		INSERT INTO endpoint_secrets (endpoint_slug, secret_sealed, secret_key_id, secret_fingerprint, accounts)
-		VALUES ($1, $2, $3, $4, $5)
+		INSERT INTO endpoint_secrets (endpoint_slug, secret_sealed, secret_key_id, secret_fingerprint, accounts, display_fingerprint)
+		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (endpoint_slug, secret_fingerprint) DO UPDATE SET secret_fingerprint = EXCLUDED.secret_fingerprint
-		RETURNING id`, slug, sealed, keyID, store.SecretFingerprint(kr, secret), accountsArg(accounts)).Scan(&id)
+		RETURNING id`, slug, sealed, keyID, store.SecretFingerprint(kr, secret), accountsArg(accounts),
+		store.DisplayFingerprint(kr, store.DisplaySecret, secret)).Scan(&id)
 	if store.IsForeignKeyViolation(err) {
 		return 0, fmt.Errorf("endpoint %q: %w", slug, fault.ErrNotFound)
 	}
@@ -150,7 +162,7 @@ func BindSecret(ctx context.Context, s *store.Store, slug string, id int64, acco
 // SetAPIKey replaces (or, with "", removes) an endpoint's provider API key.
 func SetAPIKey(ctx context.Context, s *store.Store, slug, apiKey string) error {
 	var sealed []byte
-	var keyID *string
+	var keyID, fp *string
 	if apiKey != "" {
 		kr, err := s.Keyring()
 		if err != nil {
@@ -160,10 +172,11 @@ func SetAPIKey(ctx context.Context, s *store.Store, slug, apiKey string) error {
 		if err != nil {
 			return err
 		}
-		sealed, keyID = b, &id
+		f := store.DisplayFingerprint(kr, store.DisplayAPIKey, apiKey)
+		sealed, keyID, fp = b, &id, &f
 	}
-	tag, err := s.Pool.Exec(ctx, `UPDATE endpoints SET api_key = NULL, api_key_sealed = $2, api_key_key_id = $3 WHERE slug = $1`,
-		slug, sealed, keyID)
+	tag, err := s.Pool.Exec(ctx, `UPDATE endpoints SET api_key = NULL, api_key_sealed = $2, api_key_key_id = $3, api_key_fingerprint = $4
+		 WHERE slug = $1`, slug, sealed, keyID, fp)
 	if err != nil {
 		return fmt.Errorf("set API key: %w", err)
 	}
@@ -348,46 +361,66 @@ func DeleteEndpoint(ctx context.Context, s *store.Store, slug string) error {
 }
 
 // endpointColumns is what scanEndpoint reads. The intake's role may read
-// no API key column (plain or sealed, nor api_base_url) and the worker's may
-// not read endpoint_secrets, so each asks for its part only; the rest scans
+// no API key column (plain or sealed, nor api_base_url), the worker's may
+// not read endpoint_secrets, and the console's and the operator's read no
+// secret at all, so each asks for its part only (read); the rest scans
 // empty.
-func endpointColumns(withAPI, withSecrets bool) string {
-	api := `'', NULL::text, NULL::bytea, NULL::text, false`
-	if withAPI {
+func endpointColumns(read reading) string {
+	api := `'', NULL::text, NULL::bytea, NULL::text, false, NULL::text`
+	switch {
+	case read.apiKey:
 		api = `coalesce(e.api_base_url, ''), e.api_key, e.api_key_sealed, e.api_key_key_id,
-	(e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL)`
+	(e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL), e.api_key_fingerprint`
+	case read.apiMeta:
+		api = `coalesce(e.api_base_url, ''), NULL::text, NULL::bytea, e.api_key_key_id, e.api_key_key_id IS NOT NULL,
+	e.api_key_fingerprint`
 	}
-	secrets := `'[]'::json`
-	if withSecrets {
-		secrets = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'sealed', encode(s.secret_sealed, 'hex'),
-	          'key_id', s.secret_key_id, 'accounts', s.accounts, 'created_at', s.created_at) ORDER BY s.id)
-	          FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
+	signingJSON := `'[]'::json`
+	switch {
+	case read.secrets:
+		signingJSON = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'secret', s.secret, 'sealed', encode(s.secret_sealed, 'hex'),
+	          'key_id', s.secret_key_id, 'accounts', s.accounts, 'created_at', s.created_at, 'fingerprint', s.display_fingerprint)
+	          ORDER BY s.id) FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
+	case read.secretMeta:
+		signingJSON = `coalesce((SELECT json_agg(json_build_object('id', s.id, 'accounts', s.accounts, 'created_at', s.created_at,
+	          'fingerprint', s.display_fingerprint) ORDER BY s.id) FROM endpoint_secrets s WHERE s.endpoint_slug = e.slug), '[]')`
 	}
 	return `e.slug, e.provider, e.environment, coalesce(e.account, ''), ` + api + `, e.settings, e.created_at,
-	` + secrets + `,
+	` + signingJSON + `,
 	coalesce((SELECT json_object_agg(l.account, l.workspace_id) FROM account_links l WHERE l.endpoint_slug = e.slug), '{}')`
 }
 
-type secretRow struct {
-	ID        int64     `json:"id"`
-	Secret    *string   `json:"secret"`
-	Sealed    *string   `json:"sealed"`
-	KeyID     *string   `json:"key_id"`
-	Accounts  []string  `json:"accounts"`
-	CreatedAt time.Time `json:"created_at"`
+// reading says what of an endpoint a query reads: the API key (opened),
+// or only whether there is one, its base URL and fingerprint (apiMeta);
+// the signing secrets (opened), or only their ids, accounts and
+// fingerprints (secretMeta).
+type reading struct {
+	apiKey, apiMeta, secrets, secretMeta bool
 }
 
-// scanEndpoint reads one endpoint row, opening its secrets with kr and,
-// when openAPIKey, its API key.
-func scanEndpoint(row pgx.Row, kr *secretbox.Keyring, openAPIKey bool) (*Endpoint, error) {
+type secretRow struct {
+	ID          int64     `json:"id"`
+	Secret      *string   `json:"secret"`
+	Sealed      *string   `json:"sealed"`
+	KeyID       *string   `json:"key_id"`
+	Accounts    []string  `json:"accounts"`
+	CreatedAt   time.Time `json:"created_at"`
+	Fingerprint *string   `json:"fingerprint"`
+}
+
+// scanEndpoint reads one endpoint row, opening with kr what read asks
+// for: its secrets and, with read.apiKey, its API key.
+func scanEndpoint(row pgx.Row, kr *secretbox.Keyring, read reading) (*Endpoint, error) {
 	var e Endpoint
 	var settings, secrets, links []byte
-	var apiPlain, apiKeyID *string
+	var apiPlain, apiKeyID, apiFP *string
 	var apiSealed []byte
 	if err := row.Scan(&e.Slug, &e.Provider, &e.Environment, &e.Account, &e.APIBaseURL, &apiPlain, &apiSealed, &apiKeyID,
-		&e.HasAPIKey, &settings, &e.CreatedAt, &secrets, &links); err != nil {
+		&e.HasAPIKey, &apiFP, &settings, &e.CreatedAt, &secrets, &links); err != nil {
 		return nil, store.Interpret(err)
 	}
+	e.APIKeyFingerprint = inbox.Deref(apiFP)
+	openAPIKey := read.apiKey
 	if err := json.Unmarshal(settings, &e.Settings); err != nil {
 		return nil, fmt.Errorf("endpoint %s settings: %w", e.Slug, err)
 	}
@@ -403,6 +436,11 @@ func scanEndpoint(row pgx.Row, kr *secretbox.Keyring, openAPIKey bool) (*Endpoin
 		return nil, fmt.Errorf("endpoint %s secrets: %w", e.Slug, err)
 	}
 	for _, r := range rows {
+		if !read.secrets {
+			e.Secrets = append(e.Secrets, keys.Secret{ID: r.ID, Accounts: r.Accounts, CreatedAt: r.CreatedAt,
+				Fingerprint: inbox.Deref(r.Fingerprint)})
+			continue
+		}
 		var sealed []byte
 		if r.Sealed != nil {
 			b, err := hex.DecodeString(*r.Sealed)
@@ -415,7 +453,8 @@ func scanEndpoint(row pgx.Row, kr *secretbox.Keyring, openAPIKey bool) (*Endpoin
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s secret #%d: %w", e.Slug, r.ID, err)
 		}
-		e.Secrets = append(e.Secrets, keys.Secret{ID: r.ID, Value: v, Accounts: r.Accounts, CreatedAt: r.CreatedAt})
+		e.Secrets = append(e.Secrets, keys.Secret{ID: r.ID, Value: v, Accounts: r.Accounts, CreatedAt: r.CreatedAt,
+			Fingerprint: inbox.Deref(r.Fingerprint)})
 	}
 	if err := json.Unmarshal(links, &e.Links); err != nil {
 		return nil, fmt.Errorf("endpoint %s links: %w", e.Slug, err)
@@ -426,7 +465,7 @@ func scanEndpoint(row pgx.Row, kr *secretbox.Keyring, openAPIKey bool) (*Endpoin
 // GetEndpoint loads one endpoint with its secrets, links and API
 // credentials in one query (the owner's CLI).
 func GetEndpoint(ctx context.Context, s *store.Store, slug string) (*Endpoint, error) {
-	return getEndpoint(ctx, s, slug, true, true)
+	return getEndpoint(ctx, s, slug, reading{apiKey: true, secrets: true})
 }
 
 // GetIntakeEndpoint loads what verifying and mapping a delivery needs: the
@@ -435,40 +474,59 @@ func GetEndpoint(ctx context.Context, s *store.Store, slug string) (*Endpoint, e
 // (plain or sealed), which the intake's role cannot read, so the intake
 // never holds a provider API key.
 func GetIntakeEndpoint(ctx context.Context, s *store.Store, slug string) (*Endpoint, error) {
-	return getEndpoint(ctx, s, slug, false, true)
+	return getEndpoint(ctx, s, slug, reading{secrets: true})
 }
 
 // GetProviderEndpoint loads what calling the provider API needs: the
 // endpoint with its API credentials (opened with s.Keys) and links, without
 // its signing secrets (the worker's role cannot read endpoint_secrets).
 func GetProviderEndpoint(ctx context.Context, s *store.Store, slug string) (*Endpoint, error) {
-	return getEndpoint(ctx, s, slug, true, false)
+	return getEndpoint(ctx, s, slug, reading{apiKey: true})
 }
 
-func getEndpoint(ctx context.Context, s *store.Store, slug string, withAPI, withSecrets bool) (*Endpoint, error) {
-	e, err := scanEndpoint(s.Pool.QueryRow(ctx, `SELECT `+endpointColumns(withAPI, withSecrets)+` FROM endpoints e WHERE e.slug = $1`, slug),
-		s.Keys, withAPI)
+// GetEndpointView loads an endpoint as shown: its settings, links, whether
+// it has an API key, and its secrets' ids, accounts and fingerprints, never
+// a secret's or the API key's value (nothing is opened: the console's and
+// the operator's roles read no secret column).
+func GetEndpointView(ctx context.Context, s *store.Store, slug string) (*Endpoint, error) {
+	return getEndpoint(ctx, s, slug, reading{apiMeta: true, secretMeta: true})
+}
+
+func getEndpoint(ctx context.Context, s *store.Store, slug string, read reading) (*Endpoint, error) {
+	e, err := scanEndpoint(s.Pool.QueryRow(ctx, `SELECT `+endpointColumns(read)+` FROM endpoints e WHERE e.slug = $1`, slug),
+		s.Keys, read)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %q: %w", slug, err)
 	}
 	return e, nil
 }
 
-// ListEndpoints loads every endpoint, by slug, with its secrets and API
-// key opened (the owner's listing shows their fingerprints, never values).
+// ListEndpoints lists every endpoint as shown (GetEndpointView), by slug:
+// no secret is opened.
 func ListEndpoints(ctx context.Context, s *store.Store) ([]*Endpoint, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT `+endpointColumns(true, true)+` FROM endpoints e ORDER BY e.slug`)
+	read := reading{apiMeta: true, secretMeta: true}
+	rows, err := s.Pool.Query(ctx, `SELECT `+endpointColumns(read)+` FROM endpoints e ORDER BY e.slug`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []*Endpoint
 	for rows.Next() {
-		e, err := scanEndpoint(rows, s.Keys, true)
+		e, err := scanEndpoint(rows, s.Keys, read)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// ListSlugs lists every registered endpoint's slug: what the intake
+// preloads, so a delivery to a slug nobody registered costs no query.
+func ListSlugs(ctx context.Context, s *store.Store) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT slug FROM endpoints`)
+	if err != nil {
+		return nil, fmt.Errorf("list endpoint slugs: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

@@ -57,7 +57,7 @@ func UpdateEndpoint(ctx context.Context, db store.DB, kr *secretbox.Keyring, slu
 		}
 	}
 	var apiSealed []byte
-	var apiKeyID *string
+	var apiKeyID, apiFP *string
 	if u.APIKey != nil && *u.APIKey != "" {
 		if kr == nil {
 			return secretbox.ErrNoKey
@@ -66,25 +66,31 @@ func UpdateEndpoint(ctx context.Context, db store.DB, kr *secretbox.Keyring, slu
 		if err != nil {
 			return err
 		}
-		apiSealed, apiKeyID = b, &id
+		fp := store.DisplayFingerprint(kr, store.DisplayAPIKey, *u.APIKey)
+		apiSealed, apiKeyID, apiFP = b, &id, &fp
 	}
-	// The plain api_key column is nulled whenever the key changes: only the
-	// sealed value is ever written.
 	tag, err := db.Exec(ctx, `
 		UPDATE endpoints SET
 		       account = CASE WHEN $2 THEN NULLIF($3, '') ELSE account END,
 		       api_base_url = CASE WHEN $4 THEN NULLIF($5, '') ELSE api_base_url END,
-		       api_key = CASE WHEN $6 THEN NULL ELSE api_key END,
-		       api_key_sealed = CASE WHEN $6 THEN $7 ELSE api_key_sealed END,
-		       api_key_key_id = CASE WHEN $6 THEN $8 ELSE api_key_key_id END,
-		       settings = coalesce($9::jsonb, settings)
-		 WHERE slug = $1`, slug, u.Account != nil, inbox.Deref(u.Account), u.APIBaseURL != nil, inbox.Deref(u.APIBaseURL),
-		u.APIKey != nil, apiSealed, apiKeyID, settings)
+		       settings = coalesce($6::jsonb, settings)
+		 WHERE slug = $1`, slug, u.Account != nil, inbox.Deref(u.Account), u.APIBaseURL != nil, inbox.Deref(u.APIBaseURL), settings)
 	if err != nil {
 		return fmt.Errorf("update endpoint %q: %w", slug, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("endpoint %q: %w", slug, fault.ErrNotFound)
+	}
+	if u.APIKey == nil {
+		return nil
+	}
+	// A statement of its own, that names the key columns only as targets:
+	// the console's role writes a key, never reads one. The plain column is
+	// nulled whenever the key changes: only the sealed value is written.
+	if _, err := db.Exec(ctx, `
+		UPDATE endpoints SET api_key = NULL, api_key_sealed = $2, api_key_key_id = $3, api_key_fingerprint = $4
+		 WHERE slug = $1`, slug, apiSealed, apiKeyID, apiFP); err != nil {
+		return fmt.Errorf("update endpoint %q API key: %w", slug, err)
 	}
 	return nil
 }

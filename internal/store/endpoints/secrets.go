@@ -24,13 +24,21 @@ type ResealCount struct {
 // sealedColumn is one kind of secret for the bulk passes. Its select
 // returns (row key, context part a, context part b, plain, sealed, key id)
 // for $1 onlyPlain, $2 current key id, $3 batch size, locking the rows; its
-// update takes ($1 row key, $2 sealed, $3 key id, $4 value's fingerprint).
+// update takes ($1 row key, $2 sealed, $3 key id, $4 value's fingerprint,
+// $5 its display fingerprint).
 type sealedColumn struct {
 	name        string
 	selectSQL   string
 	updateSQL   string
 	context     func(a, b string) string
 	fingerprint func(kr *secretbox.Keyring, v string) []byte
+	// display is the column's display fingerprint (store.DisplaySecret,
+	// store.DisplayAPIKey), "" when it has none.
+	display string
+	// missingSQL and fillSQL fill missing display fingerprints
+	// (FillFingerprints): the rows lacking one, as selectSQL's, for $1
+	// batch size; and ($1 row key, $2 display fingerprint).
+	missingSQL, fillSQL string
 }
 
 var sealedColumns = []sealedColumn{
@@ -44,19 +52,29 @@ var sealedColumns = []sealedColumn{
 		// nothing is lost and the UNIQUE index holds.
 		updateSQL: `UPDATE endpoint_secrets s SET secret = NULL, secret_sealed = $2, secret_key_id = $3,
 			secret_fingerprint = CASE WHEN EXISTS (SELECT 1 FROM endpoint_secrets o
-				WHERE o.endpoint_slug = s.endpoint_slug AND o.secret_fingerprint = $4 AND o.id <> s.id) THEN NULL ELSE $4 END
+				WHERE o.endpoint_slug = s.endpoint_slug AND o.secret_fingerprint = $4 AND o.id <> s.id) THEN NULL ELSE $4 END,
+			display_fingerprint = $5
 			 WHERE id = $1::bigint`,
 		context:     func(slug, _ string) string { return store.SecretContext(slug) },
 		fingerprint: store.SecretFingerprint,
+		display:     store.DisplaySecret,
+		missingSQL: `SELECT id::text, endpoint_slug, '', secret, secret_sealed, secret_key_id FROM endpoint_secrets
+			 WHERE display_fingerprint IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+		fillSQL: `UPDATE endpoint_secrets SET display_fingerprint = $2 WHERE id = $1::bigint`,
 	},
 	{
 		name: "endpoints.api_key",
 		selectSQL: `SELECT slug, slug, '', api_key, api_key_sealed, api_key_key_id FROM endpoints
 			 WHERE api_key IS NOT NULL OR (NOT $1 AND api_key_key_id <> $2)
 			 ORDER BY slug LIMIT $3 FOR UPDATE SKIP LOCKED`,
-		updateSQL: `UPDATE endpoints SET api_key = NULL, api_key_sealed = $2, api_key_key_id = $3
+		updateSQL: `UPDATE endpoints SET api_key = NULL, api_key_sealed = $2, api_key_key_id = $3, api_key_fingerprint = $5
 			 WHERE slug = $1 AND $4::bytea IS NULL`,
 		context: func(slug, _ string) string { return store.APIKeyContext(slug) },
+		display: store.DisplayAPIKey,
+		missingSQL: `SELECT slug, slug, '', api_key, api_key_sealed, api_key_key_id FROM endpoints
+			 WHERE api_key_fingerprint IS NULL AND (api_key IS NOT NULL OR api_key_sealed IS NOT NULL)
+			 ORDER BY slug LIMIT $1 FOR UPDATE SKIP LOCKED`,
+		fillSQL: `UPDATE endpoints SET api_key_fingerprint = $2 WHERE slug = $1`,
 	},
 	{
 		name: "team_destinations.secret",
@@ -64,7 +82,7 @@ var sealedColumns = []sealedColumn{
 			 WHERE secret IS NOT NULL OR (NOT $1 AND secret_key_id <> $2)
 			 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`,
 		updateSQL: `UPDATE team_destinations SET secret = NULL, secret_sealed = $2, secret_key_id = $3
-			 WHERE id = $1::bigint AND $4::bytea IS NULL`,
+			 WHERE id = $1::bigint AND $4::bytea IS NULL AND $5::text IS NULL`,
 		context: store.DestinationContext,
 	},
 	{
@@ -74,7 +92,7 @@ var sealedColumns = []sealedColumn{
 			 WHERE NOT $1 AND secret_key_id <> $2
 			 ORDER BY name LIMIT $3 FOR UPDATE SKIP LOCKED`,
 		updateSQL: `UPDATE forward_routes SET secret_sealed = $2, secret_key_id = $3
-			 WHERE name = $1 AND $4::bytea IS NULL`,
+			 WHERE name = $1 AND $4::bytea IS NULL AND $5::text IS NULL`,
 		context: func(name, _ string) string { return store.ForwardContext(name) },
 	},
 }
@@ -143,7 +161,12 @@ func reseal(ctx context.Context, s *store.Store, onlyPlain bool) ([]ResealCount,
 					if col.fingerprint != nil {
 						fp = col.fingerprint(kr, v)
 					}
-					if _, err := tx.Exec(ctx, col.updateSQL, r.key, sealed, id, fp); err != nil {
+					var display *string
+					if col.display != "" {
+						d := store.DisplayFingerprint(kr, col.display, v)
+						display = &d
+					}
+					if _, err := tx.Exec(ctx, col.updateSQL, r.key, sealed, id, fp, display); err != nil {
 						return fmt.Errorf("%s of row %s: %w", col.name, r.key, err)
 					}
 					if r.sealed == nil {
@@ -165,6 +188,65 @@ func reseal(ctx context.Context, s *store.Store, onlyPlain bool) ([]ResealCount,
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// FillFingerprints computes the display fingerprint of every signing
+// secret and API key that has none (written before migration 0015), with
+// the store's keyring, in short batches: `hookinbox migrate` runs it when
+// a key is configured. It returns how many it filled.
+func FillFingerprints(ctx context.Context, s *store.Store) (int, error) {
+	kr, err := s.Keyring()
+	if err != nil {
+		return 0, err
+	}
+	filled := 0
+	for _, col := range sealedColumns {
+		if col.missingSQL == "" {
+			continue
+		}
+		for {
+			n := 0
+			err := s.Tx(ctx, func(tx pgx.Tx) error {
+				rows, err := tx.Query(ctx, col.missingSQL, resealBatch)
+				if err != nil {
+					return err
+				}
+				type row struct {
+					key, a, b string
+					plain     *string
+					sealed    []byte
+					keyID     *string
+				}
+				batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+					var x row
+					err := r.Scan(&x.key, &x.a, &x.b, &x.plain, &x.sealed, &x.keyID)
+					return x, err
+				})
+				if err != nil {
+					return err
+				}
+				for _, r := range batch {
+					v, err := store.OpenValue(kr, r.plain, r.sealed, r.keyID, col.context(r.a, r.b))
+					if err != nil {
+						return fmt.Errorf("%s of row %s: %w", col.name, r.key, err)
+					}
+					if _, err := tx.Exec(ctx, col.fillSQL, r.key, store.DisplayFingerprint(kr, col.display, v)); err != nil {
+						return fmt.Errorf("%s of row %s: %w", col.name, r.key, err)
+					}
+				}
+				n = len(batch)
+				return nil
+			})
+			if err != nil {
+				return filled, fmt.Errorf("fingerprints of %s: %w", col.name, err)
+			}
+			filled += n
+			if n < resealBatch {
+				break
+			}
+		}
+	}
+	return filled, nil
 }
 
 // SecretKeyCount is how many values of one kind are kept how.

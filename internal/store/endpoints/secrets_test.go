@@ -3,10 +3,12 @@ package endpoints_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 	"github.com/hookinbox/hookinbox/lab/testenv"
@@ -30,6 +33,7 @@ var registered = map[string]string{
 	"legacy plain API key":     "sk_live_PLAINlegacyApiKey0123456789abcdefgh",
 	"legacy destination":       "whsec_UExBSU5sZWdhY3lEZXN0aW5hdGlvbjAxMjM0NTY=",
 	"shopify secret, by accts": "shpss_0123456789abcdef0123456789abcdef",
+	"forward route secret":     "whsec_UExBSU5mb3J3YXJkUm91dGVTZWNyZXQwMTIzNDU=",
 }
 
 // register puts every kind of secret in s: through the store (sealed at
@@ -43,6 +47,8 @@ func register(t *testing.T, s *store.Store) {
 		APIKey:  registered["provider API key"], APIBaseURL: "https://api.stripe.com"}))
 	require.NoError(t, endpoints.InsertEndpoint(ctx, s, endpoints.NewEndpoint{Slug: "shop", Provider: "shopify", Environment: "live",
 		Secrets: []string{registered["shopify secret, by accts"]}, SecretAccounts: []string{"a.myshopify.com"}}))
+	require.NoError(t, forwards.Insert(ctx, s.Pool, s.Keys, forwards.Route{Name: "billing", Provider: "stripe", EventType: "invoice.paid",
+		URL: "https://billing.example.com/hooks", Secret: registered["forward route secret"], Timeout: time.Second, Enabled: true}))
 	require.NoError(t, outbox.UpsertDestination(ctx, s.Pool, s.Keys, outbox.Destination{WorkspaceID: "ws_1", Name: "oncall",
 		Kind: "webhook", Target: "https://hooks.example.com/x", Secret: registered["destination secret"], Enabled: true}))
 	_, err := s.Pool.Exec(ctx, `
@@ -114,7 +120,11 @@ func TestPgDumpHoldsNoRegisteredSecret(t *testing.T) {
 	counts, err := endpoints.SealPlaintext(ctx, s)
 	require.NoError(t, err)
 	for _, c := range counts {
-		require.Equal(t, 1, c.Sealed, c.Column)
+		want := 1 // one legacy plain value of each kind
+		if c.Column == "forward_routes.secret" {
+			want = 0 // sealed from the start: there is no plain column
+		}
+		require.Equal(t, want, c.Sealed, c.Column)
 		require.Zero(t, c.Rekeyed, c.Column)
 	}
 	n, err = endpoints.PlaintextSecrets(ctx, s)
@@ -127,6 +137,9 @@ func TestPgDumpHoldsNoRegisteredSecret(t *testing.T) {
 	ep, err := endpoints.GetEndpoint(ctx, s, "stripe")
 	require.NoError(t, err)
 	require.Equal(t, registered["provider API key"], ep.APIKey)
+	fr, err := forwards.Open(ctx, s, "billing")
+	require.NoError(t, err)
+	require.Equal(t, registered["forward route secret"], fr.Secret, "a forward route's secret opens under the new key alone")
 	require.Equal(t, registered["stripe signing secret"], ep.Secrets[0].Value)
 	require.Equal(t, registered["rotated signing secret"], ep.Secrets[1].Value)
 	legacy, err := endpoints.GetEndpoint(ctx, s, "legacy")
@@ -214,7 +227,7 @@ func TestResealRotatesEveryValueIdempotently(t *testing.T) {
 	require.NoError(t, err)
 	counts, err := endpoints.Reseal(ctx, s)
 	require.NoError(t, err)
-	want := map[string]int{"endpoint_secrets.secret": 4, "endpoints.api_key": 2, "team_destinations.secret": 2}
+	want := map[string]int{"endpoint_secrets.secret": 4, "endpoints.api_key": 2, "team_destinations.secret": 2, "forward_routes.secret": 1}
 	for _, c := range counts {
 		require.Equal(t, want[c.Column], c.Rekeyed, c.Column)
 		require.Zero(t, c.Sealed, c.Column)
@@ -289,4 +302,63 @@ func TestIntakeEndpointQueryNeverReadsTheAPIKey(t *testing.T) {
 	require.Empty(t, pep.Secrets)
 	_, err = worker.Pool.Exec(ctx, `SELECT secret_sealed FROM endpoint_secrets`)
 	require.ErrorContains(t, err, "permission denied")
+}
+
+// Display fingerprints are written with each value, keyed, and the values
+// stored before they were kept get theirs from FillFingerprints (what
+// `hookinbox migrate` runs); a listing then shows them without opening a
+// secret, and the key's rotation recomputes them.
+func TestDisplayFingerprintsAreKeyedAndFilledForOlderValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testenv.Store(t)
+	const secret, key = "whsec_FINGERprintedSecret0123456789abcdefg", "sk_live_FINGERprintedKey0123456789"
+	require.NoError(t, endpoints.InsertEndpoint(ctx, s, endpoints.NewEndpoint{Slug: "fp", Provider: "stripe", Environment: "test",
+		Secrets: []string{secret}, APIKey: key}))
+	wantSecret := store.DisplayFingerprint(s.Keys, store.DisplaySecret, secret)
+	wantKey := store.DisplayFingerprint(s.Keys, store.DisplayAPIKey, key)
+	view := func() *endpoints.Endpoint {
+		e, err := endpoints.GetEndpointView(ctx, s, "fp")
+		require.NoError(t, err)
+		require.Empty(t, e.APIKey, "a view opens no secret")
+		require.Empty(t, e.Secrets[0].Value)
+		return e
+	}
+	e := view()
+	require.Equal(t, wantKey, e.APIKeyFingerprint)
+	require.Equal(t, wantSecret, e.Secrets[0].Fingerprint)
+	require.True(t, e.HasAPIKey)
+
+	_, err := s.Pool.Exec(ctx, `UPDATE endpoints SET api_key_fingerprint = NULL`)
+	require.NoError(t, err)
+	_, err = s.Pool.Exec(ctx, `UPDATE endpoint_secrets SET display_fingerprint = NULL`)
+	require.NoError(t, err)
+	n, err := endpoints.FillFingerprints(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	e = view()
+	require.Equal(t, wantKey, e.APIKeyFingerprint)
+	require.Equal(t, wantSecret, e.Secrets[0].Fingerprint)
+	n, err = endpoints.FillFingerprints(ctx, s)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left to fill")
+
+	rotated, err := secretbox.New(secretbox.Key{ID: "k-new", Secret: bytes.Repeat([]byte{7}, 32)}, secretbox.Key{ID: s.Keys.CurrentID(),
+		Secret: keyBytes(t)})
+	require.NoError(t, err)
+	s.Keys = rotated
+	_, err = endpoints.Reseal(ctx, s)
+	require.NoError(t, err)
+	e = view()
+	require.Equal(t, store.DisplayFingerprint(rotated, store.DisplayAPIKey, key), e.APIKeyFingerprint)
+	require.NotEqual(t, wantKey, e.APIKeyFingerprint, "keyed: another key, another fingerprint")
+	require.Equal(t, store.DisplayFingerprint(rotated, store.DisplaySecret, secret), e.Secrets[0].Fingerprint)
+}
+
+// keyBytes is the raw test key (testenv.SecretsKey, base64).
+func keyBytes(t *testing.T) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(testenv.SecretsKey())
+	require.NoError(t, err)
+	return b
 }

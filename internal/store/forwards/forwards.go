@@ -76,26 +76,26 @@ func Insert(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) er
 }
 
 // Update replaces every setting of the route named r.Name; a non-empty
-// r.Secret replaces its secret too (sealed with kr). A missing route is
+// r.Secret replaces its secret too (sealed with kr). It never reads the
+// sealed secret (the console's role may not). A missing route is
 // fault.ErrNotFound.
 func Update(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) error {
-	var sealed []byte
-	var keyID *string
+	args := []any{r.Name, r.Provider, r.EventType, r.URL, r.OperationKeyPath, r.FetchCurrent, int(r.Timeout / time.Millisecond),
+		r.RetryBudget, r.ReplacesHandler, r.AllowPrivate, r.Enabled}
+	secret := ""
 	if r.Secret != "" {
-		b, id, err := kr.Seal([]byte(r.Secret), store.ForwardContext(r.Name))
+		sealed, keyID, err := kr.Seal([]byte(r.Secret), store.ForwardContext(r.Name))
 		if err != nil {
 			return err
 		}
-		sealed, keyID = b, &id
+		args = append(args, sealed, keyID)
+		secret = ", secret_sealed = $12, secret_key_id = $13"
 	}
 	tag, err := db.Exec(ctx, `
 		UPDATE forward_routes SET provider = $2, event_type = $3, url = $4, operation_key_path = NULLIF($5, ''),
 		       fetch_current = $6, timeout_ms = $7, retry_budget = NULLIF($8, 0), replaces_handler = $9,
-		       allow_private = $10, enabled = $11, secret_sealed = coalesce($12, secret_sealed),
-		       secret_key_id = coalesce($13, secret_key_id), updated_at = now()
-		 WHERE name = $1`,
-		r.Name, r.Provider, r.EventType, r.URL, r.OperationKeyPath, r.FetchCurrent, int(r.Timeout/time.Millisecond),
-		r.RetryBudget, r.ReplacesHandler, r.AllowPrivate, r.Enabled, sealed, keyID)
+		       allow_private = $10, enabled = $11, updated_at = now()`+secret+`
+		 WHERE name = $1`, args...)
 	if store.IsUniqueViolation(err) {
 		return fmt.Errorf("forward route %s (%s %s): %w", r.Name, r.Provider, r.EventType, store.ErrConflict)
 	}

@@ -297,7 +297,8 @@ type replayState struct {
 func lockReplayState(ctx context.Context, tx pgx.Tx, k keys.Event) (replayState, error) {
 	var s replayState
 	err := tx.QueryRow(ctx, `
-		SELECT status, attempts, coalesce(last_error, ''), coalesce(note, ''), resource_kind, resource_id, payload IS NULL, processed_at
+		SELECT status, attempts, coalesce(last_error, ''), coalesce(note, ''), resource_kind, resource_id,
+		       (SELECT s.payload_bytes IS NULL FROM webhook_inbox_payload_size s WHERE s.id = webhook_inbox.id), processed_at
 		  FROM webhook_inbox
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
 		 FOR UPDATE`, k.Provider, k.Account, k.Environment, k.EventID).Scan(
@@ -461,15 +462,35 @@ func GetQuarantineEntry(ctx context.Context, db store.DB, id int64, withPayload 
 	return q, nil
 }
 
-// LockQuarantineEntry reads one entry with its payload FOR UPDATE inside
-// tx, so two operators resolving it serialize.
+// LockQuarantineEntry reads one entry, without its payload, FOR UPDATE
+// inside tx, so two operators resolving it serialize.
 func LockQuarantineEntry(ctx context.Context, tx pgx.Tx, id int64) (*QuarantineItem, error) {
-	q, err := scanQuarantine(tx.QueryRow(ctx, `SELECT `+quarantineColumns+`, payload FROM inbox_quarantine
-		WHERE id = $1 FOR UPDATE`, id), true)
+	q, err := scanQuarantine(tx.QueryRow(ctx, `SELECT `+quarantineColumns+` FROM inbox_quarantine
+		WHERE id = $1 FOR UPDATE`, id), false)
 	if err != nil {
 		return nil, fmt.Errorf("quarantine %d: %w", id, err)
 	}
 	return q, nil
+}
+
+// GetQuarantinePayload reads one entry's payload (nil once redacted), by
+// id: a role that may read payloads (the console's payload pool, a member
+// of RolePayloadReader) needs nothing else.
+func GetQuarantinePayload(ctx context.Context, db store.DB, id int64) ([]byte, error) {
+	var p []byte
+	if err := db.QueryRow(ctx, `SELECT payload FROM inbox_quarantine WHERE id = $1`, id).Scan(&p); err != nil {
+		return nil, fmt.Errorf("quarantine %d payload: %w", id, store.Interpret(err))
+	}
+	return p, nil
+}
+
+// GetInboxPayload reads one inbox row's payload (nil once redacted) by id.
+func GetInboxPayload(ctx context.Context, db store.DB, id int64) ([]byte, error) {
+	var p []byte
+	if err := db.QueryRow(ctx, `SELECT payload FROM webhook_inbox WHERE id = $1`, id).Scan(&p); err != nil {
+		return nil, fmt.Errorf("inbox row %d payload: %w", id, store.Interpret(err))
+	}
+	return p, nil
 }
 
 // ResolveQuarantine closes an open entry: who, now, and the resolution. It

@@ -138,20 +138,28 @@ func InsertInboxEvent(ctx context.Context, db store.DB, e *InboxEvent) (InsertRe
 // first, else the same body's) in the same round trip. The read sees the
 // statement's snapshot, so a row committed by a concurrent insert after it
 // began is not seen (no row comes back) and is read again with rereadSQL.
-// Both UNIQUE indexes settle races: ON CONFLICT names neither.
+// Both UNIQUE indexes settle races: ON CONFLICT names neither. A body that
+// dedups and whose row retention deleted is found in event_lineage, which
+// kept its hash: nothing is inserted (no race there: that row is gone).
 const insertSQL = `
 		WITH ins AS (
 			INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
 				workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
 				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
-				NULLIF($20, ''))
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
+				NULLIF($20, '')
+			 WHERE NOT EXISTS (` + keptReplay + `)
 			ON CONFLICT DO NOTHING
 			RETURNING id
 		)
 		SELECT id, true, NULL::bytea, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::timestamptz, false FROM ins
 		UNION ALL
 		(SELECT * FROM (` + wonRows + `) won WHERE NOT EXISTS (SELECT 1 FROM ins) ORDER BY replayed LIMIT 1)`
+
+// keptReplay finds, for a body that dedups ($19 not NULL), the lineage of
+// a deleted row of endpoint $5 that held it.
+const keptReplay = `SELECT 1 FROM event_lineage
+			 WHERE $19::bytea IS NOT NULL AND source = 'inbox' AND endpoint_slug = $5 AND replay_sha256 = $19 AND deleted_at IS NOT NULL`
 
 // rereadSQL reads the row that won an event key or body.
 var rereadSQL = `
@@ -229,13 +237,19 @@ func (p insertPlan) scan(row pgx.Row) (InsertResult, error) {
 const existingColumns = `id, false, body_sha256, status, origin, event_type, resource_kind, resource_id, provider_version, occurred_at`
 
 // wonRows are the rows that hold an event key ($1–$4) or, for a body that
-// dedups ($19 not NULL), its body on endpoint $5 (replayed).
+// dedups ($19 not NULL), its body on endpoint $5 (replayed): in the inbox,
+// or in the lineage of a row retention deleted.
 const wonRows = `
 			SELECT ` + existingColumns + `, false AS replayed FROM webhook_inbox
 			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4
 			UNION ALL
 			SELECT ` + existingColumns + `, true FROM webhook_inbox
-			 WHERE $19::bytea IS NOT NULL AND endpoint_slug = $5 AND replay_sha256 = $19`
+			 WHERE $19::bytea IS NOT NULL AND endpoint_slug = $5 AND replay_sha256 = $19
+			UNION ALL
+			(SELECT source_id, false, body_sha256, status, origin, event_type, resource_kind, resource_id, NULL::bigint,
+			        NULL::timestamptz, true FROM event_lineage
+			  WHERE $19::bytea IS NOT NULL AND source = 'inbox' AND endpoint_slug = $5 AND replay_sha256 = $19 AND deleted_at IS NOT NULL
+			  ORDER BY source_id DESC LIMIT 1)`
 
 // Deref is *s, or "" for nil.
 func Deref(s *string) string {
@@ -247,7 +261,8 @@ func Deref(s *string) string {
 
 // BodySeen reports whether endpoint slug already holds body sha under an
 // event id other than eventID: an inbox row that dedups on its body
-// (InboxEvent.DedupBody; status is its status) or an open quarantine entry
+// (InboxEvent.DedupBody; status is its status), the lineage of one that
+// retention deleted, or an open quarantine entry
 // (status "quarantined"). The intake asks before quarantining a delivery
 // whose event id is unsigned, so a captured body replayed under fresh ids
 // cannot fill the quarantine.
@@ -255,6 +270,9 @@ func BodySeen(ctx context.Context, db store.DB, slug string, sha []byte, eventID
 	err = db.QueryRow(ctx, `
 		SELECT status FROM (
 			SELECT status, 0 AS pri FROM webhook_inbox WHERE endpoint_slug = $1 AND replay_sha256 = $2
+			UNION ALL
+			SELECT status, 0 FROM event_lineage
+			 WHERE source = 'inbox' AND endpoint_slug = $1 AND replay_sha256 = $2 AND deleted_at IS NOT NULL
 			UNION ALL
 			SELECT 'quarantined', 1 FROM inbox_quarantine
 			 WHERE endpoint_slug = $1 AND body_sha256 = $2 AND resolved_at IS NULL AND event_id IS DISTINCT FROM NULLIF($3, '')

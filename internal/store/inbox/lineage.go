@@ -87,14 +87,18 @@ type LineageEvent struct {
 
 // ResourceLineage lists every delivery of resource r: its inbox rows (live,
 // or kept after deletion) and the quarantine entries sharing their event
-// keys (conflicting duplicates), oldest first.
+// keys (conflicting duplicates), oldest first. Whether a payload is left
+// comes from the size views: the operator's and the console's roles read
+// no payload.
 func ResourceLineage(ctx context.Context, db store.DB, r keys.Resource) ([]LineageEvent, error) {
 	rows, err := db.Query(ctx, `
 		WITH ev AS (
 			SELECT 'inbox' AS source, id AS source_id, provider, source_account, environment, event_id, endpoint_slug,
 			       workspace_id, event_type, resource_kind, resource_id, body_sha256, origin, status, attempts,
 			       coalesce(last_error, '') AS last_error, coalesce(note, '') AS note, '' AS qreason, '' AS resolution,
-			       received_at, processed_at, payload IS NULL AS redacted, false AS deleted
+			       received_at, processed_at,
+			       (SELECT s.payload_bytes IS NULL FROM webhook_inbox_payload_size s WHERE s.id = webhook_inbox.id) AS redacted,
+			       false AS deleted
 			  FROM webhook_inbox
 			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND resource_kind = $4 AND resource_id = $5
 			UNION ALL
@@ -109,7 +113,8 @@ func ResourceLineage(ctx context.Context, db store.DB, r keys.Resource) ([]Linea
 			SELECT 'quarantine' AS source, id AS source_id, provider, coalesce(source_account, ''), coalesce(environment, ''),
 			       coalesce(event_id, ''), endpoint_slug, '', '', '', '', body_sha256, '',
 			       CASE WHEN resolved_at IS NULL THEN 'open' ELSE 'resolved' END, 0, detail, '', reason,
-			       coalesce(resolution, ''), received_at, resolved_at, payload IS NULL, false
+			       coalesce(resolution, ''), received_at, resolved_at,
+			       (SELECT s.payload_bytes IS NULL FROM inbox_quarantine_payload_size s WHERE s.id = inbox_quarantine.id), false
 			  FROM inbox_quarantine
 			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id IN (SELECT event_id FROM ev)
 			UNION ALL

@@ -48,6 +48,25 @@ func ListDestinations(ctx context.Context, db store.DB, workspace string, enable
 	})
 }
 
+// ListDestinationViews returns a workspace's destinations (all when
+// workspace is "") as shown: without their secrets, plain or sealed (the
+// console's and the operator's roles read neither); Signed says whether a
+// sealed one is kept.
+func ListDestinationViews(ctx context.Context, db store.DB, workspace string) ([]Destination, error) {
+	rows, err := db.Query(ctx, `
+		SELECT id, workspace_id, name, kind, target, secret_key_id IS NOT NULL, enabled
+		  FROM team_destinations
+		 WHERE ($1 = '' OR workspace_id = $1) ORDER BY workspace_id, name`, workspace)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Destination, error) {
+		var d Destination
+		err := r.Scan(&d.ID, &d.WorkspaceID, &d.Name, &d.Kind, &d.Target, &d.Signed, &d.Enabled)
+		return d, err
+	})
+}
+
 // DestinationSecret opens a listed destination's signing secret ("" for a
 // destination without one).
 func DestinationSecret(s *store.Store, d Destination) (string, error) {
@@ -127,18 +146,20 @@ func InsertOutbox(ctx context.Context, tx pgx.Tx, o OutboxIntent) (int64, error)
 	return id, nil
 }
 
-// FindOutboxByOperation reads the outbox row of an operation key.
+// FindOutboxByOperation reads the outbox row of an operation key, without
+// its payload.
 func FindOutboxByOperation(ctx context.Context, db store.DB, operationKey string) (*OutboxRow, error) {
-	o, err := scanOutbox(db.QueryRow(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE operation_key = $1`, operationKey))
+	o, err := scanOutbox(db.QueryRow(ctx, `SELECT `+noPayload+` FROM outbox WHERE operation_key = $1`, operationKey))
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w", operationKey, err)
 	}
 	return o, nil
 }
 
-// ResourceOutbox lists the outbox rows a resource's workflow dispatches.
+// ResourceOutbox lists the outbox rows a resource's workflow dispatches,
+// without their payloads.
 func ResourceOutbox(ctx context.Context, db store.DB, r keys.Resource) ([]*OutboxRow, error) {
-	rows, err := db.Query(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE resource_key = $1 ORDER BY id LIMIT 200`, r.String())
+	rows, err := db.Query(ctx, `SELECT `+noPayload+` FROM outbox WHERE resource_key = $1 ORDER BY id LIMIT 200`, r.String())
 	if err != nil {
 		return nil, fmt.Errorf("outbox of %s: %w", r, err)
 	}

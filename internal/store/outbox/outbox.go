@@ -55,12 +55,34 @@ func GetOutbox(ctx context.Context, db store.DB, id int64) (*OutboxRow, error) {
 	return o, nil
 }
 
+// noPayload is outboxColumns without the payload (a role that may not
+// read it: the operator, the console).
+var noPayload = strings.Replace(outboxColumns, "resource_key, payload,", "resource_key, NULL::jsonb,", 1)
+
+// GetOutboxRow reads one outbox row without its payload.
+func GetOutboxRow(ctx context.Context, db store.DB, id int64) (*OutboxRow, error) {
+	o, err := scanOutbox(db.QueryRow(ctx, `SELECT `+noPayload+` FROM outbox WHERE id = $1`, id))
+	if err != nil {
+		return nil, fmt.Errorf("outbox %d: %w", id, err)
+	}
+	return o, nil
+}
+
+// GetOutboxPayload reads one outbox row's payload (a role that may read
+// it: the worker, a member of RolePayloadReader).
+func GetOutboxPayload(ctx context.Context, db store.DB, id int64) (json.RawMessage, error) {
+	var p json.RawMessage
+	if err := db.QueryRow(ctx, `SELECT payload FROM outbox WHERE id = $1`, id).Scan(&p); err != nil {
+		return nil, fmt.Errorf("outbox %d payload: %w", id, store.Interpret(err))
+	}
+	return p, nil
+}
+
 // ListOutbox lists outbox rows, newest first, optionally of one status,
 // without their payloads (the operator's role may read outbox.payload only as
 // a member of RolePayloadReader; GetOutbox reads one row whole).
 func ListOutbox(ctx context.Context, db store.DB, status string, limit int) ([]*OutboxRow, error) {
-	cols := strings.Replace(outboxColumns, "resource_key, payload,", "resource_key, NULL::jsonb,", 1)
-	rows, err := db.Query(ctx, `SELECT `+cols+` FROM outbox WHERE ($1 = '' OR status = $1) ORDER BY id DESC LIMIT $2`, status, limit)
+	rows, err := db.Query(ctx, `SELECT `+noPayload+` FROM outbox WHERE ($1 = '' OR status = $1) ORDER BY id DESC LIMIT $2`, status, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +159,7 @@ func ReleaseOutbox(ctx context.Context, db store.DB, id int64) (*OutboxRow, erro
 	o, err := scanOutbox(db.QueryRow(ctx, `
 		UPDATE outbox SET status = 'pending', next_attempt_at = now(), policy = 'released_by_operator'
 		 WHERE id = $1 AND status IN ('held_for_review', 'failed')
-		RETURNING `+outboxColumns, id))
+		RETURNING `+noPayload, id))
 	if err != nil {
 		return nil, fmt.Errorf("release outbox %d (only held_for_review or failed rows): %w", id, err)
 	}

@@ -72,22 +72,28 @@ func EraseWorkspace(ctx context.Context, s *store.Store, req EraseRequest) (Eras
 			n   *int64
 			sql string
 		}{
-			{&c.InboxPayloads, `UPDATE webhook_inbox SET payload = NULL WHERE workspace_id = $1 AND payload IS NOT NULL`},
+			// Payloads are written, never read: what is left of one comes
+			// from the *_payload_size views (the console's role may not
+			// read a payload).
+			{&c.InboxPayloads, `
+				UPDATE webhook_inbox i SET payload = NULL FROM webhook_inbox_payload_size s
+				 WHERE i.workspace_id = $1 AND s.id = i.id AND s.payload_bytes IS NOT NULL`},
 			{&c.QuarantinePayloads, `
 				UPDATE inbox_quarantine q SET payload = NULL
-				  FROM account_links l
+				  FROM account_links l, inbox_quarantine_payload_size s
 				 WHERE l.workspace_id = $1 AND q.endpoint_slug = l.endpoint_slug AND q.source_account = l.account
-				   AND q.payload IS NOT NULL`},
+				   AND s.id = q.id AND s.payload_bytes IS NOT NULL`},
 			{&c.FeedbackAlertTexts, `
-				SELECT count(*) FROM outbox
-				 WHERE workspace_id = $1 AND class = 'feedback_alert' AND payload ? 'message' AND payload->>'message' <> ''`},
+				SELECT count(*) FROM outbox o JOIN outbox_payload_size s ON s.id = o.id
+				 WHERE o.workspace_id = $1 AND s.carries_message`},
 			{&c.OutboxStopped, `
 				UPDATE outbox SET status = 'failed', last_error = 'erased: the workspace''s data was erased before it was sent'
 				 WHERE workspace_id = $1 AND status IN ('pending', 'uncertain', 'held_for_review')`},
 			{&c.OutboxPayloads, `
-				UPDATE outbox SET payload = '{"redacted": true}'::jsonb,
-				       destination = CASE WHEN destination LIKE '%@%' THEN '` + RedactedEmail + `' ELSE destination END
-				 WHERE workspace_id = $1 AND payload <> '{"redacted": true}'::jsonb`},
+				UPDATE outbox o SET payload = '{"redacted": true}'::jsonb,
+				       destination = CASE WHEN o.destination LIKE '%@%' THEN '` + RedactedEmail + `' ELSE o.destination END
+				  FROM outbox_payload_size s
+				 WHERE o.workspace_id = $1 AND s.id = o.id AND NOT s.redacted`},
 		}
 		for _, st := range steps {
 			if strings.HasPrefix(strings.TrimSpace(st.sql), "SELECT") {

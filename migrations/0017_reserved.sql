@@ -1,0 +1,10 @@
+-- Reserved: 0017 belongs to another branch of issue 26 (notifications,
+-- 0017_notifications.sql). tern needs the sequence unbroken, so this no-op
+-- holds its place until that branch merges; delete this file then (its
+-- 0017 replaces it, and tern refuses two migrations 17, so neither can be
+-- forgotten).
+SELECT 1;
+
+---- create above / drop below ----
+
+SELECT 1;
