@@ -24,7 +24,7 @@ lab: build ## Build the harness binary (simulate, soak, bench, demo) into .tools
 	$(GO) build -o $(LAB) ./cmd/hookinbox-lab
 
 .PHONY: tools
-tools: build ## Build the pinned Temporal CLI, Mailpit and stripe-mock, and fetch the pinned GitHub example payloads (npm), into .tools/ (once per machine, a few minutes)
+tools: build ## Build the pinned Temporal CLI, Mailpit, stripe-mock and amtool, and fetch the pinned GitHub example payloads (npm), into .tools/ (once per machine, a few minutes)
 	$(BIN) dev --tools-only
 
 .PHONY: run
@@ -45,7 +45,7 @@ test-upgrade: tools ## The upgrade with work in flight: UPGRADE_FROM runs first,
 	HOOKINBOX_UPGRADE_FROM=$(UPGRADE_FROM) $(GO) test -count=1 -timeout 30m -v -run TestUpgradeWithWorkInFlight ./lab/soak
 
 .PHONY: compose-check
-compose-check: ## Validate docker-compose.yml (docker-compose config; no engine needed) and its consistency with the binary
+compose-check: ## Validate docker-compose.yml (docker-compose config; no engine needed), its consistency with the binary, the alert rules (promtool) and Alertmanager's configuration (amtool)
 	bash scripts/compose-check.sh
 
 .PHONY: test-e2e-postgres

@@ -45,17 +45,22 @@ type SweepResult struct {
 }
 
 // SweepInbox signals the workflows of resources whose pending rows have
-// been due for longer than OlderThan (SPEC R16).
+// been due for longer than OlderThan (SPEC R16). It first records the
+// minute's sample of the console's trends: a sample that fails is logged,
+// and the sweep goes on (its doorbells matter more than a chart's point).
 func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (SweepResult, error) {
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
+	log := logger(ctx, a.Logger)
+	if err := a.Sweeps.SampleTrends(ctx); err != nil {
+		log.Warn("sweeper could not sample the console's trends", "error", err.Error())
+	}
 	stale, err := a.Sweeps.StalePending(ctx, in.OlderThan, limit)
 	if err != nil {
 		return SweepResult{}, err
 	}
-	log := logger(ctx, a.Logger)
 	res := SweepResult{Stale: len(stale)}
 	for i, r := range stale {
 		if err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, "sweeper"); err != nil {

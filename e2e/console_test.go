@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +96,17 @@ func (b *browser) shot(name string) {
 	require.NoError(b.t, os.WriteFile(filepath.Join(b.shots, "console-"+name+".png"), png, 0o644))
 }
 
+// shotOf saves a screenshot of the element sel as console-NAME.png when
+// screenshots are asked for.
+func (b *browser) shotOf(name, sel string) {
+	b.t.Helper()
+	if b.shots == "" {
+		return
+	}
+	png := get(b, "screenshot of "+sel, chromedp.Screenshot(chromedp.CSS(sel)))
+	require.NoError(b.t, os.WriteFile(filepath.Join(b.shots, "console-"+name+".png"), png, 0o644))
+}
+
 func (b *browser) failureShot() {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
@@ -154,6 +167,14 @@ func TestConsoleReplaysAnExhaustedEventInARealBrowser(t *testing.T) {
 	w.send(t, paid)
 	k := keys.Event{Provider: "stripe", Account: w.account, Environment: "test", EventID: paid.ID}
 	eventually(t, 60*time.Second, "the event to be exhausted", func() bool { return w.statusOf(k) == keys.StatusExhausted })
+	// The sweeper (every 2 s here) samples the trends: wait for a sample
+	// that has the exhausted event and has counted its completion.
+	processed := w.count(t, `SELECT count(*) FROM webhook_inbox WHERE processed_at IS NOT NULL`)
+	require.Equal(t, 1, processed, "the test's one event")
+	eventually(t, 60*time.Second, "a trend sample with the exhausted event", func() bool {
+		return w.count(t, `SELECT count(*) FROM console_trends WHERE exhausted = 1`) > 0 &&
+			w.count(t, `SELECT coalesce(sum(handled), 0)::int FROM console_trends WHERE minute > now() - interval '1 hour'`) == processed
+	})
 
 	// Sign in.
 	br.do("open the console", chromedp.Navigate(consoleURL+"/"), chromedp.WaitVisible(chromedp.CSS("#token")))
@@ -161,6 +182,20 @@ func TestConsoleReplaysAnExhaustedEventInARealBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#exhausted-tile")))
 	require.Equal(t, "1", br.text("#exhausted"))
 	br.shot("overview")
+
+	// The overview's trends: SVG drawn by the server, laid out and coloured
+	// by console.css under the CSP, with the test's event in them.
+	br.do("see the trends", chromedp.WaitVisible(chromedp.CSS("#chart-exhausted svg")))
+	require.Equal(t, "1h", br.attr("#trends", "data-window"))
+	require.Equal(t, "1", br.attr(`#chart-exhausted g[data-series="exhausted"] circle:last-of-type`, "data-value"),
+		"the exhausted event, in the latest sample")
+	require.EqualValues(t, processed, get(br, "sum the handled chart", chromedp.Evaluate[float64](
+		`Array.from(document.querySelectorAll('#chart-handled circle')).reduce((n, c) => n + Number(c.dataset.value), 0)`)),
+		"every completion in the hour, once")
+	require.Positive(t, get(br, "lay out a chart", chromedp.Evaluate[float64](`document.querySelector('#chart-pending svg').getBoundingClientRect().width`)))
+	require.Equal(t, "rgb(179, 38, 30)", get(br, "colour a point", chromedp.Evaluate[string](
+		`getComputedStyle(document.querySelector('#chart-exhausted g[data-series="exhausted"] circle')).fill`)),
+		"console.css's --bad, applied to the SVG")
 
 	// Find the exhausted event and open it.
 	br.do("open the exhausted events", chromedp.Click(chromedp.CSS("#exhausted-tile")), chromedp.WaitVisible(chromedp.CSS("a.event")))
@@ -213,6 +248,39 @@ func TestConsoleReplaysAnExhaustedEventInARealBrowser(t *testing.T) {
 	eventually(t, 60*time.Second, "the forced replay to be done", func() bool { return w.statusOf(k) == keys.StatusDone })
 	require.EqualValues(t, 100, w.balance(t), "no second grant")
 	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM credit_grants`))
+
+	// After the replays: a sample has seen the event done, and the charts
+	// of both windows draw what GET /api/trends serves.
+	eventually(t, 60*time.Second, "a trend sample after the replays", func() bool {
+		return w.count(t, `SELECT count(*) FROM console_trends WHERE sampled_at > (SELECT max(processed_at) FROM webhook_inbox)`) > 0
+	})
+	for _, window := range []string{"24h", "1h"} {
+		br.do("open the trends of "+window, chromedp.Navigate(consoleURL+"/?trends="+window), chromedp.WaitVisible(chromedp.CSS("#chart-handled svg")))
+		require.Equal(t, window, br.attr("#trends", "data-window"))
+		drawn := get(br, "read the handled chart", chromedp.Evaluate[map[string]string](
+			`Object.fromEntries(Array.from(document.querySelectorAll('#chart-handled circle')).map(c => [c.dataset.at, c.dataset.value]))`))
+		// The API as the page's own origin reads it (the session's cookie).
+		body := get(br, "read the API", chromedp.Evaluate[string](`fetch('/api/trends?window=`+window+`').then(r => r.text())`, chromedp.EvalAwaitPromise))
+		var api ops.TrendsView
+		require.NoError(t, json.Unmarshal([]byte(body), &api), body)
+		require.Equal(t, window, api.Window)
+		served := map[string]string{}
+		for _, p := range api.Points {
+			if p.HandledPerMinute != nil {
+				served[p.At.Format(time.RFC3339)] = strconv.FormatFloat(*p.HandledPerMinute, 'f', -1, 64)
+			}
+		}
+		require.NotEmpty(t, served)
+		require.Len(t, drawn, len(served), "a point for each bucket with a count")
+		for at, v := range served {
+			f, err := strconv.ParseFloat(drawn[at], 64)
+			require.NoError(t, err, "a point at %s", at)
+			want, _ := strconv.ParseFloat(v, 64)
+			require.InDelta(t, want, f, 0.005, "the point at %s", at)
+		}
+	}
+	br.do("show the trends", chromedp.Navigate(consoleURL+"/"), chromedp.WaitVisible(chromedp.CSS("#chart-outbox svg")))
+	br.shotOf("trends", "#trends-section")
 
 	br.do("explain the grant", chromedp.Navigate(consoleURL+"/explain?kind=grant&ref="+inv.ID), chromedp.WaitVisible(chromedp.CSS("#lineage")))
 	require.Contains(t, br.text("#lineage"), "credit-grant/stripe/"+w.account+"/test/"+inv.ID+"/initial-credit-grant")

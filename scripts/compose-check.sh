@@ -20,7 +20,14 @@
 #      --web.enable-lifecycle / --web.enable-admin-api.
 #   3. deploy/: Prometheus config and alert rules, Grafana provisioning and the
 #      dashboard JSON, Temporal dynamic config parse and hang together.
-#   4. With promtool (on PATH, or taken from Debian's prometheus package into
+#   4. Alertmanager (deploy/alertmanager/alertmanager.yml): `amtool
+#      check-config`, and `amtool config routes test` for every severity the
+#      alert rules use (page to the on-call receiver, ticket and warning to
+#      the team's), each receiver mailing through Mailpit; Prometheus sends
+#      its alerts there. amtool is built from the pinned tools module
+#      tools/amtool into .tools/ (make tools does it ahead), the version of
+#      the compose file's prom/alertmanager image.
+#   5. With promtool (on PATH, or taken from Debian's prometheus package into
 #      .tools/ when root): `promtool check config`, the alert unit tests
 #      (deploy/prometheus/alerts_test.yml), and every dashboard query parsed.
 #
@@ -123,11 +130,11 @@ if [ -z "$PY" ]; then
 	[ -n "$PY" ] || cannot_run "python3 with PyYAML is not available"
 fi
 
-"$PY" - "$TMP/dashboard-rules.yml" <<'PYEOF'
+"$PY" - "$TMP/dashboard-rules.yml" "$TMP/severities" <<'PYEOF'
 import json, os, re, sys, glob
 import yaml
 
-rules_out = sys.argv[1]
+rules_out, severities_out = sys.argv[1], sys.argv[2]
 errors, notes = [], []
 def fail(msg): errors.append(msg)
 
@@ -412,6 +419,65 @@ if not alert_names:
     fail("deploy/prometheus/alerts.yml: no alert rules")
 load_yaml("deploy/prometheus/alerts_test.yml")
 
+# --- Alertmanager: one service, the pinned amtool's version, loopback only;
+# Prometheus sends to it; every receiver mails through Mailpit, resolutions
+# too; every severity of the rules has its route (amtool tests each below).
+am_path = "deploy/alertmanager/alertmanager.yml"
+routed_severities = ("page", "ticket", "warning")
+am_svcs = {n: s for n, s in services.items()
+           if str((s or {}).get("image", "")).split("@")[0].rsplit(":", 1)[0].endswith("prom/alertmanager")}
+if len(am_svcs) != 1:
+    fail(f"{compose_path}: want one Alertmanager service (image prom/alertmanager), found {sorted(am_svcs)}")
+else:
+    am_name, am_svc = next(iter(am_svcs.items()))
+    words = am_svc.get("command") or []
+    words = words.split() if isinstance(words, str) else [str(w) for w in words]
+    if "--config.file=/etc/alertmanager/alertmanager.yml" not in words:
+        fail(f"{compose_path}: {am_name} must run with --config.file=/etc/alertmanager/alertmanager.yml")
+    mounts = [v if isinstance(v, str) else f"{v.get('source')}:{v.get('target')}" for v in am_svc.get("volumes") or []]
+    if not any(m.split(":")[:2] == ["./deploy/alertmanager", "/etc/alertmanager"] for m in mounts):
+        fail(f"{compose_path}: {am_name} must mount ./deploy/alertmanager at /etc/alertmanager")
+    for p in am_svc.get("ports") or []:
+        spec = p if isinstance(p, str) else f"{p.get('host_ip', '')}:{p.get('published', '')}:{p.get('target', '')}"
+        if not spec.startswith("127.0.0.1:"):
+            fail(f"{compose_path}: {am_name} publishes {spec} beyond the host's loopback: Alertmanager has no authentication")
+    tag = str(am_svc.get("image")).split("@")[0].rsplit(":", 1)[-1]
+    m = re.search(r"^require\s+github\.com/prometheus/alertmanager\s+(v\S+)", open("tools/amtool/go.mod").read(), re.M)
+    if not m:
+        fail("tools/amtool/go.mod: does not pin github.com/prometheus/alertmanager")
+    elif m.group(1) != tag:
+        fail(f"{compose_path}: {am_name} runs prom/alertmanager:{tag} but amtool is pinned at {m.group(1)} (tools/amtool/go.mod): keep them the same")
+    am_targets = {t for am in (prom.get("alerting") or {}).get("alertmanagers") or []
+                  for sc in am.get("static_configs") or [] for t in sc.get("targets") or []}
+    if f"{am_name}:9093" not in am_targets:
+        fail(f"deploy/prometheus/prometheus.yml: alerting must send to {am_name}:9093 (has {sorted(am_targets)})")
+    if (services.get("mailpit") or {}) == {}:
+        fail(f"{compose_path}: no mailpit service for Alertmanager's mail")
+amc = load_yaml(am_path) or {}
+smarthost = (amc.get("global") or {}).get("smtp_smarthost")
+receivers = amc.get("receivers") or []
+if not receivers:
+    fail(f"{am_path}: no receivers")
+for r in receivers:
+    mails = r.get("email_configs") or []
+    if not mails:
+        fail(f"{am_path}: receiver {r.get('name')} sends no mail (the compose stack's alerts go to Mailpit)")
+    for e in mails:
+        if e.get("smarthost", smarthost) != "mailpit:1025":
+            fail(f"{am_path}: receiver {r.get('name')} mails through {e.get('smarthost', smarthost)!r}, not mailpit:1025")
+        if e.get("send_resolved") is not True:
+            fail(f"{am_path}: receiver {r.get('name')} must send_resolved: true (the recovery notice)")
+severities = set()
+for g in alerts.get("groups") or []:
+    for r in g.get("rules") or []:
+        sev = (r.get("labels") or {}).get("severity")
+        if sev not in routed_severities:
+            fail(f"deploy/prometheus/alerts.yml: {r.get('alert')} has severity {sev!r}; Alertmanager routes {', '.join(routed_severities)}")
+        else:
+            severities.add(sev)
+with open(severities_out, "w") as f:
+    f.write("\n".join(sorted(severities)) + "\n")
+
 # --- Grafana ---
 ds = load_yaml("deploy/grafana/provisioning/datasources/prometheus.yml") or {}
 ds_uids = {d.get("uid") for d in ds.get("datasources") or []}
@@ -499,7 +565,40 @@ print(f"compose-check: consistency: {len(hookinbox_services)} hookinbox services
       f"{len(alert_names)} alerts, {len(dash_exprs)} dashboard queries")
 PYEOF
 
-# --- 4. promtool ------------------------------------------------------------
+# --- 4. amtool --------------------------------------------------------------
+# Built from the pinned tools module, where devenv.Amtool (make tools) puts it.
+AM_VERSION=$(awk '$1 == "require" && $2 == "github.com/prometheus/alertmanager" {print $3}' tools/amtool/go.mod)
+[ -n "$AM_VERSION" ] || die "tools/amtool/go.mod does not pin github.com/prometheus/alertmanager"
+AMTOOL=.tools/amtool-$AM_VERSION/amtool
+if [ ! -x "$AMTOOL" ]; then
+	command -v go >/dev/null 2>&1 || cannot_run "amtool is not built (.tools/) and there is no go to build it from tools/amtool"
+	say "building amtool $AM_VERSION from tools/amtool into $(dirname "$AMTOOL") (once per machine, a few minutes)"
+	mkdir -p "$(dirname "$AMTOOL")"
+	if ! (cd tools/amtool && go build -o "$ROOT/$AMTOOL.$$.tmp" github.com/prometheus/alertmanager/cmd/amtool) >"$TMP/amtool-build.log" 2>&1; then
+		tail -n 20 "$TMP/amtool-build.log" >&2
+		die "building amtool from tools/amtool failed"
+	fi
+	mv "$AMTOOL.$$.tmp" "$AMTOOL"
+fi
+AM_CONFIG=deploy/alertmanager/alertmanager.yml
+if ! "$AMTOOL" check-config "$AM_CONFIG" >"$TMP/amtool.log" 2>&1; then
+	cat "$TMP/amtool.log" >&2
+	die "amtool check-config $AM_CONFIG"
+fi
+# Who each severity of the alert rules reaches (docs/production.md).
+for sev in $(cat "$TMP/severities"); do
+	case "$sev" in
+	page) want=hookinbox-oncall ;;
+	*) want=hookinbox-team ;;
+	esac
+	if ! "$AMTOOL" config routes test --config.file="$AM_CONFIG" --verify.receivers="$want" severity="$sev" alertname=compose-check >"$TMP/amtool.log" 2>&1; then
+		cat "$TMP/amtool.log" >&2
+		die "$AM_CONFIG: an alert of severity $sev must reach receiver $want"
+	fi
+done
+say "amtool: $AM_CONFIG is valid and routes severities $(echo $(cat "$TMP/severities")) as documented ($AM_VERSION)"
+
+# --- 5. promtool ------------------------------------------------------------
 PROMTOOL=""
 if command -v promtool >/dev/null 2>&1; then
 	PROMTOOL=$(command -v promtool)

@@ -124,6 +124,9 @@ type Sweeps interface {
 	StalePending(ctx context.Context, olderThan time.Duration, limit int) ([]keys.Resource, error)
 	// StaleOutbox lists the resource keys of outbox rows unsent for longer than olderThan.
 	StaleOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]string, error)
+	// SampleTrends records this minute's sample of the backlog for the
+	// console's trends.
+	SampleTrends(ctx context.Context) error
 }
 
 // Passes are the scopes and checkpoints of the paged reconciliation and

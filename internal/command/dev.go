@@ -94,7 +94,7 @@ func buildTools(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range []devenv.Tool{devenv.TemporalCLI, devenv.MailpitTool, devenv.StripeMock} {
+	for _, t := range []devenv.Tool{devenv.TemporalCLI, devenv.MailpitTool, devenv.StripeMock, devenv.Amtool} {
 		p, err := t.Ensure(ctx, root, out)
 		if err != nil {
 			return err

@@ -26,6 +26,7 @@ func (s *Server) apiRoutes() []route {
 		{api: true, method: "GET", pattern: "/api/openapi.json", summary: "This document: every route with its least role", h: s.apiOpenAPI},
 		{api: true, method: "GET", pattern: "/api/whoami", role: viewer, summary: "The token's name and role", h: s.apiWhoami},
 		{api: true, method: "GET", pattern: "/api/status", role: viewer, summary: "Pending, oldest pending age, exhausted, quarantine, outbox backlog, schedule health", h: s.apiStatus},
+		{api: true, method: "GET", pattern: "/api/trends", role: viewer, summary: "The overview's trends: pending, handled per minute, exhausted and failed, quarantine, outbox; window=1h (by minute, the default) or 24h (by 15 minutes)", h: s.apiTrends, params: []string{"window"}},
 		{api: true, method: "GET", pattern: "/api/inbox", role: viewer, summary: "Inbox events, newest first, filtered, one page (next_cursor continues)", h: s.apiInbox, params: inboxParams},
 		{api: true, method: "GET", pattern: "/api/events/{key...}", role: viewer, summary: "One event: attempts, errors, workflow, operator acts; payload=true (operator) adds the raw body", h: s.apiEvent, params: []string{"payload"}},
 		{api: true, method: "POST", pattern: "/api/replay", role: operator, summary: "Replay one event now: {key, reason, force}", h: s.apiReplayOne},
@@ -72,6 +73,11 @@ func (s *Server) apiWhoami(w http.ResponseWriter, _ *http.Request, p *principal)
 func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	writeJSON(w, http.StatusOK, s.ops.Status(r.Context()))
 	return nil
+}
+
+func (s *Server) apiTrends(w http.ResponseWriter, r *http.Request, _ *principal) error {
+	v, err := s.ops.Trends(r.Context(), r.URL.Query().Get("window"))
+	return reply(w, http.StatusOK, v, err)
 }
 
 // queryInt reads an integer query parameter (def when absent).

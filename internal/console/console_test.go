@@ -428,3 +428,54 @@ func TestSecretBindingAndWeakSecretsThroughTheAPI(t *testing.T) {
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM endpoint_secrets WHERE accounts = '{acct_1,acct_2}'`))
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM operator_actions WHERE action = 'endpoint_secret_bind'`))
 }
+
+// GET /api/status gives the oldest pending age in seconds, with the unit
+// in the field's name; the nanoseconds it gave before stay one release
+// under the old name, marked deprecated in the OpenAPI document.
+func TestStatusGivesAgesInSecondsAndTheOpenAPIDocumentDeprecatesTheNanoseconds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	late := keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: "evt_late"}
+	body := []byte(`{"id":"evt_late"}`)
+	sum := sha256.Sum256(body)
+	_, err := inbox.InsertInboxEvent(b.ctx, b.st.Pool, &inbox.InboxEvent{Key: late, EndpointSlug: "stripe", WorkspaceID: "ws_1",
+		EventType: "invoice.paid", ResourceKind: "invoice", ResourceID: "in_2", Payload: body, BodySHA256: sum[:]})
+	require.NoError(t, err)
+	_, err = b.st.Pool.Exec(b.ctx, `UPDATE webhook_inbox SET pending_since = now() - interval '90 seconds' WHERE event_id = 'evt_late'`)
+	require.NoError(t, err)
+
+	code, raw := b.call("viewer", "GET", "/api/status", nil)
+	require.Equal(t, http.StatusOK, code, raw)
+	var st struct {
+		Backlog struct {
+			Pending    int64   `json:"pending"`
+			AgeSeconds float64 `json:"oldest_pending_age_seconds"`
+			AgeNanos   int64   `json:"oldest_pending_age"`
+		} `json:"backlog"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw), &st))
+	require.EqualValues(t, 1, st.Backlog.Pending)
+	require.GreaterOrEqual(t, st.Backlog.AgeSeconds, 90.0, raw)
+	require.Less(t, st.Backlog.AgeSeconds, 86400.0, "seconds, not milli- or nanoseconds: %s", raw)
+	require.InDelta(t, st.Backlog.AgeSeconds, float64(st.Backlog.AgeNanos)/1e9, 1e-6, "the deprecated field is the same age in nanoseconds")
+
+	code, raw = b.call("", "GET", "/api/openapi.json", nil)
+	require.Equal(t, http.StatusOK, code)
+	var doc struct {
+		Paths      map[string]map[string]map[string]any `json:"paths"`
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw), &doc))
+	backlog := doc.Components.Schemas["Backlog"].Properties
+	require.Equal(t, true, backlog["oldest_pending_age"]["deprecated"])
+	require.Contains(t, backlog["oldest_pending_age"]["description"], "oldest_pending_age_seconds")
+	require.Equal(t, "number", backlog["oldest_pending_age_seconds"]["type"])
+	require.Nil(t, backlog["oldest_pending_age_seconds"]["deprecated"])
+	status := doc.Paths["/api/status"]["get"]["responses"].(map[string]any)["200"].(map[string]any)
+	require.Equal(t, "#/components/schemas/Status",
+		status["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)["$ref"])
+}

@@ -350,7 +350,20 @@ func (s *Server) webOverview(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	return s.render(w, r, p, http.StatusOK, "overview", "Overview", map[string]any{"Status": st, "Jobs": jobs})
+	data := map[string]any{"Status": st, "Jobs": jobs, "Windows": ops.TrendWindows, "WindowNames": trendWindowNames}
+	// The trends, like the status, are shown when they can be read: a
+	// failure is said on the page, not a failed page.
+	tr, err := s.ops.Trends(r.Context(), r.URL.Query().Get("trends"))
+	switch {
+	case ops.IsInvalid(err):
+		return err
+	case err != nil:
+		s.log.Error("console trends", "error", err.Error())
+		data["TrendsError"] = "the trends could not be read (logged)"
+	default:
+		data["Trends"], data["Charts"] = tr, trendCharts(tr)
+	}
+	return s.render(w, r, p, http.StatusOK, "overview", "Overview", data)
 }
 
 func (s *Server) webInbox(w http.ResponseWriter, r *http.Request, p *principal) error {

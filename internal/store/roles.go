@@ -199,6 +199,14 @@ var Grants = slices.Concat([]Grant{
 	{Role: RoleWorker, Privilege: "INSERT", Table: "notification_states"},
 	{Role: RoleWorker, Privilege: "UPDATE", Table: "notification_states"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "notifications"},
+	// The sweeper's sample of the console's trends (inbox.RecordTrendSample):
+	// an upsert of this minute's row (ON CONFLICT … DO UPDATE reads it) and
+	// the deletion of minutes past their retention. Counts only: it reads
+	// no column of the inbox, quarantine or outbox it could not already.
+	{Role: RoleWorker, Privilege: "SELECT", Table: "console_trends"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "console_trends"},
+	{Role: RoleWorker, Privilege: "UPDATE", Table: "console_trends"},
+	{Role: RoleWorker, Privilege: "DELETE", Table: "console_trends"},
 
 	// The payload reader: the payload columns, and the id a payload is
 	// read by (GetInboxPayload, GetQuarantinePayload, GetOutboxPayload).
@@ -252,6 +260,9 @@ func operatorReads(role string) []Grant {
 		{Role: role, Privilege: "SELECT", Table: "notification_rules", Except: cols("secret_sealed")},
 		{Role: role, Privilege: "SELECT", Table: "notification_states"},
 		{Role: role, Privilege: "SELECT", Table: "notifications"},
+		// The trends (counts per minute) behind the console's charts and
+		// GET /api/trends; the sweeper writes them.
+		{Role: role, Privilege: "SELECT", Table: "console_trends"},
 	}
 	return g
 }

@@ -213,6 +213,9 @@ func TestOperatorRoleReadsWithoutPayloadsAndCannotWrite(t *testing.T) {
 	requireDenied(t, err, "outbox show (the payload) as the operator")
 	_, err = inbox.ReadBacklog(ctx, op.Pool)
 	require.NoError(t, err)
+	_, err = inbox.ReadTrends(ctx, op.Pool, 24*time.Hour, 15*time.Minute)
+	require.NoError(t, err)
+	requireDenied(t, inbox.RecordTrendSample(ctx, op.Pool), "the sweeper's trend sample as the operator")
 	_, err = store.ListOperatorActions(ctx, op.Pool, b.key.String(), 10)
 	require.NoError(t, err)
 
@@ -524,6 +527,9 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = inbox.StalePendingResources(ctx, w.Pool, time.Millisecond, 10)
 	require.NoError(t, err)
+	// The sweeper's trend sample, twice in a minute (the upsert).
+	require.NoError(t, inbox.RecordTrendSample(ctx, w.Pool))
+	require.NoError(t, inbox.RecordTrendSample(ctx, w.Pool))
 
 	_, err = endpoints.FindAPIEndpoint(ctx, w.Pool, "stripe", "acct_1", "test")
 	require.NoError(t, err)

@@ -30,6 +30,12 @@ func (s Sweeps) StaleOutbox(ctx context.Context, olderThan time.Duration, limit 
 	return outbox.StaleOutboxResources(ctx, s.Store.Pool, olderThan, limit)
 }
 
+// SampleTrends records this minute's sample for the console's trends
+// (inbox.RecordTrendSample).
+func (s Sweeps) SampleTrends(ctx context.Context) error {
+	return inbox.RecordTrendSample(ctx, s.Store.Pool)
+}
+
 // Passes implements ports.Passes on reconcile_checkpoints.
 type Passes struct{ Store *store.Store }
 

@@ -36,6 +36,10 @@ type Tool struct {
 var (
 	TemporalCLI = Tool{Name: "temporal", Module: "github.com/temporalio/cli", Package: "github.com/temporalio/cli/cmd/temporal"}
 	MailpitTool = Tool{Name: "mailpit", Module: "github.com/axllent/mailpit", Package: "github.com/axllent/mailpit"}
+	// Amtool is Alertmanager's command-line tool: make compose-check
+	// (scripts/compose-check.sh) validates deploy/alertmanager with it, from
+	// the path Path gives (.tools/amtool-VERSION/amtool).
+	Amtool = Tool{Name: "amtool", Module: "github.com/prometheus/alertmanager", Package: "github.com/prometheus/alertmanager/cmd/amtool"}
 	// TemporalServer is go.temporal.io/server built as production runs it
 	// (PostgreSQL, several history shards): tools/temporal-server, the
 	// "postgres" engine of the tests and benchmarks (StartTemporalPostgres).

@@ -37,6 +37,14 @@ func TestTheRepositoryPinsTheDocumentedVersions(t *testing.T) {
 	v, err = MailpitTool.Version(root)
 	require.NoError(t, err)
 	require.Equal(t, "v1.27.11", v)
+	// scripts/compose-check.sh runs amtool from this path (and checks the
+	// version is the compose file's prom/alertmanager image's).
+	v, err = Amtool.Version(root)
+	require.NoError(t, err)
+	require.Equal(t, "v0.35.0", v)
+	p, err := Amtool.Path(root)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(root, ".tools", "amtool-v0.35.0", "amtool"), p)
 }
 
 func TestTheTemporalServerIsTheVersionTheCLIEmbeds(t *testing.T) {

@@ -186,6 +186,9 @@ func scanJob(row pgx.Row) (*ReplayJob, error) {
 // InsertReplayJob records a queued job. A filter selection only ever sees
 // the rows that exist now (upto_inbox_id) and counts them as its total.
 func InsertReplayJob(ctx context.Context, s *store.Store, j *ReplayJob) (*ReplayJob, error) {
+	if f := j.Selection.Filter; f != nil && (f.Since != 0 || f.OlderThan != 0) {
+		return nil, errors.New("insert replay job: its filter must be absolute (InboxFilter.Absolute): relative ages are not stored")
+	}
 	sel, err := json.Marshal(j.Selection)
 	if err != nil {
 		return nil, err

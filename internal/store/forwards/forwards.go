@@ -6,6 +6,7 @@ package forwards
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -191,18 +192,31 @@ const (
 	OutcomeSkipped = "skipped"
 )
 
-// Attempt is one forward attempt.
+// Attempt is one forward attempt. Its JSON (the lineage's) is MarshalJSON's.
 type Attempt struct {
-	ID           int64         `json:"id"`
-	Route        string        `json:"route"`
-	Event        keys.Event    `json:"event"`
-	OperationKey string        `json:"operation_key"`
-	Attempt      int           `json:"attempt"`
-	Outcome      string        `json:"outcome"`
-	StatusCode   int           `json:"status_code,omitempty"`
-	Latency      time.Duration `json:"latency"`
-	Error        string        `json:"error,omitempty"`
-	At           time.Time     `json:"at"`
+	ID           int64      `json:"id"`
+	Route        string     `json:"route"`
+	Event        keys.Event `json:"event"`
+	OperationKey string     `json:"operation_key"`
+	Attempt      int        `json:"attempt"`
+	Outcome      string     `json:"outcome"`
+	StatusCode   int        `json:"status_code,omitempty"`
+	// Latency is how long the POST took (stored in milliseconds):
+	// latency_seconds in JSON.
+	Latency time.Duration `json:"-"`
+	Error   string        `json:"error,omitempty"`
+	At      time.Time     `json:"at"`
+}
+
+// MarshalJSON writes the attempt with its latency in seconds
+// (latency_seconds). Forward routes are not in a release yet, so the
+// nanoseconds they first had under "latency" are not kept.
+func (a Attempt) MarshalJSON() ([]byte, error) {
+	type fields Attempt // the same fields, without this method
+	return json.Marshal(struct {
+		fields
+		LatencySeconds float64 `json:"latency_seconds"`
+	}{fields(a), a.Latency.Seconds()})
 }
 
 // InsertAttempt records a.

@@ -42,10 +42,11 @@ type InboxFilter struct {
 	// the whole string as an id (GitHub ids such as "octo/repo" contain '/').
 	Resource string `json:"resource,omitempty"`
 	Endpoint string `json:"endpoint,omitempty"`
-	// OlderThan: received more than this long ago.
-	OlderThan time.Duration `json:"older_than,omitempty"`
-	// Since: received within this long.
-	Since time.Duration `json:"since,omitempty"`
+	// OlderThan: received more than this long ago. Relative ages never
+	// reach JSON: a stored selection (a replay job's) is Absolute.
+	OlderThan time.Duration `json:"-"`
+	// Since: received within this long (not in JSON either).
+	Since time.Duration `json:"-"`
 	// From and To bound received_at absolutely: From <= received_at < To.
 	From time.Time `json:"from,omitzero"`
 	To   time.Time `json:"to,omitzero"`
