@@ -102,7 +102,7 @@ var sealedColumns = []sealedColumn{
 			 WHERE NOT $1 AND secret_key_id <> $2
 			 ORDER BY name LIMIT $3 FOR UPDATE SKIP LOCKED`,
 		updateSQL: `UPDATE notification_rules SET secret_sealed = $2, secret_key_id = $3
-			 WHERE name = $1 AND $4::bytea IS NULL`,
+			 WHERE name = $1 AND $4::bytea IS NULL AND $5::text IS NULL`,
 		context: func(name, _ string) string { return store.NotificationContext(name) },
 	},
 }
