@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -22,14 +23,31 @@ type ControlActivities struct {
 	Passes    ports.Passes
 	Retention ports.Retention
 	Doorbell  keys.Doorbell
-	Metrics   *metrics.Metrics
-	Logger    *slog.Logger
+	// Pace bounds SweepInbox's rings in flight (starter.Pacer: a window
+	// that follows the calls' latency). Nil: one ring at a time.
+	Pace    Pacer
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+}
+
+// Pacer bounds calls in flight: Acquire waits for room, Release returns it
+// with the call's latency and error (starter.Pacer).
+type Pacer interface {
+	Acquire(ctx context.Context) error
+	Release(latency time.Duration, err error)
 }
 
 // SweepInput configures SweepInbox.
 type SweepInput struct {
 	OlderThan time.Duration `json:"older_than"`
-	Limit     int           `json:"limit"`
+	// Limit is the resources of one page (default 1000).
+	Limit int `json:"limit"`
+	// Budget, when positive, lets one sweep go on to the next page while
+	// the last one was full, until Budget has passed since it began. Under
+	// a backlog (a hand-off queue that overflowed, Temporal back after an
+	// outage) the sweeper then rings as fast as the server answers rather
+	// than Limit resources per run. 0: one page.
+	Budget time.Duration `json:"budget,omitempty"`
 }
 
 // SweepResult counts what a sweep did.
@@ -40,29 +58,32 @@ type SweepResult struct {
 }
 
 // SweepInbox signals the workflows of resources whose pending rows have
-// been due for longer than OlderThan (SPEC R16).
+// been due for longer than OlderThan (SPEC R16), a page of Limit resources
+// at a time (more pages within Budget), with up to Pace's window of rings
+// in flight.
 func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (SweepResult, error) {
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
-	stale, err := a.Sweeps.StalePending(ctx, in.OlderThan, limit)
-	if err != nil {
-		return SweepResult{}, err
-	}
+	start := time.Now()
 	log := logger(ctx, a.Logger)
-	res := SweepResult{Stale: len(stale)}
-	for i, r := range stale {
-		if err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, "sweeper"); err != nil {
-			res.Failed++
-			log.Warn("sweeper could not signal", "resource", r.String(), "error", err.Error())
-		} else {
-			res.Signalled++
-			if a.Metrics != nil {
-				a.Metrics.SweepResignals.Inc()
+	var res SweepResult
+	for {
+		stale, err := a.Sweeps.StalePending(ctx, in.OlderThan, limit)
+		if err != nil {
+			if res.Stale > 0 {
+				// What was rung stays rung; the next sweep goes on.
+				log.Warn("sweeper stopped paging", "stale", res.Stale, "error", err.Error())
+				break
 			}
+			return SweepResult{}, err
 		}
-		activity.RecordHeartbeat(ctx, i+1)
+		res.Stale += len(stale)
+		a.ring(ctx, stale, &res)
+		if len(stale) < limit || in.Budget <= 0 || time.Since(start) >= in.Budget || ctx.Err() != nil {
+			break
+		}
 	}
 	if res.Stale > 0 {
 		log.Info("sweeper re-signalled stale resources", "stale", res.Stale, "signalled", res.Signalled, "failed", res.Failed)
@@ -71,6 +92,48 @@ func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (Swee
 		return res, fmt.Errorf("sweeper signalled none of %d stale resources", res.Stale)
 	}
 	return res, nil
+}
+
+// ring rings the resources of one sweep page, up to a.Pace's window at a
+// time, counting into res and heartbeating the rings done so far.
+func (a *ControlActivities) ring(ctx context.Context, stale []keys.Resource, res *SweepResult) {
+	log := logger(ctx, a.Logger)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	one := func(r keys.Resource) {
+		begin := time.Now()
+		err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, "sweeper")
+		if a.Pace != nil {
+			a.Pace.Release(time.Since(begin), err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			res.Failed++
+			log.Warn("sweeper could not signal", "resource", r.String(), "error", err.Error())
+		} else {
+			res.Signalled++
+			if a.Metrics != nil {
+				a.Metrics.SweepResignals.Inc()
+			}
+		}
+		activity.RecordHeartbeat(ctx, res.Signalled+res.Failed)
+	}
+	for _, r := range stale {
+		if a.Pace == nil {
+			one(r)
+			continue
+		}
+		if err := a.Pace.Acquire(ctx); err != nil {
+			break // the activity ends; its rows are rung by a later sweep
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one(r)
+		}()
+	}
+	wg.Wait()
 }
 
 // SweepOutbox rings the workflows of resources whose outbox rows have been

@@ -91,6 +91,14 @@ func NewProvider(c client.Client, a *activities.ProviderActivities, cfg config.C
 	return w
 }
 
+// SweepBudget is how long one sweeper run may go on ringing further pages
+// of 1,000 stale resources while each page is full: under a backlog the
+// sweeper then rings as fast as Temporal answers (paced as the intake's
+// hand-off is), not 1,000 resources per HOOKINBOX_SWEEP_INTERVAL. It stays
+// well inside the sweep activity's two-minute start-to-close timeout; the
+// schedule skips the ticks that fall while a run is still going.
+const SweepBudget = 90 * time.Second
+
 // Schedules are the schedules the worker keeps applied: the sweeper, and
 // those of reconciliation, facts backfill, retention and the GitHub
 // delivery recovery whose interval is not 0 (starter.ScheduleEnabled; their
@@ -100,7 +108,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		ID:            starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue),
 		Every:         cfg.SweepInterval,
 		Workflow:      workflows.SweepWorkflow,
-		Args:          []any{workflows.SweepInput{OlderThan: cfg.SweepAfter, Limit: 1000}},
+		Args:          []any{workflows.SweepInput{OlderThan: cfg.SweepAfter, Limit: 1000, Budget: SweepBudget}},
 		WorkflowID:    starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue) + "-run",
 		TaskQueue:     workflows.ControlTaskQueue(cfg.TaskQueue),
 		CatchupWindow: cfg.SweepInterval,

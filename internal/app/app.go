@@ -237,6 +237,9 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 		Control: &activities.ControlActivities{
 			Sweeps: storeports.Sweeps{Store: st}, Passes: passes, Retention: storeports.Retention{Store: st},
 			Doorbell: doorbell, Metrics: m, Logger: log,
+			// The sweeper's rings follow what Temporal absorbs, as the
+			// intake's hand-off does.
+			Pace: starter.NewPacer(1, cfg.HandoffWorkers, HandoffTarget),
 		},
 		Provider: &activities.ProviderActivities{
 			Providers: provs, Passes: passes, Projections: projections, Facts: storeports.Facts{Store: st, Routes: rt},
