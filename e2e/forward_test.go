@@ -51,10 +51,10 @@ type receiver struct {
 	// answer is written (the crash test kills the worker there).
 	beforeAnswer func(d forward.Document)
 
-	mu           sync.Mutex
-	got          []received
-	unverified   int
-	perKey map[string]int
+	mu         sync.Mutex
+	got        []received
+	unverified int
+	perKey     map[string]int
 	// applied counts each operation key's applications: the service
 	// applies the first 2xx of a key and answers later ones 2xx unchanged.
 	applied      map[string]int

@@ -161,11 +161,11 @@ func readGitHubInbox(ctx context.Context, db store.DB, g gitHubDemo, sent []gitH
 
 // gitHubResult is what the step saw, side by side.
 type gitHubResult struct {
-	Sent     []gitHubSent
-	Before   gitHubInbox
-	After    gitHubInbox
-	Passes   []soak.PassRun
-	Asked    int // redeliveries GitHub was asked for (its own count)
+	Sent   []gitHubSent
+	Before gitHubInbox
+	After  gitHubInbox
+	Passes []soak.PassRun
+	Asked  int // redeliveries GitHub was asked for (its own count)
 	// What the team's service behind the forward route got: requests,
 	// ones that failed verification, and the operations it applied
 	// (operation key → event key).
