@@ -25,7 +25,11 @@ type ControlActivities struct {
 	Doorbell  keys.Doorbell
 	// Pace bounds SweepInbox's rings in flight (starter.Pacer: a window
 	// that follows the calls' latency). Nil: one ring at a time.
-	Pace    Pacer
+	Pace Pacer
+	// Backlog, when set, is how many workflow tasks wait on the resource
+	// task queue (starter.Resources.Backlog): SweepInbox holds back while
+	// it is at SweepInput.MaxBacklog or more.
+	Backlog func(ctx context.Context) (int64, error)
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 }
@@ -48,19 +52,32 @@ type SweepInput struct {
 	// outage) the sweeper then rings as fast as the server answers rather
 	// than Limit resources per run. 0: one page.
 	Budget time.Duration `json:"budget,omitempty"`
+	// MaxBacklog, when positive, holds the sweep back while Temporal
+	// already holds this many workflow tasks for the workers (Backlog):
+	// under a backlog most rows pending past OlderThan have their doorbell
+	// there, waiting, and a second ring would cost the server a signal or
+	// a workflow task more for each. What the queue holds is worked off
+	// first; the rows whose doorbell was lost are rung as it drains, a
+	// page at a time, so the sweeper follows what the workers complete.
+	MaxBacklog int `json:"max_backlog,omitempty"`
 }
+
+// backlogPoll is how often a sweep held back asks for the backlog again.
+var backlogPoll = 5 * time.Second
 
 // SweepResult counts what a sweep did.
 type SweepResult struct {
 	Stale     int `json:"stale"`
 	Signalled int `json:"signalled"`
 	Failed    int `json:"failed"`
+	// HeldBack: the sweep ended waiting for Temporal's backlog to drain.
+	HeldBack bool `json:"held_back,omitempty"`
 }
 
 // SweepInbox signals the workflows of resources whose pending rows have
 // been due for longer than OlderThan (SPEC R16), a page of Limit resources
 // at a time (more pages within Budget), with up to Pace's window of rings
-// in flight.
+// in flight, while Temporal's backlog is under MaxBacklog.
 func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (SweepResult, error) {
 	limit := in.Limit
 	if limit <= 0 {
@@ -70,6 +87,22 @@ func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (Swee
 	log := logger(ctx, a.Logger)
 	var res SweepResult
 	for {
+		if n, held := a.heldBack(ctx, in.MaxBacklog); held {
+			if in.Budget <= 0 || time.Since(start)+backlogPoll >= in.Budget {
+				res.HeldBack = true
+				log.Info("sweeper held back: Temporal already holds work for the workers", "backlog", n, "max_backlog", in.MaxBacklog)
+				break
+			}
+			activity.RecordHeartbeat(ctx, res.Signalled+res.Failed)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backlogPoll):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
 		stale, err := a.Sweeps.StalePending(ctx, in.OlderThan, limit)
 		if err != nil {
 			if res.Stale > 0 {
@@ -92,6 +125,20 @@ func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (Swee
 		return res, fmt.Errorf("sweeper signalled none of %d stale resources", res.Stale)
 	}
 	return res, nil
+}
+
+// heldBack reports whether Temporal's backlog is at max or more (and the
+// backlog). Without a Backlog, a max, or an answer, the sweep goes on.
+func (a *ControlActivities) heldBack(ctx context.Context, maxBacklog int) (int64, bool) {
+	if a.Backlog == nil || maxBacklog <= 0 {
+		return 0, false
+	}
+	n, err := a.Backlog(ctx)
+	if err != nil {
+		logger(ctx, a.Logger).Warn("sweeper could not read Temporal's backlog; sweeping", "error", err.Error())
+		return 0, false
+	}
+	return n, n >= int64(maxBacklog)
 }
 
 // ring rings the resources of one sweep page, up to a.Pace's window at a

@@ -101,3 +101,60 @@ func TestSweepInboxPagesWithinItsBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepInboxHoldsBackWhileTemporalHasABacklog: while Temporal holds
+// MaxBacklog workflow tasks or more, the sweep rings nothing (the rows'
+// doorbells are mostly there already); when the backlog drains within the
+// budget it rings; without a budget it ends held back, its rows left for
+// the next sweep; and a backlog it cannot read does not stop it.
+// Not parallel: it sets the package's poll interval.
+func TestSweepInboxHoldsBackWhileTemporalHasABacklog(t *testing.T) {
+	activities.SetBacklogPoll(10 * time.Millisecond)
+	for _, tt := range []struct {
+		name     string
+		backlogs []int64 // answers in turn; the last repeats
+		fail     bool
+		budget   time.Duration
+		wantRung int
+		wantHeld bool
+	}{
+		{name: "backlog, no budget: held back", backlogs: []int64{5000}, wantHeld: true},
+		{name: "backlog drains within the budget", backlogs: []int64{5000, 3000, 999}, budget: time.Minute, wantRung: 25},
+		{name: "backlog under the bound", backlogs: []int64{10}, budget: time.Minute, wantRung: 25},
+		{name: "backlog unreadable", fail: true, budget: time.Minute, wantRung: 25},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := testenv.Store(t)
+			staleRows(t, st, 25)
+			bell := &countingBell{rings: map[keys.Resource]int{}}
+			var mu sync.Mutex
+			asked := 0
+			a := &activities.ControlActivities{Sweeps: storeports.Sweeps{Store: st}, Doorbell: bell,
+				Backlog: func(context.Context) (int64, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if tt.fail {
+						return 0, fmt.Errorf("no statistics")
+					}
+					n := tt.backlogs[min(asked, len(tt.backlogs)-1)]
+					asked++
+					return n, nil
+				}}
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestActivityEnvironment()
+			env.RegisterActivity(a)
+			v, err := env.ExecuteActivity(a.SweepInbox, activities.SweepInput{OlderThan: time.Minute, Limit: 10,
+				Budget: tt.budget, MaxBacklog: 1000})
+			require.NoError(t, err)
+			var res activities.SweepResult
+			require.NoError(t, v.Get(&res))
+			require.Equal(t, tt.wantRung, res.Signalled)
+			require.Equal(t, tt.wantHeld, res.HeldBack)
+			_, rings := bell.counts()
+			require.Equal(t, tt.wantRung, rings)
+			var swept int
+			require.NoError(t, st.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_inbox WHERE sweeps > 0`).Scan(&swept))
+			require.Equal(t, tt.wantRung, swept, "a held-back sweep marks no row rung")
+		})
+	}
+}

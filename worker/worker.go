@@ -99,6 +99,14 @@ func NewProvider(c client.Client, a *activities.ProviderActivities, cfg config.C
 // schedule skips the ticks that fall while a run is still going.
 const SweepBudget = 90 * time.Second
 
+// SweepMaxBacklog holds the sweeper back while the resource task queue
+// already has this many workflow tasks waiting for a worker (a page's worth,
+// half a minute of work for the dev server on 2 cores): under a backlog the
+// rows pending past HOOKINBOX_SWEEP_AFTER mostly have their doorbell there
+// already, and ringing them again costs the server a signal or a workflow
+// task each. The lost ones are rung as the queue drains.
+const SweepMaxBacklog = 1000
+
 // Schedules are the schedules the worker keeps applied: the sweeper, and
 // those of reconciliation, facts backfill, retention and the GitHub
 // delivery recovery whose interval is not 0 (starter.ScheduleEnabled; their
@@ -108,7 +116,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		ID:            starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue),
 		Every:         cfg.SweepInterval,
 		Workflow:      workflows.SweepWorkflow,
-		Args:          []any{workflows.SweepInput{OlderThan: cfg.SweepAfter, Limit: 1000, Budget: SweepBudget}},
+		Args:          []any{workflows.SweepInput{OlderThan: cfg.SweepAfter, Limit: 1000, Budget: SweepBudget, MaxBacklog: SweepMaxBacklog}},
 		WorkflowID:    starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue) + "-run",
 		TaskQueue:     workflows.ControlTaskQueue(cfg.TaskQueue),
 		CatchupWindow: cfg.SweepInterval,

@@ -20,6 +20,9 @@ type SweepInput struct {
 	// while each one is full, for up to this long (activities.SweepInput).
 	// 0: one page per run.
 	Budget time.Duration `json:"budget,omitempty"`
+	// MaxBacklog holds the inbox sweep back while Temporal holds this
+	// many workflow tasks for the workers (activities.SweepInput); 0: never.
+	MaxBacklog int `json:"max_backlog,omitempty"`
 }
 
 // SweepWorkflow is run by the sweeper schedule (SPEC R16): it finds inbox
@@ -34,7 +37,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 	var res SweepResult
-	sin := activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit, Budget: in.Budget}
+	sin := activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit, Budget: in.Budget, MaxBacklog: in.MaxBacklog}
 	inboxErr := workflow.ExecuteActivity(ctx, onControl.SweepInbox, sin).Get(ctx, &res.Inbox)
 	outboxErr := workflow.ExecuteActivity(ctx, onControl.SweepOutbox, activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit}).Get(ctx, &res.Outbox)
 	return res, errors.Join(inboxErr, outboxErr)
