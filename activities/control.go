@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -27,52 +28,106 @@ type ControlActivities struct {
 	Notifications ports.Notifications
 	Schedules     ports.ScheduleRuns
 	Doorbell      keys.Doorbell
-	Metrics       *metrics.Metrics
-	Logger        *slog.Logger
+	// Pace bounds SweepInbox's rings in flight (starter.Pacer: a window
+	// that follows the calls' latency). Nil: one ring at a time.
+	Pace Pacer
+	// Backlog, when set, is how many workflow tasks wait on the resource
+	// task queue (starter.Resources.Backlog): SweepInbox holds back while
+	// it is at SweepInput.MaxBacklog or more.
+	Backlog func(ctx context.Context) (int64, error)
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+}
+
+// Pacer bounds calls in flight: Acquire waits for room, Release returns it
+// with the call's latency and error (starter.Pacer).
+type Pacer interface {
+	Acquire(ctx context.Context) error
+	Release(latency time.Duration, err error)
 }
 
 // SweepInput configures SweepInbox.
 type SweepInput struct {
 	OlderThan time.Duration `json:"older_than"`
-	Limit     int           `json:"limit"`
+	// Limit is the resources of one page (default 1000).
+	Limit int `json:"limit"`
+	// Budget, when positive, lets one sweep go on to the next page while
+	// the last one was full, until Budget has passed since it began. Under
+	// a backlog (a hand-off queue that overflowed, Temporal back after an
+	// outage) the sweeper then rings as fast as the server answers rather
+	// than Limit resources per run. 0: one page.
+	Budget time.Duration `json:"budget,omitempty"`
+	// MaxBacklog, when positive, holds the sweep back while Temporal
+	// already holds this many workflow tasks for the workers (Backlog):
+	// under a backlog most rows pending past OlderThan have their doorbell
+	// there, waiting, and a second ring would cost the server a signal or
+	// a workflow task more for each. What the queue holds is worked off
+	// first; the rows whose doorbell was lost are rung as it drains, a
+	// page at a time, so the sweeper follows what the workers complete.
+	MaxBacklog int `json:"max_backlog,omitempty"`
 }
+
+// backlogPoll is how often a sweep held back asks for the backlog again.
+var backlogPoll = 5 * time.Second
 
 // SweepResult counts what a sweep did.
 type SweepResult struct {
 	Stale     int `json:"stale"`
 	Signalled int `json:"signalled"`
 	Failed    int `json:"failed"`
+	// HeldBack: the sweep ended waiting for Temporal's backlog to drain.
+	HeldBack bool `json:"held_back,omitempty"`
 }
 
 // SweepInbox signals the workflows of resources whose pending rows have
-// been due for longer than OlderThan (SPEC R16). It first records the
-// minute's sample of the console's trends: a sample that fails is logged,
-// and the sweep goes on (its doorbells matter more than a chart's point).
+// been due for longer than OlderThan (SPEC R16), a page of Limit resources
+// at a time (more pages within Budget), with up to Pace's window of rings
+// in flight, while Temporal's backlog is under MaxBacklog. It first
+// records the minute's sample of the console's trends: a sample that fails
+// is logged, and the sweep goes on (its doorbells matter more than a
+// chart's point).
 func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (SweepResult, error) {
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
+	start := time.Now()
 	log := logger(ctx, a.Logger)
 	if err := a.Sweeps.SampleTrends(ctx); err != nil {
 		log.Warn("sweeper could not sample the console's trends", "error", err.Error())
 	}
-	stale, err := a.Sweeps.StalePending(ctx, in.OlderThan, limit)
-	if err != nil {
-		return SweepResult{}, err
-	}
-	res := SweepResult{Stale: len(stale)}
-	for i, r := range stale {
-		if err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, "sweeper"); err != nil {
-			res.Failed++
-			log.Warn("sweeper could not signal", "resource", r.String(), "error", err.Error())
-		} else {
-			res.Signalled++
-			if a.Metrics != nil {
-				a.Metrics.SweepResignals.Inc()
+	var res SweepResult
+	for {
+		if n, held := a.heldBack(ctx, in.MaxBacklog); held {
+			if in.Budget <= 0 || time.Since(start)+backlogPoll >= in.Budget {
+				res.HeldBack = true
+				log.Info("sweeper held back: Temporal already holds work for the workers", "backlog", n, "max_backlog", in.MaxBacklog)
+				break
 			}
+			activity.RecordHeartbeat(ctx, res.Signalled+res.Failed)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backlogPoll):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			continue
 		}
-		activity.RecordHeartbeat(ctx, i+1)
+		stale, err := a.Sweeps.StalePending(ctx, in.OlderThan, limit)
+		if err != nil {
+			if res.Stale > 0 {
+				// What was rung stays rung; the next sweep goes on.
+				log.Warn("sweeper stopped paging", "stale", res.Stale, "error", err.Error())
+				break
+			}
+			return SweepResult{}, err
+		}
+		res.Stale += len(stale)
+		a.ring(ctx, stale, &res)
+		if len(stale) < limit || in.Budget <= 0 || time.Since(start) >= in.Budget || ctx.Err() != nil {
+			break
+		}
 	}
 	if res.Stale > 0 {
 		log.Info("sweeper re-signalled stale resources", "stale", res.Stale, "signalled", res.Signalled, "failed", res.Failed)
@@ -81,6 +136,62 @@ func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (Swee
 		return res, fmt.Errorf("sweeper signalled none of %d stale resources", res.Stale)
 	}
 	return res, nil
+}
+
+// heldBack reports whether Temporal's backlog is at max or more (and the
+// backlog). Without a Backlog, a max, or an answer, the sweep goes on.
+func (a *ControlActivities) heldBack(ctx context.Context, maxBacklog int) (int64, bool) {
+	if a.Backlog == nil || maxBacklog <= 0 {
+		return 0, false
+	}
+	n, err := a.Backlog(ctx)
+	if err != nil {
+		logger(ctx, a.Logger).Warn("sweeper could not read Temporal's backlog; sweeping", "error", err.Error())
+		return 0, false
+	}
+	return n, n >= int64(maxBacklog)
+}
+
+// ring rings the resources of one sweep page, up to a.Pace's window at a
+// time, counting into res and heartbeating the rings done so far.
+func (a *ControlActivities) ring(ctx context.Context, stale []keys.Resource, res *SweepResult) {
+	log := logger(ctx, a.Logger)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	one := func(r keys.Resource) {
+		begin := time.Now()
+		err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, "sweeper")
+		if a.Pace != nil {
+			a.Pace.Release(time.Since(begin), err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			res.Failed++
+			log.Warn("sweeper could not signal", "resource", r.String(), "error", err.Error())
+		} else {
+			res.Signalled++
+			if a.Metrics != nil {
+				a.Metrics.SweepResignals.Inc()
+			}
+		}
+		activity.RecordHeartbeat(ctx, res.Signalled+res.Failed)
+	}
+	for _, r := range stale {
+		if a.Pace == nil {
+			one(r)
+			continue
+		}
+		if err := a.Pace.Acquire(ctx); err != nil {
+			break // the activity ends; its rows are rung by a later sweep
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one(r)
+		}()
+	}
+	wg.Wait()
 }
 
 // SweepOutbox rings the workflows of resources whose outbox rows have been

@@ -2,9 +2,12 @@ package activities_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +16,151 @@ import (
 
 	"github.com/hookinbox/hookinbox/activities"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/storeports"
+	"github.com/hookinbox/hookinbox/lab/testenv"
+	"github.com/hookinbox/hookinbox/starter"
 )
+
+// countingBell records every ring, by resource.
+type countingBell struct {
+	mu    sync.Mutex
+	rings map[keys.Resource]int
+}
+
+func (b *countingBell) Ring(_ context.Context, r keys.Resource, _, _ string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rings[r]++
+	return nil
+}
+
+func (b *countingBell) counts() (resources, rings int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, n := range b.rings {
+		rings += n
+	}
+	return len(b.rings), rings
+}
+
+// staleRows puts n pending rows on n resources in the inbox, due an hour
+// ago: what a hand-off queue that overflowed leaves to the sweeper.
+func staleRows(t *testing.T, st *store.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		body := fmt.Appendf(nil, `{"id":"evt_%d"}`, i)
+		sum := sha256.Sum256(body)
+		_, err := inbox.InsertInboxEvent(ctx, st.Pool, &inbox.InboxEvent{
+			Key:          keys.Event{Provider: "stripe", Account: account, Environment: "test", EventID: fmt.Sprintf("evt_%d", i)},
+			EndpointSlug: "sim", WorkspaceID: "ws", EventType: "invoice.paid", ResourceKind: "invoice",
+			ResourceID: fmt.Sprintf("in_%d", i), Payload: body, BodySHA256: sum[:],
+		})
+		require.NoError(t, err)
+	}
+	_, err := st.Pool.Exec(ctx, `UPDATE webhook_inbox SET next_attempt_at = now() - interval '1 hour'`)
+	require.NoError(t, err)
+}
+
+// TestSweepInboxPagesWithinItsBudget: with a budget, one sweep rings every
+// stale resource, a page after another, each once and with several rings
+// in flight; without one it rings one page, as before (the rest waits for
+// the next run).
+func TestSweepInboxPagesWithinItsBudget(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		budget    time.Duration
+		pace      bool
+		wantRung  int
+		wantStale int
+	}{
+		{name: "budget, paced", budget: time.Minute, pace: true, wantRung: 25, wantStale: 25},
+		{name: "budget, one at a time", budget: time.Minute, wantRung: 25, wantStale: 25},
+		{name: "no budget: one page", wantRung: 10, wantStale: 10},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := testenv.Store(t)
+			staleRows(t, st, 25)
+			bell := &countingBell{rings: map[keys.Resource]int{}}
+			a := &activities.ControlActivities{Sweeps: storeports.Sweeps{Store: st}, Doorbell: bell}
+			if tt.pace {
+				a.Pace = starter.NewPacer(4, 4, time.Minute)
+			}
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestActivityEnvironment()
+			env.RegisterActivity(a)
+			v, err := env.ExecuteActivity(a.SweepInbox, activities.SweepInput{OlderThan: time.Minute, Limit: 10, Budget: tt.budget})
+			require.NoError(t, err)
+			var res activities.SweepResult
+			require.NoError(t, v.Get(&res))
+			require.Equal(t, activities.SweepResult{Stale: tt.wantStale, Signalled: tt.wantRung}, res)
+			resources, rings := bell.counts()
+			require.Equal(t, tt.wantRung, resources)
+			require.Equal(t, tt.wantRung, rings, "each resource rung once")
+		})
+	}
+}
+
+// TestSweepInboxHoldsBackWhileTemporalHasABacklog: while Temporal holds
+// MaxBacklog workflow tasks or more, the sweep rings nothing (the rows'
+// doorbells are mostly there already); when the backlog drains within the
+// budget it rings; without a budget it ends held back, its rows left for
+// the next sweep; and a backlog it cannot read does not stop it.
+// Not parallel: it sets the package's poll interval.
+func TestSweepInboxHoldsBackWhileTemporalHasABacklog(t *testing.T) {
+	activities.SetBacklogPoll(10 * time.Millisecond)
+	for _, tt := range []struct {
+		name     string
+		backlogs []int64 // answers in turn; the last repeats
+		fail     bool
+		budget   time.Duration
+		wantRung int
+		wantHeld bool
+	}{
+		{name: "backlog, no budget: held back", backlogs: []int64{5000}, wantHeld: true},
+		{name: "backlog drains within the budget", backlogs: []int64{5000, 3000, 999}, budget: time.Minute, wantRung: 25},
+		{name: "backlog under the bound", backlogs: []int64{10}, budget: time.Minute, wantRung: 25},
+		{name: "backlog unreadable", fail: true, budget: time.Minute, wantRung: 25},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := testenv.Store(t)
+			staleRows(t, st, 25)
+			bell := &countingBell{rings: map[keys.Resource]int{}}
+			var mu sync.Mutex
+			asked := 0
+			a := &activities.ControlActivities{Sweeps: storeports.Sweeps{Store: st}, Doorbell: bell,
+				Backlog: func(context.Context) (int64, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if tt.fail {
+						return 0, fmt.Errorf("no statistics")
+					}
+					n := tt.backlogs[min(asked, len(tt.backlogs)-1)]
+					asked++
+					return n, nil
+				}}
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestActivityEnvironment()
+			env.RegisterActivity(a)
+			v, err := env.ExecuteActivity(a.SweepInbox, activities.SweepInput{OlderThan: time.Minute, Limit: 10,
+				Budget: tt.budget, MaxBacklog: 1000})
+			require.NoError(t, err)
+			var res activities.SweepResult
+			require.NoError(t, v.Get(&res))
+			require.Equal(t, tt.wantRung, res.Signalled)
+			require.Equal(t, tt.wantHeld, res.HeldBack)
+			_, rings := bell.counts()
+			require.Equal(t, tt.wantRung, rings)
+			var swept int
+			require.NoError(t, st.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_inbox WHERE sweeps > 0`).Scan(&swept))
+			require.Equal(t, tt.wantRung, swept, "a held-back sweep marks no row rung")
+		})
+	}
+}
 
 // fakeSweeps is a ports.Sweeps with one stale resource and a trend sample
 // that fails when told to.

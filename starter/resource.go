@@ -10,6 +10,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -87,6 +89,8 @@ func ResourceFromWorkflowID(id string) (keys.Resource, error) {
 type Resources struct {
 	Client    client.Client
 	TaskQueue string
+	// Namespace of the workflows, for Backlog ("" is "default").
+	Namespace string
 	Settings  keys.Settings
 	// ConsoleURL, when set, is the operator console's base URL: each
 	// workflow's static details link to its resource's console page.
@@ -147,4 +151,28 @@ func (s *Resources) Ring(ctx context.Context, r keys.Resource, signal, value str
 		return fmt.Errorf("signal-with-start %s: %w", keys.ResourceWorkflowID(r), err)
 	}
 	return nil
+}
+
+// Backlog is the number of workflow tasks waiting on the resource task
+// queue for a worker (the server's approximate count over the queue's
+// partitions): doorbells Temporal has taken and the workers have not
+// reached yet. The sweeper holds back while it is large.
+func (s *Resources) Backlog(ctx context.Context) (int64, error) {
+	ns := s.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	resp, err := s.Client.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
+		Namespace:     ns,
+		TaskQueue:     &taskqueuepb.TaskQueue{Name: s.TaskQueue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+		TaskQueueType: enumspb.TASK_QUEUE_TYPE_WORKFLOW,
+		ReportStats:   true,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("backlog of task queue %s: %w", s.TaskQueue, err)
+	}
+	if resp.GetStats() == nil {
+		return 0, fmt.Errorf("backlog of task queue %s: the server reports no statistics", s.TaskQueue)
+	}
+	return resp.GetStats().GetApproximateBacklogCount(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -184,34 +185,56 @@ func (s *Server) receive(c *gin.Context) {
 	if code == http.StatusServiceUnavailable && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		d.outcome = outTimeout
 	}
-	c.JSON(code, body)
+	writeReply(c, code, body)
+	// The sender has its answer: the metrics and the log line are not on
+	// its path.
 	s.record(d, code)
 }
 
+// writeReply writes the answer with its length and sends it at once
+// (rather than when the handler returns), so that what the handler does
+// after it is not on the sender's path.
+func writeReply(c *gin.Context, code int, r reply) {
+	b, err := json.Marshal(r)
+	if err != nil { // strings only: cannot happen
+		b = []byte(`{"error":"internal error"}`)
+	}
+	c.Header("Content-Length", strconv.Itoa(len(b)))
+	c.Data(code, "application/json; charset=utf-8", b)
+	c.Writer.Flush()
+}
+
 func (s *Server) record(d *delivery, code int) {
+	took := time.Since(d.start)
 	s.o.Metrics.Requests.WithLabelValues(d.endpoint, d.provider, d.outcome).Inc()
-	s.o.Metrics.AckSeconds.WithLabelValues(d.provider, d.outcome).Observe(time.Since(d.start).Seconds())
-	attrs := []any{"endpoint", d.endpoint, "provider", d.provider, "outcome", d.outcome, "status", code,
-		"duration_ms", float64(time.Since(d.start).Microseconds()) / 1000}
-	if d.endpoint == unknownEndpoint {
-		attrs = append(attrs, "slug", logSlug(d.slug))
-	}
-	if d.key.EventID != "" {
-		attrs = append(attrs, "event_key", d.key.String())
-	}
-	if d.resource.ID != "" {
-		attrs = append(attrs, "resource", d.resource.String())
-	}
-	if d.detail != "" {
-		attrs = append(attrs, "detail", d.detail)
-	}
+	s.o.Metrics.AckSeconds.WithLabelValues(d.provider, d.outcome).Observe(took.Seconds())
 	level := slog.LevelInfo
 	if code >= 500 {
 		level = slog.LevelError
 	} else if code >= 400 {
 		level = slog.LevelWarn
 	}
-	s.log.Log(context.Background(), level, "webhook delivery", attrs...)
+	if !s.log.Enabled(context.Background(), level) {
+		return
+	}
+	// Attrs, not key-value pairs: no value is boxed.
+	var buf [9]slog.Attr
+	attrs := append(buf[:0], slog.String("endpoint", d.endpoint), slog.String("provider", d.provider),
+		slog.String("outcome", d.outcome), slog.Int("status", code),
+		slog.Float64("duration_ms", float64(took.Microseconds())/1000))
+	if d.endpoint == unknownEndpoint {
+		attrs = append(attrs, slog.String("slug", logSlug(d.slug)))
+	}
+	if d.key.EventID != "" {
+		attrs = append(attrs, slog.String("event_key", d.key.String()))
+	}
+	if d.resource.ID != "" {
+		attrs = append(attrs, slog.String("resource", d.resource.String()))
+	}
+	if d.detail != "" {
+		attrs = append(attrs, slog.String("detail", d.detail))
+	}
+	s.log.LogAttrs(context.Background(), level, "webhook delivery", attrs...)
 }
 
 // logSlug is a sender-chosen slug as a log value: valid UTF-8, at most a
@@ -229,28 +252,37 @@ func logSlug(slug string) string {
 	return slug
 }
 
-func answer(d *delivery, outcome, msg string) gin.H {
-	d.outcome = outcome
-	h := gin.H{"status": outcome}
-	if msg != "" {
-		h["detail"] = msg
-	}
-	if d.key.EventID != "" {
-		h["event"] = d.key.String()
-	}
-	return h
+// reply is the JSON answer to a delivery. Its fields are in the order
+// encoding/json gives the keys of a map (sorted), and empty ones are left
+// out, so it reads as the gin.H it replaces did, byte for byte; a struct
+// is encoded without reflection over a map and its boxed values.
+type reply struct {
+	Detail string `json:"detail,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Event  string `json:"event,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Status string `json:"status,omitempty"`
 }
 
-func failure(d *delivery, outcome, msg string) gin.H {
+func answer(d *delivery, outcome, msg string) reply {
+	d.outcome = outcome
+	r := reply{Status: outcome, Detail: msg}
+	if d.key.EventID != "" {
+		r.Event = d.key.String()
+	}
+	return r
+}
+
+func failure(d *delivery, outcome, msg string) reply {
 	d.outcome = outcome
 	d.detail = msg
-	return gin.H{"error": msg}
+	return reply{Error: msg}
 }
 
 // handle runs the intake's HTTP steps (endpoint, body limit) and hands the
 // delivery to admission (signature, normalization, tenant mapping, commit,
 // hand-off), then maps what it did to the answer.
-func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int, gin.H) {
+func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int, reply) {
 	// A slug no endpoint can have (the schema's CHECK) is unknown without
 	// asking the database.
 	if !keys.ValidSlug(d.slug) {
@@ -269,7 +301,7 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 	if r.ContentLength > s.o.MaxBodyBytes {
 		return http.StatusRequestEntityTooLarge, failure(d, outTooLarge, "body larger than the limit")
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.o.MaxBodyBytes))
+	raw, err := readBody(r, s.o.MaxBodyBytes)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -287,7 +319,7 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 	switch {
 	case errors.As(err, &unauth):
 		d.outcome, d.detail = outUnauthorized, err.Error()
-		return http.StatusUnauthorized, gin.H{"error": "invalid or missing signature"}
+		return http.StatusUnauthorized, reply{Error: "invalid or missing signature"}
 	case errors.Is(err, admission.ErrNotStored):
 		// Commit failed or its outcome is unknown: the sender must retry.
 		return http.StatusServiceUnavailable, failure(d, outUnavailable, "could not store the event, retry later")
@@ -308,7 +340,7 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 		switch res.Reason {
 		case inbox.ReasonMalformed:
 			d.outcome = outMalformed
-			return http.StatusBadRequest, gin.H{"error": res.Detail, "status": "quarantined", "reason": res.Reason}
+			return http.StatusBadRequest, reply{Error: res.Detail, Status: "quarantined", Reason: res.Reason}
 		case inbox.ReasonConflictingDuplicate:
 			return http.StatusOK, quarantined(d, res)
 		default:
@@ -318,8 +350,25 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 }
 
 // quarantined is the 2xx answer to a delivery kept in the quarantine.
-func quarantined(d *delivery, res admission.Result) gin.H {
-	h := answer(d, outQuarantined, res.Detail)
-	h["reason"] = res.Reason
-	return h
+func quarantined(d *delivery, res admission.Result) reply {
+	r := answer(d, outQuarantined, res.Detail)
+	r.Reason = res.Reason
+	return r
+}
+
+// readBody reads the whole body, at most limit bytes: into one buffer of
+// its declared length when it declares one (no buffer grown and copied as
+// it is read), else as it comes.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(nil, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// The server never reads past the declared length, and a body
+		// that ends before it is an error, as with io.ReadAll.
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
 }

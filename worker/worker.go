@@ -92,6 +92,22 @@ func NewProvider(c client.Client, a *activities.ProviderActivities, cfg config.C
 	return w
 }
 
+// SweepBudget is how long one sweeper run may go on ringing further pages
+// of 1,000 stale resources while each page is full: under a backlog the
+// sweeper then rings as fast as Temporal answers (paced as the intake's
+// hand-off is), not 1,000 resources per HOOKINBOX_SWEEP_INTERVAL. It stays
+// well inside the sweep activity's two-minute start-to-close timeout; the
+// schedule skips the ticks that fall while a run is still going.
+const SweepBudget = 90 * time.Second
+
+// SweepMaxBacklog holds the sweeper back while the resource task queue
+// already has this many workflow tasks waiting for a worker (a page's worth,
+// half a minute of work for the dev server on 2 cores): under a backlog the
+// rows pending past HOOKINBOX_SWEEP_AFTER mostly have their doorbell there
+// already, and ringing them again costs the server a signal or a workflow
+// task each. The lost ones are rung as the queue drains.
+const SweepMaxBacklog = 1000
+
 // Schedules are the schedules the worker keeps applied: the sweeper, and
 // those of reconciliation, facts backfill, retention, the GitHub delivery
 // recovery and the notifications whose interval is not 0 (starter.ScheduleEnabled; their
@@ -101,7 +117,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		ID:            starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue),
 		Every:         cfg.SweepInterval,
 		Workflow:      workflows.SweepWorkflow,
-		Args:          []any{workflows.SweepInput{OlderThan: cfg.SweepAfter, Limit: 1000}},
+		Args:          []any{workflows.SweepInput{OlderThan: cfg.SweepAfter, Limit: 1000, Budget: SweepBudget, MaxBacklog: SweepMaxBacklog}},
 		WorkflowID:    starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue) + "-run",
 		TaskQueue:     workflows.ControlTaskQueue(cfg.TaskQueue),
 		CatchupWindow: cfg.SweepInterval,

@@ -14,8 +14,15 @@ import (
 type SweepInput struct {
 	// OlderThan: pending rows due for longer than this are signalled again.
 	OlderThan time.Duration `json:"older_than"`
-	// Limit bounds the resources signalled per run.
+	// Limit bounds the resources signalled per page.
 	Limit int `json:"limit"`
+	// Budget, when positive, lets the inbox sweep go on to further pages
+	// while each one is full, for up to this long (activities.SweepInput).
+	// 0: one page per run.
+	Budget time.Duration `json:"budget,omitempty"`
+	// MaxBacklog holds the inbox sweep back while Temporal holds this
+	// many workflow tasks for the workers (activities.SweepInput); 0: never.
+	MaxBacklog int `json:"max_backlog,omitempty"`
 }
 
 // SweepWorkflow is run by the sweeper schedule (SPEC R16): it finds inbox
@@ -30,9 +37,9 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 	var res SweepResult
-	sin := activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit}
+	sin := activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit, Budget: in.Budget, MaxBacklog: in.MaxBacklog}
 	inboxErr := workflow.ExecuteActivity(ctx, onControl.SweepInbox, sin).Get(ctx, &res.Inbox)
-	outboxErr := workflow.ExecuteActivity(ctx, onControl.SweepOutbox, sin).Get(ctx, &res.Outbox)
+	outboxErr := workflow.ExecuteActivity(ctx, onControl.SweepOutbox, activities.SweepInput{OlderThan: in.OlderThan, Limit: in.Limit}).Get(ctx, &res.Outbox)
 	return res, errors.Join(inboxErr, outboxErr)
 }
 

@@ -52,6 +52,7 @@ func newBenchCmd() *cobra.Command {
 		ephemeral, freshTemporal, widePool         bool
 		temporalNice, intakeWriters                int
 		intakeNoTemporal, intakeUnpaced            bool
+		intakeStatement, intakePause               bool
 		intakeSettle, drainFor                     time.Duration
 		output                                     = cli.OutputFormat("table")
 	)
@@ -148,7 +149,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 				rep.Intake, err = bench.RunIntake(ctx, env, bench.IntakeSuite{Concurrency: conc, Duration: duration,
 					Warmup: warmup, MaxConns: maxConns, WidePool: widePool, Rounds: rounds, Progress: progress,
 					NoTemporal: intakeNoTemporal, Unpaced: intakeUnpaced && !intakeNoTemporal, Settle: intakeSettle,
-					Writers: intakeWriters})
+					Writers: intakeWriters, Statement: intakeStatement, PauseTemporal: intakePause})
 				if err != nil {
 					return fmt.Errorf("intake suite: %w", err)
 				}
@@ -218,6 +219,8 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.BoolVar(&widePool, "intake-wide-pool", true, "intake: also measure the intake with one pool connection per sender")
 	f.BoolVar(&intakeNoTemporal, "intake-no-temporal", false, "intake: a no-op signaller behind the hand-off instead of a real Temporal dev server")
 	f.BoolVar(&intakeUnpaced, "intake-unpaced", true, "intake: also measure the intake with the unpaced hand-off (HOOKINBOX_HANDOFF_PACING=false)")
+	f.BoolVar(&intakeStatement, "intake-statement", true, "intake: also measure the product's inbox statement alone (inbox.InsertInboxEvent on a pool, no HTTP) between the raw insert and the intake")
+	f.BoolVar(&intakePause, "intake-pause-temporal", false, "intake: stop the Temporal server started here (SIGSTOP) during every window, so that it takes no CPU: the intake's own cost")
 	f.IntVar(&intakeWriters, "intake-writers", 0, "intake: HOOKINBOX_INTAKE_WRITERS of the intake (0: the product default; -1: no group commit)")
 	f.DurationVar(&intakeSettle, "intake-settle", 30*time.Second, "intake: after each intake window, wait up to this long for its hand-off queue to empty")
 	f.IntVar(&spread, "spread", 2000, "e2e: resources of the one-event-per-resource load")
@@ -299,9 +302,19 @@ func printBench(w io.Writer, rep benchReport) error {
 		rep.Started.Format(time.RFC3339), rep.Cores, rep.LoadBefore, rep.LoadAfter, storage, engine)
 	if len(rep.Intake) > 0 {
 		fmt.Fprintln(w, "\nINTAKE: acknowledged webhooks/s over HTTP vs one INSERT…COMMIT of the same row, same concurrency")
+		if rep.Intake[0].TemporalPaused {
+			fmt.Fprintln(w, "(Temporal server paused with SIGSTOP during every window)")
+		}
 		wide := rep.Intake[0].IntakeWide != nil
-		header := []string{"SENDERS", "RAW INSERT/s", "P50 ms", "P99 ms",
-			fmt.Sprintf("INTAKE/s (pool %d)", rep.Intake[0].IntakeMaxConns), "P50 ms", "P99 ms", "INTAKE/RAW"}
+		stmt := rep.Intake[0].Statement != nil
+		header := []string{"SENDERS", "RAW INSERT/s", "P50 ms", "P99 ms"}
+		if stmt {
+			header = append(header, "INBOX STATEMENT/s", "P50 ms", "P99 ms", "STATEMENT/RAW")
+		}
+		header = append(header, fmt.Sprintf("INTAKE/s (pool %d)", rep.Intake[0].IntakeMaxConns), "P50 ms", "P99 ms", "INTAKE/RAW")
+		if stmt {
+			header = append(header, "INTAKE/STATEMENT")
+		}
 		if wide {
 			header = append(header, "INTAKE/s (pool = senders)", "P50 ms", "P99 ms", "WIDE/RAW")
 		}
@@ -309,18 +322,32 @@ func printBench(w io.Writer, rep benchReport) error {
 		if unpaced {
 			header = append(header, "UNPACED HAND-OFF/s", "P50 ms", "P99 ms", "UNPACED/RAW")
 		}
-		header = append(header, "EVERY ROUND raw | intake | wide /s", "LOAD")
+		rounds := "EVERY ROUND raw | intake | wide /s"
+		if stmt {
+			rounds = "EVERY ROUND raw | statement | intake | wide /s"
+		}
+		header = append(header, rounds, "LOAD")
 		var rows [][]string
 		for _, r := range rep.Intake {
-			row := []string{strconv.Itoa(r.Concurrency), benchF0(r.Raw.PerSec), benchF2(r.Raw.P50ms), benchF2(r.Raw.P99ms),
-				benchF0(r.Intake.PerSec), benchF2(r.Intake.P50ms), benchF2(r.Intake.P99ms), benchF2(r.Ratio)}
+			row := []string{strconv.Itoa(r.Concurrency), benchF0(r.Raw.PerSec), benchF2(r.Raw.P50ms), benchF2(r.Raw.P99ms)}
+			if stmt && r.Statement != nil {
+				row = append(row, benchF0(r.Statement.PerSec), benchF2(r.Statement.P50ms), benchF2(r.Statement.P99ms), benchF2(r.StatementRatio))
+			}
+			row = append(row, benchF0(r.Intake.PerSec), benchF2(r.Intake.P50ms), benchF2(r.Intake.P99ms), benchF2(r.Ratio))
+			if stmt && r.Statement != nil {
+				row = append(row, benchF2(r.IntakeOverStatement))
+			}
 			if wide && r.IntakeWide != nil {
 				row = append(row, benchF0(r.IntakeWide.PerSec), benchF2(r.IntakeWide.P50ms), benchF2(r.IntakeWide.P99ms), benchF2(r.WideRatio))
 			}
 			if unpaced && r.IntakeUnpaced != nil {
 				row = append(row, benchF0(r.IntakeUnpaced.PerSec), benchF2(r.IntakeUnpaced.P50ms), benchF2(r.IntakeUnpaced.P99ms), benchF2(r.UnpacedRatio))
 			}
-			every := benchJoin(r.RawRounds) + " | " + benchJoin(r.IntakeRounds)
+			every := benchJoin(r.RawRounds)
+			if len(r.StatementRounds) > 0 {
+				every += " | " + benchJoin(r.StatementRounds)
+			}
+			every += " | " + benchJoin(r.IntakeRounds)
 			if len(r.WideRounds) > 0 {
 				every += " | " + benchJoin(r.WideRounds)
 			}

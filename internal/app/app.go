@@ -69,7 +69,7 @@ func outboxSend(cfg config.Config) string {
 
 // Resources is the resource signaller for cfg.
 func Resources(cfg config.Config, c client.Client) *starter.Resources {
-	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Settings: WorkflowSettings(cfg), ConsoleURL: cfg.ConsoleBaseURL(),
+	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Namespace: cfg.TemporalNamespace, Settings: WorkflowSettings(cfg), ConsoleURL: cfg.ConsoleBaseURL(),
 		CompleteKinds: cfg.CompleteKinds()}
 }
 
@@ -245,6 +245,10 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 				Namespace: cfg.TemporalNamespace, TaskQueue: cfg.TaskQueue},
 			Schedules: &starter.ScheduleRuns{Client: c, IDs: starter.EnabledScheduleIDs(cfg)},
 			Doorbell:  doorbell, Metrics: m, Logger: log,
+			// The sweeper's rings follow what Temporal absorbs, as the
+			// intake's hand-off does.
+			Pace:    starter.NewPacer(1, cfg.HandoffWorkers, HandoffTarget),
+			Backlog: doorbell.Backlog,
 		},
 		Provider: &activities.ProviderActivities{
 			Providers: provs, Passes: passes, Projections: projections, Facts: storeports.Facts{Store: st, Routes: rt},

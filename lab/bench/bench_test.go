@@ -103,8 +103,9 @@ func runOps(b *testing.B, op bench.Op, c int) float64 {
 }
 
 // BenchmarkIntake measures, at 1, 16 and 64 concurrent senders, one
-// INSERT…COMMIT of the inbox row (raw) and then the real intake over HTTP
-// (intake, with the ratio x-raw).
+// INSERT…COMMIT of the inbox row (raw), the product's inbox statement alone
+// (statement, inbox.InsertInboxEvent on a pool) and then the real intake
+// over HTTP (intake), each of the last two with its ratio x-raw.
 func BenchmarkIntake(b *testing.B) {
 	e := benchEnv(b)
 	ctx := context.Background()
@@ -120,6 +121,11 @@ func BenchmarkIntake(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer raw.Close()
+	stmtURL, dropStmt, err := e.Database(ctx, "stmt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dropStmt()
 	for _, c := range []int{1, 16, 64} {
 		var rawRate float64
 		b.Run(fmt.Sprintf("raw/c=%d", c), func(b *testing.B) {
@@ -129,6 +135,17 @@ func BenchmarkIntake(b *testing.B) {
 			}
 			defer r.Close()
 			rawRate = runOps(b, r.Insert, c)
+		})
+		b.Run(fmt.Sprintf("statement/c=%d", c), func(b *testing.B) {
+			st, err := bench.NewStatementTarget(ctx, stmtURL, int32(c))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			rate := runOps(b, st.Insert, c)
+			if rawRate > 0 {
+				b.ReportMetric(rate/rawRate, "x-raw")
+			}
 		})
 		b.Run(fmt.Sprintf("intake/c=%d", c), func(b *testing.B) {
 			rate := runOps(b, intake.Send, c)

@@ -189,6 +189,11 @@ type E2EResult struct {
 	AfterHeapMiB float64 `json:"after_heap_mib"`
 	AfterRSSMiB  float64 `json:"after_rss_mib"`
 	NotDone      int     `json:"not_done"`
+	// EndPollMs is how long the last poll for the run's end took to answer
+	// (the floor: a count of its closed workflows on the Temporal server;
+	// a design: a count over its inbox on PostgreSQL), polled every
+	// pollEvery.
+	EndPollMs float64 `json:"end_poll_ms,omitempty"`
 	// Emails sent (outbox rows of invoice loads) and those left unsent.
 	Emails      int    `json:"emails,omitempty"`
 	LoadAverage string `json:"load_average"`
@@ -595,7 +600,7 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 		mem.Stop()
 		return res, fmt.Errorf("send: %w", err)
 	}
-	if err := waitDone(ctx, obs, len(evs)); err != nil {
+	if res.EndPollMs, err = waitDone(ctx, obs, len(evs)); err != nil {
 		mem.Stop()
 		return res, err
 	}
@@ -720,23 +725,26 @@ func newResult(env *Env, design string, l Load) E2EResult {
 		Engine: env.Engine(), Kind: l.kind(), LoadAverage: LoadAverage()}
 }
 
-// waitDone polls until every one of n inbox rows left pending and every
-// outbox row left pending or uncertain.
-func waitDone(ctx context.Context, st *store.Store, n int) error {
+// waitDone polls, every pollEvery(n), until every one of n inbox rows left
+// pending and every outbox row left pending or uncertain, and returns how
+// long the last poll took to answer (ms).
+func waitDone(ctx context.Context, st *store.Store, n int) (lastPollMs float64, err error) {
 	for {
 		var total, pending int
+		t0 := time.Now()
 		err := st.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'pending') +
 			(SELECT count(*) FROM outbox WHERE status IN ('pending', 'uncertain')) FROM webhook_inbox`).Scan(&total, &pending)
+		lastPollMs = float64(time.Since(t0).Microseconds()) / 1000
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if total >= n && pending == 0 {
-			return nil
+			return lastPollMs, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d events: %d stored, %d still pending: %w", n, total, pending, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
+			return 0, fmt.Errorf("waiting for %d events: %d stored, %d still pending: %w", n, total, pending, ctx.Err())
+		case <-time.After(pollEvery(n)):
 		}
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -288,4 +290,21 @@ func (e *Env) FreshTemporal(ctx context.Context) error {
 	e.mu.Unlock()
 	_, err := e.Temporal(ctx)
 	return err
+}
+
+// PauseTemporal stops the Temporal server started here (SIGSTOP), so that
+// it takes no CPU while the intake's own cost is measured: the hand-off's
+// calls then wait until their timeout, as they would with the server
+// unreachable. resume (SIGCONT) must be called before the server is
+// stopped or replaced. A server given by address cannot be paused.
+func (e *Env) PauseTemporal() (resume func(), err error) {
+	pid := e.TemporalPID()
+	if pid <= 0 {
+		return nil, errors.New("pause temporal: no Temporal server started here")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pause temporal (pid %d): %w", pid, err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }, nil
 }

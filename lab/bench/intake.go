@@ -27,6 +27,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/builtin"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/starter"
@@ -353,6 +354,50 @@ func (r *RawTarget) Close() {
 	r.drop()
 }
 
+// StatementTarget commits the intake's inbox row with the product's own
+// statement, inbox.InsertInboxEvent (its ON CONFLICT and the read of a
+// winning row, every index of the table), called directly on a pool of one
+// connection per sender: no HTTP, no verification, no group commit, no
+// hand-off. Between the raw insert and the full intake, it says how much of
+// the intake's cost is its statement.
+type StatementTarget struct {
+	pool *pgxpool.Pool
+	run  string
+}
+
+// NewStatementTarget opens a pool of maxConns connections on the database
+// at url (dropped by nobody: the caller owns it).
+func NewStatementTarget(ctx context.Context, url string, maxConns int32) (*StatementTarget, error) {
+	r, err := openRaw(ctx, url, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	return &StatementTarget{pool: r.pool, run: runID()}, nil
+}
+
+// Insert commits one distinct invoice.paid event as the intake derives it
+// (inbox.InsertInboxEvent, one autocommit round trip), and requires that it
+// was inserted.
+func (s *StatementTarget) Insert(ctx context.Context, seq int64) error {
+	now := time.Now()
+	body := invoiceBody(s.run, seq, now)
+	sum := sha256.Sum256(body)
+	id := s.run + "_" + strconv.FormatInt(seq, 10)
+	res, err := inbox.InsertInboxEvent(ctx, s.pool, &inbox.InboxEvent{
+		Key:          keys.Event{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, EventID: "evt_" + id},
+		EndpointSlug: benchSlug, WorkspaceID: benchWorkspace, EventType: "invoice.paid",
+		ResourceKind: "invoice", ResourceID: "in_" + id, OccurredAt: &now,
+		Payload: body, BodySHA256: sum[:], SecretID: 1, Origin: keys.OriginWebhook, Status: keys.StatusPending,
+	})
+	if err == nil && res.Outcome != inbox.Inserted {
+		err = fmt.Errorf("inbox statement: %s, want inserted", res.Outcome)
+	}
+	return err
+}
+
+// Close closes the pool.
+func (s *StatementTarget) Close() { s.pool.Close() }
+
 // IntakeSuite configures RunIntake.
 type IntakeSuite struct {
 	Concurrency []int
@@ -378,6 +423,16 @@ type IntakeSuite struct {
 	// Writers is the intakes' HOOKINBOX_INTAKE_WRITERS (0: the product
 	// default; -1: no group commit).
 	Writers int
+	// Statement also measures the product's inbox statement alone
+	// (StatementTarget) between the raw insert and the intake: the
+	// three-way split of the intake's cost.
+	Statement bool
+	// PauseTemporal stops the Temporal server (SIGSTOP) for every window,
+	// so that it takes no CPU: what is left is the intake's own cost. The
+	// hand-off still runs its real code: its calls wait until their
+	// timeout, its queue fills and drops, as with Temporal unreachable.
+	// Needs a server started here; ignored with NoTemporal.
+	PauseTemporal bool
 	// Progress receives a line per measurement.
 	Progress io.Writer
 }
@@ -396,16 +451,26 @@ type IntakeResult struct {
 	// measured) and UnpacedRatio its ratio to the raw insert.
 	IntakeUnpaced *Rate   `json:"intake_unpaced,omitempty"`
 	UnpacedRatio  float64 `json:"ratio_unpaced_over_raw,omitempty"`
-	// Temporal says the hand-off rang a real Temporal server.
-	Temporal bool `json:"temporal"`
+	// Statement is the product's inbox statement alone (when measured),
+	// StatementRatio its ratio to the raw insert and IntakeOverStatement
+	// the intake's ratio to it.
+	Statement           *Rate   `json:"inbox_statement,omitempty"`
+	StatementRatio      float64 `json:"ratio_statement_over_raw,omitempty"`
+	IntakeOverStatement float64 `json:"ratio_intake_over_statement,omitempty"`
+	// Temporal says the hand-off rang a real Temporal server, and
+	// TemporalPaused that the server was stopped (SIGSTOP) for every
+	// window of this level.
+	Temporal       bool `json:"temporal"`
+	TemporalPaused bool `json:"temporal_paused,omitempty"`
 	// IntakeMaxConns is the intake pool's size in the Intake column.
 	IntakeMaxConns int32  `json:"intake_max_conns"`
 	Load           string `json:"load_average"`
 	// Every round's rates (per second), in the order measured.
-	RawRounds     []float64 `json:"raw_rounds,omitempty"`
-	IntakeRounds  []float64 `json:"intake_rounds,omitempty"`
-	WideRounds    []float64 `json:"wide_rounds,omitempty"`
-	UnpacedRounds []float64 `json:"unpaced_rounds,omitempty"`
+	RawRounds       []float64 `json:"raw_rounds,omitempty"`
+	StatementRounds []float64 `json:"statement_rounds,omitempty"`
+	IntakeRounds    []float64 `json:"intake_rounds,omitempty"`
+	WideRounds      []float64 `json:"wide_rounds,omitempty"`
+	UnpacedRounds   []float64 `json:"unpaced_rounds,omitempty"`
 	// Doorbells of the paced (and unpaced) intake at this level, by
 	// result: sent, failed, coalesced, dropped (queue full), and
 	// unsent_after_window (still queued Settle after a window: discarded,
@@ -446,8 +511,13 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 		s.Settle = 30 * time.Second
 	}
 	unsent := map[*IntakeTarget]int{}
+	pause := s.PauseTemporal && !s.NoTemporal
 	settle := func(t *IntakeTarget) {
-		if !s.NoTemporal {
+		switch {
+		case pause:
+			// Nothing will be sent: discard what is queued at once.
+			unsent[t] += t.Settle(ctx, 0)
+		case !s.NoTemporal:
 			unsent[t] += t.Settle(ctx, s.Settle)
 		}
 	}
@@ -468,6 +538,15 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 		return nil, err
 	}
 	defer dropRaw()
+	var stmtURL string
+	if s.Statement {
+		u, dropStmt, err := env.Database(ctx, "stmt")
+		if err != nil {
+			return nil, err
+		}
+		defer dropStmt()
+		stmtURL = u
+	}
 	wide := map[int]*IntakeTarget{}
 	if s.WidePool {
 		for _, c := range s.Concurrency {
@@ -483,6 +562,14 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 	if poolSize == 0 {
 		poolSize = int32(intake.store.Pool.Config().MaxConns)
 	}
+	if pause {
+		resume, err := env.PauseTemporal()
+		if err != nil {
+			return nil, err
+		}
+		// Before the targets close (deferred above, so run after this).
+		defer resume()
+	}
 	var seq atomic.Int64
 	var out []IntakeResult
 	line := func(what string, c int, r Rate) {
@@ -493,8 +580,21 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 		if err != nil {
 			return out, err
 		}
-		res := IntakeResult{Concurrency: c, Load: LoadAverage(), IntakeMaxConns: poolSize, Temporal: !s.NoTemporal}
-		var raws, intakes, wides, unpaceds []Rate
+		var stmt *StatementTarget
+		if s.Statement {
+			if stmt, err = NewStatementTarget(ctx, stmtURL, int32(c)); err != nil {
+				raw.Close()
+				return out, err
+			}
+		}
+		closeLevel := func() {
+			raw.Close()
+			if stmt != nil {
+				stmt.Close()
+			}
+		}
+		res := IntakeResult{Concurrency: c, Load: LoadAverage(), IntakeMaxConns: poolSize, Temporal: !s.NoTemporal, TemporalPaused: pause}
+		var raws, stmts, intakes, wides, unpaceds []Rate
 		sig0 := intake.Signals()
 		var usig0 map[string]float64
 		if unpaced != nil {
@@ -503,13 +603,21 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 		for range max(1, s.Rounds) {
 			r, err := ClosedLoop(ctx, raw.Insert, &seq, c, s.Warmup, s.Duration)
 			if err != nil {
-				raw.Close()
+				closeLevel()
 				return out, fmt.Errorf("raw insert at %d: %w", c, err)
 			}
 			line("raw insert", c, r)
 			raws = append(raws, r)
+			if stmt != nil {
+				if r, err = ClosedLoop(ctx, stmt.Insert, &seq, c, s.Warmup, s.Duration); err != nil {
+					closeLevel()
+					return out, fmt.Errorf("inbox statement at %d: %w", c, err)
+				}
+				line("inbox statement", c, r)
+				stmts = append(stmts, r)
+			}
 			if r, err = ClosedLoop(ctx, intake.Send, &seq, c, s.Warmup, s.Duration); err != nil {
-				raw.Close()
+				closeLevel()
 				return out, fmt.Errorf("intake at %d: %w", c, err)
 			}
 			line(fmt.Sprintf("intake (pool %d)", poolSize), c, r)
@@ -517,7 +625,7 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 			settle(intake)
 			if t := wide[c]; t != nil {
 				if r, err = ClosedLoop(ctx, t.Send, &seq, c, s.Warmup, s.Duration); err != nil {
-					raw.Close()
+					closeLevel()
 					return out, fmt.Errorf("intake (pool %d) at %d: %w", c, c, err)
 				}
 				line(fmt.Sprintf("intake (pool %d)", c), c, r)
@@ -526,7 +634,7 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 			}
 			if unpaced != nil {
 				if r, err = ClosedLoop(ctx, unpaced.Send, &seq, c, s.Warmup, s.Duration); err != nil {
-					raw.Close()
+					closeLevel()
 					return out, fmt.Errorf("intake (unpaced) at %d: %w", c, err)
 				}
 				line("intake (unpaced)", c, r)
@@ -534,11 +642,21 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 				settle(unpaced)
 			}
 		}
-		raw.Close()
+		closeLevel()
 		res.Raw, res.Intake = median(raws), median(intakes)
 		res.RawRounds, res.IntakeRounds = rates(raws), rates(intakes)
 		if res.Raw.PerSec > 0 {
 			res.Ratio = res.Intake.PerSec / res.Raw.PerSec
+		}
+		if len(stmts) > 0 {
+			m := median(stmts)
+			res.Statement, res.StatementRounds = &m, rates(stmts)
+			if res.Raw.PerSec > 0 {
+				res.StatementRatio = m.PerSec / res.Raw.PerSec
+			}
+			if m.PerSec > 0 {
+				res.IntakeOverStatement = res.Intake.PerSec / m.PerSec
+			}
 		}
 		if len(wides) > 0 {
 			w := median(wides)

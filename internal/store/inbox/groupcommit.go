@@ -58,6 +58,11 @@ type writeReq struct {
 // errAlone tells a caller that its batch did not commit: it inserts alone.
 var errAlone = errors.New("batch rolled back")
 
+// errReread tells a caller that its row conflicted with one already there
+// (or with another row of its batch): once the batch has committed, it
+// reads the row that won.
+var errReread = errors.New("conflict: read the winner")
+
 // NewInboxWriter builds a writer on pool.
 func NewInboxWriter(pool *pgxpool.Pool, o InboxWriterOptions) *InboxWriter {
 	if o.MaxBatch <= 0 {
@@ -119,10 +124,14 @@ func (w *InboxWriter) Insert(ctx context.Context, e *InboxEvent) (InsertResult, 
 	}
 }
 
-// answer is r's result; a rolled-back batch's row is inserted alone.
+// answer is r's result; a rolled-back batch's row is inserted alone, and
+// a conflicting one reads the row that won.
 func (w *InboxWriter) answer(ctx context.Context, r *writeReq) (InsertResult, error) {
-	if errors.Is(r.err, errAlone) {
+	switch {
+	case errors.Is(r.err, errAlone):
 		return InsertInboxEvent(ctx, w.pool, r.e)
+	case errors.Is(r.err, errReread):
+		return planInsert(r.e).reread(ctx, w.pool)
 	}
 	return r.res, r.err
 }
@@ -184,9 +193,9 @@ type batchAnswer struct {
 }
 
 // sendInserts runs one insertSQL per row in one pipelined batch (one
-// implicit transaction). A row whose winner the statement's snapshot could
-// not see (pgx.ErrNoRows) is answered errAlone: inserted again alone, it
-// reads the winner. Any other failure rolls back the whole batch: err.
+// implicit transaction). A row that conflicted (pgx.ErrNoRows) is answered
+// errReread: it reads the winner once the batch has committed. Any other
+// failure rolls back the whole batch: err.
 func sendInserts(ctx context.Context, pool *pgxpool.Pool, batch []*writeReq) ([]batchAnswer, error) {
 	b := &pgx.Batch{}
 	plans := make([]insertPlan, len(batch))
@@ -198,14 +207,15 @@ func sendInserts(ctx context.Context, pool *pgxpool.Pool, batch []*writeReq) ([]
 	br := pool.SendBatch(ctx, b)
 	var failed error
 	for i := range batch {
-		res, err := plans[i].scan(br.QueryRow())
+		var id int64
+		err := br.QueryRow().Scan(&id)
 		switch {
+		case err == nil:
+			out[i].res = InsertResult{Outcome: Inserted, ID: id}
 		case errors.Is(err, pgx.ErrNoRows):
-			out[i].err = errAlone
-		case err != nil && failed == nil:
+			out[i].err = errReread
+		case failed == nil:
 			failed = err
-		default:
-			out[i].res = res
 		}
 	}
 	if err := br.Close(); err != nil && failed == nil {

@@ -124,46 +124,56 @@ func (r existingRow) sameEvent(e *InboxEvent, origin string) bool {
 // sameEvent) or a Conflict.
 func InsertInboxEvent(ctx context.Context, db store.DB, e *InboxEvent) (InsertResult, error) {
 	p := planInsert(e)
-	res, err := p.scan(db.QueryRow(ctx, insertSQL, p.args...))
-	if errors.Is(err, pgx.ErrNoRows) {
-		res, err = p.scan(db.QueryRow(ctx, rereadSQL, p.rereadArgs()...))
+	var id int64
+	err := db.QueryRow(ctx, insertSQL, p.args...).Scan(&id)
+	switch {
+	case err == nil:
+		return InsertResult{Outcome: Inserted, ID: id}, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return p.reread(ctx, db)
 	}
-	if err != nil {
-		return InsertResult{}, fmt.Errorf("insert inbox event %s: %w", e.Key, err)
-	}
-	return res, nil
+	return InsertResult{}, fmt.Errorf("insert inbox event %s: %w", e.Key, err)
 }
 
-// insertSQL inserts a row, or reads the row that won (the event key's
-// first, else the same body's) in the same round trip. The read sees the
-// statement's snapshot, so a row committed by a concurrent insert after it
-// began is not seen (no row comes back) and is read again with rereadSQL.
-// Both UNIQUE indexes settle races: ON CONFLICT names neither. A body that
-// dedups and whose row retention deleted is found in event_lineage, which
-// kept its hash: nothing is inserted (no race there: that row is gone).
+// insertSQL inserts a row and returns its id, or returns no row when the
+// event key, or the same body on an endpoint that dedups on it (kept in
+// the inbox, or in the lineage of a row retention deleted), is there
+// already: both UNIQUE indexes settle races (ON CONFLICT names neither).
+// The row that won is then read with rereadSQL, a second round trip that
+// only a duplicate pays; a new row, the common case, is one plain INSERT
+// with one column to read back.
 const insertSQL = `
-		WITH ins AS (
-			INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
-				workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
-				payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
-				NULLIF($20, '')
-			 WHERE NOT EXISTS (` + keptReplay + `)
-			ON CONFLICT DO NOTHING
-			RETURNING id
-		)
-		SELECT id, true, NULL::bytea, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::timestamptz, false FROM ins
-		UNION ALL
-		(SELECT * FROM (` + wonRows + `) won WHERE NOT EXISTS (SELECT 1 FROM ins) ORDER BY replayed LIMIT 1)`
+		INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
+			workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
+			payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
+			NULLIF($20, '')
+		 WHERE NOT EXISTS (` + keptReplay + `)
+		ON CONFLICT DO NOTHING
+		RETURNING id`
 
 // keptReplay finds, for a body that dedups ($19 not NULL), the lineage of
-// a deleted row of endpoint $5 that held it.
+// a deleted row of endpoint $5 that held it: nothing is inserted (no race
+// there: that row is gone), and rereadSQL finds it in event_lineage, which
+// kept its hash.
 const keptReplay = `SELECT 1 FROM event_lineage
 			 WHERE $19::bytea IS NOT NULL AND source = 'inbox' AND endpoint_slug = $5 AND replay_sha256 = $19 AND deleted_at IS NOT NULL`
 
-// rereadSQL reads the row that won an event key or body.
+// rereadSQL reads the row that won an event key or body (wonRows): the
+// event key's first, else the same body's. A new statement, it sees every
+// row committed before it began, the concurrent insert's that won included.
 var rereadSQL = `
 			SELECT * FROM (` + strings.NewReplacer("$19", "$6").Replace(wonRows) + `) won ORDER BY replayed LIMIT 1`
+
+// reread answers an insert that conflicted: the row that won, compared
+// with the newcomer.
+func (p insertPlan) reread(ctx context.Context, db store.DB) (InsertResult, error) {
+	res, err := p.scan(db.QueryRow(ctx, rereadSQL, p.rereadArgs()...))
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("insert inbox event %s: %w", p.e.Key, err)
+	}
+	return res, nil
+}
 
 // insertPlan is one InsertInboxEvent: the statement's arguments and what
 // the answer is compared with.
@@ -204,8 +214,7 @@ func (p insertPlan) rereadArgs() []any {
 	return []any{e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug, p.replaySHA}
 }
 
-// scan reads the answer of insertSQL or rereadSQL (pgx.ErrNoRows: read
-// again).
+// scan reads the answer of rereadSQL.
 func (p insertPlan) scan(row pgx.Row) (InsertResult, error) {
 	var id int64
 	var inserted, replayed bool
