@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"time"
 )
 
 // SlackSender posts a message to a Slack-compatible incoming webhook (Slack,
@@ -42,20 +40,7 @@ func (s *SlackSender) Send(ctx context.Context, m Message) (string, error) {
 		return "", &Error{Op: op, Permanent: true, Err: errors.New("invalid webhook URL")}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	hc := s.Client
-	if hc == nil {
-		hc = s.Guard.Client(30 * time.Second)
-	}
-	resp, err := hc.Do(req)
-	if errors.Is(err, ErrForbiddenAddress) {
-		return "", &Error{Op: op, Permanent: true, Err: transportError(err)}
-	}
-	if err != nil {
-		return "", &Error{Op: op, Definite: notSent(err), Err: transportError(err)}
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	if err := statusError(op, resp.StatusCode); err != nil {
+	if err := post(s.Client, s.Guard, op, req); err != nil {
 		return "", err
 	}
 	return "", nil

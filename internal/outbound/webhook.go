@@ -55,21 +55,28 @@ func (s *WebhookSender) Send(ctx context.Context, m Message) (string, error) {
 	req.Header.Set(standardwebhooks.HeaderWebhookID, id)
 	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
-	hc := s.Client
-	if hc == nil {
-		hc = s.Guard.Client(30 * time.Second)
-	}
-	resp, err := hc.Do(req)
-	if errors.Is(err, ErrForbiddenAddress) {
-		return "", &Error{Op: op, Permanent: true, Err: transportError(err)}
-	}
-	if err != nil {
-		return "", &Error{Op: op, Definite: notSent(err), Err: transportError(err)}
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	if err := statusError(op, resp.StatusCode); err != nil {
+	if err := post(s.Client, s.Guard, op, req); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// post sends req with hc (nil: g's guarded client, 30 s) and classifies
+// the answer as the senders of this file and slack.go do: a refused address
+// is permanent, a transport error definite only when nothing was sent, and
+// the status by statusError. The answer's body is drained (4 KiB at most).
+func post(hc *http.Client, g Guard, op string, req *http.Request) error {
+	if hc == nil {
+		hc = g.Client(30 * time.Second)
+	}
+	resp, err := hc.Do(req)
+	if errors.Is(err, ErrForbiddenAddress) {
+		return &Error{Op: op, Permanent: true, Err: transportError(err)}
+	}
+	if err != nil {
+		return &Error{Op: op, Definite: notSent(err), Err: transportError(err)}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	return statusError(op, resp.StatusCode)
 }
