@@ -28,14 +28,29 @@ func (s *Server) notificationRoutes() []route {
 	}
 }
 
-func (s *Server) apiNotificationsList(w http.ResponseWriter, r *http.Request, _ *principal) error {
-	vs, err := s.ops.ListNotifications(r.Context())
+func (s *Server) apiNotificationsList(w http.ResponseWriter, r *http.Request, p *principal) error {
+	vs, err := s.listNotifications(r, p)
 	return reply(w, http.StatusOK, vs, err)
 }
 
-func (s *Server) apiNotificationGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
+func (s *Server) apiNotificationGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	v, err := s.ops.ShowNotification(r.Context(), r.PathValue("name"))
+	if !p.can(operator) {
+		v.OriginsOnly() // a webhook's path and query may carry its token
+	}
 	return reply(w, http.StatusOK, v, err)
+}
+
+// listNotifications lists the rules as p may see them: a viewer gets a
+// webhook rule's origin only.
+func (s *Server) listNotifications(r *http.Request, p *principal) ([]ops.NotificationView, error) {
+	vs, err := s.ops.ListNotifications(r.Context())
+	if !p.can(operator) {
+		for i := range vs {
+			vs[i].OriginsOnly()
+		}
+	}
+	return vs, err
 }
 
 // notificationBody is a notification rule as the API takes it (durations
@@ -138,7 +153,7 @@ func (s *Server) webNotificationsPage(w http.ResponseWriter, r *http.Request, p 
 }
 
 func (s *Server) renderNotifications(w http.ResponseWriter, r *http.Request, p *principal, test *ops.NotificationTest) error {
-	vs, err := s.ops.ListNotifications(r.Context())
+	vs, err := s.listNotifications(r, p)
 	if err != nil {
 		return err
 	}

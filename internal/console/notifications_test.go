@@ -29,7 +29,7 @@ func TestNotificationRulesAreReadByViewersAndChangedByAdmins(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(rcv.Close)
-	add := map[string]any{"name": "oncall", "triggers": []string{"event_failed", "quarantine_opened"}, "webhook_url": rcv.URL + "/in",
+	add := map[string]any{"name": "oncall", "triggers": []string{"event_failed", "quarantine_opened"}, "webhook_url": rcv.URL + "/in?token=tok_pager_7c1",
 		"secret": notifySecret, "allow_private": true, "window": "30m", "reason": "pager"}
 	for _, role := range []string{"", "viewer", "operator"} {
 		code, body := b.call(role, "POST", "/api/notifications", add)
@@ -75,6 +75,16 @@ func TestNotificationRulesAreReadByViewersAndChangedByAdmins(t *testing.T) {
 	require.Contains(t, body, "oncall")
 	require.Contains(t, body, "event_failed")
 	require.Contains(t, body, "outbox pending", "the notice's outbox row, not sent by this test")
+	require.NotContains(t, body, "tok_pager_7c1", "a viewer sees the webhook's origin only")
+	for _, path := range []string{"/api/notifications", "/api/notifications/oncall"} {
+		code, body = b.call("viewer", "GET", path, nil)
+		require.Equal(t, http.StatusOK, code, body)
+		require.NotContains(t, body, "tok_pager_7c1", "%s: a viewer sees the webhook's origin only", path)
+		require.Contains(t, body, rcv.URL, path)
+		code, body = b.call("operator", "GET", path, nil)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, "tok_pager_7c1", "%s: an operator sees the whole URL", path)
+	}
 
 	code, body = b.call("operator", "POST", "/api/notifications/oncall/test", map[string]any{"reason": "x"})
 	require.Equal(t, http.StatusForbidden, code, body)

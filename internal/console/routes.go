@@ -27,14 +27,29 @@ func (s *Server) forwardRoutes() []route {
 	}
 }
 
-func (s *Server) apiRoutesList(w http.ResponseWriter, r *http.Request, _ *principal) error {
-	vs, err := s.ops.ListRoutes(r.Context())
+func (s *Server) apiRoutesList(w http.ResponseWriter, r *http.Request, p *principal) error {
+	vs, err := s.listRoutes(r, p)
 	return reply(w, http.StatusOK, vs, err)
 }
 
-func (s *Server) apiRouteGet(w http.ResponseWriter, r *http.Request, _ *principal) error {
+func (s *Server) apiRouteGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	v, err := s.ops.ShowRoute(r.Context(), r.PathValue("name"))
+	if !p.can(operator) {
+		v.OriginsOnly() // a receiver's path and query may carry its token
+	}
 	return reply(w, http.StatusOK, v, err)
+}
+
+// listRoutes lists the routes as p may see them: a viewer gets each URL's
+// origin only.
+func (s *Server) listRoutes(r *http.Request, p *principal) ([]ops.RouteView, error) {
+	vs, err := s.ops.ListRoutes(r.Context())
+	if !p.can(operator) {
+		for i := range vs {
+			vs[i].OriginsOnly()
+		}
+	}
+	return vs, err
 }
 
 // routeBody is a forward route as the API takes it (timeout as "10s").
@@ -125,7 +140,7 @@ type routesPage struct {
 }
 
 func (s *Server) webRoutesPage(w http.ResponseWriter, r *http.Request, p *principal) error {
-	vs, err := s.ops.ListRoutes(r.Context())
+	vs, err := s.listRoutes(r, p)
 	if err != nil {
 		return err
 	}

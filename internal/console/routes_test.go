@@ -22,7 +22,7 @@ const forwardSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 func TestForwardRoutesAreReadByViewersAndChangedByAdmins(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	add := map[string]any{"name": "billing", "provider": "stripe", "event_type": "charge.*", "url": "https://billing.example.com/hooks",
+	add := map[string]any{"name": "billing", "provider": "stripe", "event_type": "charge.*", "url": "https://billing.example.com/hooks?token=tok_route_9f2",
 		"secret": forwardSecret, "operation_key_path": "data.object.id", "timeout": "2s", "reason": "billing service"}
 	for _, role := range []string{"", "viewer", "operator"} {
 		code, body := b.call(role, "POST", "/api/routes", add)
@@ -57,6 +57,15 @@ func TestForwardRoutesAreReadByViewersAndChangedByAdmins(t *testing.T) {
 	require.Len(t, list, 1)
 	require.Equal(t, "2s", list[0]["timeout"])
 	require.Contains(t, list[0], "oldest_pending_age_seconds")
+	for _, path := range []string{"/api/routes", "/api/routes/billing", "/routes"} {
+		code, body = b.call("viewer", "GET", path, nil)
+		require.Equal(t, http.StatusOK, code, body)
+		require.NotContains(t, body, "tok_route_9f2", "%s: a viewer sees the receiver's origin only", path)
+		require.Contains(t, body, "billing.example.com", path)
+		code, body = b.call("operator", "GET", path, nil)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, "tok_route_9f2", "%s: an operator sees the whole URL", path)
+	}
 
 	code, body = b.call("operator", "PATCH", "/api/routes/billing", map[string]any{"enabled": false})
 	require.Equal(t, http.StatusForbidden, code, body)

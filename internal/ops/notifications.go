@@ -240,6 +240,15 @@ func (s *Service) RemoveNotification(ctx context.Context, who Actor, name, reaso
 	})
 }
 
+// OriginsOnly cuts a webhook rule's URL to its origin, for viewers: its
+// path and query may carry a token (a Slack rule's target is an origin
+// already; its URL is the rule's secret).
+func (v *NotificationView) OriginsOnly() {
+	if v.Channel == notify.ChannelWebhook {
+		v.Target = URLOrigin(v.Target)
+	}
+}
+
 // ListNotifications lists every rule, with what is firing and its latest
 // notices.
 func (s *Service) ListNotifications(ctx context.Context) ([]NotificationView, error) {

@@ -336,6 +336,11 @@ func (s *Service) RemoveRoute(ctx context.Context, who Actor, name, reason strin
 	return nil
 }
 
+// OriginsOnly cuts the route's URL to its origin, for viewers: a
+// receiver's path and query may carry its token, as a team destination's
+// do (WorkspaceView.OriginsOnly).
+func (v *RouteView) OriginsOnly() { v.URL = URLOrigin(v.URL) }
+
 // ListRoutes lists every forward route with its backlog, by name.
 func (s *Service) ListRoutes(ctx context.Context) ([]RouteView, error) {
 	rs, err := forwards.List(ctx, s.Store.Pool)
