@@ -231,6 +231,13 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool, temporalNice 
 	if s.temporal.UIURL == "" {
 		s.temporal.UIURL = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultTemporalUI)
 	}
+	if err := setRetention(ctx, s.temporal.Address, cfg.TemporalNamespace, DevRetention); err != nil {
+		// Not fatal: the stack works, the server keeps closed runs longer.
+		fmt.Fprintf(out, "temporal: %v (closed workflows stay 24 h)\n", err)
+	} else {
+		fmt.Fprintf(out, "temporal: namespace %s keeps closed workflows %s (the inbox and the lineage keep their story)\n",
+			cfg.TemporalNamespace, DevRetention)
+	}
 
 	mLog, err := s.logFile(logDir, "mailpit.log")
 	if err != nil {
