@@ -128,6 +128,30 @@ func Reseal(ctx context.Context, s *store.Store) ([]ResealCount, error) {
 	return reseal(ctx, s, false)
 }
 
+// sealedRow is one row of a sealedColumn's select or missing query: the
+// row key, the two parts of its context, and the value plain or sealed
+// with its key id.
+type sealedRow struct {
+	key, a, b string
+	plain     *string
+	sealed    []byte
+	keyID     *string
+}
+
+// querySealed runs q (a sealedColumn's selectSQL or missingSQL) and
+// collects its rows.
+func querySealed(ctx context.Context, tx pgx.Tx, q string, args ...any) ([]sealedRow, error) {
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (sealedRow, error) {
+		var x sealedRow
+		err := r.Scan(&x.key, &x.a, &x.b, &x.plain, &x.sealed, &x.keyID)
+		return x, err
+	})
+}
+
 func reseal(ctx context.Context, s *store.Store, onlyPlain bool) ([]ResealCount, error) {
 	kr, err := s.Keyring()
 	if err != nil {
@@ -139,21 +163,7 @@ func reseal(ctx context.Context, s *store.Store, onlyPlain bool) ([]ResealCount,
 		for {
 			n := 0
 			err := s.Tx(ctx, func(tx pgx.Tx) error {
-				rows, err := tx.Query(ctx, col.selectSQL, onlyPlain, kr.CurrentID(), resealBatch)
-				if err != nil {
-					return err
-				}
-				type row struct {
-					key, a, b string
-					plain     *string
-					sealed    []byte
-					keyID     *string
-				}
-				batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-					var x row
-					err := r.Scan(&x.key, &x.a, &x.b, &x.plain, &x.sealed, &x.keyID)
-					return x, err
-				})
+				batch, err := querySealed(ctx, tx, col.selectSQL, onlyPlain, kr.CurrentID(), resealBatch)
 				if err != nil {
 					return err
 				}
@@ -217,21 +227,7 @@ func FillFingerprints(ctx context.Context, s *store.Store) (int, error) {
 		for {
 			n := 0
 			err := s.Tx(ctx, func(tx pgx.Tx) error {
-				rows, err := tx.Query(ctx, col.missingSQL, resealBatch)
-				if err != nil {
-					return err
-				}
-				type row struct {
-					key, a, b string
-					plain     *string
-					sealed    []byte
-					keyID     *string
-				}
-				batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-					var x row
-					err := r.Scan(&x.key, &x.a, &x.b, &x.plain, &x.sealed, &x.keyID)
-					return x, err
-				})
+				batch, err := querySealed(ctx, tx, col.missingSQL, resealBatch)
 				if err != nil {
 					return err
 				}
