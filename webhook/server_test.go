@@ -77,7 +77,15 @@ type bundle struct {
 	handoff *recordingHandoff
 	logs    *syncBuffer
 	ctx     context.Context
+	// inFlight counts requests whose handler has not returned. The intake
+	// answers before it records the delivery's metrics and log line (they
+	// are kept off the sender's path), so a test that reads them waits
+	// for it with settled.
+	inFlight *sync.WaitGroup
 }
+
+// settled waits until every request sent so far has been recorded.
+func (b *bundle) settled() { b.inFlight.Wait() }
 
 const (
 	stripeSecret  = "whsec_stripe_test_secret"
@@ -121,9 +129,15 @@ func setup(t *testing.T) *bundle {
 		Logger:       slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		MaxBodyBytes: 64 << 10, Tolerance: 5 * time.Minute, CacheTTL: time.Minute,
 	})
-	ts := httptest.NewServer(srv.Handler())
+	inFlight := &sync.WaitGroup{}
+	handler := srv.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Done()
+		handler.ServeHTTP(w, r)
+	}))
 	t.Cleanup(ts.Close)
-	return &bundle{url: ts.URL, metrics: m, store: s, handoff: h, logs: logs, ctx: ctx}
+	return &bundle{url: ts.URL, metrics: m, store: s, handoff: h, logs: logs, ctx: ctx, inFlight: inFlight}
 }
 
 type reply struct {
@@ -327,6 +341,7 @@ func TestQuarantineAndBadInput(t *testing.T) {
 	r = b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 	require.Equal(t, http.StatusBadRequest, r.code, r.body)
 	require.Contains(t, r.body, "not valid JSON")
+	b.settled()
 	require.InDelta(t, 1, testutil.ToFloat64(b.metrics.Requests.WithLabelValues("stripe", "stripe", "malformed")), 0)
 
 	// A handled type without the identifiers it needs.
@@ -504,6 +519,7 @@ func TestPayloadsNeverReachTheLogs(t *testing.T) {
 		b.post(t, "stripe", body, providertest.StripeHeaders(body, stripeSecret, time.Now()))
 		b.post(t, "stripe", body, providertest.StripeHeaders(body, "whsec_wrong", time.Now()))
 	}
+	b.settled()
 	logs := b.logs.String()
 	require.Contains(t, logs, "evt_log", "deliveries are logged by event key")
 	require.NotContains(t, logs, secretMarker)
