@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
+	"github.com/hookinbox/hookinbox/starter"
 )
 
 // browser is a headless Chromium driven by chromedp for one test. On
@@ -171,10 +173,16 @@ func TestConsoleReplaysAnExhaustedEventInARealBrowser(t *testing.T) {
 	// that has the exhausted event and has counted its completion.
 	processed := w.count(t, `SELECT count(*) FROM webhook_inbox WHERE processed_at IS NOT NULL`)
 	require.Equal(t, 1, processed, "the test's one event")
-	eventually(t, 60*time.Second, "a trend sample with the exhausted event", func() bool {
+	sampled := func() bool {
 		return w.count(t, `SELECT count(*) FROM console_trends WHERE exhausted = 1`) > 0 &&
 			w.count(t, `SELECT coalesce(sum(handled), 0)::int FROM console_trends WHERE minute > now() - interval '1 hour'`) == processed
-	})
+	}
+	for deadline := time.Now().Add(60 * time.Second); !sampled(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			w.logTrendsDiagnosis(t, k)
+			t.Fatal("timed out after 1m0s waiting for a trend sample with the exhausted event")
+		}
+	}
 
 	// Sign in.
 	br.do("open the console", chromedp.Navigate(consoleURL+"/"), chromedp.WaitVisible(chromedp.CSS("#token")))
@@ -293,4 +301,57 @@ func TestConsoleReplaysAnExhaustedEventInARealBrowser(t *testing.T) {
 	var details string
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(desc.GetExecutionConfig().GetUserMetadata().GetDetails(), &details))
 	require.Contains(t, details, consoleURL+"/resources/stripe%2F"+w.account)
+}
+
+// logTrendsDiagnosis logs what a trends wait that timed out saw: the
+// samples, the event's row and the sweeper schedule's last runs.
+func (w *simWorld) logTrendsDiagnosis(t *testing.T, k keys.Event) {
+	t.Helper()
+	rows, err := w.store.Pool.Query(w.ctx, `SELECT minute, handled, sampled_at, exhausted, pending FROM console_trends ORDER BY minute`)
+	if err == nil {
+		for rows.Next() {
+			var minute time.Time
+			var handled int64
+			var sampledAt *time.Time
+			var exhausted, pending *int64
+			if err := rows.Scan(&minute, &handled, &sampledAt, &exhausted, &pending); err == nil {
+				t.Logf("console_trends: minute %s handled %d sampled_at %v exhausted %v pending %v", minute.Format(time.RFC3339), handled, sampledAt, deref(exhausted), deref(pending))
+			}
+		}
+		rows.Close()
+	}
+	var status string
+	var processedAt *time.Time
+	var now time.Time
+	if err := w.store.Pool.QueryRow(w.ctx, `SELECT status, processed_at, now() FROM webhook_inbox WHERE event_id = $1`, k.EventID).Scan(&status, &processedAt, &now); err == nil {
+		t.Logf("event %s: status %s processed_at %v (now %s)", k, status, processedAt, now.Format(time.RFC3339Nano))
+	}
+	id := starter.ScheduleID(starter.ScheduleSweeper, w.cfg.TaskQueue)
+	d, err := w.client.ScheduleClient().GetHandle(w.ctx, id).Describe(w.ctx)
+	if err != nil {
+		t.Logf("sweeper schedule %s: %v", id, err)
+		return
+	}
+	t.Logf("sweeper schedule %s: %d actions, %d skipped, %d missed catch-up, running %d", id, d.Info.NumActions, d.Info.NumActionsSkippedOverlap, d.Info.NumActionsMissedCatchupWindow, len(d.Info.RunningWorkflows))
+	for _, a := range d.Info.RecentActions {
+		res := ""
+		if a.StartWorkflowResult != nil {
+			desc, err := w.client.DescribeWorkflowExecution(w.ctx, a.StartWorkflowResult.WorkflowID, a.StartWorkflowResult.FirstExecutionRunID)
+			if err == nil {
+				info := desc.GetWorkflowExecutionInfo()
+				res = info.GetStatus().String()
+				if ct := info.GetCloseTime(); ct != nil {
+					res += fmt.Sprintf(" in %s", ct.AsTime().Sub(info.GetStartTime().AsTime()).Round(time.Millisecond))
+				}
+			}
+		}
+		t.Logf("  sweep scheduled %s started %s: %s", a.ScheduleTime.Format(time.RFC3339Nano), a.ActualTime.Format(time.RFC3339Nano), res)
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
