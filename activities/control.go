@@ -70,6 +70,12 @@ type SweepInput struct {
 // backlogPoll is how often a sweep held back asks for the backlog again.
 var backlogPoll = 5 * time.Second
 
+// trendsResample is how often a sweep held back samples the console's
+// trends again: a sweep held back for its whole budget (90 s) would
+// otherwise leave a minute or two without a sample, and the pending chart
+// blank, just while a backlog is what an operator is looking at.
+var trendsResample = 30 * time.Second
+
 // SweepResult counts what a sweep did.
 type SweepResult struct {
 	Stale     int `json:"stale"`
@@ -83,9 +89,9 @@ type SweepResult struct {
 // been due for longer than OlderThan (SPEC R16), a page of Limit resources
 // at a time (more pages within Budget), with up to Pace's window of rings
 // in flight, while Temporal's backlog is under MaxBacklog. It first
-// records the minute's sample of the console's trends: a sample that fails
-// is logged, and the sweep goes on (its doorbells matter more than a
-// chart's point).
+// records the minute's sample of the console's trends, and again every
+// trendsResample while it goes on: a sample that fails is logged, and the
+// sweep goes on (its doorbells matter more than a chart's point).
 func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (SweepResult, error) {
 	limit := in.Limit
 	if limit <= 0 {
@@ -93,11 +99,19 @@ func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (Swee
 	}
 	start := time.Now()
 	log := logger(ctx, a.Logger)
-	if err := a.Sweeps.SampleTrends(ctx); err != nil {
-		log.Warn("sweeper could not sample the console's trends", "error", err.Error())
+	var sampled time.Time
+	sample := func() {
+		sampled = time.Now()
+		if err := a.Sweeps.SampleTrends(ctx); err != nil {
+			log.Warn("sweeper could not sample the console's trends", "error", err.Error())
+		}
 	}
+	sample()
 	var res SweepResult
 	for {
+		if time.Since(sampled) >= trendsResample {
+			sample()
+		}
 		if n, held := a.heldBack(ctx, in.MaxBacklog); held {
 			if in.Budget <= 0 || time.Since(start)+backlogPoll >= in.Budget {
 				res.HeldBack = true

@@ -211,3 +211,37 @@ func TestTheInboxSweepSamplesTheTrendsAndRingsWhenTheSampleFails(t *testing.T) {
 		})
 	}
 }
+
+// A sweep held back by Temporal's backlog for its whole budget samples the
+// console's trends again as it waits, so the charts keep their minutes
+// while a backlog is what an operator looks at; one that does not wait
+// samples once. Not parallel: it sets the package's poll intervals.
+func TestAHeldBackSweepKeepsSamplingTheTrends(t *testing.T) {
+	activities.SetBacklogPoll(10 * time.Millisecond)
+	activities.SetTrendsResample(50 * time.Millisecond)
+	t.Cleanup(func() { activities.SetTrendsResample(30 * time.Second) })
+	for _, tt := range []struct {
+		name        string
+		budget      time.Duration
+		wantSamples func(int) bool
+	}{
+		{name: "held back for a 300 ms budget", budget: 300 * time.Millisecond, wantSamples: func(n int) bool { return n >= 2 }},
+		{name: "held back, no budget", wantSamples: func(n int) bool { return n == 1 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sw := &fakeSweeps{}
+			ctl := &activities.ControlActivities{Sweeps: sw, Doorbell: &signals{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Backlog: func(context.Context) (int64, error) { return 5000, nil }}
+			var ts testsuite.WorkflowTestSuite
+			env := ts.NewTestActivityEnvironment()
+			env.RegisterActivity(ctl)
+			v, err := env.ExecuteActivity(ctl.SweepInbox, activities.SweepInput{OlderThan: time.Minute, Limit: 10,
+				Budget: tt.budget, MaxBacklog: 1000})
+			require.NoError(t, err)
+			var res activities.SweepResult
+			require.NoError(t, v.Get(&res))
+			require.True(t, res.HeldBack)
+			require.True(t, tt.wantSamples(sw.samples), "samples: %d", sw.samples)
+		})
+	}
+}
