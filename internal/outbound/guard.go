@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -127,19 +128,48 @@ func (g Guard) Dialer(timeout time.Duration) *net.Dialer {
 // follows redirects (a redirect could lead anywhere the guard would refuse,
 // or replay the request's headers to another host). A 3xx answer is
 // returned as is and treated as a rejection by the senders.
+//
+// Clients are shared, one per guard and timeout, so their connections are
+// reused from one send to the next: a client made per send would pay a new
+// connection (and TLS handshake) for every email, notice and forward, and
+// leave each one idle for the transport's 90 s, thousands of open sockets
+// at a few dozen sends a second. A connection kept for reuse was dialed
+// through the guard, to an address it allowed.
 func (g Guard) Client(timeout time.Duration) *http.Client {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	key := clientKey{g, timeout}
+	if c, ok := clients.Load(key); ok {
+		return c.(*http.Client)
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // a proxy would dial for us, past the guard
 	tr.DialContext = g.Dialer(timeout).DialContext
-	return &http.Client{
+	// Sends run concurrently (one per resource workflow's activity), most
+	// to one host (the email API, a team's service): keep enough idle
+	// connections to it for them (net/http keeps 2 per host by default).
+	tr.MaxIdleConnsPerHost = idleConnsPerHost
+	c, _ := clients.LoadOrStore(key, &http.Client{
 		Timeout:       timeout,
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	})
+	return c.(*http.Client)
 }
+
+// idleConnsPerHost is how many idle connections a guarded client keeps to
+// one host.
+const idleConnsPerHost = 16
+
+type clientKey struct {
+	guard   Guard
+	timeout time.Duration
+}
+
+// clients holds the guarded clients, by clientKey: a handful (the guards
+// configured, the timeouts of the senders and of the forward routes).
+var clients sync.Map
 
 // dial connects through the guard.
 func (g Guard) dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {

@@ -246,3 +246,42 @@ func TestSendErrorsCarryNoURLPathQueryOrBody(t *testing.T) {
 		}
 	}
 }
+
+// Sends reuse their connections: ten emails, and ten signed notices, one
+// after another to one host open one connection each way, not ten (a
+// client per send made a connection, and left it idle for 90 s, per
+// send); a guard that differs gets a client of its own.
+func TestSendsReuseTheirConnections(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte(`{"id":"em_1"}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	m := &outbound.HTTPMailer{BaseURL: srv.URL, From: "a@b", Dedupes: true}
+	for i := range 10 {
+		_, err := m.Send(context.Background(), outbound.Message{Key: fmt.Sprintf("k%d", i), To: "x@y", Subject: "s", Text: "t"})
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, conns.Load(), "ten emails over one connection")
+
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	w := &outbound.WebhookSender{URL: srv.URL + "/hook", Secret: secret, Guard: outbound.Guard{AllowPrivate: true}}
+	for i := range 10 {
+		_, err := w.Send(context.Background(), outbound.Message{Key: fmt.Sprintf("n%d", i), Body: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, conns.Load(), int64(2), "ten notices over one connection more at most")
+
+	require.Same(t, outbound.Guard{}.Client(time.Second), outbound.Guard{}.Client(time.Second))
+	require.NotSame(t, outbound.Guard{}.Client(time.Second), outbound.Guard{AllowPrivate: true}.Client(time.Second),
+		"a guard that allows private addresses never lends its connections to one that does not")
+}
