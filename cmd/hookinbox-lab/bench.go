@@ -47,7 +47,7 @@ func newBenchCmd() *cobra.Command {
 		duration, warmup, timeout, sweepAfter      time.Duration
 		maxConns                                   int32
 		dbURL, temporalAddr, save, spreadKind      string
-		cpuProfile                                 string
+		cpuProfile, heapProfile                    string
 		engine                                     string
 		ephemeral, freshTemporal, widePool         bool
 		temporalNice, intakeWriters                int
@@ -155,7 +155,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 				}
 			}
 			suite := bench.E2ESuite{Designs: ds, Senders: senders, Repeat: repeat, Timeout: timeout, HistorySample: sample,
-				FreshTemporal: freshTemporal, Drain: drainFor, Progress: progress}
+				FreshTemporal: freshTemporal, Drain: drainFor, HeapProfile: heapProfile, Progress: progress}
 			suite.Configure = func(c *config.Config) {
 				if sweepAfter > 0 {
 					c.SweepAfter = sweepAfter
@@ -244,6 +244,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.BoolVar(&ephemeral, "ephemeral", false, "start the throw-away PostgreSQL with fsync off (not a durable acknowledgement)")
 	f.Var(&output, "output", "output format: table or json")
 	f.StringVar(&save, "save", "", "also write the JSON report to this file (e.g. bench-results/run.json)")
+	f.StringVar(&heapProfile, "heap-profile", "", "e2e and scale: write each run's heap profile, once it has settled after its last effect, to this file (each run overwrites the one before; read it with go tool pprof)")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of this process (intake, worker and senders) for the whole run to this file (read it with go tool pprof)")
 	return cmd
 }

@@ -124,8 +124,12 @@ type E2ESuite struct {
 	// this long), so the server work a design defers past its last effect
 	// (an idle timer firing, the close and its visibility record) is
 	// counted in E2EResult.TemporalMsPerEventDrained.
-	Drain    time.Duration
-	Progress io.Writer
+	Drain time.Duration
+	// HeapProfile, when set, is a file each run writes its heap profile to
+	// once it has settled (after the live heap is read): what the process
+	// keeps, for go tool pprof. Each run overwrites the one before.
+	HeapProfile string
+	Progress    io.Writer
 }
 
 // E2EResult is one design on one load.
@@ -188,7 +192,17 @@ type E2EResult struct {
 	// no memory handed back by force).
 	AfterHeapMiB float64 `json:"after_heap_mib"`
 	AfterRSSMiB  float64 `json:"after_rss_mib"`
-	NotDone      int     `json:"not_done"`
+	// Where the rest of the Go runtime's memory is at that moment: heap
+	// it holds free (idle spans not yet returned to the kernel, and the
+	// unused part of spans in use), heap it has returned, and its stacks
+	// and metadata. RSS above heap + free + runtime is memory outside Go.
+	AfterHeapFreeMiB     float64 `json:"after_heap_free_mib"`
+	AfterHeapReleasedMiB float64 `json:"after_heap_released_mib"`
+	AfterRuntimeMiB      float64 `json:"after_runtime_mib"`
+	// AfterOpenFiles is the process's open file descriptors then (sockets
+	// mostly: its database pools, Temporal and idle HTTP connections).
+	AfterOpenFiles int `json:"after_open_files"`
+	NotDone        int `json:"not_done"`
 	// EndPollMs is how long the last poll for the run's end took to answer
 	// (the floor: a count of its closed workflows on the Temporal server;
 	// a design: a count over its inbox on PostgreSQL), polled every
@@ -621,7 +635,15 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 		res.Drained, res.DrainSeconds, res.DrainLimitSeconds = d.closed, d.seconds, s.Drain.Seconds()
 		res.TemporalMsPerEventDrained = d.ms / float64(len(evs))
 	}
-	res.AfterHeapMiB, res.AfterRSSMiB = memoryAfter(ctx, AfterSettle)
+	after := memoryAfter(ctx, AfterSettle)
+	res.AfterHeapMiB, res.AfterRSSMiB = after.heap, after.rss
+	res.AfterHeapFreeMiB, res.AfterHeapReleasedMiB, res.AfterRuntimeMiB = after.free, after.released, after.runtime
+	res.AfterOpenFiles = openFiles()
+	if s.HeapProfile != "" {
+		if err := writeHeapProfile(s.HeapProfile); err != nil {
+			return res, err
+		}
+	}
 	res.SignalsPerEvent = sys.signals() / float64(len(evs))
 	res.SweeperSignalsPerEvent = sys.sweeps() / float64(len(evs))
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -290,17 +291,87 @@ func (m *MemoryPeak) Stop() (heapMiB, rssMiB float64) {
 // return freed pages, as it would in a long-running worker.
 const AfterSettle = 15 * time.Second
 
-// memoryAfter waits settle, collects garbage once, and returns the live
-// heap and the resident set, in MiB.
-func memoryAfter(ctx context.Context, settle time.Duration) (heapMiB, rssMiB float64) {
+// afterMemory is what a run's process keeps once it has settled, in MiB:
+// the live heap, the resident set, and where the rest of the runtime's
+// memory is (to tell a heap that grew from pages the runtime has not handed
+// back yet, from memory outside Go's heap).
+type afterMemory struct {
+	heap float64 // live objects, after one GC
+	rss  float64 // VmRSS
+	// free: heap the runtime holds and may still have resident: idle spans
+	// not yet returned to the kernel and the unused part of spans in use.
+	free float64
+	// released: heap the runtime has returned to the kernel (not resident).
+	released float64
+	// runtime: goroutine and OS stacks, the runtime's metadata and other
+	// runtime memory.
+	runtime float64
+}
+
+// memoryClasses are the runtime/metrics classes afterMemory reads, in its
+// fields' order after the live heap.
+var memoryClasses = []string{
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes", "/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/stacks:bytes", "/memory/classes/os-stacks:bytes",
+	"/memory/classes/metadata/mcache/inuse:bytes", "/memory/classes/metadata/mcache/free:bytes",
+	"/memory/classes/metadata/mspan/inuse:bytes", "/memory/classes/metadata/mspan/free:bytes",
+	"/memory/classes/metadata/other:bytes", "/memory/classes/profiling/buckets:bytes",
+	"/memory/classes/other:bytes",
+}
+
+// memoryAfter waits settle, collects garbage once, and reads what the
+// process keeps (afterMemory).
+func memoryAfter(ctx context.Context, settle time.Duration) afterMemory {
 	select {
 	case <-ctx.Done():
 	case <-time.After(settle):
 	}
 	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	sample := make([]metrics.Sample, len(memoryClasses))
+	for i, name := range memoryClasses {
+		sample[i].Name = name
+	}
 	metrics.Read(sample)
-	return float64(sample[0].Value.Uint64()) / (1 << 20), float64(procStatus("VmRSS:")) / (1 << 20)
+	mib := func(from, to int) float64 {
+		var n uint64
+		for _, s := range sample[from:to] {
+			if s.Value.Kind() == metrics.KindUint64 {
+				n += s.Value.Uint64()
+			}
+		}
+		return float64(n) / (1 << 20)
+	}
+	return afterMemory{heap: mib(0, 1), free: mib(1, 3), released: mib(3, 4), runtime: mib(4, len(sample)),
+		rss: float64(procStatus("VmRSS:")) / (1 << 20)}
+}
+
+// writeHeapProfile writes this process's heap profile to path (the live
+// heap as of the last GC, and what was allocated where).
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("heap profile %s: %w", path, err)
+	}
+	return nil
+}
+
+// openFiles is the number of this process's open file descriptors (0 when
+// /proc cannot tell).
+func openFiles() int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(fds)
 }
 
 // vmHWM is this process's peak resident set in bytes.

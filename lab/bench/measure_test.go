@@ -33,14 +33,15 @@ func statmRSS(t *testing.T) float64 {
 func TestMemoryAfterReadsTheLiveHeapAndResidentSet(t *testing.T) {
 	const size = 64 << 20
 	ctx := context.Background()
-	base, _ := memoryAfter(ctx, 0)
+	base := memoryAfter(ctx, 0).heap
 
 	held := &struct{ b []byte }{b: make([]byte, size)}
 	for i := range held.b {
 		held.b[i] = byte(i)
 	}
 	lo := statmRSS(t)
-	heap, rss := memoryAfter(ctx, 0)
+	m := memoryAfter(ctx, 0)
+	heap, rss := m.heap, m.rss
 	hi := statmRSS(t)
 	require.InDelta(t, 64, heap-base, 4, "the live heap grew by the 64 MiB still referenced (from %.1f to %.1f MiB)", base, heap)
 	require.GreaterOrEqual(t, rss, min(lo, hi)-4, "statm said %.1f–%.1f MiB", lo, hi)
@@ -48,7 +49,33 @@ func TestMemoryAfterReadsTheLiveHeapAndResidentSet(t *testing.T) {
 	require.GreaterOrEqual(t, rss, heap, "the touched heap is resident")
 	runtime.KeepAlive(held.b)
 
+	require.Positive(t, m.runtime, "stacks and metadata are read")
+
 	held.b = nil
-	after, _ := memoryAfter(ctx, 0)
-	require.InDelta(t, 64, heap-after, 4, "the 64 MiB no longer referenced left the live heap (from %.1f to %.1f MiB)", heap, after)
+	gone := memoryAfter(ctx, 0)
+	require.InDelta(t, 64, heap-gone.heap, 4, "the 64 MiB no longer referenced left the live heap (from %.1f to %.1f MiB)", heap, gone.heap)
+	// The runtime holds the freed 64 MiB as free heap or has returned it:
+	// either way it is counted, not lost.
+	require.InDelta(t, 64, (gone.free+gone.released)-(m.free+m.released), 8,
+		"freed heap shows as free or released (free %.1f → %.1f, released %.1f → %.1f MiB)", m.free, gone.free, m.released, gone.released)
+}
+
+// openFiles counts this process's descriptors: opening 20 files adds 20,
+// closing them takes them away (within 3: the process's other goroutines
+// may open or close a socket meanwhile). Not parallel: it counts the whole
+// process.
+func TestOpenFilesCountsThisProcesssDescriptors(t *testing.T) {
+	before := openFiles()
+	require.Positive(t, before)
+	var files []*os.File
+	for range 20 {
+		f, err := os.Open(os.Args[0])
+		require.NoError(t, err)
+		files = append(files, f)
+	}
+	require.InDelta(t, before+20, openFiles(), 3)
+	for _, f := range files {
+		require.NoError(t, f.Close())
+	}
+	require.InDelta(t, before, openFiles(), 3)
 }
