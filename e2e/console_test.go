@@ -336,12 +336,11 @@ func (w *simWorld) logTrendsDiagnosis(t *testing.T, k keys.Event) {
 	for _, a := range d.Info.RecentActions {
 		res := ""
 		if a.StartWorkflowResult != nil {
-			desc, err := w.client.DescribeWorkflowExecution(w.ctx, a.StartWorkflowResult.WorkflowID, a.StartWorkflowResult.FirstExecutionRunID)
+			desc, err := w.client.DescribeWorkflow(w.ctx, a.StartWorkflowResult.WorkflowID, a.StartWorkflowResult.FirstExecutionRunID)
 			if err == nil {
-				info := desc.GetWorkflowExecutionInfo()
-				res = info.GetStatus().String()
-				if ct := info.GetCloseTime(); ct != nil {
-					res += fmt.Sprintf(" in %s", ct.AsTime().Sub(info.GetStartTime().AsTime()).Round(time.Millisecond))
+				res = desc.Status.String()
+				if desc.WorkflowCloseTime != nil {
+					res += fmt.Sprintf(" in %s", desc.WorkflowCloseTime.Sub(desc.WorkflowStartTime).Round(time.Millisecond))
 				}
 			}
 		}
