@@ -90,13 +90,7 @@ func TestSweepInboxPagesWithinItsBudget(t *testing.T) {
 			if tt.pace {
 				a.Pace = starter.NewPacer(4, 4, time.Minute)
 			}
-			var s testsuite.WorkflowTestSuite
-			env := s.NewTestActivityEnvironment()
-			env.RegisterActivity(a)
-			v, err := env.ExecuteActivity(a.SweepInbox, activities.SweepInput{OlderThan: time.Minute, Limit: 10, Budget: tt.budget})
-			require.NoError(t, err)
-			var res activities.SweepResult
-			require.NoError(t, v.Get(&res))
+			res := sweepInbox(t, a, activities.SweepInput{OlderThan: time.Minute, Limit: 10, Budget: tt.budget})
 			require.Equal(t, activities.SweepResult{Stale: tt.wantStale, Signalled: tt.wantRung}, res)
 			resources, rings := bell.counts()
 			require.Equal(t, tt.wantRung, resources)
@@ -143,14 +137,8 @@ func TestSweepInboxHoldsBackWhileTemporalHasABacklog(t *testing.T) {
 					asked++
 					return n, nil
 				}}
-			var s testsuite.WorkflowTestSuite
-			env := s.NewTestActivityEnvironment()
-			env.RegisterActivity(a)
-			v, err := env.ExecuteActivity(a.SweepInbox, activities.SweepInput{OlderThan: time.Minute, Limit: 10,
+			res := sweepInbox(t, a, activities.SweepInput{OlderThan: time.Minute, Limit: 10,
 				Budget: tt.budget, MaxBacklog: 1000})
-			require.NoError(t, err)
-			var res activities.SweepResult
-			require.NoError(t, v.Get(&res))
 			require.Equal(t, tt.wantRung, res.Signalled)
 			require.Equal(t, tt.wantHeld, res.HeldBack)
 			_, rings := bell.counts()
@@ -198,13 +186,7 @@ func TestTheInboxSweepSamplesTheTrendsAndRingsWhenTheSampleFails(t *testing.T) {
 			sw := &fakeSweeps{sampleFail: tt.fail}
 			sig := &signals{}
 			ctl := &activities.ControlActivities{Sweeps: sw, Doorbell: sig, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			var ts testsuite.WorkflowTestSuite
-			env := ts.NewTestActivityEnvironment()
-			env.RegisterActivity(ctl)
-			v, err := env.ExecuteActivity(ctl.SweepInbox, activities.SweepInput{OlderThan: time.Minute, Limit: 10})
-			require.NoError(t, err)
-			var res activities.SweepResult
-			require.NoError(t, v.Get(&res))
+			res := sweepInbox(t, ctl, activities.SweepInput{OlderThan: time.Minute, Limit: 10})
 			require.Equal(t, activities.SweepResult{Stale: 1, Signalled: 1}, res)
 			require.Equal(t, 1, sw.samples)
 			require.Equal(t, []string{keys.SignalEvent + " in_1"}, sig.got)
@@ -232,16 +214,24 @@ func TestAHeldBackSweepKeepsSamplingTheTrends(t *testing.T) {
 			sw := &fakeSweeps{}
 			ctl := &activities.ControlActivities{Sweeps: sw, Doorbell: &signals{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Backlog: func(context.Context) (int64, error) { return 5000, nil }}
-			var ts testsuite.WorkflowTestSuite
-			env := ts.NewTestActivityEnvironment()
-			env.RegisterActivity(ctl)
-			v, err := env.ExecuteActivity(ctl.SweepInbox, activities.SweepInput{OlderThan: time.Minute, Limit: 10,
+			res := sweepInbox(t, ctl, activities.SweepInput{OlderThan: time.Minute, Limit: 10,
 				Budget: tt.budget, MaxBacklog: 1000})
-			require.NoError(t, err)
-			var res activities.SweepResult
-			require.NoError(t, v.Get(&res))
 			require.True(t, res.HeldBack)
 			require.True(t, tt.wantSamples(sw.samples), "samples: %d", sw.samples)
 		})
 	}
+}
+
+// sweepInbox runs ctl's SweepInbox with in in Temporal's activity test
+// environment and returns its result.
+func sweepInbox(t *testing.T, ctl *activities.ControlActivities, in activities.SweepInput) activities.SweepResult {
+	t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(ctl)
+	v, err := env.ExecuteActivity(ctl.SweepInbox, in)
+	require.NoError(t, err)
+	var res activities.SweepResult
+	require.NoError(t, v.Get(&res))
+	return res
 }
