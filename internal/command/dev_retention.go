@@ -26,10 +26,9 @@ const DevRetention = time.Hour
 // setRetention sets namespace ns's retention on the Temporal server at addr
 // to d: the closed workflows older than d are deleted by the server.
 func setRetention(ctx context.Context, addr, ns string, d time.Duration) error {
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr,
-		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	nc, err := namespaceClient(addr)
 	if err != nil {
-		return fmt.Errorf("temporal %s: %w", addr, err)
+		return err
 	}
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -44,10 +43,9 @@ func setRetention(ctx context.Context, addr, ns string, d time.Duration) error {
 
 // retention reads namespace ns's retention on the server at addr.
 func retention(ctx context.Context, addr, ns string) (time.Duration, error) {
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr,
-		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	nc, err := namespaceClient(addr)
 	if err != nil {
-		return 0, fmt.Errorf("temporal %s: %w", addr, err)
+		return 0, err
 	}
 	defer nc.Close()
 	resp, err := nc.Describe(ctx, ns)
@@ -55,4 +53,15 @@ func retention(ctx context.Context, addr, ns string) (time.Duration, error) {
 		return 0, fmt.Errorf("describe namespace %s: %w", ns, err)
 	}
 	return resp.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(), nil
+}
+
+// namespaceClient connects to the Temporal server at addr for namespace
+// operations, with the SDK's own log discarded.
+func namespaceClient(addr string) (client.NamespaceClient, error) {
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr,
+		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	if err != nil {
+		return nil, fmt.Errorf("temporal %s: %w", addr, err)
+	}
+	return nc, nil
 }
