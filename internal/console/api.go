@@ -640,8 +640,8 @@ func (s *Server) apiWorkspaces(w http.ResponseWriter, r *http.Request, _ *princi
 
 func (s *Server) apiWorkspaceGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	v, err := s.ops.ShowWorkspace(r.Context(), r.PathValue("id"))
-	if err == nil && !p.can(operator) {
-		v.OriginsOnly() // a destination's path and query carry its token
+	if err == nil {
+		asSeenBy(p, v)
 	}
 	return reply(w, http.StatusOK, v, err)
 }

@@ -35,9 +35,7 @@ func (s *Server) apiNotificationsList(w http.ResponseWriter, r *http.Request, p 
 
 func (s *Server) apiNotificationGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	v, err := s.ops.ShowNotification(r.Context(), r.PathValue("name"))
-	if !p.can(operator) {
-		v.OriginsOnly() // a webhook's path and query may carry its token
-	}
+	asSeenBy(p, &v)
 	return reply(w, http.StatusOK, v, err)
 }
 
@@ -45,11 +43,7 @@ func (s *Server) apiNotificationGet(w http.ResponseWriter, r *http.Request, p *p
 // webhook rule's origin only.
 func (s *Server) listNotifications(r *http.Request, p *principal) ([]ops.NotificationView, error) {
 	vs, err := s.ops.ListNotifications(r.Context())
-	if !p.can(operator) {
-		for i := range vs {
-			vs[i].OriginsOnly()
-		}
-	}
+	eachAsSeenBy(p, vs)
 	return vs, err
 }
 

@@ -34,9 +34,7 @@ func (s *Server) apiRoutesList(w http.ResponseWriter, r *http.Request, p *princi
 
 func (s *Server) apiRouteGet(w http.ResponseWriter, r *http.Request, p *principal) error {
 	v, err := s.ops.ShowRoute(r.Context(), r.PathValue("name"))
-	if !p.can(operator) {
-		v.OriginsOnly() // a receiver's path and query may carry its token
-	}
+	asSeenBy(p, &v)
 	return reply(w, http.StatusOK, v, err)
 }
 
@@ -44,11 +42,7 @@ func (s *Server) apiRouteGet(w http.ResponseWriter, r *http.Request, p *principa
 // origin only.
 func (s *Server) listRoutes(r *http.Request, p *principal) ([]ops.RouteView, error) {
 	vs, err := s.ops.ListRoutes(r.Context())
-	if !p.can(operator) {
-		for i := range vs {
-			vs[i].OriginsOnly()
-		}
-	}
+	eachAsSeenBy(p, vs)
 	return vs, err
 }
 

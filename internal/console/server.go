@@ -66,6 +66,30 @@ func (p *principal) actor() ops.Actor { return ops.Actor{Name: p.token.Name} }
 
 func (p *principal) can(role string) bool { return p != nil && ops.RoleAtLeast(p.token.Role, role) }
 
+// originCutter is a view whose URLs can be cut to their origins.
+type originCutter interface{ OriginsOnly() }
+
+// asSeenBy cuts each view to its URLs' origins unless p is an operator or
+// more: a destination's or a receiver's path and query may carry its token.
+func asSeenBy(p *principal, vs ...originCutter) {
+	if p.can(operator) {
+		return
+	}
+	for _, v := range vs {
+		v.OriginsOnly()
+	}
+}
+
+// eachAsSeenBy is asSeenBy for every view of a listing.
+func eachAsSeenBy[V any, PV interface {
+	*V
+	originCutter
+}](p *principal, vs []V) {
+	for i := range vs {
+		asSeenBy(p, PV(&vs[i]))
+	}
+}
+
 // handler serves one route; a returned error becomes the response.
 type handler func(w http.ResponseWriter, r *http.Request, p *principal) error
 
