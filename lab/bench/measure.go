@@ -354,7 +354,7 @@ func writeHeapProfile(path string) error {
 	if err != nil {
 		return fmt.Errorf("heap profile: %w", err)
 	}
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+	if err := pprof.WriteHeapProfile(f); err != nil {
 		f.Close()
 		return fmt.Errorf("heap profile %s: %w", path, err)
 	}
