@@ -762,9 +762,9 @@ func (h *harness) register(ctx context.Context, apiV, apiN, teamURL string) erro
 func (h *harness) registerWithCLI(ctx context.Context, bin, apiV, apiN, teamURL string) error {
 	cmds := [][]string{
 		{"endpoints", "add", "--slug", slugVersions, "--provider", "stripe", "--environment", "test", "--account", accountVersions,
-			"--secret-env", "SOAK_SECRET_VERSIONS", "--api-base-url", apiV, "--api-key-env", "SOAK_API_KEY", "--version-path", "data.object.version"},
+			"--secret-env", "SOAK_SECRET_VERSIONS", "--api-base-url", apiV, "--allow-custom-api-host", "--api-key-env", "SOAK_API_KEY", "--version-path", "data.object.version"},
 		{"endpoints", "add", "--slug", slugNotices, "--provider", "stripe", "--environment", "test", "--account", accountNotices,
-			"--secret-env", "SOAK_SECRET_NOTICES", "--api-base-url", apiN, "--api-key-env", "SOAK_API_KEY"},
+			"--secret-env", "SOAK_SECRET_NOTICES", "--api-base-url", apiN, "--allow-custom-api-host", "--api-key-env", "SOAK_API_KEY"},
 		{"endpoints", "add", "--slug", slugFeedback, "--provider", "standard", "--environment", "test",
 			"--secret-env", "SOAK_SECRET_FEEDBACK", "--account-path", "data.project_id", "--resource-path", "data.id"},
 		{"endpoints", "link", "--slug", slugVersions, "--account", accountVersions, "--workspace", wsVersions},
