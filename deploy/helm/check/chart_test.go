@@ -270,6 +270,11 @@ func checkEverything(t *testing.T, r rendering) {
 	}
 	cm := temporalConfig(t, r)
 	require.Equal(t, "12", cm["HOOKINBOX_RETRY_BUDGET"])
+	for _, p := range append(procs["webhook"], procs["migrate"]...) {
+		v := p.volumeAt("/var/run/hookinbox/db-ca/ca.crt")
+		require.NotNil(t, v, "extraVolumes in every hookinbox container")
+		require.Equal(t, "db-ca", v.ConfigMap.Name)
+	}
 }
 
 // The templates refuse what would put a secret in the values, and values

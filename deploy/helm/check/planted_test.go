@@ -195,6 +195,9 @@ func TestPlantedErrorsFailTheCheck(t *testing.T) {
 		{name: "privilege escalation", edits: []edit{{"Job", job, func(t *testing.T, d doc) {
 			mapAt(t, containerOf(t, d, 0), "securityContext")["allowPrivilegeEscalation"] = true
 		}}}, want: "allowPrivilegeEscalation must be false"},
+		{name: "a host path", edits: []edit{{"Deployment", worker, func(t *testing.T, d doc) {
+			podSpecOf(t, d)["volumes"] = append(at(t, podSpecOf(t, d), "volumes").([]any), map[string]any{"name": "host", "hostPath": map[string]any{"path": "/"}})
+		}}}, want: "volume host mounts a host path"},
 		{name: "a mounted token", edits: []edit{{"Deployment", intake, func(t *testing.T, d doc) {
 			podSpecOf(t, d)["automountServiceAccountToken"] = true
 		}}}, want: "automountServiceAccountToken must be false"},

@@ -275,6 +275,9 @@ container copying a key file into memory, mounts and variables.
         path: ca.crt
 {{- end }}
 {{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- with .Values.temporal.clientCert }}
 {{- if .secretName }}
 - name: temporal-client-cert
@@ -332,6 +335,9 @@ container copying a key file into memory, mounts and variables.
 - name: temporal-client-cert
   mountPath: /var/run/hookinbox/temporal-client-cert
   readOnly: true
+{{- end }}
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}
 
