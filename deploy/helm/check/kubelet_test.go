@@ -126,51 +126,57 @@ func (k *kubelet) volumes(s *corev1.PodSpec) map[string]string {
 	return out
 }
 
+// source is a ConfigMap's or a Secret's data, as the pod would see it.
+func (k *kubelet) source(kind, name string) (map[string]string, error) {
+	data, ok := map[string]map[string]map[string]string{"ConfigMap": k.configMaps, "Secret": k.secrets}[kind][name]
+	if !ok {
+		return nil, fmt.Errorf("%s %q not found", kind, name)
+	}
+	return data, nil
+}
+
 // env is the container's environment as the kubelet builds it: envFrom,
 // then env (which wins), values from their Secrets and ConfigMaps.
 func (k *kubelet) env(ct *corev1.Container) (map[string]string, error) {
 	out := map[string]string{}
 	for _, ef := range ct.EnvFrom {
-		switch {
-		case ef.ConfigMapRef != nil:
-			data, ok := k.configMaps[ef.ConfigMapRef.Name]
-			if !ok {
-				return nil, fmt.Errorf("configmap %q not found", ef.ConfigMapRef.Name)
-			}
-			for key, v := range data {
-				out[ef.Prefix+key] = v
-			}
-		case ef.SecretRef != nil:
-			data, ok := k.secrets[ef.SecretRef.Name]
-			if !ok {
-				return nil, fmt.Errorf("secret %q not found", ef.SecretRef.Name)
-			}
-			for key, v := range data {
-				out[ef.Prefix+key] = v
-			}
+		kind, name := "ConfigMap", ""
+		if ef.ConfigMapRef != nil {
+			name = ef.ConfigMapRef.Name
+		} else if ef.SecretRef != nil {
+			kind, name = "Secret", ef.SecretRef.Name
+		}
+		data, err := k.source(kind, name)
+		if err != nil {
+			return nil, err
+		}
+		for key, v := range data {
+			out[ef.Prefix+key] = v
 		}
 	}
 	for _, e := range ct.Env {
-		switch {
-		case e.ValueFrom == nil:
+		if e.ValueFrom == nil {
 			out[e.Name] = e.Value
-		case e.ValueFrom.SecretKeyRef != nil:
-			r := e.ValueFrom.SecretKeyRef
-			v, ok := k.secrets[r.Name][r.Key]
-			if !ok {
-				return nil, fmt.Errorf("%s: couldn't find key %s in Secret %s", e.Name, r.Key, r.Name)
-			}
-			out[e.Name] = v
-		case e.ValueFrom.ConfigMapKeyRef != nil:
-			r := e.ValueFrom.ConfigMapKeyRef
-			v, ok := k.configMaps[r.Name][r.Key]
-			if !ok {
-				return nil, fmt.Errorf("%s: couldn't find key %s in ConfigMap %s", e.Name, r.Key, r.Name)
-			}
-			out[e.Name] = v
+			continue
+		}
+		var kind, name, key string
+		switch r := e.ValueFrom; {
+		case r.SecretKeyRef != nil:
+			kind, name, key = "Secret", r.SecretKeyRef.Name, r.SecretKeyRef.Key
+		case r.ConfigMapKeyRef != nil:
+			kind, name, key = "ConfigMap", r.ConfigMapKeyRef.Name, r.ConfigMapKeyRef.Key
 		default:
 			return nil, fmt.Errorf("%s: valueFrom not emulated", e.Name)
 		}
+		data, err := k.source(kind, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name, err)
+		}
+		v, ok := data[key]
+		if !ok {
+			return nil, fmt.Errorf("%s: couldn't find key %s in %s %s", e.Name, key, kind, name)
+		}
+		out[e.Name] = v
 	}
 	return out, nil
 }
