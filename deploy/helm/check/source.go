@@ -39,10 +39,15 @@ var (
 	roleConst = regexp.MustCompile(`(?m)^\s*(Role[A-Za-z]+)\s*=\s*"([a-z_]+)"`)
 )
 
+// readRepo reads a file of the checkout.
+func readRepo(root string, parts ...string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(append([]string{root}, parts...)...)) //nolint:gosec // G304: the checkout's own files
+}
+
 // ReadFacts reads Facts from the checkout at root.
 func ReadFacts(root string) (Facts, error) {
 	f := Facts{Vars: map[string]bool{}, Commands: map[string]bool{}, Roles: map[string]string{}}
-	cfg, err := os.ReadFile(filepath.Join(root, "internal", "config", "config.go"))
+	cfg, err := readRepo(root, "internal", "config", "config.go")
 	if err != nil {
 		return f, err
 	}
@@ -57,7 +62,7 @@ func ReadFacts(root string) (Facts, error) {
 		if strings.HasSuffix(p, "_test.go") {
 			continue
 		}
-		b, err := os.ReadFile(p)
+		b, err := readRepo(p)
 		if err != nil {
 			return f, err
 		}
@@ -65,19 +70,19 @@ func ReadFacts(root string) (Facts, error) {
 			f.Commands[strings.Fields(m[1])[0]] = true
 		}
 	}
-	roles, err := os.ReadFile(filepath.Join(root, "internal", "store", "roles.go"))
+	roles, err := readRepo(root, "internal", "store", "roles.go")
 	if err != nil {
 		return f, err
 	}
 	for _, m := range roleConst.FindAllStringSubmatch(string(roles), -1) {
 		f.Roles[m[1]] = m[2]
 	}
-	v, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	v, err := readRepo(root, "VERSION")
 	if err != nil {
 		return f, err
 	}
 	f.Version = strings.TrimSpace(string(v))
-	rules, err := os.ReadFile(filepath.Join(root, "deploy", "helm", "hookinbox", "files", "alerts.yml"))
+	rules, err := readRepo(root, "deploy", "helm", "hookinbox", "files", "alerts.yml")
 	if err != nil {
 		return f, err
 	}
@@ -86,7 +91,7 @@ func ReadFacts(root string) (Facts, error) {
 		return f, fmt.Errorf("files/alerts.yml as a PrometheusRule's spec: %w", err)
 	}
 	f.Alerts = &spec
-	prom, err := os.ReadFile(filepath.Join(root, "deploy", "prometheus", "prometheus.yml"))
+	prom, err := readRepo(root, "deploy", "prometheus", "prometheus.yml")
 	if err != nil {
 		return f, err
 	}
