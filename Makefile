@@ -32,7 +32,7 @@ run: build ## Run the local stack: PostgreSQL, Temporal dev server + UI, Mailpit
 	$(BIN) dev
 
 .PHONY: test
-test: tools compose-check ## Vet and run every test: unit, integration, end-to-end, the upgrade, and the team module in examples/ (real PostgreSQL and Temporal)
+test: tools compose-check chart-check ## Vet and run every test: unit, integration, end-to-end, the upgrade, and the team module in examples/ (real PostgreSQL and Temporal)
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 60m $(PKGS)
 	cd examples/provisioning && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
@@ -47,6 +47,10 @@ test-upgrade: tools ## The upgrade with work in flight: UPGRADE_FROM runs first,
 .PHONY: compose-check
 compose-check: ## Validate docker-compose.yml (docker-compose config; no engine needed), its consistency with the binary, the alert rules (promtool) and Alertmanager's configuration (amtool)
 	bash scripts/compose-check.sh
+
+.PHONY: chart-check
+chart-check: ## Check the Helm chart (deploy/helm/hookinbox): helm lint and helm template with each ci/ values file, every object decoded strictly, the pods' security and each process's own role (deploy/helm/check; builds the pinned Helm once)
+	cd deploy/helm/check && $(GO) vet ./... && $(GO) test -count=1 -timeout 30m ./...
 
 .PHONY: test-e2e-postgres
 test-e2e-postgres: tools temporal-server ## The e2e tests against Temporal on PostgreSQL with 4 history shards (production's shape) instead of the dev server

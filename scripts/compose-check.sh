@@ -19,7 +19,11 @@
 #      literal PASSWORD; Grafana is not anonymous; Prometheus runs without
 #      --web.enable-lifecycle / --web.enable-admin-api.
 #   3. deploy/: Prometheus config and alert rules, Grafana provisioning and the
-#      dashboard JSON, Temporal dynamic config parse and hang together.
+#      dashboard JSON, Temporal dynamic config parse and hang together. The
+#      alert rules have one source, the Helm chart's
+#      deploy/helm/hookinbox/files/alerts.yml (its PrometheusRule reads it):
+#      compose's Prometheus mounts that file beside its prometheus.yml, and no
+#      copy lives in deploy/prometheus.
 #   4. Alertmanager (deploy/alertmanager/alertmanager.yml): `amtool
 #      check-config`, and `amtool config routes test` for every severity the
 #      alert rules use (page to the on-call receiver, ticket and warning to
@@ -28,8 +32,10 @@
 #      tools/amtool into .tools/ (make tools does it ahead), the version of
 #      the compose file's prom/alertmanager image.
 #   5. With promtool (on PATH, or taken from Debian's prometheus package into
-#      .tools/ when root): `promtool check config`, the alert unit tests
-#      (deploy/prometheus/alerts_test.yml), and every dashboard query parsed.
+#      .tools/ when root): `promtool check config` on /etc/prometheus as the
+#      compose file mounts it, the alert unit tests
+#      (deploy/helm/hookinbox/files/alerts_test.yml), and every dashboard
+#      query parsed.
 #
 # No Docker engine runs here or in CI, so nothing is started.
 # Without root and without docker-compose: prints why and exits 0, except
@@ -130,11 +136,15 @@ if [ -z "$PY" ]; then
 	[ -n "$PY" ] || cannot_run "python3 with PyYAML is not available"
 fi
 
-"$PY" - "$TMP/dashboard-rules.yml" "$TMP/severities" <<'PYEOF'
+"$PY" - "$TMP/dashboard-rules.yml" "$TMP/severities" "$TMP/prometheus-mounts" <<'PYEOF'
 import json, os, re, sys, glob
 import yaml
 
-rules_out, severities_out = sys.argv[1], sys.argv[2]
+rules_out, severities_out, prom_mounts_out = sys.argv[1], sys.argv[2], sys.argv[3]
+# The alert rules' one source: the Helm chart's file (its PrometheusRule
+# reads it with .Files.Get); compose's Prometheus mounts it.
+ALERTS = "deploy/helm/hookinbox/files/alerts.yml"
+ALERTS_TEST = "deploy/helm/hookinbox/files/alerts_test.yml"
 errors, notes = [], []
 def fail(msg): errors.append(msg)
 
@@ -398,26 +408,57 @@ for t in ("webhook:9090", "worker:9091"):
         fail(f"deploy/prometheus/prometheus.yml: does not scrape {t}")
 if "webhook:8080" in targets:
     fail("deploy/prometheus/prometheus.yml: scrapes the intake's public port; /metrics is on its internal listener (webhook:9090)")
-for rf in prom.get("rule_files") or []:
-    if not os.path.exists(os.path.join("deploy/prometheus", rf)):
-        fail(f"deploy/prometheus/prometheus.yml: rule file {rf} does not exist")
-if "alerts.yml" not in (prom.get("rule_files") or []):
-    fail("deploy/prometheus/prometheus.yml: must load alerts.yml")
+# What the prometheus service sees in /etc/prometheus: its bind mounts.
+prom_svcs = {n: s for n, s in services.items()
+             if str((s or {}).get("image", "")).split("@")[0].rsplit(":", 1)[0].endswith("prom/prometheus")}
+prom_mounts = {}  # container path: host path
+if len(prom_svcs) != 1:
+    fail(f"{compose_path}: want one Prometheus service (image prom/prometheus), found {sorted(prom_svcs)}")
+else:
+    prom_name, prom_svc = next(iter(prom_svcs.items()))
+    for v in prom_svc.get("volumes") or []:
+        src, _, rest = (v if isinstance(v, str) else f"{v.get('source')}:{v.get('target')}").partition(":")
+        target = rest.split(":")[0]
+        if src.startswith("./"):
+            prom_mounts[target] = os.path.normpath(src)
+    if prom_mounts.get("/etc/prometheus/prometheus.yml") != "deploy/prometheus/prometheus.yml":
+        fail(f"{compose_path}: {prom_name} must mount ./deploy/prometheus/prometheus.yml at /etc/prometheus/prometheus.yml")
+    def host_path(container_path):
+        for target, src in prom_mounts.items():
+            if container_path == target:
+                return src
+            if container_path.startswith(target.rstrip("/") + "/"):
+                return os.path.join(src, container_path[len(target.rstrip("/")) + 1:])
+        return None
+    for rf in prom.get("rule_files") or []:
+        hp = host_path(os.path.join("/etc/prometheus", rf))
+        if hp is None or not os.path.isfile(hp):
+            fail(f"deploy/prometheus/prometheus.yml: rule file {rf} is not mounted into {prom_name} from a file of the repository")
+        elif os.path.basename(rf) == "alerts.yml" and hp != ALERTS:
+            fail(f"{compose_path}: {prom_name} loads alerts.yml from {hp}; the alert rules' one source is {ALERTS}")
+    if "alerts.yml" not in (prom.get("rule_files") or []):
+        fail("deploy/prometheus/prometheus.yml: must load alerts.yml")
+for copy in glob.glob("deploy/prometheus/*.yml"):
+    if copy != "deploy/prometheus/prometheus.yml":
+        fail(f"{copy}: deploy/prometheus holds only prometheus.yml; the alert rules (and their tests) live in deploy/helm/hookinbox/files, one source")
+with open(prom_mounts_out, "w") as f:
+    for target, src in sorted(prom_mounts.items()):
+        f.write(f"{src} {target}\n")
 
-alerts = load_yaml("deploy/prometheus/alerts.yml") or {}
+alerts = load_yaml(ALERTS) or {}
 alert_names, alert_exprs = set(), []
 for g in alerts.get("groups") or []:
     for r in g.get("rules") or []:
         if not r.get("alert") or not r.get("expr"):
-            fail(f"deploy/prometheus/alerts.yml: group {g.get('name')}: a rule lacks alert or expr")
+            fail(f"{ALERTS}: group {g.get('name')}: a rule lacks alert or expr")
             continue
         if r["alert"] in alert_names:
-            fail(f"deploy/prometheus/alerts.yml: duplicate alert {r['alert']}")
+            fail(f"{ALERTS}: duplicate alert {r['alert']}")
         alert_names.add(r["alert"])
         alert_exprs.append(r["expr"])
 if not alert_names:
-    fail("deploy/prometheus/alerts.yml: no alert rules")
-load_yaml("deploy/prometheus/alerts_test.yml")
+    fail(f"{ALERTS}: no alert rules")
+load_yaml(ALERTS_TEST)
 
 # --- Alertmanager: one service, the pinned amtool's version, loopback only;
 # Prometheus sends to it; every receiver mails through Mailpit, resolutions
@@ -472,7 +513,7 @@ for g in alerts.get("groups") or []:
     for r in g.get("rules") or []:
         sev = (r.get("labels") or {}).get("severity")
         if sev not in routed_severities:
-            fail(f"deploy/prometheus/alerts.yml: {r.get('alert')} has severity {sev!r}; Alertmanager routes {', '.join(routed_severities)}")
+            fail(f"{ALERTS}: {r.get('alert')} has severity {sev!r}; Alertmanager routes {', '.join(routed_severities)}")
         else:
             severities.add(sev)
 with open(severities_out, "w") as f:
@@ -628,13 +669,25 @@ run_promtool() {
 		die "promtool $*"
 	fi
 }
-run_promtool check config deploy/prometheus/prometheus.yml
-run_promtool test rules deploy/prometheus/alerts_test.yml
+# /etc/prometheus as the compose file mounts it: prometheus.yml and the
+# chart's alerts.yml side by side, so the rule_files paths resolve as they
+# do in the container.
+PROM_ETC="$TMP/etc-prometheus"
+while read -r src target; do
+	case "$target" in
+	/etc/prometheus/*) ;;
+	*) continue ;;
+	esac
+	mkdir -p "$(dirname "$PROM_ETC/${target#/etc/prometheus/}")"
+	cp -R "$src" "$PROM_ETC/${target#/etc/prometheus/}"
+done <"$TMP/prometheus-mounts"
+run_promtool check config "$PROM_ETC/prometheus.yml"
+run_promtool test rules deploy/helm/hookinbox/files/alerts_test.yml
 if ! "$PROMTOOL" check rules "$TMP/dashboard-rules.yml" >"$TMP/promtool.log" 2>&1; then
 	cat "$TMP/promtool.log" >&2
 	echo "compose-check: the dashboard's queries, by panel:" >&2
 	cat "$TMP/dashboard-rules.yml.index" >&2
 	die "a query of deploy/grafana/dashboards/*.json does not parse"
 fi
-say "promtool: prometheus.yml, alerts.yml and its unit tests, dashboard queries are valid ($("$PROMTOOL" --version 2>&1 | head -n1 | awk '{print $3}'))"
+say "promtool: prometheus.yml with the chart's alerts.yml as compose mounts them, the rules' unit tests, dashboard queries are valid ($("$PROMTOOL" --version 2>&1 | head -n1 | awk '{print $3}'))"
 say "ok"

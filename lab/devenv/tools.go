@@ -40,6 +40,11 @@ var (
 	// (scripts/compose-check.sh) validates deploy/alertmanager with it, from
 	// the path Path gives (.tools/amtool-VERSION/amtool).
 	Amtool = Tool{Name: "amtool", Module: "github.com/prometheus/alertmanager", Package: "github.com/prometheus/alertmanager/cmd/amtool"}
+	// Helm builds and checks the Kubernetes chart: make chart-check
+	// (deploy/helm/check, a module of its own) runs `helm lint` and `helm
+	// template` on deploy/helm/hookinbox with the binary Ensure gives.
+	// Only built when the chart is checked.
+	Helm = Tool{Name: "helm", Module: "helm.sh/helm/v4", Package: "helm.sh/helm/v4/cmd/helm"}
 	// TemporalServer is go.temporal.io/server built as production runs it
 	// (PostgreSQL, several history shards): tools/temporal-server, the
 	// "postgres" engine of the tests and benchmarks (StartTemporalPostgres).

@@ -45,6 +45,10 @@ func TestTheRepositoryPinsTheDocumentedVersions(t *testing.T) {
 	p, err := Amtool.Path(root)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(root, ".tools", "amtool-v0.35.0", "amtool"), p)
+	// make chart-check (deploy/helm/check) renders the chart with it.
+	v, err = Helm.Version(root)
+	require.NoError(t, err)
+	require.Equal(t, "v4.3.2", v)
 }
 
 func TestTheTemporalServerIsTheVersionTheCLIEmbeds(t *testing.T) {
