@@ -10,7 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/hookintype"
 )
 
 // Provider is one provider's scheme: everything the intake needs to know
@@ -18,16 +18,16 @@ import (
 // concurrent use.
 type Provider interface {
 	// Name is the provider's name in endpoints and event keys
-	// (keys.ProviderStripe, …).
+	// ("stripe", …; a team's own provider names itself).
 	Name() string
 	// Verifier prepares the check of an endpoint's active secrets (several
 	// while one is rotated); the intake keeps it with the cached endpoint.
-	Verifier(secrets []keys.Secret) Verifier
+	Verifier(secrets []hookintype.Secret) Verifier
 	// Normalize reads a verified delivery: h its headers, doc its JSON
 	// object (the payload Verify returned), s the endpoint's settings. A
 	// delivery that cannot be used as it is fails with a *MalformedError
 	// (Malformedf).
-	Normalize(s keys.EndpointSettings, h http.Header, doc gjson.Result) (Normalized, error)
+	Normalize(s hookintype.EndpointSettings, h http.Header, doc gjson.Result) (Normalized, error)
 	// KeepHeader reports whether a delivery header (name in lower case) is
 	// kept with a quarantined delivery, so it can be re-admitted later. Never
 	// a signature or a secret. Content-Type and User-Agent are always kept.
