@@ -163,12 +163,15 @@ func (h *Harness) AddEndpoint(ctx context.Context, e Endpoint) {
 // Delivery is what the intake did with one delivery.
 type Delivery struct {
 	Key EventKey
-	// Outcome is accepted, ignored, duplicate or quarantined.
+	// Outcome is accepted, ignored, duplicate, quarantined, or replied (a
+	// provider's handshake, answered with Reply and stored as nothing).
 	Outcome string
 	// Status of the inbox row (pending, ignored, or a duplicate's current).
 	Status string
 	// Reason a quarantined delivery was refused.
 	Reason string
+	// Reply is the body a handshake was answered with.
+	Reply []byte
 }
 
 // EventKey is hookinbox's event key.
@@ -217,6 +220,8 @@ func (h *Harness) Deliver(ctx context.Context, slug, secret string, header http.
 		d.Outcome = "duplicate"
 	case admission.Quarantined:
 		d.Outcome = "quarantined"
+	case admission.Replied:
+		d.Outcome, d.Reply = "replied", res.Reply.Body
 	}
 	return d
 }

@@ -151,6 +151,30 @@ type Normalized struct {
 	// account) or the secret that verified the delivery (its accounts) is
 	// bound to it, or the endpoint links that one account alone.
 	UnsignedAccount bool
+	// Reply, when set, says the verified delivery is no event but a
+	// handshake the sender expects an answer to (Slack's url_verification
+	// challenge): the intake answers it with Reply and stores nothing, and
+	// the other fields are not read. A delivery whose signature fails is
+	// refused before Normalize, as any other.
+	Reply *Reply
+}
+
+// MaxReplyBytes is the longest Reply.Body the intake answers with; a longer
+// one is the provider's mistake, and its delivery is quarantined as
+// malformed.
+const MaxReplyBytes = 4 << 10
+
+// Reply is the answer to a handshake (Normalized.Reply): 200 OK with Body.
+type Reply struct {
+	// ContentType of Body: a media type; "" is text/plain; charset=utf-8.
+	ContentType string
+	// Body is answered as it is: at most MaxReplyBytes.
+	Body []byte
+}
+
+// ReplyText is a handshake's plain-text Reply of body.
+func ReplyText(body string) *Reply {
+	return &Reply{ContentType: "text/plain; charset=utf-8", Body: []byte(body)}
 }
 
 // Unauthenticated is any failed signature check. Reason is for the log;
