@@ -1,14 +1,10 @@
 package admission_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -21,30 +17,15 @@ import (
 	"github.com/hookinbox/hookinbox/providers/providertest"
 )
 
-// acme is the provider of docs/adding-a-provider.md: X-Acme-Signature is
+// acme is a provider registered as a team's own is: X-Acme-Signature is
 // the hex HMAC-SHA256 of the body, X-Acme-Delivery the event id, the body
 // {"type":…,"account":…,"data":{"id":…}}.
 type acme struct{}
 
 func (acme) Name() string { return "acme" }
 
-func (acme) Verifier(secrets []keys.Secret) providers.Verifier { return acmeVerifier(secrets) }
-
-type acmeVerifier []keys.Secret
-
-func (v acmeVerifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Time) (providers.Verified, error) {
-	got, err := hex.DecodeString(h.Get("X-Acme-Signature"))
-	if err != nil || len(got) != sha256.Size {
-		return providers.Verified{}, providers.Unauthenticatedf("missing or malformed X-Acme-Signature")
-	}
-	for _, s := range v {
-		mac := hmac.New(sha256.New, []byte(s.Value))
-		mac.Write(body)
-		if hmac.Equal(mac.Sum(nil), got) {
-			return providers.Verified{SecretID: s.ID, Payload: body}, nil
-		}
-	}
-	return providers.Verified{}, providers.Unauthenticatedf("acme: no secret matches")
+func (acme) Verifier(secrets []keys.Secret) providers.Verifier {
+	return providertest.HMACVerifier{Header: "X-Acme-Signature", Secrets: secrets}
 }
 
 func (acme) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
@@ -74,9 +55,9 @@ func (acme) CheckSecret(s string) error {
 func init() { providers.Register(acme{}) }
 
 func acmeHeaders(body []byte, secret, delivery string) map[string]string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return map[string]string{"X-Acme-Signature": hex.EncodeToString(mac.Sum(nil)), "X-Acme-Delivery": delivery}
+	h := providertest.HMACHeaders("X-Acme-Signature", body, secret)
+	h["X-Acme-Delivery"] = delivery
+	return h
 }
 
 // TestARegisteredProviderIsAdmitted: a provider is its Provider value and

@@ -60,18 +60,24 @@ func (Handshaker) Name() string { return HandshakerName }
 
 // Verifier checks X-Test-Signature against each secret.
 func (Handshaker) Verifier(secrets []hookintype.Secret) providers.Verifier {
-	return handshakeVerifier(secrets)
+	return HMACVerifier{Header: "X-Test-Signature", Secrets: secrets}
 }
 
-type handshakeVerifier []hookintype.Secret
+// HMACVerifier is the scheme of the tests' own providers: Header holds the
+// hex HMAC-SHA256 of the body under one of Secrets (HMACHeaders signs it).
+type HMACVerifier struct {
+	Header  string
+	Secrets []hookintype.Secret
+}
 
-// Verify is the HMAC check.
-func (v handshakeVerifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Time) (providers.Verified, error) {
-	got, err := hex.DecodeString(h.Get("X-Test-Signature"))
+// Verify checks the HMAC in constant time and returns the matching
+// secret's id.
+func (v HMACVerifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Time) (providers.Verified, error) {
+	got, err := hex.DecodeString(h.Get(v.Header))
 	if err != nil || len(got) != sha256.Size {
-		return providers.Verified{}, providers.Unauthenticatedf("missing or malformed X-Test-Signature")
+		return providers.Verified{}, providers.Unauthenticatedf("missing or malformed %s", v.Header)
 	}
-	for _, s := range v {
+	for _, s := range v.Secrets {
 		mac := hmac.New(sha256.New, []byte(s.Value))
 		mac.Write(body)
 		if hmac.Equal(mac.Sum(nil), got) {
@@ -79,6 +85,13 @@ func (v handshakeVerifier) Verify(h http.Header, body []byte, _ time.Duration, _
 		}
 	}
 	return providers.Verified{}, providers.Unauthenticatedf("no secret matches")
+}
+
+// HMACHeaders signs body for an HMACVerifier of header.
+func HMACHeaders(header string, body []byte, secret string) map[string]string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return map[string]string{header: hex.EncodeToString(mac.Sum(nil))}
 }
 
 // Normalize answers a handshake with its challenge (content_type, when
@@ -115,7 +128,5 @@ func (Handshaker) Sign(secret string, h http.Header, body []byte, _ time.Time) e
 
 // HandshakerHeaders signs body for Handshaker.
 func HandshakerHeaders(body []byte, secret string) map[string]string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return map[string]string{"X-Test-Signature": hex.EncodeToString(mac.Sum(nil))}
+	return HMACHeaders("X-Test-Signature", body, secret)
 }
