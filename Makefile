@@ -32,10 +32,11 @@ run: build ## Run the local stack: PostgreSQL, Temporal dev server + UI, Mailpit
 	$(BIN) dev
 
 .PHONY: test
-test: tools compose-check chart-check ## Vet and run every test: unit, integration, end-to-end, the upgrade, and the team module in examples/ (real PostgreSQL and Temporal)
+test: tools compose-check chart-check ## Vet and run every test: unit, integration, end-to-end, the upgrade, and the team modules in examples/ (real PostgreSQL and Temporal)
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 60m $(PKGS)
 	cd examples/provisioning && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
+	cd examples/slack-events && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
 # The release an upgrade starts from (lab/soak/testdata/upgrade-from: the
 # commit before this release's changes). Any ref of this repository's history.

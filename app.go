@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -60,21 +61,31 @@ func New(opts ...Option) *App {
 }
 
 // WithProvider registers a provider of the team's own (see package
-// providers: Provider, and a Clients implementation to fetch from its API).
-// Its name must not be taken.
+// providers: Provider, and a Clients implementation to fetch from its API;
+// docs/adding-a-provider.md). Providers are registered once per process:
+// the same provider value again (a second App of the program, as each test
+// builds one) is no mistake, another provider under a taken name is.
 func WithProvider(p providers.Provider) Option {
 	return func(a *App) {
 		if p == nil || p.Name() == "" {
 			a.fail(errors.New("WithProvider: a provider needs a name"))
 			return
 		}
-		if _, taken := providers.Lookup(p.Name()); taken {
-			a.fail(fmt.Errorf("WithProvider: provider %q is already registered", p.Name()))
+		registerOnce.Lock()
+		defer registerOnce.Unlock()
+		if prev, taken := providers.Lookup(p.Name()); taken {
+			if !sameValue(prev, p) {
+				a.fail(fmt.Errorf("WithProvider: provider %q is already registered", p.Name()))
+			}
 			return
 		}
 		providers.Register(p)
 	}
 }
+
+// registerOnce makes WithProvider's lookup and registration one step, for
+// Apps built at once (parallel tests).
+var registerOnce sync.Mutex
 
 // Table declares one of the team's own tables and what hookinbox's process
 // roles may do with it, so least privilege covers it too: the worker (where
@@ -195,7 +206,7 @@ func (a *App) Handle(provider, eventType string, h Handler, opts ...HandleOption
 		a.fail(fmt.Errorf("Handle(%s, %s): %w %q (register it WithProvider)", provider, eventType, providers.ErrUnknown, provider))
 		return
 	}
-	if prev, ok := a.handlers[o.name]; ok && !sameHandler(prev.h, h) {
+	if prev, ok := a.handlers[o.name]; ok && !sameValue(prev.h, h) {
 		a.fail(fmt.Errorf("Handle(%s, %s): the name %q is taken by another handler", provider, eventType, o.name))
 		return
 	}
@@ -223,10 +234,11 @@ func (a *App) HandleFunc(provider, eventType string, f HandlerFunc, opts ...Hand
 	a.Handle(provider, eventType, f, opts...)
 }
 
-// sameHandler reports whether a and b are the same handler value (funcs
-// are never comparable, so two registrations of a HandlerFunc under one
-// name are refused).
-func sameHandler(a, b Handler) (same bool) {
+// sameValue reports whether a and b are the same value: of a handler
+// (funcs are never comparable, so two registrations of a HandlerFunc under
+// one name are refused) or of a provider (stateless values). A value that
+// is not comparable is never the same.
+func sameValue(a, b any) (same bool) {
 	defer func() {
 		if recover() != nil {
 			same = false

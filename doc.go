@@ -34,6 +34,12 @@
 // team's own tables. Permanent fails an event at once; Wait keeps it
 // pending until another fact arrives.
 //
+// The values a handler, a provider or a test names (the event key, the
+// resource, a divergence, a reconciliation's scope, the inbox statuses,
+// the environments) are package hookintype's, which imports nothing but
+// the standard library. A provider of the team's own (package providers)
+// is registered with WithProvider.
+//
 // hookinbox's own domains (credits, credit notes, subscriptions, feedback
 // alerts, in package domains) are written on this API alone.
 //

@@ -9,40 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/fault"
-	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
-)
-
-// EventKey identifies one delivered event: (provider, source account,
-// environment, event id), the id the sender keeps across redeliveries. The
-// inbox holds a UNIQUE constraint on it. Its String is the form the CLI,
-// the console and the logs use.
-type EventKey = keys.Event
-
-// Resource identifies what an event is about (one subscription, one
-// invoice): one workflow per Resource runs its events one at a time.
-type Resource = keys.Resource
-
-// Divergence is one field where the local state and the provider's differ,
-// found by a handler or a reconciliation.
-type Divergence = keys.Divergence
-
-// Inbox statuses an event ends in.
-const (
-	StatusPending   = keys.StatusPending
-	StatusDone      = keys.StatusDone
-	StatusIgnored   = keys.StatusIgnored
-	StatusFailed    = keys.StatusFailed
-	StatusExhausted = keys.StatusExhausted
-)
-
-// Environments: a test-mode event never satisfies or blocks a live effect.
-const (
-	Live = keys.EnvLive
-	Test = keys.EnvTest
 )
 
 // Handler applies the business effect of one event. It runs in the
@@ -75,7 +46,7 @@ type Result struct {
 	// read and deliberately has no effect.
 	Ignored bool
 	// Divergences the handler found (and recorded with Tx.Diverged).
-	Divergences []Divergence
+	Divergences []hookintype.Divergence
 }
 
 // Event is one pending inbox event, as its handler sees it. Everything in
@@ -84,7 +55,7 @@ type Result struct {
 // payload).
 type Event struct {
 	// Key is the event key.
-	Key EventKey
+	Key hookintype.EventKey
 	// Type is the provider's event type as delivered (GitHub:
 	// "event.action").
 	Type string
@@ -93,7 +64,7 @@ type Event struct {
 	// "invoice.paid"). Branch on RouteType.
 	RouteType string
 	// Resource is the workflow the event runs in.
-	Resource Resource
+	Resource hookintype.Resource
 	// ObjectID is the object the event is about when its resource is
 	// another (SerializeOn; a Stripe credit note's invoice).
 	ObjectID string
@@ -199,9 +170,9 @@ func (e *Event) Commit(ctx context.Context, fn func(tx *Tx) (Result, error)) (Re
 			return engine.Outcome{}, err
 		}
 		res, outbox = r, tx.outbox
-		status := keys.StatusDone
+		status := hookintype.StatusDone
 		if r.Ignored {
-			status = keys.StatusIgnored
+			status = hookintype.StatusIgnored
 		}
 		return engine.Outcome{Status: status, Note: r.Note}, nil
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -36,7 +37,7 @@ DROP TABLE things;`)}}
 }
 
 // deliver sends one Standard Webhooks event of type typ about thing id.
-func deliver(t *testing.T, h *hookintest.Harness, msgID, typ, id string) hookinbox.EventKey {
+func deliver(t *testing.T, h *hookintest.Harness, msgID, typ, id string) hookintype.EventKey {
 	t.Helper()
 	hd := http.Header{}
 	hd.Set("webhook-id", msgID)
@@ -58,10 +59,10 @@ func TestAHandlerThatDoesNotCommitCompletesItsRowAndIgnoredIsIgnored(t *testing.
 	ctx := context.Background()
 	res := h.Handle(ctx, deliver(t, h, "msg_1", "thing.seen", "t1"))
 	require.NoError(t, res.Err)
-	require.Equal(t, hookinbox.StatusDone, res.Status)
+	require.Equal(t, hookintype.StatusDone, res.Status)
 	res = h.Handle(ctx, deliver(t, h, "msg_2", "thing.skipped", "t2"))
 	require.NoError(t, res.Err)
-	require.Equal(t, hookinbox.StatusIgnored, res.Status)
+	require.Equal(t, hookintype.StatusIgnored, res.Status)
 	d := h.Deliver(ctx, "team", secret, http.Header{"Webhook-Id": {"msg_3"}}, []byte(`{"type":"thing.unrouted","data":{"id":"t3"}}`))
 	require.Equal(t, "ignored", d.Outcome, "a type no handler takes is recorded ignored at the intake")
 }
@@ -98,7 +99,7 @@ func TestCommitIsOneTransactionOnceAndClaimsOnce(t *testing.T) {
 	failed := deliver(t, h, "msg_fail", "thing.made", "t1")
 	res := h.Handle(ctx, failed)
 	require.ErrorIs(t, res.Err, boom)
-	require.Equal(t, hookinbox.StatusPending, res.Status, "a failed attempt leaves the row pending")
+	require.Equal(t, hookintype.StatusPending, res.Status, "a failed attempt leaves the row pending")
 	var n int
 	require.NoError(t, h.DB.QueryRow(ctx, `SELECT (SELECT count(*) FROM things) + (SELECT count(*) FROM business_claims) + (SELECT count(*) FROM outbox)`).Scan(&n))
 	require.Zero(t, n, "the effect, the claim and the intent rolled back with the error")
@@ -120,9 +121,9 @@ func TestCommitIsOneTransactionOnceAndClaimsOnce(t *testing.T) {
 	// A retry of a completed event runs nothing: the row is final.
 	res = h.Handle(ctx, deliver(t, h, "msg_c", "thing.made", "t2"))
 	require.NoError(t, res.Err)
-	again := h.Handle(ctx, hookinbox.EventKey{Provider: "standard", Account: "proj_1", Environment: "test", EventID: "msg_c"})
+	again := h.Handle(ctx, hookintype.EventKey{Provider: "standard", Account: "proj_1", Environment: "test", EventID: "msg_c"})
 	require.NoError(t, again.Err)
-	require.Equal(t, hookinbox.StatusDone, again.Status)
+	require.Equal(t, hookintype.StatusDone, again.Status)
 }
 
 func TestPermanentAndWait(t *testing.T) {
@@ -140,7 +141,7 @@ func TestPermanentAndWait(t *testing.T) {
 	require.True(t, hookinbox.IsPermanent(res.Err))
 	res = h.Handle(ctx, deliver(t, h, "msg_early", "thing.early", "t2"))
 	require.NoError(t, res.Err, "a wait is not a failure")
-	require.Equal(t, hookinbox.StatusPending, res.Status)
+	require.Equal(t, hookintype.StatusPending, res.Status)
 	var lastErr string
 	var attempts int
 	require.NoError(t, h.DB.QueryRow(ctx, `SELECT last_error, attempts FROM webhook_inbox WHERE event_id = 'msg_early'`).Scan(&lastErr, &attempts))

@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/fault"
-	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -26,12 +26,12 @@ type Reconciler interface {
 // ReconcileResult is what a reconciliation found and did.
 type ReconcileResult struct {
 	Note        string
-	Divergences []Divergence
+	Divergences []hookintype.Divergence
 }
 
 // Reconciliation is one request to reconcile a resource.
 type Reconciliation struct {
-	Resource Resource
+	Resource hookintype.Resource
 	// Reason says who asked (the schedule, an operator).
 	Reason string
 	// Endpoint is the endpoint whose API key serves the resource's
@@ -57,20 +57,17 @@ func (rc *Reconciliation) Commit(ctx context.Context, fn func(tx *Tx) error) err
 	})
 }
 
-// Scope is one account of one endpoint, as a reconciliation pass lists it.
-type Scope = keys.Scope
-
 // SubscriptionLister is a Reconciler of subscriptions that also compares a
 // page of the provider's subscriptions listing with the local state: the
 // reconciliation pass then reconciles only the subscriptions that differ.
 type SubscriptionLister interface {
 	Reconciler
-	DifferingSubscriptions(ctx context.Context, db DB, scope Scope, listed []providers.Subscription) (map[string]bool, error)
+	DifferingSubscriptions(ctx context.Context, db DB, scope hookintype.Scope, listed []providers.Subscription) (map[string]bool, error)
 }
 
 type reconcileAdapter struct{ r Reconciler }
 
-func (a reconcileAdapter) Reconcile(ctx context.Context, env engine.Env, r keys.Resource, reason string) (ports.ReconcileOutcome, error) {
+func (a reconcileAdapter) Reconcile(ctx context.Context, env engine.Env, r hookintype.Resource, reason string) (ports.ReconcileOutcome, error) {
 	ep, err := endpoints.FindAPIEndpoint(ctx, env.Store.Pool, r.Provider, r.Account, r.Environment)
 	if errors.Is(err, fault.ErrNotFound) {
 		return ports.ReconcileOutcome{}, fault.Permanent(fmt.Errorf("no %s endpoint with an API key links account %s (%s)", r.Provider, r.Account, r.Environment))
@@ -84,6 +81,6 @@ func (a reconcileAdapter) Reconcile(ctx context.Context, env engine.Env, r keys.
 
 type listerAdapter struct{ l SubscriptionLister }
 
-func (a listerAdapter) DifferingSubscriptions(ctx context.Context, env engine.Env, sc keys.Scope, listed []providers.Subscription) (map[string]bool, error) {
+func (a listerAdapter) DifferingSubscriptions(ctx context.Context, env engine.Env, sc hookintype.Scope, listed []providers.Subscription) (map[string]bool, error) {
 	return a.l.DifferingSubscriptions(ctx, env.Store.Pool, sc, listed)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
@@ -36,7 +36,7 @@ type Claim struct {
 	// to apply. False: the key was claimed before (by another event of the
 	// same operation, a repair or a replay) and By says by which event.
 	First     bool
-	By        EventKey
+	By        hookintype.EventKey
 	ClaimedAt time.Time
 }
 
@@ -66,17 +66,17 @@ func (t *Tx) Claim(ctx context.Context, businessKey string) (Claim, error) {
 	return Claim{By: eventKeyOf(prior.EventKey), ClaimedAt: prior.ClaimedAt}, nil
 }
 
-func eventKeyOf(s string) EventKey {
-	k, err := keys.ParseEvent(s)
+func eventKeyOf(s string) hookintype.EventKey {
+	k, err := hookintype.ParseEventKey(s)
 	if err != nil {
-		return EventKey{EventID: s}
+		return hookintype.EventKey{EventID: s}
 	}
 	return k
 }
 
 // Key joins parts into one business or operation key, each part escaped
 // so that a '/' inside an id can never forge another key.
-func Key(parts ...string) string { return keys.Join(parts...) }
+func Key(parts ...string) string { return hookintype.JoinKey(parts...) }
 
 // Intent is an outbound effect (an email, a team alert) recorded in the
 // effect's transaction and sent after the commit by a retried activity
@@ -181,7 +181,7 @@ func (t *Tx) Destinations(ctx context.Context, workspace string) ([]Destination,
 
 // Wake makes the waiting events of resource r due now (an event that
 // returned Wait for the fact this transaction commits), in this commit.
-func (t *Tx) Wake(ctx context.Context, r Resource) error {
+func (t *Tx) Wake(ctx context.Context, r hookintype.Resource) error {
 	_, err := inbox.WakeResource(ctx, t.tx, r)
 	return err
 }
@@ -189,8 +189,8 @@ func (t *Tx) Wake(ctx context.Context, r Resource) error {
 // Diverged records divergences of the event's (or reconciliation's)
 // resource, found by detectedBy, for the operators (`hookinbox status`,
 // the console).
-func (t *Tx) Diverged(ctx context.Context, detectedBy string, ds ...Divergence) error {
-	var r Resource
+func (t *Tx) Diverged(ctx context.Context, detectedBy string, ds ...hookintype.Divergence) error {
+	var r hookintype.Resource
 	switch {
 	case t.ev != nil:
 		r = t.ev.Resource

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
@@ -143,7 +144,7 @@ type Endpoint struct {
 func (h *Harness) AddEndpoint(ctx context.Context, e Endpoint) {
 	h.t.Helper()
 	if e.Environment == "" {
-		e.Environment = hookinbox.Test
+		e.Environment = hookintype.Test
 	}
 	err := endpoints.InsertEndpoint(ctx, h.owner, endpoints.NewEndpoint{Slug: e.Slug, Provider: e.Provider,
 		Environment: e.Environment, Secrets: []string{e.Secret}, APIBaseURL: e.APIBaseURL, APIKey: e.APIKey,
@@ -162,16 +163,19 @@ func (h *Harness) AddEndpoint(ctx context.Context, e Endpoint) {
 // Delivery is what the intake did with one delivery.
 type Delivery struct {
 	Key EventKey
-	// Outcome is accepted, ignored, duplicate or quarantined.
+	// Outcome is accepted, ignored, duplicate, quarantined, or replied (a
+	// provider's handshake, answered with Reply and stored as nothing).
 	Outcome string
 	// Status of the inbox row (pending, ignored, or a duplicate's current).
 	Status string
 	// Reason a quarantined delivery was refused.
 	Reason string
+	// Reply is the body a handshake was answered with.
+	Reply []byte
 }
 
 // EventKey is hookinbox's event key.
-type EventKey = hookinbox.EventKey
+type EventKey = hookintype.EventKey
 
 // Sign adds to header the signature the endpoint's provider would send for
 // body, with secret, at the harness's now: Stripe-Signature,
@@ -216,6 +220,8 @@ func (h *Harness) Deliver(ctx context.Context, slug, secret string, header http.
 		d.Outcome = "duplicate"
 	case admission.Quarantined:
 		d.Outcome = "quarantined"
+	case admission.Replied:
+		d.Outcome, d.Reply = "replied", res.Reply.Body
 	}
 	return d
 }
@@ -232,7 +238,7 @@ type Handled struct {
 	// commit recorded, its divergences): the logs' and metrics' view.
 	BusinessKey string
 	Outbox      []int64
-	Divergences []hookinbox.Divergence
+	Divergences []hookintype.Divergence
 }
 
 // Handle makes one attempt at the event, as the worker would (as the worker
@@ -275,7 +281,7 @@ func (h *Harness) Replay(ctx context.Context, key EventKey, reason string) {
 // Reconcile runs the App's reconciler of r's kind once, as the worker's
 // reconciliation does (as the worker role, with the API client of the
 // endpoint whose API key serves r's account), without Temporal.
-func (h *Harness) Reconcile(ctx context.Context, r hookinbox.Resource, reason string) (hookinbox.ReconcileResult, error) {
+func (h *Harness) Reconcile(ctx context.Context, r hookintype.Resource, reason string) (hookinbox.ReconcileResult, error) {
 	h.t.Helper()
 	rec, ok := h.biz.Reconcilers[r.Kind]
 	if !ok {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -47,14 +48,14 @@ func TestSetNowIsTheIntakesClockToo(t *testing.T) {
 	require.Equal(t, "accepted", d.Outcome, d.Reason)
 	out := h.Handle(ctx, d.Key)
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusDone, out.Status)
+	require.Equal(t, hookintype.StatusDone, out.Status)
 
 	stack := h.Run()
 	_, again, err := sim.PayInvoice(simulator.InvoiceOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 200, stack.Post(ctx, "s", secret, nil, again.Body))
-	stack.WaitFor(ctx, hookinbox.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookinbox.Test, EventID: again.ID},
-		hookinbox.StatusDone, time.Minute)
+	stack.WaitFor(ctx, hookintype.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, EventID: again.ID},
+		hookintype.StatusDone, time.Minute)
 }
 
 // Handle reports what the handler told the worker: its business key and
@@ -78,14 +79,14 @@ func TestHandleReportsTheHandlersResult(t *testing.T) {
 
 	out := h.Handle(ctx, d.Key)
 	require.ErrorIs(t, out.Err, boom)
-	require.Equal(t, hookinbox.StatusPending, out.Status)
+	require.Equal(t, hookintype.StatusPending, out.Status)
 	require.Equal(t, "bk", out.BusinessKey)
-	require.Equal(t, hookinbox.StatusPending, h.Status(ctx, d.Key))
+	require.Equal(t, hookintype.StatusPending, h.Status(ctx, d.Key))
 
 	fail = false
 	out = h.Handle(ctx, d.Key)
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusDone, out.Status)
+	require.Equal(t, hookintype.StatusDone, out.Status)
 	require.Equal(t, "did it", out.Note)
 	require.Equal(t, "bk", out.BusinessKey)
 	require.Empty(t, out.Outbox)
@@ -94,9 +95,9 @@ func TestHandleReportsTheHandlersResult(t *testing.T) {
 	fail = true
 	out = h.Handle(ctx, d.Key)
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusDone, out.Status)
+	require.Equal(t, hookintype.StatusDone, out.Status)
 	h.Replay(ctx, d.Key, "test")
-	require.Equal(t, hookinbox.StatusPending, h.Status(ctx, d.Key))
+	require.Equal(t, hookintype.StatusPending, h.Status(ctx, d.Key))
 	require.ErrorIs(t, h.Handle(ctx, d.Key).Err, boom)
 }
 
@@ -119,7 +120,7 @@ func TestStacksRunSideBySide(t *testing.T) {
 		_, paid, err := sim.PayInvoice(simulator.InvoiceOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 200, s.Post(ctx, "s", secret, nil, paid.Body), "stack %d", i)
-		s.WaitFor(ctx, hookinbox.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookinbox.Test, EventID: paid.ID},
-			hookinbox.StatusDone, time.Minute)
+		s.WaitFor(ctx, hookintype.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, EventID: paid.ID},
+			hookintype.StatusDone, time.Minute)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/hookintype"
 )
 
 // ClientConfig points a provider's API client at one endpoint's account.
@@ -21,7 +21,7 @@ type ClientConfig struct {
 	OwnAccount string
 	// Settings are the endpoint's settings (a GitHub endpoint names its
 	// hook there).
-	Settings keys.EndpointSettings
+	Settings hookintype.EndpointSettings
 }
 
 // ErrNoClient means the provider has no API client, so hookinbox cannot ask it

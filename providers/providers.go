@@ -10,7 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/hookintype"
 )
 
 // Provider is one provider's scheme: everything the intake needs to know
@@ -18,16 +18,16 @@ import (
 // concurrent use.
 type Provider interface {
 	// Name is the provider's name in endpoints and event keys
-	// (keys.ProviderStripe, …).
+	// ("stripe", …; a team's own provider names itself).
 	Name() string
 	// Verifier prepares the check of an endpoint's active secrets (several
 	// while one is rotated); the intake keeps it with the cached endpoint.
-	Verifier(secrets []keys.Secret) Verifier
+	Verifier(secrets []hookintype.Secret) Verifier
 	// Normalize reads a verified delivery: h its headers, doc its JSON
 	// object (the payload Verify returned), s the endpoint's settings. A
 	// delivery that cannot be used as it is fails with a *MalformedError
 	// (Malformedf).
-	Normalize(s keys.EndpointSettings, h http.Header, doc gjson.Result) (Normalized, error)
+	Normalize(s hookintype.EndpointSettings, h http.Header, doc gjson.Result) (Normalized, error)
 	// KeepHeader reports whether a delivery header (name in lower case) is
 	// kept with a quarantined delivery, so it can be re-admitted later. Never
 	// a signature or a secret. Content-Type and User-Agent are always kept.
@@ -151,6 +151,30 @@ type Normalized struct {
 	// account) or the secret that verified the delivery (its accounts) is
 	// bound to it, or the endpoint links that one account alone.
 	UnsignedAccount bool
+	// Reply, when set, says the verified delivery is no event but a
+	// handshake the sender expects an answer to (Slack's url_verification
+	// challenge): the intake answers it with Reply and stores nothing, and
+	// the other fields are not read. A delivery whose signature fails is
+	// refused before Normalize, as any other.
+	Reply *Reply
+}
+
+// MaxReplyBytes is the longest Reply.Body the intake answers with; a longer
+// one is the provider's mistake, and its delivery is quarantined as
+// malformed.
+const MaxReplyBytes = 4 << 10
+
+// Reply is the answer to a handshake (Normalized.Reply): 200 OK with Body.
+type Reply struct {
+	// ContentType of Body: a media type; "" is text/plain; charset=utf-8.
+	ContentType string
+	// Body is answered as it is: at most MaxReplyBytes.
+	Body []byte
+}
+
+// ReplyText is a handshake's plain-text Reply of body.
+func ReplyText(body string) *Reply {
+	return &Reply{ContentType: "text/plain; charset=utf-8", Body: []byte(body)}
 }
 
 // Unauthenticated is any failed signature check. Reason is for the log;

@@ -9,16 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
 // plain is a provider without RouteType.
 type plain struct{}
 
-func (plain) Name() string                              { return "plain" }
-func (plain) Verifier([]keys.Secret) providers.Verifier { return nil }
-func (plain) Normalize(keys.EndpointSettings, http.Header, gjson.Result) (providers.Normalized, error) {
+func (plain) Name() string                                    { return "plain" }
+func (plain) Verifier([]hookintype.Secret) providers.Verifier { return nil }
+func (plain) Normalize(hookintype.EndpointSettings, http.Header, gjson.Result) (providers.Normalized, error) {
 	return providers.Normalized{}, nil
 }
 func (plain) KeepHeader(string) bool   { return false }

@@ -151,6 +151,7 @@ const (
 	outUnavailable  = "unavailable"
 	outTimeout      = "timeout"
 	outBadRequest   = "bad_request"
+	outReplied      = "replied"
 )
 
 // unknownEndpoint is the endpoint label of every delivery whose slug is not
@@ -195,6 +196,14 @@ func (s *Server) receive(c *gin.Context) {
 // (rather than when the handler returns), so that what the handler does
 // after it is not on the sender's path.
 func writeReply(c *gin.Context, code int, r reply) {
+	if r.handshake != nil {
+		// The provider's answer to its own handshake, as it made it.
+		c.Header("Content-Length", strconv.Itoa(len(r.handshake.Body)))
+		c.Header("X-Content-Type-Options", "nosniff")
+		c.Data(code, r.handshake.ContentType, r.handshake.Body)
+		c.Writer.Flush()
+		return
+	}
 	b, err := json.Marshal(r)
 	if err != nil { // strings only: cannot happen
 		b = []byte(`{"error":"internal error"}`)
@@ -262,6 +271,8 @@ type reply struct {
 	Event  string `json:"event,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	Status string `json:"status,omitempty"`
+	// handshake, when set, is answered instead of the JSON.
+	handshake *providers.Reply
 }
 
 func answer(d *delivery, outcome, msg string) reply {
@@ -335,6 +346,10 @@ func (s *Server) handle(ctx context.Context, r *http.Request, d *delivery) (int,
 	case admission.Duplicate:
 		// The row is left alone (a pending one got another doorbell).
 		return http.StatusOK, answer(d, outDuplicate, "already accepted ("+res.Status+")")
+	case admission.Replied:
+		// A verified handshake: nothing was stored.
+		d.outcome = outReplied
+		return http.StatusOK, reply{handshake: res.Reply}
 	default: // Quarantined.
 		d.detail = res.Reason + ": " + res.Detail
 		switch res.Reason {

@@ -28,6 +28,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
+	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/providertest"
 	hwebhook "github.com/hookinbox/hookinbox/webhook"
 )
@@ -647,4 +648,51 @@ func TestShopifyEventsDeliveriesAndRotation(t *testing.T) {
 	r := b.post(t, "shop-rot", body, map[string]string{"shopify-hmac-sha256": sign("shpss_00000000000000000000000000000000", body),
 		"shopify-event-id": "e-forged", "shopify-topic": "Product", "shopify-shop-domain": "rot.myshopify.com"})
 	require.Equal(t, http.StatusUnauthorized, r.code)
+}
+
+func init() { providers.Register(providertest.Handshaker{}) }
+
+// TestAHandshakeIsAnsweredWithItsBodyAndStoresNothing: a provider's
+// handshake (Slack's url_verification) is answered 200 with the reply the
+// provider made, as it is, only once its signature verified; nothing is
+// stored, nothing handed off. A bad signature is 401, as ever.
+func TestAHandshakeIsAnsweredWithItsBodyAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const secret = "handshake-secret-0123456789"
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "hs", Provider: providertest.HandshakerName,
+		Environment: "live", Secrets: []string{secret}}))
+	body := []byte(`{"type":"handshake","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}`)
+
+	req, err := http.NewRequest(http.MethodPost, b.url+"/webhooks/hs", bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range providertest.HandshakerHeaders(body, secret) {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", string(got), "the challenge, as it is")
+	require.Equal(t, "text/plain; charset=utf-8", resp.Header.Get("Content-Type"))
+	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+
+	json := []byte(`{"type":"handshake","challenge":"{\"ok\":true}","content_type":"application/json"}`)
+	r := b.post(t, "hs", json, providertest.HandshakerHeaders(json, secret))
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, `{"ok":true}`, r.body)
+
+	for _, h := range []map[string]string{nil, providertest.HandshakerHeaders(body, "another-secret-0123456789")} {
+		r := b.post(t, "hs", body, h)
+		require.Equal(t, http.StatusUnauthorized, r.code)
+		require.NotContains(t, r.body, "3eZbrw1a", "a refused handshake is never answered")
+	}
+	require.Zero(t, b.inboxCount(t))
+	require.Empty(t, b.quarantine(t))
+	require.Zero(t, b.handoff.count())
+	b.settled()
+	require.InDelta(t, 2, testutil.ToFloat64(b.metrics.Requests.WithLabelValues("hs", providertest.HandshakerName, "replied")), 0)
+	require.InDelta(t, 2, testutil.ToFloat64(b.metrics.Requests.WithLabelValues("hs", providertest.HandshakerName, "unauthorized")), 0)
 }

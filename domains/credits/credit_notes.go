@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/ledger"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/providers"
 )
 
@@ -96,7 +97,7 @@ func (c *CreditNotes) Handle(ctx context.Context, ev *hookinbox.Event) (hookinbo
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("provider answered credit note %q for %q", cn.ID, cnID))
 	case cn.Invoice != ev.Resource.ID:
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("credit note %s credits invoice %s at the provider; the event says %s", cn.ID, cn.Invoice, ev.Resource.ID))
-	case cn.Livemode != (ev.Key.Environment == hookinbox.Live):
+	case cn.Livemode != (ev.Key.Environment == hookintype.Live):
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("credit note %s livemode=%t does not match the %s environment", cn.ID, cn.Livemode, ev.Key.Environment))
 	case cn.Status != providers.CreditNoteIssued && cn.Status != providers.CreditNoteVoid:
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("credit note %s has status %q, neither issued nor void", cn.ID, cn.Status))

@@ -10,6 +10,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/credits"
 	"github.com/hookinbox/hookinbox/domains/ledger"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -50,12 +51,12 @@ func TestCreditNoteReversesOnceAcrossEventIDs(t *testing.T) {
 	require.Equal(t, "invoice", f.resourceKind(t, first), "a credit note runs in its invoice's workflow")
 	out := f.handleDone(t, first)
 	require.Len(t, out.Outbox, 1, "one reversal notice")
-	require.Equal(t, credits.CreditReversalKey("stripe", account, hookinbox.Test, inv.ID, cn.ID), out.BusinessKey)
+	require.Equal(t, credits.CreditReversalKey("stripe", account, hookintype.Test, inv.ID, cn.ID), out.BusinessKey)
 	require.EqualValues(t, 75, f.balance(t), "floor(100 × 1000 / 4000) = 25 taken back")
 
 	out = f.h.Handle(f.ctx, first) // the commit's answer was lost: the retry finds it done
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusDone, out.Status)
+	require.Equal(t, hookintype.StatusDone, out.Status)
 	require.Empty(t, out.Outbox)
 
 	out = f.handleDone(t, f.deliver(t, again))
@@ -70,7 +71,7 @@ func TestCreditNoteReversesOnceAcrossEventIDs(t *testing.T) {
 	require.EqualValues(t, 75, f.balance(t))
 	require.Equal(t, 1, f.count(t, `SELECT count(*) FROM credit_adjustments`))
 	require.Equal(t, 1, f.count(t, `SELECT count(*) FROM outbox WHERE class = $1`, credits.ClassReversal))
-	a, err := ledger.GetAdjustment(f.ctx, f.h.DB, "stripe", account, hookinbox.Test, inv.ID, cn.ID, ledger.OperationCreditReversal)
+	a, err := ledger.GetAdjustment(f.ctx, f.h.DB, "stripe", account, hookintype.Test, inv.ID, cn.ID, ledger.OperationCreditReversal)
 	require.NoError(t, err)
 	require.EqualValues(t, -25, a.Applied)
 	require.EqualValues(t, -25, a.Requested)
@@ -94,9 +95,9 @@ func TestCreditNoteBeforeItsInvoiceWaitsForTheGrant(t *testing.T) {
 	start := time.Now()
 	out := f.h.Handle(f.ctx, note)
 	require.NoError(t, out.Err, "waiting is not failing")
-	require.Equal(t, hookinbox.StatusPending, out.Status, "it waits, it is not lost")
+	require.Equal(t, hookintype.StatusPending, out.Status, "it waits, it is not lost")
 	row := f.row(t, note)
-	require.Equal(t, hookinbox.StatusPending, row.Status)
+	require.Equal(t, hookintype.StatusPending, row.Status)
 	require.Equal(t, 1, row.Attempts)
 	require.True(t, strings.HasPrefix(row.LastError, credits.WaitingForGrant), row.LastError)
 	require.True(t, row.NextAttemptAt.After(start), "backs off: %s", row.NextAttemptAt)
@@ -139,7 +140,7 @@ func TestCreditNoteWaitLimitIsConfigurable(t *testing.T) {
 	f.h.SetNow(func() time.Time { return time.Now().Add(59 * time.Minute) })
 	out := f.h.Handle(f.ctx, note)
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusPending, out.Status)
+	require.Equal(t, hookintype.StatusPending, out.Status)
 	f.h.SetNow(func() time.Time { return time.Now().Add(61 * time.Minute) })
 	out = f.h.Handle(f.ctx, note)
 	require.ErrorContains(t, out.Err, "waited longer than 1h0m0s")
@@ -165,7 +166,7 @@ func TestCreditNoteVoidedAfterCreatedGivesBackOnce(t *testing.T) {
 	require.EqualValues(t, 100, f.balance(t))
 
 	// The voided event again, and the created event replayed: nothing moves.
-	for _, k := range []hookinbox.EventKey{voidedKey, createdKey} {
+	for _, k := range []hookintype.EventKey{voidedKey, createdKey} {
 		f.h.Replay(f.ctx, k, "operator replays it")
 		out = f.handleDone(t, k)
 		require.Contains(t, out.Note, "already reversed")
@@ -175,12 +176,12 @@ func TestCreditNoteVoidedAfterCreatedGivesBackOnce(t *testing.T) {
 	require.EqualValues(t, 100, f.balance(t))
 	require.Equal(t, 2, f.count(t, `SELECT count(*) FROM credit_adjustments`))
 	require.Equal(t, 2, f.count(t, `SELECT count(*) FROM outbox WHERE class = $1`, credits.ClassReversal))
-	void, err := ledger.GetAdjustment(f.ctx, f.h.DB, "stripe", account, hookinbox.Test, inv.ID, cn.ID, ledger.OperationCreditReversalVoid)
+	void, err := ledger.GetAdjustment(f.ctx, f.h.DB, "stripe", account, hookintype.Test, inv.ID, cn.ID, ledger.OperationCreditReversalVoid)
 	require.NoError(t, err)
 	require.EqualValues(t, 33, void.Applied)
 	var op string
 	require.NoError(t, f.h.DB.QueryRow(f.ctx, `SELECT operation_key FROM outbox WHERE class = $1 ORDER BY id DESC LIMIT 1`, credits.ClassReversal).Scan(&op))
-	require.Equal(t, credits.CreditReversalVoidKey("stripe", account, hookinbox.Test, inv.ID, cn.ID)+":notice", op)
+	require.Equal(t, credits.CreditReversalVoidKey("stripe", account, hookintype.Test, inv.ID, cn.ID)+":notice", op)
 }
 
 // Voided before created (reordered delivery): the voided event records the
@@ -227,7 +228,7 @@ func TestCreditNoteVoidedTrustsTheProvider(t *testing.T) {
 	out := f.h.Handle(f.ctx, d.Key)
 	require.ErrorContains(t, out.Err, "not void (yet)")
 	require.False(t, hookinbox.IsPermanent(out.Err), "retried until the provider agrees")
-	require.Equal(t, hookinbox.StatusPending, out.Status)
+	require.Equal(t, hookintype.StatusPending, out.Status)
 	require.EqualValues(t, 100, f.balance(t))
 	require.Equal(t, 0, f.count(t, `SELECT count(*) FROM credit_adjustments`))
 }
@@ -263,7 +264,7 @@ func TestNegativeBalancePolicies(t *testing.T) {
 			out := f.handleDone(t, f.deliver(t, created))
 			require.EqualValues(t, tt.wantBalance, f.balance(t), out.Note)
 			require.Contains(t, out.Note, "("+tt.wantDecision+")")
-			a, err := ledger.GetAdjustment(f.ctx, f.h.DB, "stripe", account, hookinbox.Test, inv.ID, cn.ID, ledger.OperationCreditReversal)
+			a, err := ledger.GetAdjustment(f.ctx, f.h.DB, "stripe", account, hookintype.Test, inv.ID, cn.ID, ledger.OperationCreditReversal)
 			require.NoError(t, err)
 			require.Equal(t, tt.wantDecision, a.Decision)
 			require.Equal(t, tt.policy, a.Policy)
@@ -280,7 +281,7 @@ func TestNegativeBalancePolicies(t *testing.T) {
 			require.NoError(t, err)
 			f.handleDone(t, f.deliver(t, voided))
 			require.EqualValues(t, tt.wantRestored, f.balance(t), "the void gives back exactly what was taken")
-			void, err := ledger.GetAdjustment(f.ctx, f.h.DB, "stripe", account, hookinbox.Test, inv.ID, cn.ID, ledger.OperationCreditReversalVoid)
+			void, err := ledger.GetAdjustment(f.ctx, f.h.DB, "stripe", account, hookintype.Test, inv.ID, cn.ID, ledger.OperationCreditReversalVoid)
 			require.NoError(t, err)
 			require.Equal(t, -tt.wantApplied, void.Applied)
 		})
@@ -298,8 +299,8 @@ func TestCreditNoteBeforeItsInvoiceOnTheWholeStack(t *testing.T) {
 	require.NoError(t, err)
 	_, created, err := f.sim.CreateCreditNote(inv.ID, 1000)
 	require.NoError(t, err)
-	key := func(ev simulator.Event) hookinbox.EventKey {
-		return hookinbox.EventKey{Provider: "stripe", Account: account, Environment: hookinbox.Test, EventID: ev.ID}
+	key := func(ev simulator.Event) hookintype.EventKey {
+		return hookintype.EventKey{Provider: "stripe", Account: account, Environment: hookintype.Test, EventID: ev.ID}
 	}
 
 	require.Equal(t, 200, stack.Post(f.ctx, slug, secret, nil, created.Body))
@@ -309,11 +310,11 @@ func TestCreditNoteBeforeItsInvoiceOnTheWholeStack(t *testing.T) {
 			created.ID, credits.WaitingForGrant).Scan(&waiting)
 		return err == nil && waiting
 	}, time.Minute, 50*time.Millisecond, "the credit note waits for the grant")
-	require.Equal(t, hookinbox.StatusPending, f.h.Status(f.ctx, key(created)))
+	require.Equal(t, hookintype.StatusPending, f.h.Status(f.ctx, key(created)))
 
 	require.Equal(t, 200, stack.Post(f.ctx, slug, secret, nil, paid.Body))
-	stack.WaitFor(f.ctx, key(paid), hookinbox.StatusDone, time.Minute)
-	stack.WaitFor(f.ctx, key(created), hookinbox.StatusDone, time.Minute)
+	stack.WaitFor(f.ctx, key(paid), hookintype.StatusDone, time.Minute)
+	stack.WaitFor(f.ctx, key(created), hookintype.StatusDone, time.Minute)
 	require.EqualValues(t, 50, f.balance(t))
 	require.Equal(t, 1, f.count(t, `SELECT count(*) FROM credit_adjustments`))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/ledger"
+	"github.com/hookinbox/hookinbox/hookintype"
 )
 
 // Handler names: the metrics labels and inbox routes of the two handlers.
@@ -104,7 +105,7 @@ func (g *Grants) Handle(ctx context.Context, ev *hookinbox.Event) (hookinbox.Res
 	switch {
 	case inv.ID != ev.Resource.ID:
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("provider answered invoice %q for %q", inv.ID, ev.Resource.ID))
-	case inv.Livemode != (ev.Key.Environment == hookinbox.Live):
+	case inv.Livemode != (ev.Key.Environment == hookintype.Live):
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("invoice %s livemode=%t does not match the %s environment", inv.ID, inv.Livemode, ev.Key.Environment))
 	case !inv.Paid:
 		// The event says paid; the source of truth does not (yet). Never

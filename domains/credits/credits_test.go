@@ -11,6 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/credits"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -36,27 +37,27 @@ func TestCreditsGrantOncePerInvoiceAcrossEventsAndLostAnswers(t *testing.T) {
 	out := f.handleDone(t, first)
 	require.Equal(t, "granted 100 credits for "+inv.ID, out.Note)
 	require.Len(t, out.Outbox, 1, "one confirmation intent")
-	require.Equal(t, credits.GrantKey("stripe", account, hookinbox.Test, inv.ID), out.BusinessKey)
+	require.Equal(t, credits.GrantKey("stripe", account, hookintype.Test, inv.ID), out.BusinessKey)
 
 	// A wakes up: its commit finds the row done and writes nothing.
 	release()
 	late := <-stale
 	require.NoError(t, late.Err)
-	require.Equal(t, hookinbox.StatusDone, late.Status)
+	require.Equal(t, hookintype.StatusDone, late.Status)
 	require.Contains(t, late.Note, "already done")
 	require.Empty(t, late.Outbox)
 
 	// A lost commit answer: the retry reads the persisted state and stops.
 	out = f.h.Handle(f.ctx, first)
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusDone, out.Status)
+	require.Equal(t, hookintype.StatusDone, out.Status)
 	require.Empty(t, out.Outbox)
 
 	// F2: a distinct event for the same invoice completes without a grant.
 	out = f.handleDone(t, f.deliver(t, again))
 	require.Contains(t, out.Note, "already granted by "+first.String())
 	require.Empty(t, out.Outbox)
-	require.Equal(t, credits.GrantKey("stripe", account, hookinbox.Test, inv.ID), out.BusinessKey)
+	require.Equal(t, credits.GrantKey("stripe", account, hookintype.Test, inv.ID), out.BusinessKey)
 
 	require.EqualValues(t, 100, f.balance(t))
 	require.Equal(t, 1, f.count(t, `SELECT count(*) FROM credit_grants`))
@@ -94,7 +95,7 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 		require.Error(t, out.Err, tt.name)
 		require.Equal(t, tt.permanent, hookinbox.IsPermanent(out.Err), "%s: %v", tt.name, out.Err)
 		require.Equal(t, tt.retryable, providers.IsRetryable(out.Err), "%s: %v", tt.name, out.Err)
-		require.Equal(t, hookinbox.StatusPending, out.Status, tt.name)
+		require.Equal(t, hookintype.StatusPending, out.Status, tt.name)
 		require.EqualValues(t, 0, f.balance(t), tt.name)
 		require.Zero(t, f.count(t, `SELECT count(*) FROM credit_grants`), tt.name)
 		require.Zero(t, f.count(t, `SELECT count(*) FROM outbox`), tt.name)
@@ -136,7 +137,7 @@ func TestCreditsNeverGrantOnTheEventsWord(t *testing.T) {
 		require.ErrorContains(t, out.Err, tt.err, tt.name)
 		require.ErrorContains(t, out.Err, inv.ID, tt.name)
 		require.Equal(t, tt.permanent, hookinbox.IsPermanent(out.Err), tt.name)
-		require.Equal(t, hookinbox.StatusPending, out.Status, tt.name)
+		require.Equal(t, hookintype.StatusPending, out.Status, tt.name)
 		require.EqualValues(t, 0, f.balance(t), tt.name)
 		require.Zero(t, f.count(t, `SELECT count(*) FROM credit_grants`), tt.name)
 	}

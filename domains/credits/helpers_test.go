@@ -16,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/domains/credits"
 	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -65,21 +66,21 @@ func setupEndpoint(t *testing.T, cfg simulator.Config, o credits.Options, edit f
 }
 
 // deliver admits a simulator event through the intake's path.
-func (f *fixture) deliver(t *testing.T, ev simulator.Event) hookinbox.EventKey {
+func (f *fixture) deliver(t *testing.T, ev simulator.Event) hookintype.EventKey {
 	t.Helper()
 	d := f.h.Deliver(f.ctx, slug, secret, nil, ev.Body)
 	require.Equal(t, "accepted", d.Outcome, d.Reason)
-	require.Equal(t, hookinbox.StatusPending, d.Status)
+	require.Equal(t, hookintype.StatusPending, d.Status)
 	require.Equal(t, ev.ID, d.Key.EventID)
 	return d.Key
 }
 
 // handleDone makes one attempt and requires it to complete the row.
-func (f *fixture) handleDone(t *testing.T, key hookinbox.EventKey) hookintest.Handled {
+func (f *fixture) handleDone(t *testing.T, key hookintype.EventKey) hookintest.Handled {
 	t.Helper()
 	out := f.h.Handle(f.ctx, key)
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusDone, out.Status, out.Note)
+	require.Equal(t, hookintype.StatusDone, out.Status, out.Note)
 	return out
 }
 
@@ -117,7 +118,7 @@ type inboxRow struct {
 	NextAttemptAt time.Time
 }
 
-func (f *fixture) row(t *testing.T, k hookinbox.EventKey) inboxRow {
+func (f *fixture) row(t *testing.T, k hookintype.EventKey) inboxRow {
 	t.Helper()
 	var r inboxRow
 	var lastErr, note *string
@@ -226,7 +227,7 @@ func (f *fixture) inTx(t *testing.T, fn func(tx pgx.Tx)) {
 }
 
 // resourceKind is the resource kind the intake recorded the event under.
-func (f *fixture) resourceKind(t *testing.T, k hookinbox.EventKey) string {
+func (f *fixture) resourceKind(t *testing.T, k hookintype.EventKey) string {
 	t.Helper()
 	var kind string
 	require.NoError(t, f.h.DB.QueryRow(f.ctx, `SELECT resource_kind FROM webhook_inbox

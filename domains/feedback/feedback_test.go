@@ -11,6 +11,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/feedback"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -38,7 +39,7 @@ func setup(t *testing.T, seed uint64) *fixture {
 	feedback.Register(app)
 	h := hookintest.New(t, app)
 	ctx := context.Background()
-	h.AddEndpoint(ctx, hookintest.Endpoint{Slug: slug, Provider: "standard", Environment: hookinbox.Live, Secret: secret,
+	h.AddEndpoint(ctx, hookintest.Endpoint{Slug: slug, Provider: "standard", Environment: hookintype.Live, Secret: secret,
 		AccountPath: "data.project_id", Account: project, Workspace: workspace})
 	return &fixture{ctx: ctx, h: h, sim: simulator.New(simulator.Config{Seed: seed, Projects: []string{project}})}
 }
@@ -49,11 +50,11 @@ func (f *fixture) deliver(t *testing.T, id string, body []byte) hookintest.Deliv
 	return f.h.Deliver(f.ctx, slug, secret, http.Header{"Webhook-Id": {id}}, body)
 }
 
-func (f *fixture) handleDone(t *testing.T, key hookinbox.EventKey) hookintest.Handled {
+func (f *fixture) handleDone(t *testing.T, key hookintype.EventKey) hookintest.Handled {
 	t.Helper()
 	out := f.h.Handle(f.ctx, key)
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusDone, out.Status, out.Note)
+	require.Equal(t, hookintype.StatusDone, out.Status, out.Note)
 	return out
 }
 
@@ -82,7 +83,7 @@ func TestFeedbackAlertOncePerItemAndOneIntentPerDestination(t *testing.T) {
 	out := f.handleDone(t, first.Key)
 	require.Len(t, out.Outbox, 2, "one intent per enabled destination")
 	require.Equal(t, "initial alert created, 2 destination(s)", out.Note)
-	base := feedback.AlertKey("standard", project, hookinbox.Live, item.ID)
+	base := feedback.AlertKey("standard", project, hookintype.Live, item.ID)
 	require.Equal(t, base, out.BusinessKey)
 
 	// The same message again is a duplicate at the intake.

@@ -12,6 +12,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/subscriptions"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -63,19 +64,19 @@ func setupApp(t *testing.T, app *hookinbox.App, seed uint64, versions bool) *fix
 
 // deliver admits a simulator event (or any body signed for the endpoint)
 // through the intake's path.
-func (f *fixture) deliver(t *testing.T, body []byte) hookinbox.EventKey {
+func (f *fixture) deliver(t *testing.T, body []byte) hookintype.EventKey {
 	t.Helper()
 	d := f.h.Deliver(f.ctx, slug, secret, nil, body)
 	require.Equal(t, "accepted", d.Outcome, d.Reason)
-	require.Equal(t, hookinbox.StatusPending, d.Status)
+	require.Equal(t, hookintype.StatusPending, d.Status)
 	return d.Key
 }
 
-func (f *fixture) handleDone(t *testing.T, key hookinbox.EventKey) hookintest.Handled {
+func (f *fixture) handleDone(t *testing.T, key hookintype.EventKey) hookintest.Handled {
 	t.Helper()
 	out := f.h.Handle(f.ctx, key)
 	require.NoError(t, out.Err)
-	require.Equal(t, hookinbox.StatusDone, out.Status, out.Note)
+	require.Equal(t, hookintype.StatusDone, out.Status, out.Note)
 	return out
 }
 
@@ -87,7 +88,7 @@ func (f *fixture) apply(t *testing.T, ev simulator.Event) hookintest.Handled {
 
 func (f *fixture) projection(t *testing.T, id string) *subscriptions.Projection {
 	t.Helper()
-	p, err := subscriptions.Get(f.ctx, f.h.DB, "stripe", account, hookinbox.Test, id)
+	p, err := subscriptions.Get(f.ctx, f.h.DB, "stripe", account, hookintype.Test, id)
 	require.NoError(t, err)
 	require.NotNil(t, p, "no projection of %s", id)
 	return p
@@ -107,7 +108,7 @@ func (f *fixture) count(t *testing.T, sql string, args ...any) int {
 	return n
 }
 
-func (f *fixture) note(t *testing.T, k hookinbox.EventKey) string {
+func (f *fixture) note(t *testing.T, k hookintype.EventKey) string {
 	t.Helper()
 	var note *string
 	require.NoError(t, f.h.DB.QueryRow(f.ctx, `SELECT note FROM webhook_inbox
@@ -119,6 +120,6 @@ func (f *fixture) note(t *testing.T, k hookinbox.EventKey) string {
 	return *note
 }
 
-func subscription(id string) hookinbox.Resource {
-	return hookinbox.Resource{Provider: "stripe", Account: account, Environment: hookinbox.Test, Kind: "subscription", ID: id}
+func subscription(id string) hookintype.Resource {
+	return hookintype.Resource{Provider: "stripe", Account: account, Environment: hookintype.Test, Kind: "subscription", ID: id}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/subscriptions"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -30,7 +31,7 @@ func TestReconcileCorrectsAStaleProjectionAndRecordsWhatDiffered(t *testing.T) {
 	require.NoError(t, err)
 	out, err = f.h.Reconcile(f.ctx, r, "schedule run 1")
 	require.NoError(t, err)
-	fields := map[string]hookinbox.Divergence{}
+	fields := map[string]hookintype.Divergence{}
 	for _, d := range out.Divergences {
 		fields[d.Field] = d
 	}
@@ -118,7 +119,7 @@ func TestDifferingSubscriptions(t *testing.T) {
 		listed = append(listed, s)
 	}
 	diff, err := (&subscriptions.Subscriptions{}).DifferingSubscriptions(f.ctx, f.h.DB,
-		hookinbox.Scope{Provider: "stripe", Account: account, Environment: hookinbox.Test, WorkspaceID: workspace}, listed)
+		hookintype.Scope{Provider: "stripe", Account: account, Environment: hookintype.Test, WorkspaceID: workspace}, listed)
 	require.NoError(t, err)
 	require.Equal(t, map[string]bool{same.ID: false, changed.ID: true, unknown.ID: true}, diff)
 }

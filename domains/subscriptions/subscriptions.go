@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/stripe"
 )
@@ -82,7 +83,7 @@ type Plan struct {
 	Current *Projection
 	Fetched time.Time
 	// Gap is the divergence of a version jump (versioned events only).
-	Gap *hookinbox.Divergence
+	Gap *hookintype.Divergence
 }
 
 // Handle applies a customer.subscription.* event.
@@ -168,7 +169,7 @@ func (s *Subscriptions) prepareVersioned(ctx context.Context, ev *hookinbox.Even
 		return plan, nil
 	}
 	if gap {
-		plan.Gap = &hookinbox.Divergence{Field: "version_gap", LocalValue: fmt.Sprint(*cur.Version), ProviderValue: fmt.Sprint(v)}
+		plan.Gap = &hookintype.Divergence{Field: "version_gap", LocalValue: fmt.Sprint(*cur.Version), ProviderValue: fmt.Sprint(v)}
 	}
 	fetched, err := s.fetch(ctx, ev)
 	if err != nil {
@@ -258,7 +259,7 @@ func (s *Subscriptions) notApplied(ctx context.Context, tx *hookinbox.Tx, ev *ho
 		return hookinbox.Result{Note: fmt.Sprintf("snapshot v%d not applied: the projection is at %s (%s)",
 			*p.Version, stored, cur.State.Status)}, nil
 	}
-	var divs []hookinbox.Divergence
+	var divs []hookintype.Divergence
 	for _, d := range diffProjection(cur, p) {
 		if d.Field != "version" {
 			d.SameVersion = true
@@ -377,7 +378,7 @@ func (s *Subscriptions) Reconcile(ctx context.Context, rc *hookinbox.Reconciliat
 // DifferingSubscriptions reports, by id, whether each listed subscription
 // of the scope differs from its projection or has none: what a
 // reconciliation page signals.
-func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, db hookinbox.DB, sc hookinbox.Scope, listed []providers.Subscription) (map[string]bool, error) {
+func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, db hookinbox.DB, sc hookintype.Scope, listed []providers.Subscription) (map[string]bool, error) {
 	ids := make([]string, len(listed))
 	for i, sub := range listed {
 		ids[i] = sub.ID
@@ -388,7 +389,7 @@ func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, db hookinbox
 	}
 	out := make(map[string]bool, len(listed))
 	for _, sub := range listed {
-		r := hookinbox.Resource{Provider: sc.Provider, Account: sc.Account, Environment: sc.Environment, Kind: "subscription", ID: sub.ID}
+		r := hookintype.Resource{Provider: sc.Provider, Account: sc.Account, Environment: sc.Environment, Kind: "subscription", ID: sub.ID}
 		listed := projectionFor(r, sc.WorkspaceID, "", Plan{Snapshot: sub})
 		out[sub.ID] = len(diffProjection(local[sub.ID], listed)) > 0
 	}
@@ -397,14 +398,14 @@ func (s *Subscriptions) DifferingSubscriptions(ctx context.Context, db hookinbox
 
 // diffProjection lists the fields where the stored projection and the
 // provider's state differ.
-func diffProjection(cur *Projection, p Projection) []hookinbox.Divergence {
+func diffProjection(cur *Projection, p Projection) []hookintype.Divergence {
 	if cur == nil {
-		return []hookinbox.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
+		return []hookintype.Divergence{{Field: "missing", ProviderValue: p.State.Status}}
 	}
-	var out []hookinbox.Divergence
+	var out []hookintype.Divergence
 	add := func(field, local, remote string) {
 		if local != remote {
-			out = append(out, hookinbox.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
+			out = append(out, hookintype.Divergence{Field: field, LocalValue: local, ProviderValue: remote})
 		}
 	}
 	add("status", cur.State.Status, p.State.Status)
@@ -431,7 +432,7 @@ func (s *Subscriptions) log() *slog.Logger {
 	return slog.Default()
 }
 
-func projectionFor(r hookinbox.Resource, workspace, writtenBy string, plan Plan) Projection {
+func projectionFor(r hookintype.Resource, workspace, writtenBy string, plan Plan) Projection {
 	snap := plan.Snapshot
 	st := State{
 		Status: snap.Status, Customer: snap.Customer, CancelAtPeriodEnd: snap.CancelAtPeriodEnd,

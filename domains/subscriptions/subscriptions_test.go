@@ -12,6 +12,7 @@ import (
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/subscriptions"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 )
 
@@ -209,7 +210,7 @@ func TestAStaleAttemptsWriteLosesTheCompareAndSet(t *testing.T) {
 	require.Error(t, out.Err)
 	require.ErrorContains(t, out.Err, "fetching again")
 	require.False(t, hookinbox.IsPermanent(out.Err), "retried: the next attempt fetches again")
-	require.Equal(t, hookinbox.StatusPending, out.Status)
+	require.Equal(t, hookintype.StatusPending, out.Status)
 	p := f.projection(t, sub.ID)
 	require.Equal(t, "canceled", p.State.Status)
 	require.EqualValues(t, 1, p.WriteSeq)
@@ -262,7 +263,7 @@ func TestProviderErrorsAreNeverReadAsCancelled(t *testing.T) {
 		f.sim.InjectAPIFault(simulator.Fault{Path: "/v1/subscriptions/", Status: status, Times: 1})
 		out := f.h.Handle(f.ctx, ev)
 		require.Error(t, out.Err, "HTTP %d", status)
-		require.Equal(t, hookinbox.StatusPending, out.Status, "HTTP %d", status)
+		require.Equal(t, hookintype.StatusPending, out.Status, "HTTP %d", status)
 		p := f.projection(t, sub.ID)
 		require.Equal(t, "active", p.State.Status, "HTTP %d", status)
 		require.True(t, p.Access, "HTTP %d", status)
@@ -334,7 +335,7 @@ func TestSameVersionWithOtherContentIsRecordedAsADivergence(t *testing.T) {
 	out = f.handleDone(t, k)
 	require.Contains(t, out.Note, "differs from the stored v1")
 	require.Contains(t, out.Note, "status active → past_due")
-	require.Equal(t, []hookinbox.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "past_due", SameVersion: true}}, out.Divergences)
+	require.Equal(t, []hookintype.Divergence{{Field: "status", LocalValue: "active", ProviderValue: "past_due", SameVersion: true}}, out.Divergences)
 
 	p := f.projection(t, sub.ID)
 	require.Equal(t, "active", p.State.Status, "not overwritten")

@@ -112,6 +112,9 @@ const (
 	Duplicate
 	// Quarantined: stored in the quarantine with Reason and Detail.
 	Quarantined
+	// Replied: a verified handshake (providers.Normalized.Reply), not an
+	// event: nothing is stored, and the sender is answered with Reply.
+	Replied
 )
 
 // Result is what Admit did.
@@ -131,6 +134,8 @@ type Result struct {
 	// Reason and Detail of a quarantine; Detail also says why an event is
 	// Ignored.
 	Reason, Detail string
+	// Reply is the answer to a handshake (Replied).
+	Reply *providers.Reply
 }
 
 // ErrNotStored marks a failed or uncertain commit (inbox or quarantine):
@@ -181,6 +186,11 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 	}
 
 	ev, err := derive(a.o.Routes, ep.Endpoint, ep.provider, d.Header, v.Payload, d.Body, v.SecretID, "")
+	var hs *handshake
+	if errors.As(err, &hs) {
+		// Verified, and no event: answered, nothing stored.
+		return Result{Outcome: Replied, Reply: hs.reply}, nil
+	}
 	var rej *Rejection
 	if errors.As(err, &rej) && (rej.Reason == inbox.ReasonUnknownAccount || rej.Reason == inbox.ReasonAccountMismatch) {
 		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {

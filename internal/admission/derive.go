@@ -22,6 +22,15 @@ type Rejection struct {
 
 func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 
+// handshake is derive's answer for a delivery the provider normalized as a
+// handshake (providers.Normalized.Reply): no inbox event. The intake
+// answers it; every other path refuses it as this error.
+type handshake struct{ reply *providers.Reply }
+
+func (h *handshake) Error() string {
+	return "a handshake the sender expects an answer to, not an event: nothing to store"
+}
+
 // derive turns an authenticated delivery into the inbox event to store,
 // with the endpoint's current settings and links: event key, environment,
 // source account, workspace, type, resource, version, and status (pending,
@@ -37,8 +46,9 @@ func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
 // from an unsigned header must be bound (checkBinding).
 //
 // On rejection the returned event still carries the key parts that could be
-// derived (for the quarantine row); err is a *Rejection, or another error for
-// a provider without a normalizer.
+// derived (for the quarantine row); err is a *Rejection, a *handshake for a
+// delivery that is none (the provider's Reply), or another error for a
+// provider without a normalizer.
 func derive(rt routes.Router, ep *endpoints.Endpoint, p providers.Provider, h http.Header, payload, raw []byte, secretID int64, scope string) (*inbox.InboxEvent, error) {
 	sum := sha256.Sum256(raw)
 	ev := &inbox.InboxEvent{EndpointSlug: ep.Slug, Payload: raw, BodySHA256: sum[:], Key: keys.Event{Provider: ep.Provider}}
@@ -48,6 +58,9 @@ func derive(rt routes.Router, ep *endpoints.Endpoint, p providers.Provider, h ht
 			return ev, &Rejection{Reason: inbox.ReasonMalformed, Detail: bad.Reason}
 		}
 		return ev, err
+	}
+	if n.Reply != nil {
+		return ev, &handshake{reply: n.Reply}
 	}
 	ev.Key.EventID, ev.DedupBody = n.EventID, n.UnsignedEventID
 	if n.Environment != "" && n.Environment != ep.Environment {

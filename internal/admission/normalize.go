@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -40,6 +41,9 @@ func normalize(ep *endpoints.Endpoint, p providers.Provider, h http.Header, payl
 	if err != nil {
 		return normalized{}, err
 	}
+	if pn.Reply != nil {
+		return normalized{Normalized: providers.Normalized{Reply: pn.Reply}}, checkReply(pn.Reply)
+	}
 	n := normalized{Normalized: pn}
 	if path := ep.Settings.VersionPath; path != "" {
 		if v := doc.Get(path); v.Exists() {
@@ -68,6 +72,23 @@ func normalize(ep *endpoints.Endpoint, p providers.Provider, h http.Header, payl
 		return normalized{}, providers.Malformedf("the event time %d is out of range", t.Unix())
 	}
 	return n, nil
+}
+
+// checkReply refuses a handshake's reply the intake will not send: longer
+// than providers.MaxReplyBytes, or with a Content-Type that is no media
+// type (a header of the provider's making must not smuggle another). An
+// empty Content-Type becomes text/plain.
+func checkReply(r *providers.Reply) error {
+	if len(r.Body) > providers.MaxReplyBytes {
+		return providers.Malformedf("the handshake's reply is %d bytes, more than %d", len(r.Body), providers.MaxReplyBytes)
+	}
+	if r.ContentType == "" {
+		r.ContentType = "text/plain; charset=utf-8"
+	}
+	if _, _, err := mime.ParseMediaType(r.ContentType); err != nil || strings.ContainsAny(r.ContentType, "\r\n") {
+		return providers.Malformedf("the handshake's reply has no valid content type")
+	}
+	return nil
 }
 
 // storableText reports whether s can be stored in a PostgreSQL text column.

@@ -1,14 +1,10 @@
 package admission_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -18,32 +14,18 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/providers"
+	"github.com/hookinbox/hookinbox/providers/providertest"
 )
 
-// acme is the provider of docs/adding-a-provider.md: X-Acme-Signature is
+// acme is a provider registered as a team's own is: X-Acme-Signature is
 // the hex HMAC-SHA256 of the body, X-Acme-Delivery the event id, the body
 // {"type":…,"account":…,"data":{"id":…}}.
 type acme struct{}
 
 func (acme) Name() string { return "acme" }
 
-func (acme) Verifier(secrets []keys.Secret) providers.Verifier { return acmeVerifier(secrets) }
-
-type acmeVerifier []keys.Secret
-
-func (v acmeVerifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Time) (providers.Verified, error) {
-	got, err := hex.DecodeString(h.Get("X-Acme-Signature"))
-	if err != nil || len(got) != sha256.Size {
-		return providers.Verified{}, providers.Unauthenticatedf("missing or malformed X-Acme-Signature")
-	}
-	for _, s := range v {
-		mac := hmac.New(sha256.New, []byte(s.Value))
-		mac.Write(body)
-		if hmac.Equal(mac.Sum(nil), got) {
-			return providers.Verified{SecretID: s.ID, Payload: body}, nil
-		}
-	}
-	return providers.Verified{}, providers.Unauthenticatedf("acme: no secret matches")
+func (acme) Verifier(secrets []keys.Secret) providers.Verifier {
+	return providertest.HMACVerifier{Header: "X-Acme-Signature", Secrets: secrets}
 }
 
 func (acme) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
@@ -73,9 +55,9 @@ func (acme) CheckSecret(s string) error {
 func init() { providers.Register(acme{}) }
 
 func acmeHeaders(body []byte, secret, delivery string) map[string]string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return map[string]string{"X-Acme-Signature": hex.EncodeToString(mac.Sum(nil)), "X-Acme-Delivery": delivery}
+	h := providertest.HMACHeaders("X-Acme-Signature", body, secret)
+	h["X-Acme-Delivery"] = delivery
+	return h
 }
 
 // TestARegisteredProviderIsAdmitted: a provider is its Provider value and
@@ -115,4 +97,69 @@ func TestARegisteredProviderIsAdmitted(t *testing.T) {
 	require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT headers FROM inbox_quarantine WHERE event_id = 'dlv_3'`).Scan(&kept))
 	require.Contains(t, string(kept), "dlv_3")
 	require.False(t, strings.Contains(strings.ToLower(string(kept)), "x-acme-signature"), "never the signature")
+}
+
+func init() { providers.Register(providertest.Handshaker{}) }
+
+// TestAHandshakeIsAnsweredAndStoresNothing: a provider's Normalize may say
+// a verified delivery is a handshake (Slack's url_verification): admission
+// hands its reply back and stores nothing, not even before the endpoint
+// links an account; its signature is checked first, as any delivery's.
+func TestAHandshakeIsAnsweredAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const secret = "handshake-secret-0123456789"
+	// No account is linked yet: the sender checks the URL when it is set up.
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "hs", Provider: providertest.HandshakerName,
+		Environment: "live", Secrets: []string{secret}}))
+	require.NoError(t, endpoints.InsertEndpoint(b.ctx, b.store, endpoints.NewEndpoint{Slug: "hs-linked", Provider: providertest.HandshakerName,
+		Environment: "live", Secrets: []string{secret}}))
+	require.NoError(t, endpoints.LinkAccount(b.ctx, b.store, "hs-linked", "team_1", "ws_hs"))
+	stored := func() (n int) {
+		require.NoError(t, b.store.Pool.QueryRow(b.ctx, `SELECT (SELECT count(*) FROM webhook_inbox WHERE endpoint_slug IN ('hs', 'hs-linked'))
+			+ (SELECT count(*) FROM inbox_quarantine WHERE endpoint_slug IN ('hs', 'hs-linked'))`).Scan(&n))
+		return n
+	}
+
+	body := []byte(`{"type":"handshake","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}`)
+	res, err := b.admit(t, "hs", body, providertest.HandshakerHeaders(body, secret))
+	require.NoError(t, err)
+	require.Equal(t, admission.Replied, res.Outcome)
+	require.NotNil(t, res.Reply)
+	require.Equal(t, "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", string(res.Reply.Body))
+	require.Equal(t, "text/plain; charset=utf-8", res.Reply.ContentType)
+	require.Zero(t, stored(), "a handshake stores nothing")
+	require.Zero(t, b.handoff.count())
+
+	_, err = b.admit(t, "hs", body, providertest.HandshakerHeaders(body, "another-secret-0123456789"))
+	var unauth *providers.Unauthenticated
+	require.ErrorAs(t, err, &unauth, "a handshake is verified first")
+	_, err = b.admit(t, "hs", body, nil)
+	require.ErrorAs(t, err, &unauth)
+	require.Zero(t, stored())
+
+	// The backfill has no one to answer: a listed handshake is refused.
+	_, err = b.backfill(t, "hs-linked", "team_1", body)
+	require.ErrorContains(t, err, "handshake")
+	require.Zero(t, stored())
+
+	// A reply the intake will not send is the provider's mistake: the
+	// delivery is quarantined as malformed.
+	for _, bad := range []string{
+		`{"type":"handshake","challenge":"` + strings.Repeat("x", providers.MaxReplyBytes+1) + `"}`,
+		`{"type":"handshake","challenge":"c","content_type":"text/plain\r\nSet-Cookie: a=b"}`,
+	} {
+		res, err = b.admit(t, "hs", []byte(bad), providertest.HandshakerHeaders([]byte(bad), secret))
+		require.NoError(t, err)
+		require.Equal(t, admission.Quarantined, res.Outcome)
+		require.Equal(t, inbox.ReasonMalformed, res.Reason)
+		require.Nil(t, res.Reply)
+	}
+
+	// The provider's events are admitted as ever.
+	ev := []byte(`{"type":"thing.happened","id":"ev_1","account":"team_1","object":"o_1"}`)
+	res, err = b.admit(t, "hs-linked", ev, providertest.HandshakerHeaders(ev, secret))
+	require.NoError(t, err)
+	require.Equal(t, admission.Ignored, res.Outcome, "%s: %s", res.Reason, res.Detail)
+	require.Nil(t, res.Reply)
 }

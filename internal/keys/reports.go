@@ -3,6 +3,8 @@ package keys
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/hookinbox/hookinbox/hookintype"
 )
 
 // This file holds what the work reports: the divergences reconciliation
@@ -10,16 +12,8 @@ import (
 // histories (a ReconcileResource result), so their JSON must stay stable.
 
 // Divergence is a difference reconciliation found between the local
-// projection and the provider.
-type Divergence struct {
-	Field         string `json:"field"`
-	LocalValue    string `json:"local_value"`
-	ProviderValue string `json:"provider_value"`
-	Corrected     bool   `json:"corrected"`
-	// SameVersion: found between two states carrying the same provider
-	// version (different content under one version), never corrected.
-	SameVersion bool `json:"same_version,omitempty"`
-}
+// projection and the provider: the public hookintype.Divergence.
+type Divergence = hookintype.Divergence
 
 // Backlog is the state of the work: what operators watch. Its JSON (the
 // operator API's and the CLI's status) is MarshalJSON's.

@@ -1,6 +1,10 @@
 package keys
 
-import "time"
+import (
+	"time"
+
+	"github.com/hookinbox/hookinbox/hookintype"
+)
 
 // Providers hookinbox verifies (the registry in package providers holds
 // what each one means).
@@ -14,17 +18,18 @@ const (
 // Environments. The environment is part of every event, resource and
 // business key: a test-mode event never satisfies or blocks a live effect.
 const (
-	EnvLive = "live"
-	EnvTest = "test"
+	EnvLive = hookintype.Live
+	EnvTest = hookintype.Test
 )
 
-// Inbox statuses (contract: webhook_inbox.status).
+// Inbox statuses (contract: webhook_inbox.status), the public
+// hookintype's.
 const (
-	StatusPending   = "pending"
-	StatusDone      = "done"
-	StatusIgnored   = "ignored"
-	StatusFailed    = "failed"
-	StatusExhausted = "exhausted"
+	StatusPending   = hookintype.StatusPending
+	StatusDone      = hookintype.StatusDone
+	StatusIgnored   = hookintype.StatusIgnored
+	StatusFailed    = hookintype.StatusFailed
+	StatusExhausted = hookintype.StatusExhausted
 )
 
 // Inbox row origins: how a row came in.

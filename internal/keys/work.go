@@ -1,6 +1,10 @@
 package keys
 
-import "time"
+import (
+	"time"
+
+	"github.com/hookinbox/hookinbox/hookintype"
+)
 
 // This file holds the pending-work shapes a resource workflow loads from
 // the inbox and the progress of reconciliation passes. They travel in
@@ -56,11 +60,5 @@ type Checkpoint struct {
 func (c *Checkpoint) Unfinished() bool { return c.StartedAt != nil && c.CompletedAt == nil }
 
 // Scope is one account whose resources a pass lists, and the endpoint whose
-// API key it lists them with.
-type Scope struct {
-	Provider    string `json:"provider"`
-	Endpoint    string `json:"endpoint"`
-	Account     string `json:"account"`
-	Environment string `json:"environment"`
-	WorkspaceID string `json:"workspace_id"`
-}
+// API key it lists them with: the public hookintype.Scope.
+type Scope = hookintype.Scope

@@ -52,7 +52,7 @@ func New() *Metrics {
 		Registry: r,
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_intake_requests_total",
-			Help: "Webhook deliveries by endpoint, provider and outcome (accepted, duplicate, ignored, quarantined, unauthorized, not_found, too_large, malformed, unavailable, timeout); endpoint is \"unknown\" for a slug that is not a registered endpoint's.",
+			Help: "Webhook deliveries by endpoint, provider and outcome (accepted, duplicate, ignored, quarantined, replied (a provider's handshake, nothing stored), unauthorized, not_found, too_large, malformed, unavailable, timeout); endpoint is \"unknown\" for a slug that is not a registered endpoint's.",
 		}, []string{"endpoint", "provider", "outcome"}),
 		AckSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookinbox_intake_ack_seconds",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all"
@@ -144,14 +145,14 @@ func TestEveryBuiltInProviderSignsWhatItVerifies(t *testing.T) {
 		h := http.Header{"Content-Type": {"application/json"}, "Webhook-Id": {"msg_1"}}
 		now := time.Now()
 		require.NoError(t, providers.Sign(p, secrets[name], h, body, now), name)
-		v, err := p.Verifier([]keys.Secret{{ID: 1, Value: other[name]}, {ID: 2, Value: secrets[name]}}).Verify(h, body, 5*time.Minute, now)
+		v, err := p.Verifier([]hookintype.Secret{{ID: 1, Value: other[name]}, {ID: 2, Value: secrets[name]}}).Verify(h, body, 5*time.Minute, now)
 		require.NoError(t, err, name)
 		require.EqualValues(t, 2, v.SecretID, name)
 
 		var unauth *providers.Unauthenticated
-		_, err = p.Verifier([]keys.Secret{{ID: 1, Value: other[name]}}).Verify(h, body, 5*time.Minute, now)
+		_, err = p.Verifier([]hookintype.Secret{{ID: 1, Value: other[name]}}).Verify(h, body, 5*time.Minute, now)
 		require.ErrorAs(t, err, &unauth, "%s: another secret", name)
-		_, err = p.Verifier([]keys.Secret{{ID: 2, Value: secrets[name]}}).Verify(h, append([]byte(" "), body...), 5*time.Minute, now)
+		_, err = p.Verifier([]hookintype.Secret{{ID: 2, Value: secrets[name]}}).Verify(h, append([]byte(" "), body...), 5*time.Minute, now)
 		require.ErrorAs(t, err, &unauth, "%s: another body", name)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/go-github/v72/github"
 
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -36,7 +37,7 @@ const (
 	HookApp  = "app"
 )
 
-// Recovery modes (keys.EndpointSettings.GitHubRecovery).
+// Recovery modes (hookintype.EndpointSettings.GitHubRecovery).
 const (
 	RecoverRedeliver = keys.RecoverRedeliver
 	RecoverFetch     = keys.RecoverFetch
@@ -66,7 +67,7 @@ func (h Hook) String() string {
 // HookFromSettings reads an endpoint's hook ("repo:OWNER/NAME" or
 // "org:LOGIN" with a hook id, or "app" with an App id). ok is false when
 // the endpoint names no hook.
-func HookFromSettings(s keys.EndpointSettings) (h Hook, ok bool, err error) {
+func HookFromSettings(s hookintype.EndpointSettings) (h Hook, ok bool, err error) {
 	spec := strings.TrimSpace(s.GitHubHook)
 	if spec == "" {
 		return Hook{}, false, nil
@@ -102,7 +103,7 @@ func HookFromSettings(s keys.EndpointSettings) (h Hook, ok bool, err error) {
 }
 
 // RecoveryMode is the endpoint's recovery mode, RecoverRedeliver by default.
-func RecoveryMode(s keys.EndpointSettings) (string, error) {
+func RecoveryMode(s hookintype.EndpointSettings) (string, error) {
 	switch s.GitHubRecovery {
 	case "", RecoverRedeliver:
 		return RecoverRedeliver, nil

@@ -17,7 +17,7 @@ import (
 	gogithub "github.com/google/go-github/v72/github"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/github"
@@ -189,7 +189,7 @@ func TestAppHookAuthenticatesWithAJWT(t *testing.T) {
 	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
 	p := github.Provider{}
 	cfg := providers.ClientConfig{APIKey: pemKey, BaseURL: api.URL,
-		Settings: keys.EndpointSettings{GitHubHook: "app", GitHubAppID: simulator.DefaultGitHubAppID}}
+		Settings: hookintype.EndpointSettings{GitHubHook: "app", GitHubAppID: simulator.DefaultGitHubAppID}}
 	c, err := p.NewHookClient(cfg)
 	require.NoError(t, err)
 	page, err := c.ListDeliveries(context.Background(), providers.ListQuery{})
@@ -211,20 +211,20 @@ func TestAppHookAuthenticatesWithAJWT(t *testing.T) {
 func TestHookFromSettings(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		s    keys.EndpointSettings
+		s    hookintype.EndpointSettings
 		want string
 		ok   bool
 		err  bool
 	}{
-		{s: keys.EndpointSettings{}, ok: false},
-		{s: keys.EndpointSettings{GitHubHook: "repo:acme/widgets", GitHubHookID: 7}, want: "repo:acme/widgets#7", ok: true},
-		{s: keys.EndpointSettings{GitHubHook: "org:acme", GitHubHookID: 8}, want: "org:acme#8", ok: true},
-		{s: keys.EndpointSettings{GitHubHook: "app", GitHubAppID: 9}, want: "app:9", ok: true},
-		{s: keys.EndpointSettings{GitHubHook: "repo:acme", GitHubHookID: 7}, ok: true, err: true},
-		{s: keys.EndpointSettings{GitHubHook: "repo:acme/widgets"}, ok: true, err: true},
-		{s: keys.EndpointSettings{GitHubHook: "org:acme/x", GitHubHookID: 1}, ok: true, err: true},
-		{s: keys.EndpointSettings{GitHubHook: "app"}, ok: true, err: true},
-		{s: keys.EndpointSettings{GitHubHook: "user:me", GitHubHookID: 1}, ok: true, err: true},
+		{s: hookintype.EndpointSettings{}, ok: false},
+		{s: hookintype.EndpointSettings{GitHubHook: "repo:acme/widgets", GitHubHookID: 7}, want: "repo:acme/widgets#7", ok: true},
+		{s: hookintype.EndpointSettings{GitHubHook: "org:acme", GitHubHookID: 8}, want: "org:acme#8", ok: true},
+		{s: hookintype.EndpointSettings{GitHubHook: "app", GitHubAppID: 9}, want: "app:9", ok: true},
+		{s: hookintype.EndpointSettings{GitHubHook: "repo:acme", GitHubHookID: 7}, ok: true, err: true},
+		{s: hookintype.EndpointSettings{GitHubHook: "repo:acme/widgets"}, ok: true, err: true},
+		{s: hookintype.EndpointSettings{GitHubHook: "org:acme/x", GitHubHookID: 1}, ok: true, err: true},
+		{s: hookintype.EndpointSettings{GitHubHook: "app"}, ok: true, err: true},
+		{s: hookintype.EndpointSettings{GitHubHook: "user:me", GitHubHookID: 1}, ok: true, err: true},
 	} {
 		h, ok, err := github.HookFromSettings(tt.s)
 		require.Equal(t, tt.ok, ok, tt.s.GitHubHook)
@@ -237,9 +237,9 @@ func TestHookFromSettings(t *testing.T) {
 			require.Equal(t, tt.want, h.String())
 		}
 	}
-	_, err := github.RecoveryMode(keys.EndpointSettings{GitHubRecovery: "poll"})
+	_, err := github.RecoveryMode(hookintype.EndpointSettings{GitHubRecovery: "poll"})
 	require.Error(t, err)
-	m, err := github.RecoveryMode(keys.EndpointSettings{})
+	m, err := github.RecoveryMode(hookintype.EndpointSettings{})
 	require.NoError(t, err)
 	require.Equal(t, github.RecoverRedeliver, m)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-github/v72/github"
 	"github.com/tidwall/gjson"
 
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -35,13 +36,13 @@ var (
 	_ providers.Signer    = Provider{}
 )
 
-// Name is keys.ProviderGitHub.
+// Name is "github".
 func (Provider) Name() string { return keys.ProviderGitHub }
 
 // Verifier checks X-Hub-Signature-256 against secrets.
-func (Provider) Verifier(secrets []keys.Secret) providers.Verifier { return verifier(secrets) }
+func (Provider) Verifier(secrets []hookintype.Secret) providers.Verifier { return verifier(secrets) }
 
-type verifier []keys.Secret
+type verifier []hookintype.Secret
 
 // Verify uses go-github's ValidatePayloadFromBody with the SHA-256
 // signature only (X-Hub-Signature-256); SHA-1 alone is refused. The payload
@@ -100,7 +101,7 @@ func (Provider) Unwrap(h http.Header, body []byte) ([]byte, error) {
 
 // Normalize reads a delivery: X-GitHub-Delivery is the id kept across redeliveries, the
 // installation is the account, the repository the resource.
-func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (Provider) Normalize(_ hookintype.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	// X-GitHub-Delivery is a header and GitHub signs the body only.
 	n := providers.Normalized{UnsignedEventID: true}
 	n.EventID = h.Get("X-GitHub-Delivery")

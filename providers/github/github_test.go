@@ -1,13 +1,13 @@
 package github_test
 
 import (
+	"github.com/hookinbox/hookinbox/hookintype"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/github"
 )
@@ -24,7 +24,7 @@ func TestGitHubsDocumentedVector(t *testing.T) {
 		body   = "Hello, World!"
 		want   = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 	)
-	v := github.Provider{}.Verifier([]keys.Secret{{ID: 1, Value: "another secret of at least 24 bytes"}, {ID: 2, Value: secret}})
+	v := github.Provider{}.Verifier([]hookintype.Secret{{ID: 1, Value: "another secret of at least 24 bytes"}, {ID: 2, Value: secret}})
 	h := http.Header{"Content-Type": {"application/json"}, "X-Hub-Signature-256": {want}}
 	got, err := v.Verify(h, []byte(body), 5*time.Minute, time.Now())
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -34,13 +35,13 @@ var (
 	_ providers.Signer   = Provider{}
 )
 
-// Name is keys.ProviderShopify.
+// Name is "shopify".
 func (Provider) Name() string { return keys.ProviderShopify }
 
 // Verifier checks the HMAC header against secrets.
-func (Provider) Verifier(secrets []keys.Secret) providers.Verifier { return verifier(secrets) }
+func (Provider) Verifier(secrets []hookintype.Secret) providers.Verifier { return verifier(secrets) }
 
-type verifier []keys.Secret
+type verifier []hookintype.Secret
 
 // header reads a Shopify header by its Events name (shopify-<name>), else
 // its classic one (X-Shopify-<name>).
@@ -96,7 +97,7 @@ func (v verifier) Verify(h http.Header, body []byte, _ time.Duration, _ time.Tim
 // its type is then "Product/update"), the shop domain as the account, the
 // topic's noun and the body's id as the resource (else an Events
 // delivery's shopify-resource-id, else the shop).
-func (Provider) Normalize(_ keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (Provider) Normalize(_ hookintype.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	// Shopify signs the body only: the event id, topic and shop are
 	// headers anyone replaying a captured body may change.
 	n := providers.Normalized{UnsignedEventID: true, UnsignedAccount: true}

@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/shopify"
 )
 
-func verify(t *testing.T, secrets []keys.Secret, h http.Header, body []byte) (providers.Verified, error) {
+func verify(t *testing.T, secrets []hookintype.Secret, h http.Header, body []byte) (providers.Verified, error) {
 	t.Helper()
 	return shopify.Provider{}.Verifier(secrets).Verify(h, body, 5*time.Minute, time.Now())
 }
@@ -35,7 +35,7 @@ func TestShopifysPublishedVector(t *testing.T) {
 		body   = `{"foo": "bar"}`
 		want   = "B23tXN681gZ0qIWNRrgtzBE9XSDo5yaUu6wfmhu3a7g="
 	)
-	secrets := []keys.Secret{{ID: 1, Value: secret}}
+	secrets := []hookintype.Secret{{ID: 1, Value: secret}}
 	for _, name := range []string{"X-Shopify-Hmac-Sha256", "shopify-hmac-sha256"} {
 		v, err := verify(t, secrets, http.Header{http.CanonicalHeaderKey(name): {want}}, []byte(body))
 		require.NoError(t, err, name)
@@ -44,7 +44,7 @@ func TestShopifysPublishedVector(t *testing.T) {
 		_, err = verify(t, secrets, http.Header{http.CanonicalHeaderKey(name): {want}}, []byte(`{"foo": "baz"}`))
 		var unauth *providers.Unauthenticated
 		require.ErrorAs(t, err, &unauth, "another body")
-		_, err = verify(t, []keys.Secret{{ID: 1, Value: "test_secret_kez"}}, http.Header{http.CanonicalHeaderKey(name): {want}}, []byte(body))
+		_, err = verify(t, []hookintype.Secret{{ID: 1, Value: "test_secret_kez"}}, http.Header{http.CanonicalHeaderKey(name): {want}}, []byte(body))
 		require.ErrorAs(t, err, &unauth, "another secret")
 	}
 
@@ -83,7 +83,7 @@ func TestRotationWithBothSecretsActive(t *testing.T) {
 		oldSecret = "shpss_0123456789abcdef0123456789abcdef"
 		newSecret = "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"
 	)
-	secrets := []keys.Secret{{ID: 7, Value: oldSecret}, {ID: 8, Value: newSecret}}
+	secrets := []hookintype.Secret{{ID: 7, Value: oldSecret}, {ID: 8, Value: newSecret}}
 	body := []byte(`{"id":820982911946154508,"email":"jon@example.com"}`)
 	tests := []struct {
 		name, header, secret string
@@ -113,7 +113,7 @@ func TestRotationWithBothSecretsActive(t *testing.T) {
 
 func normalize(t *testing.T, h http.Header, body string) (providers.Normalized, error) {
 	t.Helper()
-	return shopify.Provider{}.Normalize(keys.EndpointSettings{}, h, gjson.Parse(body))
+	return shopify.Provider{}.Normalize(hookintype.EndpointSettings{}, h, gjson.Parse(body))
 }
 
 func TestBothHeaderSpellingsNormalize(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/tidwall/gjson"
 
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -28,12 +29,12 @@ var (
 	_ providers.Signer   = Provider{}
 )
 
-// Name is keys.ProviderStandard.
+// Name is "standard".
 func (Provider) Name() string { return keys.ProviderStandard }
 
 // Verifier prepares one library verifier per secret (nil for a secret that
 // does not decode: it matches nothing).
-func (Provider) Verifier(secrets []keys.Secret) providers.Verifier {
+func (Provider) Verifier(secrets []hookintype.Secret) providers.Verifier {
 	v := verifier{secrets: secrets}
 	for _, s := range secrets {
 		wh, err := standardwebhooks.NewWebhook(s.Value)
@@ -46,7 +47,7 @@ func (Provider) Verifier(secrets []keys.Secret) providers.Verifier {
 }
 
 type verifier struct {
-	secrets []keys.Secret
+	secrets []hookintype.Secret
 	hooks   []*standardwebhooks.Webhook
 }
 
@@ -120,7 +121,7 @@ func (Provider) Sign(secret string, h http.Header, body []byte, at time.Time) er
 
 // Normalize reads a delivery: webhook-id is the event id; type, resource and account come
 // from the endpoint's configured JSON paths.
-func (Provider) Normalize(s keys.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (Provider) Normalize(s hookintype.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	var n providers.Normalized
 	var err error
 	n.EventID = h.Get("webhook-id")

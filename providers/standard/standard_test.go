@@ -1,6 +1,7 @@
 package standard_test
 
 import (
+	"github.com/hookinbox/hookinbox/hookintype"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/standard"
 )
@@ -33,7 +33,7 @@ func headers(id, ts, sig string) http.Header {
 func TestThePublishedVectorVerifies(t *testing.T) {
 	t.Parallel()
 	at := time.Unix(vectorTimestamp, 0)
-	v := standard.Provider{}.Verifier([]keys.Secret{{ID: 3, Value: "whsec_" + strings.Repeat("A", 32)}, {ID: 4, Value: vectorSecret}})
+	v := standard.Provider{}.Verifier([]hookintype.Secret{{ID: 3, Value: "whsec_" + strings.Repeat("A", 32)}, {ID: 4, Value: vectorSecret}})
 	tests := []struct {
 		name string
 		h    http.Header

@@ -24,6 +24,7 @@ import (
 	"github.com/stripe/stripe-go/v84/webhook"
 	"github.com/tidwall/gjson"
 
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/providers"
 )
@@ -50,13 +51,13 @@ func isThin(body []byte) bool { return gjson.GetBytes(body, "object").Str == Thi
 // ParseEventNotification verifies and decodes, nothing else.
 var notifications = stripego.NewClient("")
 
-// Name is keys.ProviderStripe.
+// Name is "stripe".
 func (Provider) Name() string { return keys.ProviderStripe }
 
 // Verifier checks Stripe-Signature against secrets.
-func (Provider) Verifier(secrets []keys.Secret) providers.Verifier { return verifier(secrets) }
+func (Provider) Verifier(secrets []hookintype.Secret) providers.Verifier { return verifier(secrets) }
 
-type verifier []keys.Secret
+type verifier []hookintype.Secret
 
 // Signature is the Stripe-Signature header Stripe sends with body at time
 // at: t=<unix>,v1=<hex>, one v1 per secret (Stripe signs with the old and
@@ -154,7 +155,7 @@ func sameForEverySecret(err error) bool {
 
 // Normalize reads a Stripe event, snapshot or thin: evt_ id, type,
 // livemode, the source account and the object the event is about.
-func (Provider) Normalize(_ keys.EndpointSettings, _ http.Header, doc gjson.Result) (providers.Normalized, error) {
+func (Provider) Normalize(_ hookintype.EndpointSettings, _ http.Header, doc gjson.Result) (providers.Normalized, error) {
 	n, err := normalizeCommon(doc)
 	if err != nil {
 		return n, err
@@ -195,9 +196,9 @@ func normalizeCommon(doc gjson.Result) (providers.Normalized, error) {
 	if live.Type != gjson.True && live.Type != gjson.False {
 		return n, providers.Malformedf("missing livemode")
 	}
-	n.Environment = keys.EnvTest
+	n.Environment = hookintype.Test
 	if live.Bool() {
-		n.Environment = keys.EnvLive
+		n.Environment = hookintype.Live
 	}
 	return n, nil
 }

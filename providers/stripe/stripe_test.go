@@ -10,7 +10,7 @@ import (
 	"github.com/stripe/stripe-go/v84/webhook"
 	"github.com/tidwall/gjson"
 
-	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/stripe"
@@ -35,7 +35,7 @@ func signed(body []byte, at time.Time, secrets ...string) http.Header {
 }
 
 func verifier() providers.Verifier {
-	return stripe.Provider{}.Verifier([]keys.Secret{{ID: 11, Value: secretOld}, {ID: 12, Value: secretNew}})
+	return stripe.Provider{}.Verifier([]hookintype.Secret{{ID: 11, Value: secretOld}, {ID: 12, Value: secretNew}})
 }
 
 func TestAThinEventIsVerifiedByStripeGoAndRecordsTheSecretThatMatched(t *testing.T) {
@@ -121,7 +121,7 @@ func TestAForgedOrStaleThinEventIsRefused(t *testing.T) {
 func normalize(t *testing.T, body string) (providers.Normalized, error) {
 	t.Helper()
 	require.True(t, gjson.Valid(body), body)
-	return stripe.Provider{}.Normalize(keys.EndpointSettings{}, http.Header{}, gjson.Parse(body))
+	return stripe.Provider{}.Normalize(hookintype.EndpointSettings{}, http.Header{}, gjson.Parse(body))
 }
 
 func TestAThinEventIsNormalizedFromItsRelatedObjectAndContext(t *testing.T) {
@@ -130,7 +130,7 @@ func TestAThinEventIsNormalizedFromItsRelatedObjectAndContext(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "evt_test_65R9Ijk8d6z8V6WAYMwE5FPhC8pNfHXnCvTzVVhW6NSD9KZA", n.EventID, "the v2 id")
 	require.Equal(t, "v1.invoice.paid", n.EventType, "stored as delivered; RouteType maps it")
-	require.Equal(t, keys.EnvTest, n.Environment)
+	require.Equal(t, hookintype.Test, n.Environment)
 	require.Equal(t, "acct_1Nv0FGQ9RKHgCVdK", n.Account, "the context is the source account")
 	require.Equal(t, "invoice", n.ResourceKind)
 	require.Equal(t, "in_1QxYz2Nv0FGQ9RKHgCVdKabc", n.ResourceID)
@@ -183,7 +183,7 @@ func TestThinEventVariants(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, keys.EnvLive, n.Environment)
+			require.Equal(t, hookintype.Live, n.Environment)
 			require.Equal(t, tt.account, n.Account)
 			require.Equal(t, tt.kind, n.ResourceKind)
 			require.Equal(t, tt.id, n.ResourceID)

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/hookintype"
 )
 
 //go:embed migrations/*.sql
@@ -95,7 +96,7 @@ func (Provisioner) Handle(ctx context.Context, ev *hookinbox.Event) (hookinbox.R
 	switch {
 	case s.ID != ev.Resource.ID:
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("stripe answered session %q for %q", s.ID, ev.Resource.ID))
-	case s.Livemode != (ev.Key.Environment == hookinbox.Live):
+	case s.Livemode != (ev.Key.Environment == hookintype.Live):
 		return hookinbox.Result{}, hookinbox.Permanent(fmt.Errorf("session %s livemode=%t on a %s endpoint", s.ID, s.Livemode, ev.Key.Environment))
 	case s.Status != "complete" || (s.PaymentStatus != "paid" && s.PaymentStatus != "no_payment_required"):
 		// Not paid (yet): a delayed payment method; its

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/hookintest"
+	"github.com/hookinbox/hookinbox/hookintype"
 
 	"example.com/provisioning/provisioning"
 )
@@ -95,11 +96,11 @@ func TestTwoEventsOfOneSessionProvisionOnceAndAReplayChangesNothing(t *testing.T
 
 	require.Equal(t, http.StatusOK, s.Post(ctx, slug, secret, nil, event("evt_1", "checkout.session.completed", "cs_1")))
 	require.Equal(t, http.StatusOK, s.Post(ctx, slug, secret, nil, event("evt_2", "checkout.session.async_payment_succeeded", "cs_1")))
-	first := hookinbox.EventKey{Provider: "stripe", Account: account, Environment: hookinbox.Test, EventID: "evt_1"}
+	first := hookintype.EventKey{Provider: "stripe", Account: account, Environment: hookintype.Test, EventID: "evt_1"}
 	second := first
 	second.EventID = "evt_2"
-	s.WaitFor(ctx, first, hookinbox.StatusDone, 2*time.Minute)
-	s.WaitFor(ctx, second, hookinbox.StatusDone, 2*time.Minute)
+	s.WaitFor(ctx, first, hookintype.StatusDone, 2*time.Minute)
+	s.WaitFor(ctx, second, hookintype.StatusDone, 2*time.Minute)
 
 	require.Equal(t, 1, count(t, h, `SELECT count(*) FROM provisioned_accounts WHERE session_id = 'cs_1'`), "one account")
 	require.Equal(t, 1, count(t, h, `SELECT count(*) FROM outbox WHERE class = $1`, provisioning.ClassWelcome), "one welcome email")
@@ -116,8 +117,8 @@ func TestTwoEventsOfOneSessionProvisionOnceAndAReplayChangesNothing(t *testing.T
 	fetched := api.fetches
 	s.Replay(ctx, first, "replay test")
 	s.Replay(ctx, second, "replay test")
-	s.WaitFor(ctx, first, hookinbox.StatusDone, 2*time.Minute)
-	s.WaitFor(ctx, second, hookinbox.StatusDone, 2*time.Minute)
+	s.WaitFor(ctx, first, hookintype.StatusDone, 2*time.Minute)
+	s.WaitFor(ctx, second, hookintype.StatusDone, 2*time.Minute)
 	require.Eventually(t, func() bool { api.mu.Lock(); defer api.mu.Unlock(); return api.fetches >= fetched+2 }, time.Minute, 100*time.Millisecond,
 		"the replays ran the handler again")
 	require.Equal(t, 1, count(t, h, `SELECT count(*) FROM provisioned_accounts`), "still one account")
@@ -159,21 +160,21 @@ func TestTheSessionIsFetchedAndMustBePaid(t *testing.T) {
 	require.Equal(t, "accepted", d.Outcome, "a handled type is recorded pending, not ignored")
 	res := h.Handle(ctx, d.Key)
 	require.NoError(t, res.Err)
-	require.Equal(t, hookinbox.StatusIgnored, res.Status)
+	require.Equal(t, hookintype.StatusIgnored, res.Status)
 	require.Contains(t, res.Note, "unpaid")
 
 	d = h.Deliver(ctx, slug, secret, nil, event("evt_x", "checkout.session.completed", "cs_unknown"))
 	res = h.Handle(ctx, d.Key)
 	require.Error(t, res.Err)
 	require.False(t, hookinbox.IsPermanent(res.Err), "retried")
-	require.Equal(t, hookinbox.StatusPending, res.Status)
+	require.Equal(t, hookintype.StatusPending, res.Status)
 	require.Zero(t, count(t, h, `SELECT count(*) FROM provisioned_accounts`))
 
 	// Once paid, the retry provisions it.
 	api.set("cs_unknown", "complete", "paid")
 	res = h.Handle(ctx, d.Key)
 	require.NoError(t, res.Err)
-	require.Equal(t, hookinbox.StatusDone, res.Status)
+	require.Equal(t, hookintype.StatusDone, res.Status)
 	require.Equal(t, 1, count(t, h, `SELECT count(*) FROM provisioned_accounts`))
 }
 
