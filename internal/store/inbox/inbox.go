@@ -558,14 +558,16 @@ func StalePendingResources(ctx context.Context, db store.DB, olderThan time.Dura
 // WakeResource makes the resource's pending rows that wait for a later
 // attempt due now, inside the transaction of an effect they wait for (a
 // credit note waiting for its invoice's grant): the workflow's next load
-// finds them without sitting out their backoff. It returns how many rows it
-// woke.
+// finds them without sitting out their backoff. It also resets the
+// sweeper's backoff of the resource's pending rows (sweeps, swept_at): a
+// woken row is a new piece of work, rung again after one HOOKINBOX_SWEEP_AFTER
+// if nothing runs it. It returns how many rows it changed.
 func WakeResource(ctx context.Context, db store.DB, r keys.Resource) (int64, error) {
 	tag, err := db.Exec(ctx, `
-		UPDATE webhook_inbox SET next_attempt_at = now()
+		UPDATE webhook_inbox SET next_attempt_at = least(next_attempt_at, now()), sweeps = 0, swept_at = NULL
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3
 		   AND resource_kind = $4 AND resource_id = $5
-		   AND status = 'pending' AND next_attempt_at > now()`,
+		   AND status = 'pending' AND (next_attempt_at > now() OR sweeps > 0)`,
 		r.Provider, r.Account, r.Environment, r.Kind, r.ID)
 	if err != nil {
 		return 0, fmt.Errorf("wake pending rows of %s: %w", r, err)

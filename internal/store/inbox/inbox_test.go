@@ -156,6 +156,57 @@ func TestStalePendingResources(t *testing.T) {
 	require.Equal(t, 3, sweeps)
 }
 
+// Waking a resource makes its waiting rows due now and resets their
+// sweeper backoff (a row rung five times would otherwise wait 4^5 sweep
+// intervals for its next ring); rows already due and held back by the
+// backoff get theirs reset too. Final rows and other resources are left
+// alone.
+func TestWakeResourceMakesWaitingRowsDueAndResetsTheirSweeperBackoff(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	for _, id := range []string{"evt_waits", "evt_due", "evt_done", "evt_fresh"} {
+		_, err := inbox.InsertInboxEvent(ctx, s.Pool, event(id, id))
+		require.NoError(t, err)
+	}
+	other := event("evt_other", "other")
+	other.ResourceID = "in_2"
+	_, err := inbox.InsertInboxEvent(ctx, s.Pool, other)
+	require.NoError(t, err)
+	_, err = s.Pool.Exec(ctx, `UPDATE webhook_inbox SET sweeps = 5, swept_at = now() - interval '1 minute',
+		next_attempt_at = CASE WHEN event_id = 'evt_due' THEN now() - interval '1 hour' ELSE now() + interval '1 hour' END
+		WHERE event_id <> 'evt_fresh'`)
+	require.NoError(t, err)
+	_, err = inbox.CompleteInboxEvent(ctx, s.Pool, event("evt_done", "").Key, keys.StatusDone, "")
+	require.NoError(t, err)
+
+	n, err := inbox.WakeResource(ctx, s.Pool, event("x", "").Resource())
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "the waiting row and the due row held back by its backoff")
+	type row struct {
+		due    bool
+		sweeps int
+		swept  bool
+	}
+	read := func(id string) row {
+		var r row
+		require.NoError(t, s.Pool.QueryRow(ctx, `SELECT next_attempt_at <= now(), sweeps, swept_at IS NOT NULL
+			FROM webhook_inbox WHERE event_id = $1`, id).Scan(&r.due, &r.sweeps, &r.swept))
+		return r
+	}
+	require.Equal(t, row{due: true}, read("evt_waits"))
+	require.Equal(t, row{due: true}, read("evt_due"))
+	require.Equal(t, row{due: true}, read("evt_fresh"))
+	require.Equal(t, row{due: false, sweeps: 5, swept: true}, read("evt_done"), "a final row is left alone")
+	require.Equal(t, row{due: false, sweeps: 5, swept: true}, read("evt_other"), "another resource is left alone")
+	b, err := inbox.LoadPending(ctx, s.Pool, event("x", "").Resource(), 10)
+	require.NoError(t, err)
+	require.Len(t, b.Events, 3)
+
+	n, err = inbox.WakeResource(ctx, s.Pool, event("x", "").Resource())
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left to wake")
+}
+
 func TestQuarantineStoresARetriedDeliveryOnce(t *testing.T) {
 	t.Parallel()
 	s, ctx := setup(t)
