@@ -67,6 +67,12 @@ type Handled struct {
 	// Divergences the handler recorded (same provider version, other
 	// content), for the metrics.
 	Divergences []keys.Divergence
+	// WokeOwn: the effect's commit made waiting rows of the event's own
+	// resource due now (its workflow loads again before it ends).
+	// WokeOthers: resources other than the event's whose waiting rows it
+	// made due (their doorbells are rung after the commit).
+	WokeOwn    bool
+	WokeOthers []keys.Resource
 	// EventType and ReceivedAt of the row (set whenever it was read): what
 	// the receipt-to-effect latency is measured by and from.
 	EventType  string

@@ -237,6 +237,7 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 			Reconcilers: recs,
 			Outbox:      &storeports.Outbox{Store: st, Mailer: Mailer(cfg), Guard: guard},
 			Policies:    policies,
+			Doorbell:    doorbell,
 			Metrics:     m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 		},
 		Control: &activities.ControlActivities{
