@@ -2,16 +2,22 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/hookinbox/hookinbox/domains/credits"
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/engine"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/starter"
@@ -89,4 +95,59 @@ func TestACreditNoteWokenByItsBackfilledGrantIsDoneInTheSameRun(t *testing.T) {
 	if os.Getenv("HOOKINBOX_RECORD_HISTORIES") != "" {
 		record(t, id, runID, h)
 	}
+}
+
+// A due row whose sweeper backoff is long (rung eight times: its next ring
+// an hour away) and whose resource has no workflow running is rung by the
+// next sweep all the same: the sweeper probes it, and the probe starts a
+// run. The probe is not a ring: the row's sweep count is unchanged. A
+// probe of a resource whose run is going starts nothing and writes nothing
+// into that run's history. Before, the row waited out the hour.
+func TestTheSweeperCannotStrandADueRowWhateverItsSweepCount(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	var s *stack
+	s = newStack(t, stackOptions{handlers: map[string]engine.Handler{
+		credits.NameGrants: countingHandler(func() *store.Store { return s.workerStore }, &calls),
+	}})
+	s.stripeEndpoint("ep", "acct_strand", "ws_strand")
+	k := keys.Event{Provider: "stripe", Account: "acct_strand", Environment: "test", EventID: "evt_strand"}
+	body := []byte(`{"id":"evt_strand"}`)
+	sum := sha256.Sum256(body)
+	_, err := inbox.InsertInboxEvent(s.ctx, s.store.Pool, &inbox.InboxEvent{Key: k, EndpointSlug: "ep", WorkspaceID: "ws_strand",
+		EventType: "invoice.paid", ResourceKind: "invoice", ResourceID: "in_strand", Payload: body, BodySHA256: sum[:]})
+	require.NoError(t, err)
+	// Its doorbells were rung eight times and lost with the runs that got
+	// them; the last ring was 40 s ago.
+	_, err = s.store.Pool.Exec(s.ctx, `UPDATE webhook_inbox SET next_attempt_at = now() - interval '1 hour', sweeps = 8,
+		swept_at = now() - interval '40 seconds' WHERE event_id = 'evt_strand'`)
+	require.NoError(t, err)
+
+	eventually(t, time.Minute, "the stranded row handled", func() bool { return s.statusOf(k) == keys.StatusDone })
+	require.EqualValues(t, 1, calls.Load())
+	var sweeps int
+	require.NoError(t, s.store.Pool.QueryRow(s.ctx, `SELECT sweeps FROM webhook_inbox WHERE event_id = 'evt_strand'`).Scan(&sweeps))
+	require.Equal(t, 8, sweeps, "a probe is not a ring")
+
+	// A probe of a resource with a run going: nothing started, nothing
+	// written into the run's history.
+	res := app.Resources(s.cfg, s.client)
+	sub := keys.Resource{Provider: "stripe", Account: "acct_strand", Environment: "test", Kind: "subscription", ID: "sub_busy"}
+	started, err := res.StartIfIdle(s.ctx, sub)
+	require.NoError(t, err)
+	require.True(t, started, "no run: started")
+	id := keys.ResourceWorkflowID(sub)
+	eventually(t, 30*time.Second, "the run idling", func() bool {
+		d, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+		return err == nil && d.WorkflowExecutionInfo.HistoryLength >= 6
+	})
+	before, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	require.NoError(t, err)
+	started, err = res.StartIfIdle(s.ctx, sub)
+	require.NoError(t, err)
+	require.False(t, started, "a run is going")
+	after, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	require.NoError(t, err)
+	require.Equal(t, before.WorkflowExecutionInfo.Execution.RunId, after.WorkflowExecutionInfo.Execution.RunId)
+	require.Equal(t, before.WorkflowExecutionInfo.HistoryLength, after.WorkflowExecutionInfo.HistoryLength)
 }

@@ -128,6 +128,10 @@ type Outbox interface {
 type Sweeps interface {
 	// StalePending lists resources with inbox rows due for longer than olderThan.
 	StalePending(ctx context.Context, olderThan time.Duration, limit int) ([]keys.Resource, error)
+	// HeldPending lists resources with inbox rows due for longer than
+	// olderThan that StalePending's backoff holds back, last looked at more
+	// than probeEvery ago (to be probed: started only if no run is going).
+	HeldPending(ctx context.Context, olderThan, probeEvery time.Duration, limit int) ([]keys.Resource, error)
 	// StaleOutbox lists the resource keys of outbox rows unsent for longer than olderThan.
 	StaleOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]string, error)
 	// SampleTrends records this minute's sample of the backlog for the

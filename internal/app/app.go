@@ -248,8 +248,9 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 			Doorbell:  doorbell, Metrics: m, Logger: log,
 			// The sweeper's rings follow what Temporal absorbs, as the
 			// intake's hand-off does.
-			Pace:    starter.NewPacer(1, cfg.HandoffWorkers, HandoffTarget),
-			Backlog: doorbell.Backlog,
+			Pace:        starter.NewPacer(1, cfg.HandoffWorkers, HandoffTarget),
+			Backlog:     doorbell.Backlog,
+			StartIfIdle: doorbell.StartIfIdle,
 		},
 		Provider: &activities.ProviderActivities{
 			Providers: provs, Passes: passes, Projections: projections, Facts: storeports.Facts{Store: st, Routes: rt},

@@ -518,7 +518,8 @@ func StopInboxEvent(ctx context.Context, db store.DB, k keys.Event, status, last
 // rows (sweeps, swept_at): the n-th ring of a row comes olderThan × 4^n
 // after the one before (capped at an hour), so under a backlog a row is
 // rung about once however long its workflow takes to get to it (a large
-// backlog is queued, not lost). The rows stay due for their workflow.
+// backlog is queued, not lost). The rows stay due for their workflow. Rows
+// the backoff holds are probed instead (HeldPendingResources).
 func StalePendingResources(ctx context.Context, db store.DB, olderThan time.Duration, limit int) ([]keys.Resource, error) {
 	rows, err := db.Query(ctx, `
 		WITH eligible AS (
@@ -543,6 +544,46 @@ func StalePendingResources(ctx context.Context, db store.DB, olderThan time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("stale pending resources: %w", err)
 	}
+	return scanResources(rows)
+}
+
+// HeldPendingResources lists resources with pending rows due for longer
+// than olderThan that StalePendingResources' backoff holds back (rung
+// before, their next ring not due yet) and that were last rung or probed
+// more than probeEvery ago, least recently first, and records the look on
+// those rows (swept_at; sweeps, the ring count, is left as it is). The
+// sweeper probes them: it starts the resource's workflow only when none is
+// running, so a row the backoff holds cannot be stranded by a workflow that
+// is gone, while a busy workflow that holds it is not rung again.
+func HeldPendingResources(ctx context.Context, db store.DB, olderThan, probeEvery time.Duration, limit int) ([]keys.Resource, error) {
+	rows, err := db.Query(ctx, `
+		WITH held AS (
+			SELECT id, provider, source_account, environment, resource_kind, resource_id, swept_at
+			  FROM webhook_inbox
+			 WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1)
+			   AND swept_at >= now() - make_interval(secs => least($1 * power(4, least(sweeps, 8)), 3600))
+			   AND swept_at < now() - make_interval(secs => $2)
+		), probe AS (
+			SELECT provider, source_account, environment, resource_kind, resource_id, min(swept_at) AS looked
+			  FROM held
+			 GROUP BY provider, source_account, environment, resource_kind, resource_id
+			 ORDER BY looked
+			 LIMIT $3
+		), looked AS (
+			UPDATE webhook_inbox w SET swept_at = now()
+			  FROM held h JOIN probe p USING (provider, source_account, environment, resource_kind, resource_id)
+			 WHERE w.id = h.id
+		)
+		SELECT provider, source_account, environment, resource_kind, resource_id FROM probe ORDER BY looked`,
+		olderThan.Seconds(), probeEvery.Seconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("held pending resources: %w", err)
+	}
+	return scanResources(rows)
+}
+
+// scanResources reads (provider, account, environment, kind, id) rows.
+func scanResources(rows pgx.Rows) ([]keys.Resource, error) {
 	defer rows.Close()
 	var out []keys.Resource
 	for rows.Next() {

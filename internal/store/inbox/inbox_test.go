@@ -156,6 +156,57 @@ func TestStalePendingResources(t *testing.T) {
 	require.Equal(t, 3, sweeps)
 }
 
+// The rows the sweeper's backoff holds back (rung before, their next ring
+// still far) are listed for a probe once their last ring or probe is older
+// than probeEvery, least recently looked at first, whatever their sweep
+// count; listing them records the look (swept_at) and leaves the count.
+// Rows never rung, rows rung just now and rows not yet due are not listed.
+func TestHeldPendingResourcesListsRowsTheBackoffHoldsForAProbe(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	rows := map[string]string{ // event id → its resource
+		"evt_held": "in_held", "evt_held_older": "in_older", "evt_fresh": "in_fresh", "evt_just_rung": "in_rung", "evt_later": "in_later"}
+	for id, res := range rows {
+		e := event(id, id)
+		e.ResourceID = res
+		_, err := inbox.InsertInboxEvent(ctx, s.Pool, e)
+		require.NoError(t, err)
+	}
+	_, err := s.Pool.Exec(ctx, `UPDATE webhook_inbox SET next_attempt_at = now() - interval '2 hours',
+		sweeps = CASE event_id WHEN 'evt_fresh' THEN 0 ELSE 5 END,
+		swept_at = CASE event_id WHEN 'evt_fresh' THEN NULL WHEN 'evt_just_rung' THEN now() - interval '5 seconds'
+		                         WHEN 'evt_held_older' THEN now() - interval '3 minutes' ELSE now() - interval '2 minutes' END`)
+	require.NoError(t, err)
+	_, err = s.Pool.Exec(ctx, `UPDATE webhook_inbox SET next_attempt_at = now() + interval '1 hour' WHERE event_id = 'evt_later'`)
+	require.NoError(t, err)
+	resource := func(id string) keys.Resource {
+		r := event("x", "").Resource()
+		r.ID = id
+		return r
+	}
+
+	got, err := inbox.HeldPendingResources(ctx, s.Pool, time.Minute, 30*time.Second, 100)
+	require.NoError(t, err)
+	require.Equal(t, []keys.Resource{resource("in_older"), resource("in_held")}, got, "least recently looked at first")
+	got, err = inbox.HeldPendingResources(ctx, s.Pool, time.Minute, 30*time.Second, 100)
+	require.NoError(t, err)
+	require.Empty(t, got, "looked at just now")
+	var sweeps int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT sweeps FROM webhook_inbox WHERE event_id = 'evt_held'`).Scan(&sweeps))
+	require.Equal(t, 5, sweeps, "a probe is not a ring: the count keeps its backoff")
+
+	_, err = s.Pool.Exec(ctx, `UPDATE webhook_inbox SET swept_at = now() - interval '31 seconds' WHERE event_id = 'evt_held'`)
+	require.NoError(t, err)
+	got, err = inbox.HeldPendingResources(ctx, s.Pool, time.Minute, 30*time.Second, 1)
+	require.NoError(t, err)
+	require.Equal(t, []keys.Resource{resource("in_held")}, got, "again once probeEvery has passed")
+
+	// The never-rung row is the ring's, not the probe's.
+	stale, err := inbox.StalePendingResources(ctx, s.Pool, time.Minute, 100)
+	require.NoError(t, err)
+	require.Equal(t, []keys.Resource{resource("in_fresh")}, stale)
+}
+
 // Waking a resource makes its waiting rows due now and resets their
 // sweeper backoff (a row rung five times would otherwise wait 4^5 sweep
 // intervals for its next ring); rows already due and held back by the
