@@ -37,13 +37,18 @@ const (
 //go:embed migrations/*.sql
 var files embed.FS
 
-// Migrations are the team's own migrations, and its table's grants.
-func Migrations() hookinbox.Option {
+// Files are the team's migration files (tern's format, at the root).
+func Files() fs.FS {
 	sub, err := fs.Sub(files, "migrations")
 	if err != nil {
 		panic(err) // the embedded folder is part of this package
 	}
-	return hookinbox.WithMigrations(MigrationSet, sub, hookinbox.Table{Name: Table, Worker: []string{"SELECT", "INSERT", "UPDATE"}})
+	return sub
+}
+
+// Migrations are the team's own migrations, and its table's grants.
+func Migrations() hookinbox.Option {
+	return hookinbox.WithMigrations(MigrationSet, Files(), hookinbox.Table{Name: Table, Worker: []string{"SELECT", "INSERT", "UPDATE"}})
 }
 
 // Register adds the team's handler to app (whose options include Migrations).
