@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
@@ -187,15 +188,10 @@ func TestASweepStartsTheWorkflowOfARowTheBackoffHoldsOnlyWhenNoneRuns(t *testing
 	require.Equal(t, []keys.Resource{gone}, started, "only the resource without a running workflow")
 	_, rings := bell.counts()
 	require.Equal(t, 1, rings, "the fresh row's ring; no signal to the running workflow")
-	var sweeps []int
 	rows, err := st.Pool.Query(ctx, `SELECT sweeps FROM webhook_inbox ORDER BY resource_id`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var n int
-		require.NoError(t, rows.Scan(&n))
-		sweeps = append(sweeps, n)
-	}
-	require.NoError(t, rows.Err())
+	sweeps, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
 	require.Equal(t, []int{1, 5, 5}, sweeps, "probes are not rings")
 
 	// Looked at just now: the next sweep leaves them for ProbeEvery.
