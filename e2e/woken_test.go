@@ -70,9 +70,9 @@ func TestACreditNoteWokenByItsBackfilledGrantIsDoneInTheSameRun(t *testing.T) {
 
 	invoice := keys.Resource{Provider: "stripe", Account: w.account, Environment: "test", Kind: "invoice", ID: inv.ID}
 	id := keys.ResourceWorkflowID(invoice)
-	desc, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	desc, err := s.client.DescribeWorkflow(s.ctx, id, "")
 	require.NoError(t, err)
-	runID := desc.WorkflowExecutionInfo.Execution.RunId
+	runID := desc.RawResponse.WorkflowExecutionInfo.Execution.RunId
 
 	// Now the resource worker: the run's first pass loads the credit note
 	// and the backfilled invoice.paid, in that order.
@@ -138,16 +138,16 @@ func TestTheSweeperCannotStrandADueRowWhateverItsSweepCount(t *testing.T) {
 	require.True(t, started, "no run: started")
 	id := keys.ResourceWorkflowID(sub)
 	eventually(t, 30*time.Second, "the run idling", func() bool {
-		d, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
-		return err == nil && d.WorkflowExecutionInfo.HistoryLength >= 6
+		d, err := s.client.DescribeWorkflow(s.ctx, id, "")
+		return err == nil && d.RawResponse.WorkflowExecutionInfo.HistoryLength >= 6
 	})
-	before, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	before, err := s.client.DescribeWorkflow(s.ctx, id, "")
 	require.NoError(t, err)
 	started, err = res.StartIfIdle(s.ctx, sub)
 	require.NoError(t, err)
 	require.False(t, started, "a run is going")
-	after, err := s.client.DescribeWorkflowExecution(s.ctx, id, "")
+	after, err := s.client.DescribeWorkflow(s.ctx, id, "")
 	require.NoError(t, err)
-	require.Equal(t, before.WorkflowExecutionInfo.Execution.RunId, after.WorkflowExecutionInfo.Execution.RunId)
-	require.Equal(t, before.WorkflowExecutionInfo.HistoryLength, after.WorkflowExecutionInfo.HistoryLength)
+	require.Equal(t, before.RawResponse.WorkflowExecutionInfo.Execution.RunId, after.RawResponse.WorkflowExecutionInfo.Execution.RunId)
+	require.Equal(t, before.RawResponse.WorkflowExecutionInfo.HistoryLength, after.RawResponse.WorkflowExecutionInfo.HistoryLength)
 }
