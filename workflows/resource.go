@@ -76,9 +76,10 @@ var (
 
 // ResourceWorkflow serializes the work of one resource. Woken by a signal
 // (or started), it loads the resource's due pending inbox rows, oldest first,
-// and handles them one at a time; it continues-as-new when Temporal suggests
-// it or after MaxEventsPerRun events, and completes after IdleTimeout with
-// nothing to do. Before either it drains the signal channels without
+// and handles them one at a time (an effect that wakes waiting rows of the
+// resource makes it load again at once); it continues-as-new when Temporal
+// suggests it or after MaxEventsPerRun events, and completes after
+// IdleTimeout with nothing to do. Before either it drains the signal channels without
 // blocking, so no doorbell is lost.
 func ResourceWorkflow(ctx workflow.Context, in keys.ResourceInput) (ResourceResult, error) {
 	r := &resource{in: in, s: withDefaults(in.Settings), carry: in.Carry, inflight: map[int64]bool{}}
