@@ -363,10 +363,10 @@ type harness struct {
 	forward  *ForwardReceiver
 	// teamHandler: the fleet's binary registers the soak team's handler.
 	teamHandler bool
-	simV     *simulator.Simulator
-	simN     *simulator.Simulator
-	plans    [2]simulator.Plan
-	emailAPI string
+	simV        *simulator.Simulator
+	simN        *simulator.Simulator
+	plans       [2]simulator.Plan
+	emailAPI    string
 	// secretsKey seals the endpoints' secrets: the harness's store and
 	// every process it starts share it.
 	secretsKey string
@@ -508,8 +508,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		},
 		BackfillRan: sum.BackfillRan,
 		CheckEmails: true, Emails: h.simV.Emails(),
-		Forwards:    &verify.Forwards{Route: forwardRoute, Applied: h.forward.Applied()},
-		TeamVotes:   h.teamHandler,
+		Forwards:  &verify.Forwards{Route: forwardRoute, Applied: h.forward.Applied()},
+		TeamVotes: h.teamHandler,
 	})
 	if err != nil {
 		keep = true
