@@ -5,6 +5,7 @@ SHELL   := /bin/bash
 GO      ?= go
 BIN     := .tools/bin/hookinbox
 LAB     := .tools/bin/hookinbox-lab
+SOAKBIN := .tools/bin/hookinbox-soak
 PKGS    := ./...
 
 .DEFAULT_GOAL := help
@@ -20,8 +21,9 @@ build: ## Build the hookinbox binary into .tools/bin/hookinbox
 	$(GO) build -o $(BIN) ./cmd/hookinbox
 
 .PHONY: lab
-lab: build ## Build the harness binary (simulate, soak, bench, demo) into .tools/bin/hookinbox-lab
+lab: build ## Build the harness binary (simulate, soak, bench, demo) into .tools/bin/hookinbox-lab, and the soak's service binary (hookinbox-soak) beside it
 	$(GO) build -o $(LAB) ./cmd/hookinbox-lab
+	$(GO) build -o $(SOAKBIN) ./cmd/hookinbox-soak
 
 .PHONY: tools
 tools: build ## Build the pinned Temporal CLI, Mailpit, stripe-mock and amtool, and fetch the pinned GitHub example payloads (npm), into .tools/ (once per machine, a few minutes)
@@ -71,7 +73,7 @@ demo: lab ## With make run going in another terminal: a misbehaving provider, th
 
 .PHONY: soak
 soak: tools lab ## Chaos soak: 20,000 events, processes killed, Temporal restarted, every invariant checked (~40 min on 2 cores)
-	$(LAB) soak --binary $(BIN)
+	$(LAB) soak --binary $(SOAKBIN)
 
 # BENCH_ENGINE=postgres: the end-to-end runs on Temporal on PostgreSQL (4 shards), see docs/benchmarks.md.
 BENCH_ENGINE ?= dev

@@ -90,6 +90,7 @@ type Event struct {
 	committed bool
 	status    string
 	outbox    []int64
+	woken     []hookintype.Resource
 }
 
 func newEvent(c *engine.Call) *Event {
@@ -163,13 +164,14 @@ func (e *Event) Commit(ctx context.Context, fn func(tx *Tx) (Result, error)) (Re
 	}
 	var res Result
 	var outbox []int64
+	var woken []hookintype.Resource
 	out, err := engine.InPendingTx(ctx, e.call.Store, e.Key, func(ptx pgx.Tx, row *inbox.StoredEvent) (engine.Outcome, error) {
 		tx := &Tx{tx: ptx, ev: e}
 		r, err := fn(tx)
 		if err != nil {
 			return engine.Outcome{}, err
 		}
-		res, outbox = r, tx.outbox
+		res, outbox, woken = r, tx.outbox, tx.woken
 		status := hookintype.StatusDone
 		if r.Ignored {
 			status = hookintype.StatusIgnored
@@ -184,6 +186,7 @@ func (e *Event) Commit(ctx context.Context, fn func(tx *Tx) (Result, error)) (Re
 		res.Note = out.Note // already done: fn did not run
 	}
 	e.outbox = append(e.outbox, outbox...)
+	e.woken = append(e.woken, woken...)
 	return res, nil
 }
 
@@ -193,7 +196,7 @@ type adapter struct{ h Handler }
 func (a adapter) Handle(ctx context.Context, c *engine.Call) (engine.Outcome, error) {
 	ev := newEvent(c)
 	res, err := a.h.Handle(ctx, ev)
-	out := engine.Outcome{Note: res.Note, BusinessKey: res.BusinessKey, Outbox: ev.outbox, Divergences: res.Divergences}
+	out := engine.Outcome{Note: res.Note, BusinessKey: res.BusinessKey, Outbox: ev.outbox, Divergences: res.Divergences, Woken: ev.woken}
 	if err != nil {
 		return out, err
 	}

@@ -24,6 +24,8 @@ type Tx struct {
 	ev     *Event
 	rc     *Reconciliation
 	outbox []int64
+	// woken are the resources Wake made rows due in.
+	woken []hookintype.Resource
 }
 
 // Conn is the raw pgx transaction, for the team's own tables (declared
@@ -181,8 +183,14 @@ func (t *Tx) Destinations(ctx context.Context, workspace string) ([]Destination,
 
 // Wake makes the waiting events of resource r due now (an event that
 // returned Wait for the fact this transaction commits), in this commit.
+// After an event's commit they run at once: the event's own resource is
+// loaded again by the workflow that runs it, before that run ends; another
+// resource's workflow is rung.
 func (t *Tx) Wake(ctx context.Context, r hookintype.Resource) error {
-	_, err := inbox.WakeResource(ctx, t.tx, r)
+	n, err := inbox.WakeResource(ctx, t.tx, r)
+	if err == nil && n > 0 {
+		t.woken = append(t.woken, r)
+	}
 	return err
 }
 

@@ -27,6 +27,9 @@ type ResourceActivities struct {
 	// classes to their uncertain-outcome policy (unknown: held for review).
 	Outbox   ports.Outbox
 	Policies map[string]string
+	// Doorbell rings the workflows of other resources whose waiting rows
+	// an effect woke (nil: the sweeper rings them).
+	Doorbell keys.Doorbell
 	Metrics  *metrics.Metrics
 	Logger   *slog.Logger
 	// RetryInitial and RetryMax bound the jittered backoff between attempts.
@@ -68,6 +71,11 @@ type HandleResult struct {
 	// RetryAt is set when the row was left pending (no handler in this
 	// worker): it is due again then, and the workflow wakes for it.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
+	// Woke: the effect's commit made rows of this resource due now (a
+	// credit note waiting for the grant this event made, Tx.Wake): the
+	// workflow loads again before it completes or continues as new, so
+	// they run in this run rather than at a sweeper's ring.
+	Woke bool `json:"woke,omitempty"`
 }
 
 // StatusNoHandler is the hookinbox_events_handled_total status of an event
@@ -135,7 +143,23 @@ func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (H
 	}
 	logger(ctx, a.Logger).Info("event handled", "event_key", in.Key.String(), "business_key", out.BusinessKey, "handler", out.Route,
 		"outcome", out.Status, "note", out.Note)
-	return HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox}, nil
+	a.ringWoken(ctx, in.Key, out.WokeOthers)
+	return HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox, Woke: out.WokeOwn}, nil
+}
+
+// ringWoken rings the workflows of the other resources whose waiting rows
+// the effect of k woke, after its commit. A ring that fails is logged: the
+// rows are due, and the sweeper rings their resource.
+func (a *ResourceActivities) ringWoken(ctx context.Context, k keys.Event, woken []keys.Resource) {
+	if a.Doorbell == nil {
+		return
+	}
+	for _, r := range woken {
+		if err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, k.String()); err != nil {
+			logger(ctx, a.Logger).Warn("could not ring a resource whose rows an effect woke; the sweeper will", "event_key", k.String(),
+				"resource", r.String(), "error", err.Error())
+		}
+	}
 }
 
 // noHandler leaves the row pending and due again after a delay between

@@ -35,8 +35,13 @@ type ControlActivities struct {
 	// task queue (starter.Resources.Backlog): SweepInbox holds back while
 	// it is at SweepInput.MaxBacklog or more.
 	Backlog func(ctx context.Context) (int64, error)
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	// StartIfIdle, when set, starts the resource's workflow unless a run
+	// is going (starter.Resources.StartIfIdle), and reports whether it
+	// started one: SweepInbox probes the resources whose due rows its
+	// backoff holds with it. Nil: those rows wait for their next ring.
+	StartIfIdle func(ctx context.Context, r keys.Resource) (started bool, err error)
+	Metrics     *metrics.Metrics
+	Logger      *slog.Logger
 }
 
 // Pacer bounds calls in flight: Acquire waits for room, Release returns it
@@ -65,7 +70,18 @@ type SweepInput struct {
 	// first; the rows whose doorbell was lost are rung as it drains, a
 	// page at a time, so the sweeper follows what the workers complete.
 	MaxBacklog int `json:"max_backlog,omitempty"`
+	// ProbeEvery: rows the per-row backoff holds back (rung before, their
+	// next ring still far) are probed once their last ring or probe is
+	// older than this (default DefaultProbeEvery): their workflow is
+	// started if none runs, so a due row whose workflow is gone is rung
+	// within ProbeEvery plus one sweep interval, whatever its sweep count,
+	// while a busy workflow holding its rows is not rung again.
+	ProbeEvery time.Duration `json:"probe_every,omitempty"`
 }
+
+// DefaultProbeEvery is SweepInput.ProbeEvery's default: with the sweeper's
+// 30 s interval, a due row whose workflow is gone is rung within a minute.
+const DefaultProbeEvery = 30 * time.Second
 
 // backlogPoll is how often a sweep held back asks for the backlog again.
 var backlogPoll = 5 * time.Second
@@ -81,6 +97,12 @@ type SweepResult struct {
 	Stale     int `json:"stale"`
 	Signalled int `json:"signalled"`
 	Failed    int `json:"failed"`
+	// Probed: resources whose due rows the backoff held, probed;
+	// Started: those of them with no run going, whose workflow the probe
+	// started (a ring); ProbeFailed: probes that got no answer.
+	Probed      int `json:"probed,omitempty"`
+	Started     int `json:"started,omitempty"`
+	ProbeFailed int `json:"probe_failed,omitempty"`
 	// HeldBack: the sweep ended waiting for Temporal's backlog to drain.
 	HeldBack bool `json:"held_back,omitempty"`
 }
@@ -143,8 +165,12 @@ func (a *ControlActivities) SweepInbox(ctx context.Context, in SweepInput) (Swee
 			break
 		}
 	}
-	if res.Stale > 0 {
-		log.Info("sweeper re-signalled stale resources", "stale", res.Stale, "signalled", res.Signalled, "failed", res.Failed)
+	if !res.HeldBack && ctx.Err() == nil {
+		a.probeHeld(ctx, in, limit, &res)
+	}
+	if res.Stale > 0 || res.Started > 0 {
+		log.Info("sweeper re-signalled stale resources", "stale", res.Stale, "signalled", res.Signalled, "failed", res.Failed,
+			"probed", res.Probed, "started", res.Started)
 	}
 	if res.Failed > 0 && res.Signalled == 0 {
 		return res, fmt.Errorf("sweeper signalled none of %d stale resources", res.Stale)
@@ -166,18 +192,53 @@ func (a *ControlActivities) heldBack(ctx context.Context, maxBacklog int) (int64
 	return n, n >= int64(maxBacklog)
 }
 
+// probeHeld probes one page of the resources whose due rows the per-row
+// backoff holds (SweepInput.ProbeEvery): each one's workflow is started if
+// no run is going (a.StartIfIdle). A probe that fails is logged and counted;
+// the next sweep probes again.
+func (a *ControlActivities) probeHeld(ctx context.Context, in SweepInput, limit int, res *SweepResult) {
+	if a.StartIfIdle == nil {
+		return
+	}
+	log := logger(ctx, a.Logger)
+	every := in.ProbeEvery
+	if every <= 0 {
+		every = DefaultProbeEvery
+	}
+	held, err := a.Sweeps.HeldPending(ctx, in.OlderThan, every, limit)
+	if err != nil {
+		log.Warn("sweeper could not list the rows its backoff holds", "error", err.Error())
+		return
+	}
+	var mu sync.Mutex
+	a.paced(ctx, held, func(r keys.Resource) error {
+		started, err := a.StartIfIdle(ctx, r)
+		mu.Lock()
+		defer mu.Unlock()
+		res.Probed++
+		switch {
+		case err != nil:
+			res.ProbeFailed++
+			log.Warn("sweeper could not probe", "resource", r.String(), "error", err.Error())
+		case started:
+			res.Started++
+			if a.Metrics != nil {
+				a.Metrics.SweepResignals.Inc()
+			}
+			log.Info("sweeper started the workflow of a resource with due rows and no run going", "resource", r.String())
+		}
+		activity.RecordHeartbeat(ctx, res.Signalled+res.Failed+res.Probed)
+		return err
+	})
+}
+
 // ring rings the resources of one sweep page, up to a.Pace's window at a
 // time, counting into res and heartbeating the rings done so far.
 func (a *ControlActivities) ring(ctx context.Context, stale []keys.Resource, res *SweepResult) {
 	log := logger(ctx, a.Logger)
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	one := func(r keys.Resource) {
-		begin := time.Now()
+	a.paced(ctx, stale, func(r keys.Resource) error {
 		err := a.Doorbell.Ring(ctx, r, keys.SignalEvent, "sweeper")
-		if a.Pace != nil {
-			a.Pace.Release(time.Since(begin), err)
-		}
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -190,14 +251,30 @@ func (a *ControlActivities) ring(ctx context.Context, stale []keys.Resource, res
 			}
 		}
 		activity.RecordHeartbeat(ctx, res.Signalled+res.Failed)
+		return err
+	})
+}
+
+// paced calls call for each resource, up to a.Pace's window at a time (one
+// at a time without a Pace), telling the pacer each call's latency and
+// error. It stops early when the context ends: what is left goes to a
+// later sweep.
+func (a *ControlActivities) paced(ctx context.Context, rs []keys.Resource, call func(keys.Resource) error) {
+	var wg sync.WaitGroup
+	one := func(r keys.Resource) {
+		begin := time.Now()
+		err := call(r)
+		if a.Pace != nil {
+			a.Pace.Release(time.Since(begin), err)
+		}
 	}
-	for _, r := range stale {
+	for _, r := range rs {
 		if a.Pace == nil {
 			one(r)
 			continue
 		}
 		if err := a.Pace.Acquire(ctx); err != nil {
-			break // the activity ends; its rows are rung by a later sweep
+			break // the activity ends; the rest is for a later sweep
 		}
 		wg.Add(1)
 		go func() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
@@ -150,6 +151,54 @@ func TestSweepInboxHoldsBackWhileTemporalHasABacklog(t *testing.T) {
 	}
 }
 
+// A due row whose sweeper backoff is long (rung five times: its next ring
+// an hour away) is not stranded when its workflow is gone: the sweep
+// probes its resource and starts a run, whatever the sweep count; a
+// resource whose workflow is running keeps its backoff and is not rung
+// (a busy engine already holds its rows). Before, neither was rung.
+func TestASweepStartsTheWorkflowOfARowTheBackoffHoldsOnlyWhenNoneRuns(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	staleRows(t, st, 3)
+	ctx := context.Background()
+	// in_0 is fresh (the ring's); in_1 and in_2 were rung five times, the
+	// last two minutes ago.
+	_, err := st.Pool.Exec(ctx, `UPDATE webhook_inbox SET sweeps = 5, swept_at = now() - interval '2 minutes' WHERE resource_id <> 'in_0'`)
+	require.NoError(t, err)
+	running := keys.Resource{Provider: "stripe", Account: account, Environment: "test", Kind: "invoice", ID: "in_1"}
+	gone := running
+	gone.ID = "in_2"
+	bell := &countingBell{rings: map[keys.Resource]int{}}
+	var mu sync.Mutex
+	var probed, started []keys.Resource
+	a := &activities.ControlActivities{Sweeps: storeports.Sweeps{Store: st}, Doorbell: bell,
+		StartIfIdle: func(_ context.Context, r keys.Resource) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			probed = append(probed, r)
+			if r == running {
+				return false, nil
+			}
+			started = append(started, r)
+			return true, nil
+		}}
+	res := sweepInbox(t, a, activities.SweepInput{OlderThan: time.Minute, Limit: 10})
+	require.Equal(t, activities.SweepResult{Stale: 1, Signalled: 1, Probed: 2, Started: 1}, res)
+	require.ElementsMatch(t, []keys.Resource{running, gone}, probed)
+	require.Equal(t, []keys.Resource{gone}, started, "only the resource without a running workflow")
+	_, rings := bell.counts()
+	require.Equal(t, 1, rings, "the fresh row's ring; no signal to the running workflow")
+	rows, err := st.Pool.Query(ctx, `SELECT sweeps FROM webhook_inbox ORDER BY resource_id`)
+	require.NoError(t, err)
+	sweeps, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 5, 5}, sweeps, "probes are not rings")
+
+	// Looked at just now: the next sweep leaves them for ProbeEvery.
+	res = sweepInbox(t, a, activities.SweepInput{OlderThan: time.Minute, Limit: 10})
+	require.Zero(t, res.Probed)
+}
+
 // fakeSweeps is a ports.Sweeps with one stale resource and a trend sample
 // that fails when told to.
 type fakeSweeps struct {
@@ -159,6 +208,10 @@ type fakeSweeps struct {
 
 func (f *fakeSweeps) StalePending(context.Context, time.Duration, int) ([]keys.Resource, error) {
 	return []keys.Resource{{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "invoice", ID: "in_1"}}, nil
+}
+
+func (f *fakeSweeps) HeldPending(context.Context, time.Duration, time.Duration, int) ([]keys.Resource, error) {
+	return nil, nil
 }
 
 func (f *fakeSweeps) StaleOutbox(context.Context, time.Duration, int) ([]string, error) {

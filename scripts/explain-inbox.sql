@@ -77,6 +77,21 @@ EXPLAIN (COSTS OFF) WITH eligible AS (
 	  FROM eligible e JOIN stale s USING (provider, source_account, environment, resource_kind, resource_id) WHERE w.id = e.id
 )
 SELECT provider, source_account, environment, resource_kind, resource_id FROM stale ORDER BY oldest;
+\echo '== inbox.HeldPendingResources (the sweeper's probes) =='
+EXPLAIN (COSTS OFF) WITH held AS (
+	SELECT id, provider, source_account, environment, resource_kind, resource_id, swept_at
+	  FROM webhook_inbox
+	 WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => 60)
+	   AND swept_at >= now() - make_interval(secs => least(60 * power(4, least(sweeps, 8)), 3600))
+	   AND swept_at < now() - make_interval(secs => 30)
+), probe AS (
+	SELECT provider, source_account, environment, resource_kind, resource_id, min(swept_at) AS looked
+	  FROM held GROUP BY provider, source_account, environment, resource_kind, resource_id ORDER BY looked LIMIT 1000
+), looked AS (
+	UPDATE webhook_inbox w SET swept_at = now()
+	  FROM held h JOIN probe p USING (provider, source_account, environment, resource_kind, resource_id) WHERE w.id = h.id
+)
+SELECT provider, source_account, environment, resource_kind, resource_id FROM probe ORDER BY looked;
 \echo '== inbox.ReadBacklog (status, the oldest-pending gauge) =='
 EXPLAIN (COSTS OFF) SELECT
   (SELECT count(*) FROM webhook_inbox WHERE status = 'pending'),

@@ -153,6 +153,29 @@ func (s *Resources) Ring(ctx context.Context, r keys.Resource, signal, value str
 	return nil
 }
 
+// StartIfIdle starts the resource's workflow unless a run of it is going,
+// and reports whether it started one: the sweeper's probe of a row its
+// backoff holds. A start refused because a run is going writes nothing
+// into that run's history (no signal, no workflow task): a busy workflow
+// is not disturbed. A new run starts with a pass over the due rows.
+func (s *Resources) StartIfIdle(ctx context.Context, r keys.Resource) (bool, error) {
+	if !r.Valid() {
+		return false, fmt.Errorf("start %s: incomplete resource key %+v", keys.ResourceWorkflowID(r), r)
+	}
+	opts := s.StartOptions(r)
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = true
+	_, err := s.Client.ExecuteWorkflow(ctx, opts, keys.ResourceWorkflowType, keys.ResourceInput{Resource: r, Settings: s.SettingsFor(r)})
+	var running *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &running) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("start %s: %w", keys.ResourceWorkflowID(r), err)
+	}
+	return true, nil
+}
+
 // Backlog is the number of workflow tasks waiting on the resource task
 // queue for a worker (the server's approximate count over the queue's
 // partitions): doorbells Temporal has taken and the workers have not

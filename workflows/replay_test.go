@@ -10,8 +10,11 @@ import (
 
 // TestRecordedHistoriesReplay replays histories recorded from the real dev
 // server (e2e TestRealHistoriesReplayDeterministically with
-// HOOKINBOX_RECORD_HISTORIES=1): events handled, a second event for one
-// invoice, an outbox send, a reconcile, continue-as-new. A change to
+// HOOKINBOX_RECORD_HISTORIES=1, and e2e
+// TestACreditNoteWokenByItsBackfilledGrantIsDoneInTheSameRun likewise):
+// events handled, a second event for one invoice, an outbox send, a
+// reconcile, continue-as-new, a credit note woken by its invoice's grant
+// and loaded again in the same run. A change to
 // ResourceWorkflow that would break workflows already running fails here;
 // guard such a change with workflow.GetVersion, or, before any release,
 // re-record.

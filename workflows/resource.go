@@ -76,9 +76,10 @@ var (
 
 // ResourceWorkflow serializes the work of one resource. Woken by a signal
 // (or started), it loads the resource's due pending inbox rows, oldest first,
-// and handles them one at a time; it continues-as-new when Temporal suggests
-// it or after MaxEventsPerRun events, and completes after IdleTimeout with
-// nothing to do. Before either it drains the signal channels without
+// and handles them one at a time (an effect that wakes waiting rows of the
+// resource makes it load again at once); it continues-as-new when Temporal
+// suggests it or after MaxEventsPerRun events, and completes after
+// IdleTimeout with nothing to do. Before either it drains the signal channels without
 // blocking, so no doorbell is lost.
 func ResourceWorkflow(ctx workflow.Context, in keys.ResourceInput) (ResourceResult, error) {
 	r := &resource{in: in, s: withDefaults(in.Settings), carry: in.Carry, inflight: map[int64]bool{}}
@@ -262,7 +263,11 @@ func (r *resource) pass(ctx workflow.Context) error {
 			return err
 		}
 	}
-	seen := map[string]bool{}
+	// seen holds each row handled in this pass, with the number of wakes
+	// before it was: a row still pending after its attempt waits for its
+	// next_attempt_at, unless an effect woke rows of the resource since.
+	seen := map[string]int{}
+	wakes := 0
 	for {
 		var batch keys.PendingBatch
 		err := workflow.ExecuteLocalActivity(localOptions(ctx), onResource.LoadPending,
@@ -275,15 +280,16 @@ func (r *resource) pass(ctx workflow.Context) error {
 		for _, id := range batch.Outbox {
 			r.send(ctx, id) // left unsent by an earlier run, or due again
 		}
-		progressed := false
+		progressed, woke := false, false
 		for _, ev := range batch.Events {
 			k := ev.Key.String()
-			if seen[k] {
+			if at, ok := seen[k]; ok && at == wakes {
 				continue // still pending after its attempt: wait for next_attempt_at
 			}
-			seen[k] = true
+			seen[k] = wakes
 			progressed = true
-			if err := r.handle(ctx, ev); errors.Is(err, errDatabaseAway) {
+			res, err := r.handle(ctx, ev)
+			if errors.Is(err, errDatabaseAway) {
 				// The row stays pending with its budget intact: look again
 				// after a capped backoff (the next pass's load itself rides
 				// out the rest of the outage).
@@ -301,6 +307,18 @@ func (r *resource) pass(ctx workflow.Context) error {
 				r.details(ctx)
 				return nil
 			}
+			if res.Woke && loadsAfterWake(ctx) {
+				// The effect's commit made rows of this resource due now
+				// (credit notes waiting for this grant): load again at
+				// once, so they run next, in this run, in id order.
+				wakes++
+				woke = true
+				break
+			}
+		}
+		if woke {
+			r.drain(ctx)
+			continue
 		}
 		if !batch.More || !progressed {
 			if !progressed && len(batch.Events) > 0 {
@@ -344,9 +362,17 @@ func (r *resource) reconcile(ctx workflow.Context) error {
 	return nil
 }
 
+// loadsAfterWake reports whether this run loads again after an effect
+// woke rows of its resource (runs recorded before the change completed
+// without looking, and left the woken rows to the sweeper). It is asked
+// only when a wake happened, so other runs record no marker.
+func loadsAfterWake(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "load-after-wake", workflow.DefaultVersion, 1) == 1
+}
+
 // handle runs one event through HandleEvent with its retry policy, then
 // records failed or exhausted rows.
-func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
+func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) (activities.HandleResult, error) {
 	budget := r.s.RetryBudget
 	if ev.Budget > 0 {
 		budget = ev.Budget // the route's own (hookinbox.RetryBudget)
@@ -390,7 +416,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	var res activities.HandleResult
 	err := fut.Get(ctx, &res)
 	if _, away := databaseAway(err); away {
-		return errDatabaseAway
+		return res, errDatabaseAway
 	}
 	r.dbWaits = 0
 	r.thisRun++
@@ -406,7 +432,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 		for _, id := range res.Outbox {
 			r.send(ctx, id) // right after the commit that created them
 		}
-		return nil
+		return res, nil
 	}
 	status, final := keys.StatusExhausted, lastError(err)
 	var appErr *temporal.ApplicationError
@@ -417,7 +443,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) error {
 	workflow.GetLogger(ctx).Warn("event not handled", "event_key", ev.Key.String(), "status", status, "error", final)
 	r.carry.Unhandled++
 	r.markUnhandled(ctx)
-	return workflow.ExecuteLocalActivity(localOptions(ctx), onResource.MarkUnhandled,
+	return activities.HandleResult{}, workflow.ExecuteLocalActivity(localOptions(ctx), onResource.MarkUnhandled,
 		activities.MarkUnhandledInput{Key: ev.Key, Status: status, LastError: final}).Get(ctx, nil)
 }
 

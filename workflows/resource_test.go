@@ -304,3 +304,48 @@ func TestResourceWorkflowTypeIsTheRegisteredName(t *testing.T) {
 	require.Equal(t, keys.ResourceWorkflowType, name[strings.LastIndex(name, ".")+1:])
 	require.Equal(t, keys.SearchAttributeExhaustedEvents, SAExhaustedEvents.GetName())
 }
+
+// A credit note handled before its invoice's grant waits; the grant's
+// commit wakes it (HandleResult.Woke), and the run loads again before it
+// completes: the credit note is done in the run that granted the invoice,
+// not at a sweeper's ring after the run is gone (issue 36).
+func TestARowWokenByAnEffectRunsInTheRunThatWokeIt(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	invoice := keys.Resource{Provider: "stripe", Account: "acct_1", Environment: "test", Kind: "invoice", ID: "in_1"}
+	batch := func(ids ...string) keys.PendingBatch {
+		var b keys.PendingBatch
+		for i, id := range ids {
+			b.Events = append(b.Events, keys.PendingEvent{ID: int64(i + 1),
+				Key: keys.Event{Provider: invoice.Provider, Account: invoice.Account, Environment: invoice.Environment, EventID: id}})
+		}
+		return b
+	}
+	// The credit note, its void and the backfilled invoice.paid, in id order.
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(batch("evt_cn", "evt_void", "evt_paid"), nil).Once()
+	// What the grant's commit made due again.
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(batch("evt_cn", "evt_void"), nil).Once()
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	granted := false
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
+			f.handled = append(f.handled, in.Key.EventID)
+			switch {
+			case in.Key.EventID == "evt_paid":
+				granted = true
+				return activities.HandleResult{Status: keys.StatusDone, Note: "granted 100 credits", Woke: true}, nil
+			case !granted:
+				return activities.HandleResult{Status: keys.StatusPending, Note: "waiting for the invoice's grant"}, nil
+			}
+			return activities.HandleResult{Status: keys.StatusDone}, nil
+		})
+	f.env.ExecuteWorkflow(ResourceWorkflow, keys.ResourceInput{Resource: invoice, Settings: keys.Settings{Idle: keys.IdleComplete}})
+	require.True(t, f.env.IsWorkflowCompleted())
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, []string{"evt_cn", "evt_void", "evt_paid", "evt_cn", "evt_void"}, f.handled,
+		"the woken rows ran again after the grant, in this run")
+	var out ResourceResult
+	require.NoError(t, f.env.GetWorkflowResult(&out))
+	require.Equal(t, 5, out.Handled)
+	f.env.AssertExpectations(t)
+}

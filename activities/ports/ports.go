@@ -67,6 +67,12 @@ type Handled struct {
 	// Divergences the handler recorded (same provider version, other
 	// content), for the metrics.
 	Divergences []keys.Divergence
+	// WokeOwn: the effect's commit made waiting rows of the event's own
+	// resource due now (its workflow loads again before it ends).
+	// WokeOthers: resources other than the event's whose waiting rows it
+	// made due (their doorbells are rung after the commit).
+	WokeOwn    bool
+	WokeOthers []keys.Resource
 	// EventType and ReceivedAt of the row (set whenever it was read): what
 	// the receipt-to-effect latency is measured by and from.
 	EventType  string
@@ -122,6 +128,10 @@ type Outbox interface {
 type Sweeps interface {
 	// StalePending lists resources with inbox rows due for longer than olderThan.
 	StalePending(ctx context.Context, olderThan time.Duration, limit int) ([]keys.Resource, error)
+	// HeldPending lists resources with inbox rows due for longer than
+	// olderThan that StalePending's backoff holds back, last looked at more
+	// than probeEvery ago (to be probed: started only if no run is going).
+	HeldPending(ctx context.Context, olderThan, probeEvery time.Duration, limit int) ([]keys.Resource, error)
 	// StaleOutbox lists the resource keys of outbox rows unsent for longer than olderThan.
 	StaleOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]string, error)
 	// SampleTrends records this minute's sample of the backlog for the

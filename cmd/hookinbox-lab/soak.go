@@ -23,11 +23,13 @@ func newSoakCmd() *cobra.Command {
 		Long: `soak proves hookinbox under chaos. It starts its own PostgreSQL cluster and Temporal dev server
 (the stack 'make run' uses is left alone), runs the service binary's 'webhook' and 'worker' as
 separate processes configured only by environment variables (several of each, behind a relay that
-loses some answers; --binary, by default the hookinbox beside this hookinbox-lab, as 'make soak'
-builds them), and drives them with two provider simulators: Stripe subscription snapshots with versions
-on one endpoint and without on another, paid invoices (some announced twice), feedback items with a
-signed team destination, duplicates, reordering, delays, same id with another body, dropped
-deliveries, provider API errors and lost email API answers.
+loses some answers; --binary, by default the hookinbox-soak beside this hookinbox-lab: the shipped
+app plus a team's handler on its own table, as 'make lab' builds them), and drives them with two
+provider simulators: Stripe subscription snapshots with versions on one endpoint and without on
+another, paid invoices (some announced twice) and credit notes, feedback items with a signed team
+destination, their comments through a forward route to a receiver that dedups on the operation key
+(and dies and answers 5xx), their votes to the team's handler, duplicates, reordering, delays, same
+id with another body, dropped deliveries, provider API errors and lost email API answers.
 
 While the events flow it kills intake and worker processes with SIGKILL at random (they come back
 after a moment), restarts the Temporal dev server once on its database file and terminates the
@@ -35,10 +37,13 @@ application's database connections periodically and right after some accepted em
 (--drop-after-send-rate), and stops PostgreSQL for 30-60 s (--outages, --outage-min, --outage-max). The simulators retry every non-2xx answer and
 timeout (their retry schedule, time-compressed) until each event is acknowledged.
 
-At the end it waits for the backlog to drain (progress shown), runs the facts backfill for the
-dropped deliveries, checks the invariants against the simulators' ground truth and prints them as
-a table with a summary (events, deliveries, kills, restarts, connection drops, elapsed,
-throughput). The exit status is 1 on any violation or if the backlog did not drain.
+At the end it waits for the backlog to drain (rows that wait for a dropped event's fact aside),
+runs the facts backfill for the dropped deliveries, waits for everything to drain, checks the
+invariants against the simulators' ground truth and prints them as a table with a summary (events,
+deliveries, kills, restarts, connection drops, the forward receiver, the team's table, elapsed,
+throughput). The exit status is 1 on any violation or if the backlog did not drain. To reproduce a
+failing run, run it again with its --seed (and --events): the scenario, its faults and the order of
+the chaos repeat; the timing does not.
 
 Run it from inside the repository: the Temporal CLI is built into .tools/ on first use.`,
 		Example: `  hookinbox-lab soak                     # 20,000 events (make soak)
@@ -103,23 +108,24 @@ Run it from inside the repository: the Temporal CLI is built into .tools/ on fir
 	f.BoolVar(&o.Keep, "keep", false, "keep the folder (it is kept anyway on a violation)")
 	f.BoolVar(&o.TemporalUI, "temporal-ui", false, "serve the soak's Temporal UI on a free port (printed at start)")
 	f.StringVar(&jsonOut, "json", "", "also write the invariants and the summary as JSON to this file")
-	f.StringVar(&binary, "binary", "", "the hookinbox service binary whose webhook and worker run (default: hookinbox beside this binary)")
+	f.StringVar(&binary, "binary", "", "the service binary whose webhook and worker run (default: hookinbox-soak beside this binary; the shipped hookinbox lacks the team's handler)")
 	return cmd
 }
 
-// serviceBinary is the hookinbox binary the soak runs as intake and worker
-// processes: the given path, or hookinbox in this binary's folder.
+// serviceBinary is the binary the soak runs as intake and worker
+// processes: the given path, or hookinbox-soak (cmd/hookinbox-soak) in this
+// binary's folder.
 func serviceBinary(given string) (string, error) {
 	if given == "" {
 		self, err := os.Executable()
 		if err != nil {
 			return "", fmt.Errorf("find this binary: %w", err)
 		}
-		given = filepath.Join(filepath.Dir(self), "hookinbox")
+		given = filepath.Join(filepath.Dir(self), "hookinbox-soak")
 	}
 	info, err := os.Stat(given)
 	if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
-		return "", cli.Usagef("no hookinbox service binary at %s: build it (make build) or give --binary", given)
+		return "", cli.Usagef("no service binary at %s: build it (make lab builds hookinbox-soak beside hookinbox-lab) or give --binary", given)
 	}
 	return filepath.Abs(given)
 }

@@ -237,6 +237,7 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 			Reconcilers: recs,
 			Outbox:      &storeports.Outbox{Store: st, Mailer: Mailer(cfg), Guard: guard},
 			Policies:    policies,
+			Doorbell:    doorbell,
 			Metrics:     m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
 		},
 		Control: &activities.ControlActivities{
@@ -247,8 +248,9 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 			Doorbell:  doorbell, Metrics: m, Logger: log,
 			// The sweeper's rings follow what Temporal absorbs, as the
 			// intake's hand-off does.
-			Pace:    starter.NewPacer(1, cfg.HandoffWorkers, HandoffTarget),
-			Backlog: doorbell.Backlog,
+			Pace:        starter.NewPacer(1, cfg.HandoffWorkers, HandoffTarget),
+			Backlog:     doorbell.Backlog,
+			StartIfIdle: doorbell.StartIfIdle,
 		},
 		Provider: &activities.ProviderActivities{
 			Providers: provs, Passes: passes, Projections: projections, Facts: storeports.Facts{Store: st, Routes: rt},

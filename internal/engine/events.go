@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hookinbox/hookinbox/activities/ports"
@@ -110,8 +111,24 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 		out, err = e.wait(ctx, ev, route.Name, w)
 		out.BusinessKey = bkey
 	}
-	return ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox,
-		Divergences: out.Divergences, EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}, err
+	hd := ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox,
+		Divergences: out.Divergences, EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}
+	hd.WokeOwn, hd.WokeOthers = splitWoken(ev.Resource(), out.Woken)
+	return hd, err
+}
+
+// splitWoken tells the woken resources apart: own, the event's (its
+// workflow, running now, loads them), and the others, each once.
+func splitWoken(own keys.Resource, woken []keys.Resource) (wokeOwn bool, others []keys.Resource) {
+	for _, r := range woken {
+		switch {
+		case r == own:
+			wokeOwn = true
+		case !slices.Contains(others, r):
+			others = append(others, r)
+		}
+	}
+	return wokeOwn, others
 }
 
 // RecordFailure notes a failed attempt on the row.

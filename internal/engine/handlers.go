@@ -102,6 +102,11 @@ type Outcome struct {
 	// Divergences the handler recorded (a snapshot whose content differs
 	// from the stored one at the same provider version), for the metrics.
 	Divergences []keys.Divergence
+	// Woken lists the resources whose waiting rows the effect's commit
+	// made due now (inbox.WakeResource woke at least one): the event's own
+	// resource is loaded again by its workflow, another one's doorbell is
+	// rung.
+	Woken []keys.Resource
 }
 
 // InPendingTx runs fn in one transaction holding the event's inbox row

@@ -527,6 +527,8 @@ func TestWorkerRoleCanDoEverythingTheWorkerDoes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = inbox.StalePendingResources(ctx, w.Pool, time.Millisecond, 10)
 	require.NoError(t, err)
+	_, err = inbox.HeldPendingResources(ctx, w.Pool, time.Millisecond, time.Millisecond, 10)
+	require.NoError(t, err)
 	// The sweeper's trend sample, twice in a minute (the upsert).
 	require.NoError(t, inbox.RecordTrendSample(ctx, w.Pool))
 	require.NoError(t, inbox.RecordTrendSample(ctx, w.Pool))

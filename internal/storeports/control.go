@@ -25,6 +25,12 @@ func (s Sweeps) StalePending(ctx context.Context, olderThan time.Duration, limit
 	return inbox.StalePendingResources(ctx, s.Store.Pool, olderThan, limit)
 }
 
+// HeldPending lists the resources whose due rows the sweeper's backoff
+// holds, for a probe (inbox.HeldPendingResources).
+func (s Sweeps) HeldPending(ctx context.Context, olderThan, probeEvery time.Duration, limit int) ([]keys.Resource, error) {
+	return inbox.HeldPendingResources(ctx, s.Store.Pool, olderThan, probeEvery, limit)
+}
+
 // StaleOutbox lists resources with outbox rows unsent for longer than olderThan.
 func (s Sweeps) StaleOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]string, error) {
 	return outbox.StaleOutboxResources(ctx, s.Store.Pool, olderThan, limit)

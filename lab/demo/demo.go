@@ -251,7 +251,10 @@ wait for "hookinbox local stack is up", then run 'make demo' again.
 	scope := soak.Scope{Accounts: []string{run.account, run.project}, Workspaces: []string{run.workspace}}
 	copts := soak.ConvergeOptions{Timeout: f.timeout, Every: 2 * time.Second, Progress: out, Label: "  converging "}
 	fmt.Fprintln(out, "\nwaiting for hookinbox to converge:")
-	if err := demoConverge(ctx, out, st, scope, copts); err != nil {
+	// With deliveries dropped, what waits for them is left to the backfill.
+	first := copts
+	first.UntilWaiting = dropped > 0
+	if err := demoConverge(ctx, out, st, scope, first); err != nil {
 		return err
 	}
 	var backfill soak.BackfillRun

@@ -110,6 +110,14 @@ type ScenarioKnobs struct {
 	CreditNoteRate float64
 	// VoidRate of credit notes voided afterwards (credit_note.voided).
 	VoidRate float64
+	// CommentsPerFeedback: each feedback item gets up to this many comments
+	// (feedback.commented, one step each, after its feedback.created), and
+	// RecommentRate of them a second event (another message id, the same
+	// comment). VotesPerFeedback: up to this many votes (feedback.voted).
+	// Default 0: none (older seeds' random streams stay as they were).
+	CommentsPerFeedback int
+	RecommentRate       float64
+	VotesPerFeedback    int
 }
 
 // DeliveryKnobs shape how events reach the receiver. Durations are provider

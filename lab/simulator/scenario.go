@@ -57,10 +57,7 @@ func (s *Simulator) generateScenario() []*Event {
 	}
 	for _, proj := range s.cfg.Projects {
 		for range max(sc.FeedbackPerProject, 0) {
-			scripts = append(scripts, &script{steps: []func() []*Event{func() []*Event {
-				_, ev := s.createFeedback(proj, "")
-				return []*Event{ev}
-			}}})
+			scripts = append(scripts, s.feedbackScript(proj))
 		}
 	}
 	// Interleave the resources' stories the way real traffic mixes them.
@@ -75,6 +72,45 @@ func (s *Simulator) generateScenario() []*Event {
 		}
 	}
 	return out
+}
+
+// feedbackScript is a feedback item's story: its creation, then (with
+// CommentsPerFeedback or VotesPerFeedback) its comments and votes in a
+// random order, one step each.
+func (s *Simulator) feedbackScript(proj string) *script {
+	sc := s.cfg.Scenario
+	rng := s.scenRand
+	var item *FeedbackItem
+	steps := []func() []*Event{func() []*Event {
+		var ev *Event
+		item, ev = s.createFeedback(proj, "")
+		return []*Event{ev}
+	}}
+	if sc.CommentsPerFeedback <= 0 && sc.VotesPerFeedback <= 0 {
+		return &script{steps: steps} // nothing more drawn from the stream
+	}
+	var follow []bool // true: a comment
+	for range rng.IntN(max(sc.CommentsPerFeedback, 0) + 1) {
+		follow = append(follow, true)
+	}
+	for range rng.IntN(max(sc.VotesPerFeedback, 0) + 1) {
+		follow = append(follow, false)
+	}
+	rng.Shuffle(len(follow), func(i, j int) { follow[i], follow[j] = follow[j], follow[i] })
+	for _, comment := range follow {
+		if !comment {
+			steps = append(steps, func() []*Event { return []*Event{s.vote(item)} })
+			continue
+		}
+		steps = append(steps, func() []*Event {
+			evs := []*Event{s.comment(item, "")}
+			if sc.RecommentRate > 0 && rng.Float64() < sc.RecommentRate {
+				evs = append(evs, s.commentEvent(item, &item.Comments[len(item.Comments)-1]))
+			}
+			return evs
+		})
+	}
+	return &script{steps: steps}
 }
 
 func (s *Simulator) subscriptionScript(acct string) *script {

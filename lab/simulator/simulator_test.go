@@ -478,3 +478,55 @@ func TestConflictingChangesWhatMatters(t *testing.T) {
 	require.Equal(t, paid.Body, orig.Body, "the provider keeps the original")
 	require.True(t, slices.ContainsFunc(sim.Events(), func(x simulator.Event) bool { return x.ID == paid.ID }))
 }
+
+// With CommentsPerFeedback and VotesPerFeedback a feedback item's story
+// goes on after its creation: comments (some announced twice, under
+// another message id) and votes, each a Standard Webhooks message about
+// the item, in the truth with their events. Without them the scenario
+// draws exactly what it drew before.
+func TestFeedbackItemsGetCommentsAndVotes(t *testing.T) {
+	t.Parallel()
+	cfg := fast(simulator.Config{Seed: 9, Scenario: simulator.ScenarioKnobs{FeedbackPerProject: 20}})
+	before := summarize(simulator.New(cfg).Generate())
+	cfg.Scenario.CommentsPerFeedback, cfg.Scenario.RecommentRate, cfg.Scenario.VotesPerFeedback = 3, 0.5, 3
+	sim := simulator.New(cfg)
+	plan := sim.Generate()
+	types := map[string]int{}
+	for _, d := range plan.Deliveries {
+		types[d.Event.Type]++
+		if d.Event.Type == simulator.EventFeedbackCommented || d.Event.Type == simulator.EventFeedbackVoted {
+			require.Equal(t, simulator.ProviderStandard, d.Event.Provider)
+			require.Equal(t, simulator.KindFeedback, d.Event.ResourceKind)
+		}
+	}
+	require.Positive(t, types[simulator.EventFeedbackCommented])
+	require.Positive(t, types[simulator.EventFeedbackVoted])
+
+	tr := sim.Truth()
+	comments, commentEvents, votes, twice := 0, 0, 0, 0
+	for _, fb := range tr.Feedback {
+		for _, c := range fb.Comments {
+			comments++
+			commentEvents += len(c.EventIDs)
+			if len(c.EventIDs) == 2 {
+				twice++
+				a, ok := sim.Event(c.EventIDs[0])
+				require.True(t, ok)
+				b, ok := sim.Event(c.EventIDs[1])
+				require.True(t, ok)
+				require.Contains(t, string(a.Body), c.ID)
+				require.Contains(t, string(b.Body), c.ID, "the same comment, another message")
+			}
+		}
+		votes += len(fb.Votes)
+	}
+	require.Equal(t, types[simulator.EventFeedbackCommented], commentEvents)
+	require.Equal(t, types[simulator.EventFeedbackVoted], votes)
+	require.Positive(t, twice)
+	require.Less(t, comments, commentEvents)
+
+	again := simulator.New(cfg)
+	require.Equal(t, summarize(plan), summarize(again.Generate()), "reproducible")
+	cfg.Scenario.CommentsPerFeedback, cfg.Scenario.RecommentRate, cfg.Scenario.VotesPerFeedback = 0, 0, 0
+	require.Equal(t, before, summarize(simulator.New(cfg).Generate()), "off: the scenario is the one before")
+}

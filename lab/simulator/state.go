@@ -27,6 +27,11 @@ const (
 	EventFeedbackCreated     = "feedback.created"
 	EventCreditNoteCreated   = "credit_note.created"
 	EventCreditNoteVoided    = "credit_note.voided"
+	// A feedback item's follow-ups (ScenarioKnobs.CommentsPerFeedback,
+	// VotesPerFeedback): types no built-in handler takes, for a team's
+	// forward route and a team's own handler.
+	EventFeedbackCommented = "feedback.commented"
+	EventFeedbackVoted     = "feedback.voted"
 )
 
 // Credit note statuses.
@@ -180,6 +185,25 @@ type FeedbackItem struct {
 	Message   string    `json:"message"`
 	CreatedAt time.Time `json:"created_at"`
 	EventID   string    `json:"event_id"`
+	// Comments and Votes on the item, in creation order.
+	Comments []Comment `json:"comments,omitempty"`
+	Votes    []Vote    `json:"votes,omitempty"`
+}
+
+// Comment is one comment on a feedback item: one operation, announced by
+// its feedback.commented events (a second one, another message id, when
+// the tool sends it twice).
+type Comment struct {
+	ID       string   `json:"id"`
+	Text     string   `json:"text"`
+	EventIDs []string `json:"event_ids"`
+}
+
+// Vote is one vote on a feedback item, announced by one feedback.voted event.
+type Vote struct {
+	ID      string `json:"id"`
+	Voter   string `json:"voter"`
+	EventID string `json:"event_id"`
 }
 
 // Event is one message the provider sends: a Stripe event (ID evt_…) or a
@@ -634,6 +658,88 @@ func (s *Simulator) createFeedback(project, message string) (*FeedbackItem, *Eve
 	s.fbOrder = append(s.fbOrder, item.ID)
 	s.messages[ev.ID] = ev
 	return item, ev
+}
+
+// CommentOn adds a comment to feedback item id and returns its
+// feedback.commented message.
+func (s *Simulator) CommentOn(id, text string) (Comment, Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item, ok := s.feedback[id]
+	if !ok {
+		return Comment{}, Event{}, fmt.Errorf("no feedback item %s", id)
+	}
+	ev := s.comment(item, text)
+	return item.Comments[len(item.Comments)-1], *ev, nil
+}
+
+// CommentedAgain is a second feedback.commented message (another id) for
+// comment c of item id: the same operation announced twice.
+func (s *Simulator) CommentedAgain(id, comment string) (Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item, ok := s.feedback[id]
+	if !ok {
+		return Event{}, fmt.Errorf("no feedback item %s", id)
+	}
+	for i := range item.Comments {
+		if item.Comments[i].ID == comment {
+			return *s.commentEvent(item, &item.Comments[i]), nil
+		}
+	}
+	return Event{}, fmt.Errorf("no comment %s on %s", comment, id)
+}
+
+// VoteOn adds a vote to feedback item id and returns its feedback.voted
+// message.
+func (s *Simulator) VoteOn(id string) (Vote, Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item, ok := s.feedback[id]
+	if !ok {
+		return Vote{}, Event{}, fmt.Errorf("no feedback item %s", id)
+	}
+	ev := s.vote(item)
+	return item.Votes[len(item.Votes)-1], *ev, nil
+}
+
+var commentWords = []string{"+1, same here", "any update?", "fixed for me in 2.3", "still happens", "workaround: reload twice"}
+
+// comment adds a comment to item and returns its first event. Callers hold mu.
+func (s *Simulator) comment(item *FeedbackItem, text string) *Event {
+	if text == "" {
+		text = commentWords[s.scenRand.IntN(len(commentWords))]
+	}
+	item.Comments = append(item.Comments, Comment{ID: s.newID("cm"), Text: text})
+	return s.commentEvent(item, &item.Comments[len(item.Comments)-1])
+}
+
+// commentEvent is one more feedback.commented message for c. Callers hold mu.
+func (s *Simulator) commentEvent(item *FeedbackItem, c *Comment) *Event {
+	now := s.now()
+	s.seq++
+	ev := &Event{Provider: ProviderStandard, ID: s.newID("msg"), Type: EventFeedbackCommented, Account: item.Project,
+		ResourceKind: KindFeedback, ResourceID: item.ID, Created: now, seq: s.seq,
+		Body: mustJSON(wireFollowUp{Type: EventFeedbackCommented, Timestamp: now.UTC().Format(time.RFC3339),
+			Data: wireFollowUpData{ID: item.ID, ProjectID: item.Project, CommentID: c.ID, Text: c.Text}})}
+	c.EventIDs = append(c.EventIDs, ev.ID)
+	s.messages[ev.ID] = ev
+	return ev
+}
+
+// vote adds a vote to item and returns its event. Callers hold mu.
+func (s *Simulator) vote(item *FeedbackItem) *Event {
+	now := s.now()
+	v := Vote{ID: s.newID("vt"), Voter: fmt.Sprintf("user_%d", 1+s.scenRand.IntN(50))}
+	s.seq++
+	ev := &Event{Provider: ProviderStandard, ID: s.newID("msg"), Type: EventFeedbackVoted, Account: item.Project,
+		ResourceKind: KindFeedback, ResourceID: item.ID, Created: now, seq: s.seq,
+		Body: mustJSON(wireFollowUp{Type: EventFeedbackVoted, Timestamp: now.UTC().Format(time.RFC3339),
+			Data: wireFollowUpData{ID: item.ID, ProjectID: item.Project, VoteID: v.ID, Voter: v.Voter}})}
+	v.EventID = ev.ID
+	item.Votes = append(item.Votes, v)
+	s.messages[ev.ID] = ev
+	return ev
 }
 
 // Conflicting returns a copy of ev with the same id and a different body that

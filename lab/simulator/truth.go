@@ -166,11 +166,14 @@ type TruthCreditNote struct {
 	VoidEventIDs []string `json:"void_event_ids,omitempty"`
 }
 
-// TruthFeedback is a feedback item: one initial alert each.
+// TruthFeedback is a feedback item: one initial alert each; its comments
+// (one operation each, whatever its events) and votes.
 type TruthFeedback struct {
-	Project string `json:"project"`
-	ID      string `json:"id"`
-	EventID string `json:"event_id"`
+	Project  string    `json:"project"`
+	ID       string    `json:"id"`
+	EventID  string    `json:"event_id"`
+	Comments []Comment `json:"comments,omitempty"`
+	Votes    []Vote    `json:"votes,omitempty"`
 }
 
 // TruthEvent names an event.
@@ -230,7 +233,12 @@ func (s *Simulator) Truth() Truth {
 	}
 	for _, id := range s.fbOrder {
 		fb := s.feedback[id]
-		t.Feedback = append(t.Feedback, TruthFeedback{Project: fb.Project, ID: fb.ID, EventID: fb.EventID})
+		tf := TruthFeedback{Project: fb.Project, ID: fb.ID, EventID: fb.EventID, Votes: slices.Clone(fb.Votes)}
+		for _, c := range fb.Comments {
+			c.EventIDs = slices.Clone(c.EventIDs)
+			tf.Comments = append(tf.Comments, c)
+		}
+		t.Feedback = append(t.Feedback, tf)
 	}
 	for _, ev := range s.events {
 		te := TruthEvent{Provider: ev.Provider, ID: ev.ID, Type: ev.Type, Account: ev.Account, ResourceID: ev.ResourceID}

@@ -177,6 +177,22 @@ type wireFeedbackData struct {
 	CreatedAt string `json:"created_at"`
 }
 
+// wireFollowUp is a feedback item's comment or vote message.
+type wireFollowUp struct {
+	Type      string           `json:"type"`
+	Timestamp string           `json:"timestamp"`
+	Data      wireFollowUpData `json:"data"`
+}
+
+type wireFollowUpData struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"project_id"`
+	CommentID string `json:"comment_id,omitempty"`
+	Text      string `json:"text,omitempty"`
+	VoteID    string `json:"vote_id,omitempty"`
+	Voter     string `json:"voter,omitempty"`
+}
+
 type wireError struct {
 	Error wireErrorBody `json:"error"`
 }

@@ -26,9 +26,9 @@ type Scope struct {
 // Backlog is where a scope's work stands.
 type Backlog struct {
 	Rows, Pending, Done, Ignored, Failed, Exhausted int64
-	// Waiting are pending rows that wait, not yet due, for another fact to
-	// arrive (a credit note for its invoice's grant: the invoice's event may
-	// have been dropped, so only the backfill brings it).
+	// Waiting are pending rows that wait for another fact to arrive (a
+	// credit note for its invoice's grant: the invoice's event may have
+	// been dropped, so only the backfill brings it), due again or not.
 	Waiting int64
 	// OldestPending is the age of the oldest pending row.
 	OldestPending time.Duration
@@ -38,10 +38,16 @@ type Backlog struct {
 	At time.Time `json:"-"`
 }
 
-// Settled reports whether nothing is left to do: no pending inbox row but
-// those waiting for another fact, no unsent outbox row. (Rows still waiting
-// when the run ends are violations of the inbox-settled invariant.)
-func (b Backlog) Settled() bool { return b.Pending == b.Waiting && b.OutboxUnsent == 0 }
+// Settled reports whether nothing is left to do: no pending inbox row, no
+// unsent outbox row.
+func (b Backlog) Settled() bool { return b.Pending == 0 && b.OutboxUnsent == 0 }
+
+// OnlyWaiting reports whether all that is left waits for another fact: the
+// pending rows all wait (credit notes for their invoice's grant) and no
+// outbox row is unsent. Their facts may be among the dropped events, so
+// this is settled for the purpose of running the backfill that brings
+// them; rows still waiting at the end are violations of inbox-settled.
+func (b Backlog) OnlyWaiting() bool { return b.Pending == b.Waiting && b.OutboxUnsent == 0 }
 
 // String is the backlog in one progress line.
 func (b Backlog) String() string {
@@ -72,7 +78,7 @@ func ReadBacklog(ctx context.Context, db store.DB, sc Scope) (Backlog, error) {
 		       count(*) FILTER (WHERE status = 'ignored'), count(*) FILTER (WHERE status = 'failed'),
 		       count(*) FILTER (WHERE status = 'exhausted'),
 		       extract(epoch FROM now() - min(coalesce(pending_since, received_at)) FILTER (WHERE status = 'pending'))::float8,
-		       count(*) FILTER (WHERE status = 'pending' AND next_attempt_at > now() AND starts_with(coalesce(last_error, ''), $2))
+		       count(*) FILTER (WHERE status = 'pending' AND starts_with(coalesce(last_error, ''), $2))
 		  FROM webhook_inbox WHERE source_account = ANY($1)`, sc.Accounts, credits.WaitingForGrant).
 		Scan(&b.Rows, &b.Pending, &b.Done, &b.Ignored, &b.Failed, &b.Exhausted, &oldest, &b.Waiting)
 	if err != nil {
@@ -103,14 +109,18 @@ type ConvergeOptions struct {
 	Progress io.Writer
 	// Label starts each progress line.
 	Label string
+	// UntilWaiting: a backlog whose rows all wait for another fact counts
+	// as settled (Backlog.OnlyWaiting), for a caller that runs the backfill
+	// next. Otherwise nothing may be left (Backlog.Settled).
+	UntilWaiting bool
 }
 
 // ErrNotConverged is returned by Converge when the timeout passed first.
 var ErrNotConverged = errors.New("not converged")
 
-// Converge waits until the scope's backlog is settled (seen twice in a row,
-// so a row between its completion and its outbox send is not missed),
-// printing progress, and returns the first settled backlog of that streak
+// Converge waits until the scope's backlog is settled (or, UntilWaiting,
+// only waits for other facts), seen twice in a row (so a row between its
+// completion and its outbox send is not missed), printing progress, and returns the first settled backlog of that streak
 // (its At is when the work was seen drained), or the last one read.
 func Converge(ctx context.Context, db store.DB, sc Scope, o ConvergeOptions) (Backlog, error) {
 	if o.Timeout <= 0 {
@@ -137,7 +147,7 @@ func Converge(ctx context.Context, db store.DB, sc Scope, o ConvergeOptions) (Ba
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "%s[%4ds] %s\n", o.Label, int(time.Since(start).Seconds()), b)
 			}
-			if b.Settled() {
+			if b.Settled() || (o.UntilWaiting && b.OnlyWaiting()) {
 				if settled == 0 {
 					first = b
 				}

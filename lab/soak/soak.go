@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
@@ -31,15 +30,17 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/soakteam"
 	"github.com/hookinbox/hookinbox/lab/verify"
-	"github.com/hookinbox/hookinbox/migrations"
 	"github.com/hookinbox/hookinbox/starter"
 )
 
 // Options shape one soak. Zero values take the defaults named.
 type Options struct {
-	// Binary is the hookinbox service binary (cmd/hookinbox) whose `webhook`
-	// and `worker` run (required).
+	// Binary is the service binary whose `webhook` and `worker` run
+	// (required): cmd/hookinbox-soak, the shipped app with the soak team's
+	// handler (lab/soakteam), or any hookinbox binary (without the team's
+	// handler its events are ignored and team-table-exact is skipped).
 	Binary string
 	// Root is the project root (the Temporal CLI is built into its .tools/
 	// on first use). Default devenv.FindRoot.
@@ -227,6 +228,13 @@ type Summary struct {
 	API   simulator.APIStats   `json:"api"`
 	Email simulator.EmailStats `json:"email"`
 	Team  TeamStats            `json:"team"`
+	// Forward: the forward route's receiver; ForwardRoute its name.
+	ForwardRoute string       `json:"forward_route"`
+	Forward      ForwardStats `json:"forward"`
+	// TeamHandler: the binary registers the soak team's handler
+	// (lab/soakteam); TeamVotes is what its table holds in all.
+	TeamHandler bool  `json:"team_handler"`
+	TeamVotes   int64 `json:"team_votes"`
 	// Backfill: events recovered by the facts backfill.
 	BackfillRan      bool    `json:"backfill_ran"`
 	BackfillInserted int     `json:"backfill_inserted"`
@@ -269,6 +277,14 @@ func (s Summary) Write(w io.Writer) {
 	fmt.Fprintf(w, "  provider API %d requests: %d 5xx, %d 429, %d spurious 404\n", s.API.Requests, s.API.Errors5xx, s.API.RateLimited, s.API.NotFound)
 	fmt.Fprintf(w, "  email API    %d posts: %d emails, %d deduplicated repeats, %d answers lost\n", s.Email.Posts, s.Email.Accepted, s.Email.Deduped, s.Email.LostAnswers)
 	fmt.Fprintf(w, "  team webhook %d alerts received (%d posts, %d refused with 503, %d bad signatures)\n", s.Team.Distinct, s.Team.Accepted, s.Team.Refused, s.Team.Rejected)
+	f := s.Forward
+	fmt.Fprintf(w, "  forward      route %s: %d operations applied at the receiver (%d posts, %d resends answered as applied, %d refused with 503, %d answers lost after applying, %d bad), receiver killed %d time(s), %s down\n",
+		s.ForwardRoute, f.Applied, f.Posts, f.Repeats, f.Refused, f.Lost, f.Rejected, f.Kills, f.Down.Round(100*time.Millisecond))
+	if s.TeamHandler {
+		fmt.Fprintf(w, "  team handler %s: %d vote(s) counted in %s\n", soakteam.HandlerName, s.TeamVotes, soakteam.Table)
+	} else {
+		fmt.Fprintf(w, "  team handler none: the binary does not register %s (its events are ignored)\n", soakteam.HandlerName)
+	}
 	if s.BackfillRan {
 		fmt.Fprintf(w, "  backfill     %d dropped event(s) recovered from the provider's events list\n", s.BackfillInserted)
 	}
@@ -311,7 +327,21 @@ var (
 	secretNotices  = "whsec_Jq2Lm9Xv4Rb1Tz8Nw3Hc6Pd0Kf5Gy7Sa"
 	secretFeedback = simulator.StandardSecret("soak-feedback/7Qe2Ma9Vx4Lk1Rt8Zb3Np6Hs")
 	secretTeam     = simulator.StandardSecret("soak-team/Wd0Gc5Yf7Jq2Lm9Xv4Rb1Tz8Nw3")
+	secretForward  = simulator.StandardSecret("soak-forward/Lk4Rt1Zb8Np3Hs6Dw0Gc5Yf")
 )
+
+// forwardRoute is the soak's forward route: the feedback tool's comments
+// POSTed to the receiver, one operation per comment (a comment announced
+// twice is forwarded once), with a budget that outlasts the receiver's
+// deaths. Its flags are here alone, so a run with another kind of route
+// (issue 34's --coalesce) changes this list and the forward invariants.
+const forwardRoute = "soak-comments"
+
+func forwardRouteArgs(url string) []string {
+	return []string{"routes", "add", "--name", forwardRoute, "--provider", "standard", "--event-type", simulator.EventFeedbackCommented,
+		"--forward", url + "/comments", "--secret-env", "SOAK_SECRET_FORWARD", "--operation-key-path", "data.comment_id",
+		"--allow-private", "--retry-budget", "60", "--timeout", "5s"}
+}
 
 // harness is one soak in progress.
 type harness struct {
@@ -330,10 +360,13 @@ type harness struct {
 	fleet    *fleet
 	relay    *Relay
 	team     *TeamReceiver
-	simV     *simulator.Simulator
-	simN     *simulator.Simulator
-	plans    [2]simulator.Plan
-	emailAPI string
+	forward  *ForwardReceiver
+	// teamHandler: the fleet's binary registers the soak team's handler.
+	teamHandler bool
+	simV        *simulator.Simulator
+	simN        *simulator.Simulator
+	plans       [2]simulator.Plan
+	emailAPI    string
 	// secretsKey seals the endpoints' secrets: the harness's store and
 	// every process it starts share it.
 	secretsKey string
@@ -439,18 +472,23 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 
 	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
-	final, cerr := Converge(ctx, h.st.Pool, scope, ConvergeOptions{Timeout: o.ConvergeTimeout, Every: o.ProgressEvery, Progress: o.Progress, Label: "converge "})
+	truthV, truthN := h.simV.Truth(), h.simN.Truth()
+	// The notices simulator sends no feedback: the project, its alerts and
+	// its workspace belong to the versions run alone.
+	truthN.Projects = []string{}
+	dropped := len(truthV.DroppedEvents)+len(truthN.DroppedEvents) > 0
+	// With deliveries dropped, what waits for their facts (a credit note
+	// for its invoice's grant) cannot drain before the backfill brings
+	// them: the wait ends when only such rows are left.
+	final, cerr := Converge(ctx, h.st.Pool, scope, ConvergeOptions{Timeout: o.ConvergeTimeout, Every: o.ProgressEvery,
+		Progress: o.Progress, Label: "converge ", UntilWaiting: dropped})
 	res.Converged = cerr == nil
 	drained := final.At
 	if cerr != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	truthV, truthN := h.simV.Truth(), h.simN.Truth()
-	// The notices simulator sends no feedback: the project, its alerts and
-	// its workspace belong to the versions run alone.
-	truthN.Projects = []string{}
 	var sum Summary
-	if len(truthV.DroppedEvents)+len(truthN.DroppedEvents) > 0 {
+	if dropped {
 		h.logf("soak: %d event(s) were never delivered; running the facts backfill", len(truthV.DroppedEvents)+len(truthN.DroppedEvents))
 		run, err := TriggerBackfill(ctx, h.tc, "hookinbox", o.Progress, 15*time.Minute)
 		if err != nil {
@@ -470,6 +508,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		},
 		BackfillRan: sum.BackfillRan,
 		CheckEmails: true, Emails: h.simV.Emails(),
+		Forwards:  &verify.Forwards{Route: forwardRoute, Applied: h.forward.Applied()},
+		TeamVotes: h.teamHandler,
 	})
 	if err != nil {
 		keep = true
@@ -542,24 +582,22 @@ func (h *harness) startServices(ctx context.Context) error {
 		return err
 	}
 	h.secretsKey = secretbox.GenerateKey()
-	if h.o.UpgradeFrom != "" {
-		// The previous release's own schema: the new one migrates later.
-		if err := h.runBinary(ctx, h.o.UpgradeFrom, "migrate"); err != nil {
-			return err
-		}
-	} else {
-		conn, err := pgx.Connect(ctx, h.pg.URL("hookinbox", "hookinbox"))
-		if err != nil {
-			return err
-		}
-		_, err = migrations.Up(ctx, conn, nil)
-		conn.Close(ctx)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
+	// The fleet's binary migrates, as an operator's would: hookinbox's
+	// schema and its App's own (the soak team's table). In an upgrade the
+	// previous release's schema comes first; the new one migrates later.
+	if err := h.runBinary(ctx, h.fleetBinary(), "migrate"); err != nil {
+		return err
 	}
 	if h.st, err = store.Open(ctx, h.pg.URL("hookinbox", "hookinbox")+"&application_name=hookinbox-soak-harness", 8); err != nil {
 		return err
+	}
+	// The team's invariant needs its handler from the first delivery on:
+	// a binary without it (the shipped one, a previous release) records
+	// the team's events ignored.
+	if h.o.UpgradeFrom == "" {
+		if err := h.st.Pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, soakteam.Table).Scan(&h.teamHandler); err != nil {
+			return err
+		}
 	}
 	if h.st.Keys, err = secretbox.ParseKey(h.secretsKey); err != nil {
 		return err
@@ -608,10 +646,12 @@ func (h *harness) startServices(ctx context.Context) error {
 // scenario sizes each simulator for about events distinct events in all:
 // a subscription's story is about 6 events (created, 2 paid invoices of
 // which 30% get a second event, 2 changes, a cancellation half the time),
-// and feedback is a twentieth of the total.
+// and feedback items' stories about a tenth of the total (an item is about
+// 4.3 events: created, 1.5 comments of which a fifth are announced twice,
+// 1.5 votes).
 func scenario(events int) (customers, feedback int) {
-	feedback = max(2, events/20)
-	customers = max(2, int(math.Round(float64(events-feedback)/6.1/2)))
+	feedback = max(2, int(math.Round(float64(events)/10/4.3)))
+	customers = max(2, int(math.Round((float64(events)-4.3*float64(feedback))/6.1/2)))
 	return customers, feedback
 }
 
@@ -625,6 +665,9 @@ func (h *harness) simConfig(account string, versions bool, customers, feedback i
 			// some before their invoice's event and some voids before
 			// their credit note's.
 			CreditNoteRate: 0.2, VoidRate: 0.3,
+			// A feedback item's comments go to the forward route (some
+			// announced twice), its votes to the team's handler.
+			CommentsPerFeedback: 3, RecommentRate: 0.2, VotesPerFeedback: 3,
 		},
 		Delivery: simulator.DeliveryKnobs{
 			DuplicateRate: 0.1, ReorderWindow: 8, DelayRate: 0.05, ConflictRate: 0.02, DropRate: 0.01,
@@ -643,7 +686,7 @@ func (h *harness) simConfig(account string, versions bool, customers, feedback i
 		cfg.Email = simulator.EmailKnobs{LoseAnswerRate: 0.05}
 	}
 	if h.o.SendOver > 0 {
-		deliveries := float64(customers)*6.1*(1+cfg.Delivery.DuplicateRate) + float64(max(cfg.Scenario.FeedbackPerProject, 0))
+		deliveries := (float64(customers)*6.1 + 4.3*float64(max(cfg.Scenario.FeedbackPerProject, 0))) * (1 + cfg.Delivery.DuplicateRate)
 		cfg.Delivery.Interval = time.Duration(float64(h.o.SendOver) / deliveries / cfg.Delivery.TimeScale)
 	}
 	return cfg
@@ -676,6 +719,14 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 	if err != nil {
 		return targetsV, targetsN, err
 	}
+	if h.forward, err = NewForwardReceiver(secretForward, 0.05, 0.03, h.o.Seed); err != nil {
+		return targetsV, targetsN, err
+	}
+	forwardURL, err := h.forward.Start(ctx)
+	if err != nil {
+		return targetsV, targetsN, err
+	}
+	h.onTeardown(h.forward.Close)
 	h.relay = NewRelay(h.o.Intakes, h.o.LoseAnswerRate, h.o.Seed)
 	relayURL, err := h.listen(ctx, h.relay)
 	if err != nil {
@@ -686,6 +737,11 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 			return targetsV, targetsN, err
 		}
 	} else if err := h.register(ctx, apiV, apiN, teamURL); err != nil {
+		return targetsV, targetsN, err
+	}
+	// The forward route through the CLI, as an operator adds one (the
+	// previous release's in an upgrade).
+	if err := h.runBinary(ctx, h.fleetBinary(), forwardRouteArgs(forwardURL)...); err != nil {
 		return targetsV, targetsN, err
 	}
 	feedbackTarget := simulator.Endpoint{URL: relayURL + "/webhooks/" + slugFeedback, Secrets: []string{secretFeedback}}
@@ -794,7 +850,8 @@ func (h *harness) runBinary(ctx context.Context, bin string, args ...string) err
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+h.pg.URL("hookinbox", "hookinbox"), "HOOKINBOX_SECRETS_KEY="+h.secretsKey,
 		"SOAK_SECRET_VERSIONS="+secretVersions, "SOAK_SECRET_NOTICES="+secretNotices, "SOAK_SECRET_FEEDBACK="+secretFeedback,
-		"SOAK_SECRET_TEAM="+secretTeam, "SOAK_API_KEY="+simulator.DefaultAPIKey, "HOOKINBOX_OUTBOUND_ALLOW_PRIVATE=true")
+		"SOAK_SECRET_TEAM="+secretTeam, "SOAK_SECRET_FORWARD="+secretForward, "SOAK_API_KEY="+simulator.DefaultAPIKey,
+		"HOOKINBOX_OUTBOUND_ALLOW_PRIVATE=true")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w (see %s)", bin, strings.Join(args, " "), err, filepath.Join(h.logDir, "commands.log"))
@@ -843,15 +900,20 @@ func (h *harness) processEnv() []string {
 	)
 }
 
+// fleetBinary is the binary the fleet starts on: Binary, or in an upgrade
+// the previous release (Binary takes over later).
+func (h *harness) fleetBinary() string {
+	if h.o.UpgradeFrom != "" {
+		return h.o.UpgradeFrom
+	}
+	return h.o.Binary
+}
+
 func (h *harness) startFleet(ctx context.Context) {
 	dbURL := func(app string) string {
 		return h.pg.URL("hookinbox", "hookinbox") + "&application_name=" + app
 	}
-	bin := h.o.Binary
-	if h.o.UpgradeFrom != "" {
-		bin = h.o.UpgradeFrom // the previous release runs first
-	}
-	h.fleet = newFleet(bin, h.processEnv(), dbURL, h.logDir, h.relay, h.logf)
+	h.fleet = newFleet(h.fleetBinary(), h.processEnv(), dbURL, h.logDir, h.relay, h.logf)
 	h.fleet.add(KindIntake, h.o.Intakes)
 	h.fleet.add(KindWorker, h.o.Workers)
 	fctx, cancel := context.WithCancel(ctx)
@@ -881,6 +943,10 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 	rng := rand.New(rand.NewPCG(o.Seed, 11))
 	jitter := func(d time.Duration) time.Duration { return time.Duration(float64(d) * (0.5 + rng.Float64())) }
 	nextKill, nextDrop := time.Now().Add(jitter(o.KillEvery)), time.Now().Add(jitter(o.DropConnsEvery))
+	// The forward receiver dies about half as often as a process.
+	nextReceiverKill := time.Now().Add(jitter(2 * o.KillEvery))
+	var receiverDown sync.WaitGroup
+	defer receiverDown.Wait()
 	restarted := o.NoTemporalRestart
 	outages := 0
 	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
@@ -904,7 +970,7 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 		drops := h.dropRounds
 		h.mu.Unlock()
 		minimums := kills[KindIntake] >= o.MinKills && kills[KindWorker] >= o.MinKills && drops >= o.MinConnDrops && restarted &&
-			outages >= o.Outages && (o.UpgradeFrom == "" || upgraded)
+			outages >= o.Outages && (o.UpgradeFrom == "" || upgraded) && h.forward.Stats().Kills >= 1
 		if _, frac := h.sendProgress(planned); o.UpgradeFrom != "" && !upgraded && (frac >= o.UpgradeAt || sent) {
 			if err := h.upgrade(ctx); err != nil {
 				return err
@@ -915,7 +981,9 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 		if sent && time.Since(lastDrainCheck) > time.Second {
 			lastDrainCheck = time.Now()
 			b, err := ReadBacklog(ctx, h.st.Pool, scope)
-			drained = err == nil && b.Pending == 0
+			// What waits for a dropped event's fact drains only after the
+			// backfill, at the end.
+			drained = err == nil && (b.Settled() || (h.anyDropped() && b.OnlyWaiting()))
 		}
 		if sent && minimums && (drained || time.Since(start) > o.ChaosLimit) {
 			return nil
@@ -969,7 +1037,25 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 			h.dropConnections(ctx)
 			nextDrop = now.Add(jitter(o.DropConnsEvery))
 		}
+		if now.After(nextReceiverKill) {
+			down := 300*time.Millisecond + time.Duration(rng.Float64()*float64(1700*time.Millisecond))
+			h.logf("chaos: the forward receiver dies; back in %s", down.Round(10*time.Millisecond))
+			receiverDown.Add(1)
+			go func() {
+				defer receiverDown.Done()
+				if err := h.forward.Kill(ctx, down); err != nil {
+					h.logf("chaos: %v", err)
+				}
+			}()
+			nextReceiverKill = now.Add(down + jitter(2*o.KillEvery))
+		}
 	}
+}
+
+// anyDropped reports whether the simulators dropped deliveries on purpose
+// (only the backfill at the end brings their events).
+func (h *harness) anyDropped() bool {
+	return h.simV.Stats().Dropped+h.simN.Stats().Dropped > 0
 }
 
 // upgrade replaces the previous release's processes by this build's with
@@ -1094,5 +1180,12 @@ func (h *harness) summarize(sum *Summary, reports [2]simulator.Report, truthV, t
 	sum.EventWaits, sum.SendWaits = h.databaseWaits()
 	sum.Relay = h.relay.Stats()
 	sum.Team = h.team.Stats()
+	sum.ForwardRoute, sum.Forward = forwardRoute, h.forward.Stats()
+	sum.TeamHandler = h.teamHandler
+	if h.teamHandler {
+		if err := h.st.Pool.QueryRow(context.Background(), `SELECT coalesce(sum(votes), 0) FROM `+soakteam.Table).Scan(&sum.TeamVotes); err != nil {
+			h.logf("soak: could not read %s: %v", soakteam.Table, err)
+		}
+	}
 	sum.Final = final
 }

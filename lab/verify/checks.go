@@ -35,6 +35,9 @@ func (d *runData) check(results map[string]*Result) {
 	d.outboxIntents(results[OutboxIntents])
 	d.outboxSettled(results[OutboxSettled])
 	d.emailPerConfirmation(results[EmailPerConfirmation])
+	d.forwardAppliedOnce(results[ForwardAppliedOnce])
+	d.forwardsInOrder(results[ForwardsInOrder])
+	d.teamTableExact(results[TeamTableExact])
 }
 
 func (d *runData) label() string { return d.run.Label }

@@ -44,7 +44,14 @@
 //     enabled team destination), every
 //     row sent or visibly held for review (pending, uncertain or failed is a
 //     violation) and, when the email API's record is given, exactly one email
-//     per sent confirmation.
+//     per sent confirmation;
+//   - with a forward route's receiver log (Input.Forwards): each comment
+//     operation that reached the receiver applied exactly once, under one
+//     operation key, nothing else applied; each resource's forwards applied
+//     in the order of their inbox rows;
+//   - with the soak team's handler (Input.TeamVotes): its table
+//     (lab/soakteam) holds each feedback item's votes that reached the
+//     receiver, and no other row.
 //
 // # Failed and exhausted rows
 //

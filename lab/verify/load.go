@@ -17,6 +17,7 @@ import (
 )
 
 type inboxRow struct {
+	id                         int64
 	provider, account, eventID string
 	status                     string
 	attempts                   int
@@ -95,6 +96,7 @@ type runData struct {
 	wsAdjusted  map[string]int64           // workspace → Σ applied of its adjustments
 	creditNotes map[string]*creditNoteRows // credit note id → rows
 	dests       map[string][]string        // workspace → enabled destination names
+	teamVotes   map[alertKey]int           // the team's table: (project, item) → votes
 	outbox      map[string]outboxRow
 	outboxOrder []string
 	quarantine  []quarantineRow
@@ -134,7 +136,7 @@ func load(ctx context.Context, db store.DB, run Run, in Input) (*runData, error)
 	}
 	steps := []func(context.Context, store.DB) error{
 		d.loadLinks, d.loadInbox, d.loadGrants, d.loadProjections, d.loadAlerts,
-		d.loadWorkspaces, d.loadAdjustments, d.loadOutbox, d.loadQuarantine,
+		d.loadWorkspaces, d.loadAdjustments, d.loadOutbox, d.loadQuarantine, d.loadTeamVotes,
 	}
 	for _, step := range steps {
 		if err := step(ctx, db); err != nil {
@@ -190,7 +192,7 @@ func (d *runData) loadLinks(ctx context.Context, db store.DB) error {
 func (d *runData) loadInbox(ctx context.Context, db store.DB) error {
 	d.inbox = map[string]inboxRow{}
 	rows, err := db.Query(ctx, `
-		SELECT provider, source_account, event_id, status, attempts, coalesce(last_error, ''), body_sha256, origin,
+		SELECT id, provider, source_account, event_id, status, attempts, coalesce(last_error, ''), body_sha256, origin,
 		       resource_kind, resource_id
 		  FROM webhook_inbox
 		 WHERE environment = $1
@@ -200,7 +202,7 @@ func (d *runData) loadInbox(ctx context.Context, db store.DB) error {
 		return fmt.Errorf("inbox: %w", err)
 	}
 	var r inboxRow
-	_, err = pgx.ForEachRow(rows, []any{&r.provider, &r.account, &r.eventID, &r.status, &r.attempts, &r.lastError,
+	_, err = pgx.ForEachRow(rows, []any{&r.id, &r.provider, &r.account, &r.eventID, &r.status, &r.attempts, &r.lastError,
 		&r.bodySHA256, &r.origin, &r.kind, &r.resource}, func() error {
 		k := inboxKey(r.provider, r.account, r.eventID)
 		r.bodySHA256 = slices.Clone(r.bodySHA256)

@@ -126,6 +126,9 @@ func sentFromTruth(t simulator.Truth) *Sent {
 	for _, fb := range t.Feedback {
 		add(Event{Provider: simulator.ProviderStandard, ID: fb.EventID, Type: simulator.EventFeedbackCreated, Account: fb.Project,
 			ResourceKind: simulator.KindFeedback, ResourceID: fb.ID})
+		for _, ev := range followUps(fb) {
+			add(ev)
+		}
 	}
 	return s
 }

@@ -34,6 +34,9 @@ const (
 	OutboxIntents          = "outbox-intent-per-effect"
 	OutboxSettled          = "outbox-settled"
 	EmailPerConfirmation   = "one-email-per-confirmation"
+	ForwardAppliedOnce     = "forward-applied-once"
+	ForwardsInOrder        = "forwards-in-order"
+	TeamTableExact         = "team-table-exact"
 )
 
 // Result statuses.
@@ -63,12 +66,16 @@ var descriptions = map[string]string{
 	OutboxIntents:          "one outbox intent per effect (confirmation per grant, notice per reversal or void, alert per destination)",
 	OutboxSettled:          "every outbox row is sent or visibly held for review",
 	EmailPerConfirmation:   "exactly one email per sent confirmation",
+	ForwardAppliedOnce:     "each forwarded operation applied exactly once at the receiver, under one key, none it never had",
+	ForwardsInOrder:        "each resource's forwards applied in the order the inbox committed their events",
+	TeamTableExact:         "the team's table holds each feedback item's votes that reached the receiver, nothing else",
 }
 
 var order = []string{
 	DeliveriesAcked, AckedSettled, InboxSettled, DroppedRecovered, ConflictsQuarantined, NoUnexpectedQuarantine,
 	GrantPerInvoice, NoStrayGrant, BalanceMatches, ReversalPerCreditNote, ProjectionNotBehind, ProjectionMatches, NoCanceledAccess,
 	AccessMatches, AlertPerFeedback, OutboxIntents, OutboxSettled, EmailPerConfirmation,
+	ForwardAppliedOnce, ForwardsInOrder, TeamTableExact,
 }
 
 // Names lists every invariant in report order.
@@ -113,6 +120,12 @@ type Input struct {
 	// every sent confirmation must have exactly one email.
 	CheckEmails bool
 	Emails      []simulator.Email
+	// Forwards, when set, is what the forward route's receiver applied
+	// (forward-applied-once, forwards-in-order; skipped without).
+	Forwards *Forwards
+	// TeamVotes: the soak team's handler ran (lab/soakteam), so its table
+	// must hold the votes (team-table-exact; skipped when false).
+	TeamVotes bool
 	// MaxOffenders kept per invariant. Default 5.
 	MaxOffenders int
 }

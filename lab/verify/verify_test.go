@@ -21,8 +21,10 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/outbox"
 	"github.com/hookinbox/hookinbox/internal/store/records"
 	"github.com/hookinbox/hookinbox/lab/simulator"
+	"github.com/hookinbox/hookinbox/lab/soakteam"
 	"github.com/hookinbox/hookinbox/lab/testenv"
 	"github.com/hookinbox/hookinbox/lab/verify"
+	"github.com/hookinbox/hookinbox/migrations"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -65,6 +67,17 @@ func stripeEvent(id, typ, kind, resource string, version int) simulator.Event {
 		ResourceKind: kind, ResourceID: resource, Body: body(id, resource, version)}
 }
 
+func feedbackEvent(id, typ string) simulator.Event {
+	return simulator.Event{Provider: simulator.ProviderStandard, ID: id, Type: typ, Account: proj,
+		ResourceKind: "feedback", ResourceID: "fb_1", Body: body(id, "fb_1", 0)}
+}
+
+// applied is the receiver's record of the comment forward of event id.
+func applied(comment, id string) verify.Applied {
+	return verify.Applied{OperationKey: "forward/comments/standard/" + proj + "/test/" + comment,
+		EventKey: "standard/" + proj + "/test/" + id, ResourceKind: "feedback", ResourceID: "fb_1"}
+}
+
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := context.Background()
@@ -83,7 +96,9 @@ func setup(t *testing.T) *bundle {
 			{Account: acct, ID: "sub_c", Status: "canceled", CurrentPeriodEnd: periodEnd.Unix(), CanceledAt: now.Unix(),
 				EndedAt: now.Unix(), Version: &v2, Access: false, LastEventID: "evt_c2"},
 		},
-		Feedback: []simulator.TruthFeedback{{Project: proj, ID: "fb_1", EventID: "msg_1"}},
+		Feedback: []simulator.TruthFeedback{{Project: proj, ID: "fb_1", EventID: "msg_1",
+			Comments: []simulator.Comment{{ID: "cm_1", EventIDs: []string{"msg_c1", "msg_c1b"}}, {ID: "cm_2", EventIDs: []string{"msg_c2"}}},
+			Votes:    []simulator.Vote{{ID: "vt_1", EventID: "msg_v1"}}}},
 		CreditNotes: []simulator.TruthCreditNote{
 			{Account: acct, ID: "cn_1", Invoice: "in_1", Total: 500, InvoiceTotal: 2000, Status: "void",
 				EventIDs: []string{"evt_cn1"}, VoidEventIDs: []string{"evt_cn1v"}},
@@ -104,6 +119,10 @@ func setup(t *testing.T) *bundle {
 		stripeEvent("evt_cn1", "credit_note.created", "credit_note", "cn_1", 0),
 		stripeEvent("evt_cn1v", "credit_note.voided", "credit_note", "cn_1", 0),
 		stripeEvent("evt_cn2", "credit_note.created", "credit_note", "cn_2", 0),
+		feedbackEvent("msg_c1", "feedback.commented"),
+		feedbackEvent("msg_c1b", "feedback.commented"), // the same comment again: not forwarded
+		feedbackEvent("msg_c2", "feedback.commented"),
+		feedbackEvent("msg_v1", "feedback.voted"),
 	}
 	dropped := stripeEvent("evt_i2", "invoice.paid", "invoice", "in_2", 0)
 	conflicting := events[2]
@@ -181,6 +200,14 @@ func setup(t *testing.T) *bundle {
 		VALUES ($1, $2, 'webhook', 'oncall', $3, 'r', '{}', 'sent', now())`,
 		feedback.AlertKey("standard", proj, "test", "fb_1")+":oncall", keys.ClassFeedbackAlert, ws)
 
+	// The soak team's table: fb_1's one vote.
+	conn, err := st.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	_, err = migrations.UpSet(ctx, conn.Conn(), migrations.Set{Name: soakteam.MigrationSet, FS: soakteam.Files()}, nil)
+	conn.Release()
+	require.NoError(t, err)
+	b.exec(t, `INSERT INTO `+soakteam.Table+` (project, feedback_id, votes, last_vote) VALUES ($1, 'fb_1', 1, 'vt_1')`, proj)
+
 	var emails []simulator.Email
 	for _, inv := range []string{"in_1", "in_2"} {
 		emails = append(emails, simulator.Email{ID: "em_" + inv, To: "billing@ws-t.example", Posts: 1,
@@ -189,6 +216,8 @@ func setup(t *testing.T) *bundle {
 	b.input = verify.Input{
 		Runs:        []verify.Run{{Label: "t", Truth: truth, Sent: verify.SentFrom(rep)}},
 		BackfillRan: true, CheckEmails: true, Emails: emails,
+		Forwards:  &verify.Forwards{Route: "comments", Applied: []verify.Applied{applied("cm_1", "msg_c1"), applied("cm_2", "msg_c2")}},
+		TeamVotes: true,
 	}
 	return b
 }
@@ -224,8 +253,11 @@ func TestACorrectOutcomeHoldsEveryInvariant(t *testing.T) {
 		require.Equal(t, verify.StatusOK, res.Status, "%s\n%s", name, out)
 		require.Equal(t, res.Expected, res.Actual, name)
 	}
-	require.EqualValues(t, 10, rep.Get(verify.AckedSettled).Expected, "10 distinct acknowledged events")
-	require.EqualValues(t, 11, rep.Get(verify.InboxSettled).Expected)
+	require.EqualValues(t, 14, rep.Get(verify.AckedSettled).Expected, "14 distinct acknowledged events")
+	require.EqualValues(t, 15, rep.Get(verify.InboxSettled).Expected)
+	require.EqualValues(t, 2, rep.Get(verify.ForwardAppliedOnce).Expected, "two comments, one of them announced twice")
+	require.EqualValues(t, 2, rep.Get(verify.ForwardsInOrder).Expected)
+	require.EqualValues(t, 1, rep.Get(verify.TeamTableExact).Expected)
 	require.EqualValues(t, 2, rep.Get(verify.GrantPerInvoice).Expected)
 	require.EqualValues(t, 150, rep.Get(verify.BalanceMatches).Expected, "2 × 100, less cn_2's 50")
 	require.EqualValues(t, 2, rep.Get(verify.ReversalPerCreditNote).Expected)
@@ -302,6 +334,17 @@ func TestEveryInvariantCanFail(t *testing.T) {
 		{verify.EmailPerConfirmation, func(t *testing.T, b *bundle) {
 			b.input.Emails = append(b.input.Emails, b.input.Emails[0])
 		}, "sent, 2 email(s) with its key"},
+		{verify.ForwardAppliedOnce, func(t *testing.T, b *bundle) {
+			// The second event of cm_1 forwarded under a key of its own.
+			b.input.Forwards.Applied = append(b.input.Forwards.Applied, applied("cm_1b", "msg_c1b"))
+		}, "comment cm_1 on fb_1: applied 2 times"},
+		{verify.ForwardsInOrder, func(t *testing.T, b *bundle) {
+			a := b.input.Forwards.Applied
+			a[0], a[1] = a[1], a[0]
+		}, "feedback/fb_1: msg_c1 (inbox #"},
+		{verify.TeamTableExact, func(t *testing.T, b *bundle) {
+			b.exec(t, `UPDATE `+soakteam.Table+` SET votes = 2`)
+		}, "fb_1 (proj_t): 2 vote(s) in soak_team_votes, 1 reached the receiver"},
 	}
 	require.Len(t, cases, len(verify.Names()), "a case per invariant")
 	for _, tt := range cases {
@@ -373,7 +416,8 @@ func TestTheTruthAloneFromItsJSONIsEnough(t *testing.T) {
 	rep := b.check(t)
 	require.True(t, rep.OK, table(t, rep))
 	require.Equal(t, verify.StatusSkipped, rep.Get(verify.ConflictsQuarantined).Status)
-	require.EqualValues(t, 8, rep.Get(verify.AckedSettled).Expected, "invoice and credit note events (the dropped one aside), last snapshots, feedback")
+	require.EqualValues(t, 12, rep.Get(verify.AckedSettled).Expected,
+		"invoice and credit note events (the dropped one aside), last snapshots, feedback, its comments and vote")
 
 	// A lost event is still seen from the truth alone.
 	b.exec(t, `DELETE FROM webhook_inbox WHERE event_id = 'evt_c2'`)

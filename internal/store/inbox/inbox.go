@@ -518,7 +518,8 @@ func StopInboxEvent(ctx context.Context, db store.DB, k keys.Event, status, last
 // rows (sweeps, swept_at): the n-th ring of a row comes olderThan × 4^n
 // after the one before (capped at an hour), so under a backlog a row is
 // rung about once however long its workflow takes to get to it (a large
-// backlog is queued, not lost). The rows stay due for their workflow.
+// backlog is queued, not lost). The rows stay due for their workflow. Rows
+// the backoff holds are probed instead (HeldPendingResources).
 func StalePendingResources(ctx context.Context, db store.DB, olderThan time.Duration, limit int) ([]keys.Resource, error) {
 	rows, err := db.Query(ctx, `
 		WITH eligible AS (
@@ -543,6 +544,46 @@ func StalePendingResources(ctx context.Context, db store.DB, olderThan time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("stale pending resources: %w", err)
 	}
+	return scanResources(rows)
+}
+
+// HeldPendingResources lists resources with pending rows due for longer
+// than olderThan that StalePendingResources' backoff holds back (rung
+// before, their next ring not due yet) and that were last rung or probed
+// more than probeEvery ago, least recently first, and records the look on
+// those rows (swept_at; sweeps, the ring count, is left as it is). The
+// sweeper probes them: it starts the resource's workflow only when none is
+// running, so a row the backoff holds cannot be stranded by a workflow that
+// is gone, while a busy workflow that holds it is not rung again.
+func HeldPendingResources(ctx context.Context, db store.DB, olderThan, probeEvery time.Duration, limit int) ([]keys.Resource, error) {
+	rows, err := db.Query(ctx, `
+		WITH held AS (
+			SELECT id, provider, source_account, environment, resource_kind, resource_id, swept_at
+			  FROM webhook_inbox
+			 WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1)
+			   AND swept_at >= now() - make_interval(secs => least($1 * power(4, least(sweeps, 8)), 3600))
+			   AND swept_at < now() - make_interval(secs => $2)
+		), probe AS (
+			SELECT provider, source_account, environment, resource_kind, resource_id, min(swept_at) AS looked
+			  FROM held
+			 GROUP BY provider, source_account, environment, resource_kind, resource_id
+			 ORDER BY looked
+			 LIMIT $3
+		), looked AS (
+			UPDATE webhook_inbox w SET swept_at = now()
+			  FROM held h JOIN probe p USING (provider, source_account, environment, resource_kind, resource_id)
+			 WHERE w.id = h.id
+		)
+		SELECT provider, source_account, environment, resource_kind, resource_id FROM probe ORDER BY looked`,
+		olderThan.Seconds(), probeEvery.Seconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("held pending resources: %w", err)
+	}
+	return scanResources(rows)
+}
+
+// scanResources reads (provider, account, environment, kind, id) rows.
+func scanResources(rows pgx.Rows) ([]keys.Resource, error) {
 	defer rows.Close()
 	var out []keys.Resource
 	for rows.Next() {
@@ -558,14 +599,16 @@ func StalePendingResources(ctx context.Context, db store.DB, olderThan time.Dura
 // WakeResource makes the resource's pending rows that wait for a later
 // attempt due now, inside the transaction of an effect they wait for (a
 // credit note waiting for its invoice's grant): the workflow's next load
-// finds them without sitting out their backoff. It returns how many rows it
-// woke.
+// finds them without sitting out their backoff. It also resets the
+// sweeper's backoff of the resource's pending rows (sweeps, swept_at): a
+// woken row is a new piece of work, rung again after one HOOKINBOX_SWEEP_AFTER
+// if nothing runs it. It returns how many rows it changed.
 func WakeResource(ctx context.Context, db store.DB, r keys.Resource) (int64, error) {
 	tag, err := db.Exec(ctx, `
-		UPDATE webhook_inbox SET next_attempt_at = now()
+		UPDATE webhook_inbox SET next_attempt_at = least(next_attempt_at, now()), sweeps = 0, swept_at = NULL
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3
 		   AND resource_kind = $4 AND resource_id = $5
-		   AND status = 'pending' AND next_attempt_at > now()`,
+		   AND status = 'pending' AND (next_attempt_at > now() OR sweeps > 0)`,
 		r.Provider, r.Account, r.Environment, r.Kind, r.ID)
 	if err != nil {
 		return 0, fmt.Errorf("wake pending rows of %s: %w", r, err)
