@@ -47,8 +47,8 @@ By default the zip holds the work tree as a commit would (HEAD plus changes not 
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s@%s from %s: %d files, %d bytes, %s\n", release.ModulePath, p.Version, p.Rev, len(p.Files), p.Size, p.Hash)
-			for _, o := range p.Omitted {
-				fmt.Fprintf(w, "  left out %s\n", o)
+			for _, l := range p.LeftOut() {
+				fmt.Fprintf(w, "  left out %s\n", l)
 			}
 			fmt.Fprintf(w, "zip: %s\n", p.Zip)
 			fmt.Fprintf(w, "GOPROXY=%s\n", p.GOPROXY("https://proxy.golang.org,direct"))

@@ -311,3 +311,37 @@ func git(ctx context.Context, dir string, env []string, args ...string) ([]byte,
 	}
 	return out, nil
 }
+
+// LeftOut summarizes Omitted: one line per nested module (its folder and
+// how many files), then each other omitted file with its reason.
+func (p *Proxy) LeftOut() []string {
+	var mods []string
+	for _, o := range p.Omitted {
+		f, _, _ := strings.Cut(o, ": ")
+		if strings.HasSuffix(f, "/go.mod") {
+			mods = append(mods, strings.TrimSuffix(f, "go.mod"))
+		}
+	}
+	counts := map[string]int{}
+	var other []string
+	for _, o := range p.Omitted {
+		f, _, _ := strings.Cut(o, ": ")
+		in := ""
+		for _, m := range mods {
+			if strings.HasPrefix(f, m) && len(m) > len(in) {
+				in = m
+			}
+		}
+		if in == "" {
+			other = append(other, o)
+			continue
+		}
+		counts[in]++
+	}
+	var out []string
+	for _, m := range mods {
+		out = append(out, fmt.Sprintf("%s (a module of its own): %d files", m, counts[m]))
+	}
+	sort.Strings(out)
+	return append(out, other...)
+}

@@ -114,6 +114,7 @@ func TestProxyFromTheWorkTree(t *testing.T) {
 	require.Equal(t, "v0.3.0", p.Version)
 	require.Equal(t, []string{".gitignore", "CHANGELOG.md", "VERSION", "a.go", "b.go", "go.mod"}, p.Files)
 	require.Len(t, p.Omitted, 2, "tools/x is a module of its own: %v", p.Omitted)
+	require.Equal(t, []string{"tools/x/ (a module of its own): 2 files"}, p.LeftOut())
 
 	head, err := git(ctx, repo, nil, "rev-parse", "HEAD")
 	require.NoError(t, err)
