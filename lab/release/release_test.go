@@ -67,7 +67,7 @@ func TestReleasedExamples(t *testing.T) {
 			require.True(t, strings.HasPrefix(rel, ".."), "the copy %s must be outside the tree %s", dir, root)
 			require.NoError(t, CopyModule(ex, dir, p.Version))
 
-			goCmd(t, dir, env, 10*time.Minute, "mod", "tidy")
+			goCmd(t, dir, env, 15*time.Minute, "mod", "tidy")
 			sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
 			require.NoError(t, err)
 			require.Contains(t, string(sum), fmt.Sprintf("%s %s %s\n", ModulePath, p.Version, p.Hash),
@@ -82,7 +82,7 @@ func TestReleasedExamples(t *testing.T) {
 				require.Equal(t, p.Hash, h)
 			}
 
-			goCmd(t, dir, env, 10*time.Minute, "vet", "./...")
+			goCmd(t, dir, env, 20*time.Minute, "vet", "./...")
 			began := time.Now()
 			goCmd(t, dir, env, 25*time.Minute, "test", "-count=1", "-timeout", "20m", "./...")
 			times[name] = time.Since(began)
@@ -95,6 +95,14 @@ func TestReleasedExamples(t *testing.T) {
 		if !ok {
 			break
 		}
+	}
+
+	if tree != nil {
+		t.Run("guide", func(t *testing.T) {
+			began := time.Now()
+			runGuide(t, root, p, env)
+			times["the guide's module"] = time.Since(began)
+		})
 	}
 
 	after, err := ReadTree(cached)
@@ -110,10 +118,86 @@ func TestReleasedExamples(t *testing.T) {
 		fmt.Fprintf(&b, "  %s %s\n", after[f][:12], f)
 	}
 	t.Log(b.String())
-	for _, ex := range examples {
+	for _, ex := range append(examples, "the guide's module") {
 		if d, ok := times[filepath.Base(ex)]; ok {
 			t.Logf("time: %s's tests %s", filepath.Base(ex), d.Round(time.Second))
 		}
+	}
+}
+
+// guide is the handler guide, whose sections 1 to 5 build a module from an
+// empty directory.
+const guide = "docs/write-your-own-handler.md"
+
+// runGuide runs the shell blocks of the guide's sections 1 to 5 as written,
+// in order, in one shell in an empty directory outside the tree: the module,
+// its go get, its files, go mod tidy, vet and test. The block that runs in a
+// checkout (release proxy) is the proxy this test built, at the path the
+// guide names. Section 6 (go run . dev, another terminal) is not run here.
+func runGuide(t *testing.T, root string, p *Proxy, env []string) {
+	b, err := os.ReadFile(filepath.Join(root, guide))
+	require.NoError(t, err)
+	text := string(b)
+	end := strings.Index(text, "\n## 6. ")
+	require.Positive(t, end, "%s has no section 6", guide)
+	blocks := shellBlocks(text[:end])
+	require.GreaterOrEqual(t, len(blocks), 5, "%s's sections 1 to 5 have too few shell blocks", guide)
+	const proxyPath = "/tmp/hookinbox-proxy"
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	checkout := 0
+	for _, bl := range blocks {
+		if strings.Contains(bl, "hookinbox-lab release proxy") {
+			require.Contains(t, bl, "--out "+proxyPath, "the guide's proxy folder changed: update runGuide")
+			checkout++
+			continue
+		}
+		script.WriteString(strings.ReplaceAll(bl, "file://"+proxyPath, "file://"+filepath.ToSlash(p.Dir)))
+	}
+	require.Equal(t, 1, checkout, "one block of %s runs in the checkout (release proxy)", guide)
+	require.Contains(t, script.String(), "go get github.com/hookinbox/hookinbox@"+p.Version, "the guide requires VERSION")
+	require.Contains(t, script.String(), "go test ./...")
+
+	dir := t.TempDir()
+	// The user's environment: no -mod=mod (only -trimpath, which changes
+	// nothing but the build cache's keys), the guide's own GOPROXY.
+	var guideEnv []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "GOFLAGS=") {
+			guideEnv = append(guideEnv, kv)
+		}
+	}
+	guideEnv = append(guideEnv, "GOFLAGS=-trimpath")
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
+	cmd.Dir = dir
+	cmd.Env = guideEnv
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	began := time.Now()
+	err = cmd.Run()
+	require.NoError(t, err, "%s's sections 1 to 5 in %s (%s):\n%s", guide, dir, time.Since(began).Round(time.Second), out.String())
+	t.Logf("%s's sections 1 to 5 (%s):\n%s", guide, time.Since(began).Round(time.Second), out.String())
+}
+
+// shellBlocks are the bodies of the ```sh blocks of markdown, in order.
+func shellBlocks(markdown string) []string {
+	var blocks []string
+	rest := markdown
+	for {
+		i := strings.Index(rest, "```sh\n")
+		if i < 0 {
+			return blocks
+		}
+		rest = rest[i+len("```sh\n"):]
+		j := strings.Index(rest, "```")
+		if j < 0 {
+			return blocks
+		}
+		blocks = append(blocks, rest[:j])
+		rest = rest[j+3:]
 	}
 }
 
