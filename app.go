@@ -41,6 +41,7 @@ type App struct {
 	migrations  []migrations.Set
 	grants      []store.Grant
 	errs        []error
+	program     command.Program
 }
 
 type registered struct {
@@ -323,11 +324,12 @@ func (a *App) Main() {
 // its exit status: 0, 1 on an error, 2 on bad usage or a registration
 // mistake (printed to stderr).
 func (a *App) Run(ctx context.Context, args ...string) int {
+	p := a.programOf()
 	if err := a.Err(); err != nil {
-		fmt.Fprintln(os.Stderr, "error: hookinbox app:", err)
+		fmt.Fprintf(os.Stderr, "error: %s: %v\n", p.Name, err)
 		return 2
 	}
-	root := command.NewRootCmd()
+	root := command.NewRootCmdFor(p)
 	root.SetArgs(args)
 	return cli.Run(app.WithBusiness(ctx, a.business()), root, os.Stderr)
 }

@@ -6,18 +6,27 @@
 // starts the whole stack on the Temporal dev server: the intake on loopback,
 // the worker, one workflow per resource.
 //
-// By default each test binary starts its own throw-away PostgreSQL cluster
-// and Temporal dev server from the hookinbox checkout it runs in (the Go
-// workspace or a replace directive; `make tools` builds the Temporal CLI
-// into its .tools/). HOOKINBOX_TEST_DATABASE_URL (a superuser URL) and
-// HOOKINBOX_TEST_TEMPORAL_ADDRESS point the tests at existing servers
-// instead. Call Main from TestMain so that they are stopped:
+// No hookinbox checkout is needed: a team's module requiring hookinbox (a
+// read-only copy in the module cache) runs its tests as they are, and
+// nothing is written under that copy. By default each test binary starts
+// its own throw-away PostgreSQL cluster (PostgreSQL's server binaries:
+// /usr/lib/postgresql/N/bin, PATH or HOOKINBOX_PG_BIN), Temporal dev server and, for Run, a Mailpit;
+// the pinned Temporal CLI and Mailpit are built once per machine from the
+// module proxy into the user's cache (HOOKINBOX_CACHE_DIR moves it;
+// HOOKINBOX_TEMPORAL_BIN and HOOKINBOX_MAILPIT_BIN use binaries of your
+// own). Each server can be your own instead, one variable each:
+// HOOKINBOX_TEST_DATABASE_URL (a superuser URL),
+// HOOKINBOX_TEST_TEMPORAL_ADDRESS (its "default" namespace; no namespace is
+// created) and HOOKINBOX_TEST_SMTP_ADDR (with HOOKINBOX_TEST_MAILPIT_URL to
+// read the mail back; no Mailpit is built). Call Main from TestMain so that
+// the servers are stopped:
 //
 //	func TestMain(m *testing.M) { hookintest.Main(m) }
 package hookintest
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"testing"
@@ -61,6 +70,8 @@ type Harness struct {
 	adm    *admission.Admitter
 	events *engine.Events
 	now    func() time.Time
+	// stackID names the harness's task queue and workflow-id prefix.
+	stackID string
 }
 
 // New migrates a fresh database for a (hookinbox's migrations, then a's),
@@ -90,7 +101,7 @@ func New(t testing.TB, a *hookinbox.App) *Harness {
 		t.Fatalf("hookintest: grants: %v", err)
 	}
 	conn.Close(ctx)
-	h := &Harness{t: t, url: url, biz: biz, now: time.Now}
+	h := &Harness{t: t, url: url, biz: biz, now: time.Now, stackID: rand.Text()[:12]}
 	h.owner = h.open(url)
 	h.intake = h.open(testenv.RoleURL(t, url, store.RoleIntake))
 	h.worker = h.open(testenv.RoleURL(t, url, store.RoleWorker))
@@ -330,7 +341,12 @@ func (h *Harness) config(temporal string) config.Config {
 	cfg.WorkerDatabaseURL = testenv.RoleURL(h.t, h.url, store.RoleWorker)
 	cfg.SecretsKey = testenv.SecretsKey()
 	cfg.TemporalAddress = temporal
-	cfg.TaskQueue = fmt.Sprintf("hookintest-%d", time.Now().UnixNano())
+	// Each stack its own task queue and workflow ids: stacks sharing the
+	// namespace (parallel tests, or a Temporal of the user's own, where no
+	// namespace is created) never take each other's workflows, even for
+	// the same resource.
+	cfg.TaskQueue = "hookintest-" + h.stackID
+	cfg.WorkflowIDPrefix = "hookintest-" + h.stackID + "/"
 	cfg.SweepInterval, cfg.SweepAfter = 2*time.Second, time.Second
 	cfg.RetryInitial, cfg.RetryMax, cfg.RetryBudget = 50*time.Millisecond, 500*time.Millisecond, 4
 	cfg.ReconcileInterval, cfg.BackfillInterval, cfg.RetentionInterval = 0, 0, 0

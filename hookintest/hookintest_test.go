@@ -53,7 +53,7 @@ func TestSetNowIsTheIntakesClockToo(t *testing.T) {
 	stack := h.Run()
 	_, again, err := sim.PayInvoice(simulator.InvoiceOptions{})
 	require.NoError(t, err)
-	require.Equal(t, 200, stack.Post(ctx, "s", secret, nil, again.Body))
+	require.Equal(t, 200, stack.Post(ctx, "s", secret, nil, again.Body).Status)
 	stack.WaitFor(ctx, hookintype.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, EventID: again.ID},
 		hookintype.StatusDone, time.Minute)
 }
@@ -119,8 +119,118 @@ func TestStacksRunSideBySide(t *testing.T) {
 	for i, s := range stacks {
 		_, paid, err := sim.PayInvoice(simulator.InvoiceOptions{})
 		require.NoError(t, err)
-		require.Equal(t, 200, s.Post(ctx, "s", secret, nil, paid.Body), "stack %d", i)
+		require.Equal(t, 200, s.Post(ctx, "s", secret, nil, paid.Body).Status, "stack %d", i)
 		s.WaitFor(ctx, hookintype.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, EventID: paid.ID},
 			hookintype.StatusDone, time.Minute)
 	}
+}
+
+// Two stacks in one process share the Temporal namespace (no namespace is
+// created: a user's own Temporal may refuse), and an event of the same
+// resource reaches both: each stack's workflow-id prefix keeps each
+// resource workflow its own, so both events are done. Without it the
+// second stack's doorbell rang the first stack's workflow, and its event
+// hung.
+func TestTwoStacksHandleTheSameResourceEachInItsOwnWorkflow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ok := func(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
+		return hookinbox.Result{Note: "ok " + ev.Resource.ID}, nil
+	}
+	a, b := paidApp(t, ok), paidApp(t, ok)
+	sa, sb := a.Run(), b.Run()
+	// One invoice, one resource: the same body posted to both stacks.
+	sim := simulator.New(simulator.Config{Seed: 4})
+	inv, paid, err := sim.PayInvoice(simulator.InvoiceOptions{})
+	require.NoError(t, err)
+	pa, pb := sa.Post(ctx, "s", secret, nil, paid.Body), sb.Post(ctx, "s", secret, nil, paid.Body)
+	require.Equal(t, 200, pa.Status)
+	require.Equal(t, 200, pb.Status)
+	key := hookintype.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, EventID: paid.ID}
+	require.Equal(t, key, pa.Key)
+	require.Equal(t, key, pb.Key)
+	sa.WaitFor(ctx, key, hookintype.StatusDone, 30*time.Second)
+	sb.WaitFor(ctx, key, hookintype.StatusDone, 30*time.Second)
+	for _, h := range []*hookintest.Harness{a, b} {
+		e := h.Event(ctx, key)
+		require.Equal(t, hookintype.StatusDone, e.Status)
+		require.Equal(t, "ok "+inv.ID, e.Note)
+		require.Equal(t, hookintype.Resource{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, Kind: "invoice", ID: inv.ID},
+			e.Resource)
+	}
+}
+
+// The assertion helpers read an event's row, a claim, the outbox intents
+// of an operation and the quarantine, so a team's test never queries
+// hookinbox's tables.
+func TestTheAssertionHelpersReadWhatTheHandlerRecorded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	app := hookinbox.New()
+	app.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
+		return ev.Commit(ctx, func(tx *hookinbox.Tx) (hookinbox.Result, error) {
+			c, err := tx.Claim(ctx, hookinbox.Key("thanks", ev.Resource.ID))
+			if err != nil || !c.First {
+				return hookinbox.Result{Note: "already thanked"}, err
+			}
+			for _, to := range []string{"a@example.com", "b@example.com"} {
+				if _, err := tx.Send(ctx, hookinbox.Email(hookinbox.Key("thanks", ev.Resource.ID, to), "thanks", to, "Thanks", "paid")); err != nil {
+					return hookinbox.Result{}, err
+				}
+			}
+			return hookinbox.Result{Note: "thanked"}, nil
+		})
+	}, hookinbox.Name("thanks"))
+	h := hookintest.New(t, app)
+	h.AddEndpoint(ctx, hookintest.Endpoint{Slug: "s", Provider: "stripe", Secret: secret, Account: "acct_sim_a", Workspace: "ws"})
+
+	sim := simulator.New(simulator.Config{Seed: 5})
+	inv, paid, err := sim.PayInvoice(simulator.InvoiceOptions{})
+	require.NoError(t, err)
+	d := h.Deliver(ctx, "s", secret, nil, paid.Body)
+	require.Equal(t, "accepted", d.Outcome)
+	require.Equal(t, hookintype.StatusPending, h.Event(ctx, d.Key).Status)
+	_, claimed := h.Claim(ctx, hookinbox.Key("thanks", inv.ID))
+	require.False(t, claimed)
+
+	require.NoError(t, h.Handle(ctx, d.Key).Err)
+	e := h.Event(ctx, d.Key)
+	require.Equal(t, hookintype.StatusDone, e.Status)
+	require.Equal(t, "thanked", e.Note)
+	require.Equal(t, "invoice.paid", e.EventType)
+	c, claimed := h.Claim(ctx, hookinbox.Key("thanks", inv.ID))
+	require.True(t, claimed)
+	require.Equal(t, d.Key, c.By)
+	require.Equal(t, "thanks", c.Handler)
+	require.Equal(t, e.Resource, c.Resource)
+
+	intents := h.Outbox(ctx, hookinbox.Key("thanks", inv.ID)+"*")
+	require.Len(t, intents, 2)
+	require.Equal(t, []string{"a@example.com", "b@example.com"}, []string{intents[0].Destination, intents[1].Destination})
+	require.Equal(t, "email", intents[0].Kind)
+	require.Equal(t, "thanks", intents[0].Class)
+	require.Equal(t, "ws", intents[0].Workspace)
+	require.Contains(t, string(intents[0].Payload), `"subject": "Thanks"`)
+	require.Len(t, h.Outbox(ctx, hookinbox.Key("thanks", inv.ID, "b@example.com")), 1, "one operation key exactly")
+	require.Empty(t, h.Outbox(ctx, hookinbox.Key("thanks", "in_other")+"*"))
+
+	// A replay runs the handler again: the claim holds, no third intent.
+	h.Replay(ctx, d.Key, "test")
+	require.NoError(t, h.Handle(ctx, d.Key).Err)
+	require.Equal(t, "already thanked", h.Event(ctx, d.Key).Note)
+	require.Len(t, h.Outbox(ctx, hookinbox.Key("thanks", inv.ID)+"*"), 2)
+
+	// A delivery for an account no endpoint links is quarantined.
+	require.Empty(t, h.Quarantine(ctx, ""))
+	_, stranger, err := sim.PayInvoice(simulator.InvoiceOptions{Account: "acct_stranger"})
+	require.NoError(t, err)
+	q := h.Deliver(ctx, "s", secret, nil, stranger.Body)
+	require.Equal(t, "quarantined", q.Outcome)
+	got := h.Quarantine(ctx, "s")
+	require.Len(t, got, 1)
+	require.Equal(t, "unknown_account", got[0].Reason)
+	require.Equal(t, "acct_stranger", got[0].Account)
+	require.Equal(t, stranger.ID, got[0].EventID)
+	require.False(t, got[0].Resolved)
+	require.Empty(t, h.Quarantine(ctx, "other"))
 }

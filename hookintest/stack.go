@@ -3,6 +3,8 @@ package hookintest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/metrics"
@@ -26,7 +30,9 @@ type Stack struct {
 	// URL is the intake's public base URL (http://127.0.0.1:PORT).
 	URL string
 	// MailURL is the base URL of the Mailpit the worker sends email to (its
-	// HTTP API: GET /api/v1/messages).
+	// HTTP API: GET /api/v1/messages): the one Run started, or
+	// HOOKINBOX_TEST_MAILPIT_URL beside HOOKINBOX_TEST_SMTP_ADDR ("" when
+	// that server's mail cannot be read back).
 	MailURL string
 	h       *Harness
 	ops     *ops.Service
@@ -37,8 +43,8 @@ type Stack struct {
 func (h *Harness) Run() *Stack {
 	h.t.Helper()
 	cfg := h.config(testenv.TemporalAddress(h.t))
-	mp := testenv.Mailpit(h.t)
-	cfg.Mailer, cfg.SMTPAddr = "smtp", mp.SMTPAddr
+	smtpAddr, mailURL := testenv.MailServer(h.t)
+	cfg.Mailer, cfg.SMTPAddr = "smtp", smtpAddr
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("HOOKINBOX_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -83,13 +89,26 @@ func (h *Harness) Run() *Stack {
 	})
 	svc := &ops.Service{Store: h.owner, Routes: h.biz.Router(cfg, h.owner, log), Handled: h.biz.Routes, Doorbell: app.Resources(cfg, ic), Temporal: ic, Config: cfg,
 		Logger: log, SignalTimeout: 10 * time.Second}
-	return &Stack{URL: "http://" + ln.Addr().String(), MailURL: mp.HTTPURL, h: h, ops: svc}
+	return &Stack{URL: "http://" + ln.Addr().String(), MailURL: mailURL, h: h, ops: svc}
+}
+
+// Posted is the intake's answer to Post.
+type Posted struct {
+	// Status is the HTTP status the intake answered.
+	Status int
+	// Key is the event key of the inbox row holding the body (a duplicate's
+	// is the row it duplicates); zero when the intake stored nothing (a
+	// handshake answered, a delivery refused or quarantined).
+	Key EventKey
+	// Body is the intake's response body (a handshake's reply).
+	Body []byte
 }
 
 // Post sends body to /webhooks/slug as its provider would, signed with
 // secret at the real time (the running intake's clock; SetNow is not) and
-// header's other headers, and returns the intake's status.
-func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Header, body []byte) int {
+// header's other headers, and returns the intake's answer with the event
+// key it stored.
+func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Header, body []byte) Posted {
 	s.h.t.Helper()
 	ep, err := s.h.adm.Endpoint(ctx, slug)
 	if err != nil {
@@ -110,9 +129,23 @@ func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Heade
 	if err != nil {
 		s.h.t.Fatalf("hookintest: post: %v", err)
 	}
-	_, _ = io.Copy(io.Discard, res.Body)
+	reply, err := io.ReadAll(res.Body)
 	_ = res.Body.Close()
-	return res.StatusCode
+	if err != nil {
+		s.h.t.Fatalf("hookintest: post: %v", err)
+	}
+	p := Posted{Status: res.StatusCode, Body: reply}
+	if res.StatusCode/100 != 2 {
+		return p
+	}
+	sum := sha256.Sum256(body)
+	err = s.h.DB.QueryRow(ctx, `SELECT provider, source_account, environment, event_id FROM webhook_inbox
+		WHERE endpoint_slug = $1 AND body_sha256 = $2 ORDER BY received_at DESC LIMIT 1`, slug, sum[:]).
+		Scan(&p.Key.Provider, &p.Key.Account, &p.Key.Environment, &p.Key.EventID)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		s.h.t.Fatalf("hookintest: post: the stored event: %v", err)
+	}
+	return p
 }
 
 // Replay replays an event as `hookinbox replay --force` does: its row is

@@ -48,7 +48,7 @@ func EnabledScheduleIDs(cfg config.Config) []string {
 	var ids []string
 	for _, n := range appliedOrder {
 		if ScheduleEnabled(n, cfg) {
-			ids = append(ids, ScheduleID(n, cfg.TaskQueue))
+			ids = append(ids, ScheduleIDOf(cfg, n))
 		}
 	}
 	return ids
@@ -61,9 +61,15 @@ func DisabledScheduleIDs(cfg config.Config) []string {
 	var ids []string
 	for _, n := range appliedOrder {
 		if !ScheduleEnabled(n, cfg) {
-			ids = append(ids, ScheduleID(n, cfg.TaskQueue))
+			ids = append(ids, ScheduleIDOf(cfg, n))
 		}
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// ScheduleIDOf is the id of schedule name in the deployment cfg configures:
+// after its workflow-id prefix, suffixed by its task queue.
+func ScheduleIDOf(cfg config.Config, name string) string {
+	return PrefixedScheduleID(cfg.WorkflowIDPrefix, name, cfg.TaskQueue)
 }

@@ -147,8 +147,12 @@ func (h *Handoff) send(ctx context.Context, it item) error {
 	defer cancel()
 	if err := h.signaler.Ring(sctx, it.r, keys.SignalEvent, it.key.String()); err != nil {
 		h.metrics.HandoffSignals.WithLabelValues("failed").Inc()
+		id := keys.ResourceWorkflowID(it.r)
+		if w, ok := h.signaler.(interface{ WorkflowID(keys.Resource) string }); ok {
+			id = w.WorkflowID(it.r) // after the deployment's prefix
+		}
 		h.log.Warn("hand-off failed; the sweeper will deliver the event", "event_key", it.key.String(),
-			"workflow_id", keys.ResourceWorkflowID(it.r), "error", err.Error())
+			"workflow_id", id, "error", err.Error())
 		return err
 	}
 	h.metrics.HandoffSignals.WithLabelValues("sent").Inc()

@@ -73,16 +73,18 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 // resource/{provider}/{account}/{environment}/{kind}/{id}, each part
 // escaped so a '/' inside an id cannot forge another resource.
 func ResourceWorkflowID(r keys.Resource) string {
-	return "resource/" + r.String()
+	return keys.ResourceWorkflowID(r)
 }
 
 // ResourceFromWorkflowID (keys.ResourceFromWorkflowID) parses a resource workflow ID.
 func ResourceFromWorkflowID(id string) (keys.Resource, error) {
-	rest, ok := strings.CutPrefix(id, "resource/")
-	if !ok {
-		return keys.Resource{}, fmt.Errorf("workflow id %q is not a resource workflow", id)
-	}
-	return keys.ParseResource(rest)
+	return keys.ResourceFromWorkflowID(id)
+}
+
+// WorkflowID is r's workflow ID in this deployment: after its prefix
+// (keys.PrefixedResourceWorkflowID).
+func (s *Resources) WorkflowID(r keys.Resource) string {
+	return keys.PrefixedResourceWorkflowID(s.IDPrefix, r)
 }
 
 // Resources signals and starts resource workflows.
@@ -99,6 +101,9 @@ type Resources struct {
 	// they are drained (Settings.Idle = keys.IdleComplete): kinds that
 	// rarely get a second event. Other kinds linger IdleTimeout.
 	CompleteKinds []string
+	// IDPrefix is the deployment's workflow-id prefix
+	// (HOOKINBOX_WORKFLOW_ID_PREFIX), before every resource workflow ID.
+	IDPrefix string
 }
 
 // SettingsFor is the workflow settings of resource r: Settings, with the
@@ -125,7 +130,7 @@ func (s *Resources) StartOptions(r keys.Resource) client.StartWorkflowOptions {
 	}
 	return client.StartWorkflowOptions{
 		StaticDetails: details,
-		ID:            keys.ResourceWorkflowID(r),
+		ID:            s.WorkflowID(r),
 		TaskQueue:     s.TaskQueue,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAProvider.ValueSet(r.Provider), SASourceAccount.ValueSet(r.Account),
@@ -145,10 +150,10 @@ func (s *Resources) Ring(ctx context.Context, r keys.Resource, signal, value str
 	if !r.Valid() {
 		return fmt.Errorf("signal %s: incomplete resource key %+v", signal, r)
 	}
-	_, err := s.Client.SignalWithStartWorkflow(ctx, keys.ResourceWorkflowID(r), signal, value, s.StartOptions(r),
+	_, err := s.Client.SignalWithStartWorkflow(ctx, s.WorkflowID(r), signal, value, s.StartOptions(r),
 		keys.ResourceWorkflowType, keys.ResourceInput{Resource: r, Settings: s.SettingsFor(r)})
 	if err != nil {
-		return fmt.Errorf("signal-with-start %s: %w", keys.ResourceWorkflowID(r), err)
+		return fmt.Errorf("signal-with-start %s: %w", s.WorkflowID(r), err)
 	}
 	return nil
 }
@@ -160,7 +165,7 @@ func (s *Resources) Ring(ctx context.Context, r keys.Resource, signal, value str
 // is not disturbed. A new run starts with a pass over the due rows.
 func (s *Resources) StartIfIdle(ctx context.Context, r keys.Resource) (bool, error) {
 	if !r.Valid() {
-		return false, fmt.Errorf("start %s: incomplete resource key %+v", keys.ResourceWorkflowID(r), r)
+		return false, fmt.Errorf("start %s: incomplete resource key %+v", s.WorkflowID(r), r)
 	}
 	opts := s.StartOptions(r)
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
@@ -171,7 +176,7 @@ func (s *Resources) StartIfIdle(ctx context.Context, r keys.Resource) (bool, err
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("start %s: %w", keys.ResourceWorkflowID(r), err)
+		return false, fmt.Errorf("start %s: %w", s.WorkflowID(r), err)
 	}
 	return true, nil
 }

@@ -17,7 +17,14 @@ import (
 // queue other than the default "hookinbox" gets its own set (suffix), so two
 // deployments can share a namespace.
 func ScheduleID(name, taskQueue string) string {
-	id := "hookinbox-" + name
+	return PrefixedScheduleID("", name, taskQueue)
+}
+
+// PrefixedScheduleID is ScheduleID after a deployment's workflow-id prefix
+// (HOOKINBOX_WORKFLOW_ID_PREFIX): the id of its schedules and, with a
+// suffix, of their runs.
+func PrefixedScheduleID(prefix, name, taskQueue string) string {
+	id := prefix + "hookinbox-" + name
 	if taskQueue != "" && taskQueue != "hookinbox" {
 		id += "-" + taskQueue
 	}
@@ -49,7 +56,13 @@ func ScheduleNames() []string {
 // pass over one endpoint (hookinbox reconcile --endpoint), so two cannot
 // run at once.
 func ReconcilePassWorkflowID(endpoint, taskQueue string) string {
-	return ScheduleID(ScheduleReconcile, taskQueue) + "-endpoint-" + endpoint
+	return PrefixedReconcilePassWorkflowID("", endpoint, taskQueue)
+}
+
+// PrefixedReconcilePassWorkflowID is ReconcilePassWorkflowID after a
+// deployment's workflow-id prefix.
+func PrefixedReconcilePassWorkflowID(prefix, endpoint, taskQueue string) string {
+	return PrefixedScheduleID(prefix, ScheduleReconcile, taskQueue) + "-endpoint-" + endpoint
 }
 
 // ScheduleSpec is one schedule hookinbox keeps.

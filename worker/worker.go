@@ -114,11 +114,11 @@ const SweepMaxBacklog = 1000
 // ids, in this order, are starter.EnabledScheduleIDs).
 func Schedules(cfg config.Config) []starter.ScheduleSpec {
 	all := []starter.ScheduleSpec{{
-		ID:            starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue),
+		ID:            starter.ScheduleIDOf(cfg, starter.ScheduleSweeper),
 		Every:         cfg.SweepInterval,
 		Workflow:      workflows.SweepWorkflow,
 		Args:          []any{workflows.SweepInput{OlderThan: cfg.SweepAfter, Limit: 1000, Budget: SweepBudget, MaxBacklog: SweepMaxBacklog}},
-		WorkflowID:    starter.ScheduleID(starter.ScheduleSweeper, cfg.TaskQueue) + "-run",
+		WorkflowID:    starter.ScheduleIDOf(cfg, starter.ScheduleSweeper) + "-run",
 		TaskQueue:     workflows.ControlTaskQueue(cfg.TaskQueue),
 		CatchupWindow: cfg.SweepInterval,
 		Note:          "Re-signals resource workflows of inbox rows pending past HOOKINBOX_SWEEP_AFTER (SPEC R16).",
@@ -130,7 +130,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		SignalRate: float64(cfg.ProviderRPS),
 	}
 	if starter.ScheduleEnabled(starter.ScheduleReconcile, cfg) {
-		id := starter.ScheduleID(starter.ScheduleReconcile, cfg.TaskQueue)
+		id := starter.ScheduleIDOf(cfg, starter.ScheduleReconcile)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.ReconcileInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
 			Workflow: workflows.ReconcileSubscriptionsWorkflow,
@@ -141,7 +141,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		})
 	}
 	if starter.ScheduleEnabled(starter.ScheduleBackfill, cfg) {
-		id := starter.ScheduleID(starter.ScheduleBackfill, cfg.TaskQueue)
+		id := starter.ScheduleIDOf(cfg, starter.ScheduleBackfill)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.BackfillInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
 			Workflow: workflows.BackfillFactsWorkflow,
@@ -152,7 +152,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		})
 	}
 	if starter.ScheduleEnabled(starter.ScheduleGitHubRecovery, cfg) {
-		id := starter.ScheduleID(starter.ScheduleGitHubRecovery, cfg.TaskQueue)
+		id := starter.ScheduleIDOf(cfg, starter.ScheduleGitHubRecovery)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.GitHubRecoveryInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
 			Workflow: workflows.RecoverDeliveriesWorkflow,
@@ -163,7 +163,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		})
 	}
 	if starter.ScheduleEnabled(starter.ScheduleRetention, cfg) {
-		id := starter.ScheduleID(starter.ScheduleRetention, cfg.TaskQueue)
+		id := starter.ScheduleIDOf(cfg, starter.ScheduleRetention)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.RetentionInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
 			Workflow: workflows.RetentionWorkflow,
@@ -174,7 +174,7 @@ func Schedules(cfg config.Config) []starter.ScheduleSpec {
 		})
 	}
 	if starter.ScheduleEnabled(starter.ScheduleNotify, cfg) {
-		id := starter.ScheduleID(starter.ScheduleNotify, cfg.TaskQueue)
+		id := starter.ScheduleIDOf(cfg, starter.ScheduleNotify)
 		all = append(all, starter.ScheduleSpec{
 			ID: id, Every: cfg.NotifyInterval, WorkflowID: id + "-run", TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue),
 			Workflow: workflows.NotifyWorkflow, Args: []any{workflows.NotifyInput{}},

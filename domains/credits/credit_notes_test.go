@@ -303,7 +303,7 @@ func TestCreditNoteBeforeItsInvoiceOnTheWholeStack(t *testing.T) {
 		return hookintype.EventKey{Provider: "stripe", Account: account, Environment: hookintype.Test, EventID: ev.ID}
 	}
 
-	require.Equal(t, 200, stack.Post(f.ctx, slug, secret, nil, created.Body))
+	require.Equal(t, 200, stack.Post(f.ctx, slug, secret, nil, created.Body).Status)
 	require.Eventually(t, func() bool {
 		var waiting bool
 		err := f.h.DB.QueryRow(f.ctx, `SELECT attempts > 0 AND starts_with(coalesce(last_error, ''), $2) FROM webhook_inbox WHERE event_id = $1`,
@@ -312,7 +312,7 @@ func TestCreditNoteBeforeItsInvoiceOnTheWholeStack(t *testing.T) {
 	}, time.Minute, 50*time.Millisecond, "the credit note waits for the grant")
 	require.Equal(t, hookintype.StatusPending, f.h.Status(f.ctx, key(created)))
 
-	require.Equal(t, 200, stack.Post(f.ctx, slug, secret, nil, paid.Body))
+	require.Equal(t, 200, stack.Post(f.ctx, slug, secret, nil, paid.Body).Status)
 	stack.WaitFor(f.ctx, key(paid), hookintype.StatusDone, time.Minute)
 	stack.WaitFor(f.ctx, key(created), hookintype.StatusDone, time.Minute)
 	require.EqualValues(t, 50, f.balance(t))

@@ -70,7 +70,7 @@ func outboxSend(cfg config.Config) string {
 // Resources is the resource signaller for cfg.
 func Resources(cfg config.Config, c client.Client) *starter.Resources {
 	return &starter.Resources{Client: c, TaskQueue: cfg.TaskQueue, Namespace: cfg.TemporalNamespace, Settings: WorkflowSettings(cfg), ConsoleURL: cfg.ConsoleBaseURL(),
-		CompleteKinds: cfg.CompleteKinds()}
+		CompleteKinds: cfg.CompleteKinds(), IDPrefix: cfg.WorkflowIDPrefix}
 }
 
 // Intake is the intake process: the public HTTP server, the internal

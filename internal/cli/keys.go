@@ -23,7 +23,7 @@ func Keyring(cfg config.Config) (*secretbox.Keyring, error) {
 	if cfg.DatabaseURL != config.Default().DatabaseURL {
 		return nil, secretbox.ErrNoKey
 	}
-	root, err := devenv.FindRoot()
+	root, err := devenv.ProjectDir()
 	if err != nil {
 		return nil, secretbox.ErrNoKey
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -24,10 +25,13 @@ func newDevCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the whole stack locally: PostgreSQL, Temporal dev server + UI, Mailpit, intake, worker, console",
-		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the Temporal CLI
-and Mailpit from the pinned modules under tools/ into .tools/ (a few minutes, progress shown) and
-creates a PostgreSQL cluster under .data/pg (as the postgres user when run as root) and a secrets
-key in .data/secrets.key (unless HOOKINBOX_SECRETS_KEY or _FILE is set). It reuses services
+		Long: `Run the embedded local stack (what 'make run' does). On first use it builds the pinned Temporal
+CLI and Mailpit once per machine into the user's cache (HOOKINBOX_CACHE_DIR, default
+~/.cache/hookinbox/tools; in a hookinbox checkout, its .tools/; HOOKINBOX_TEMPORAL_BIN and
+HOOKINBOX_MAILPIT_BIN use binaries of your own), a few minutes with progress shown, and creates a
+PostgreSQL cluster under .data/pg (as the postgres user when run as root) and a secrets key in
+.data/secrets.key (unless HOOKINBOX_SECRETS_KEY or _FILE is set). .data/ is in the folder of the
+working directory's module (your team's module, or this repository). It reuses services
 already listening on their ports, applies migrations, creates the database roles ('hookinbox db
 roles'), then runs the intake (as hookinbox_intake), the worker (as hookinbox_worker) and the
 console (as hookinbox_console, payloads as hookinbox_payload_reader) in this process. Ctrl-C stops
@@ -44,10 +48,14 @@ TEMPORAL_ADDRESS are ignored here: the stack is local by definition.`,
 			if toolsOnly {
 				return buildTools(cmd.Context(), cmd.OutOrStdout())
 			}
-			return runDev(cmd.Context(), cmd.OutOrStdout(), servicesOnly, temporalNice)
+			prog := ".tools/bin/hookinbox" // make build's binary, beside make run
+			if n := cmd.Root().Name(); n != "hookinbox" {
+				prog = n // a team's program
+			}
+			return runDev(cmd.Context(), cmd.OutOrStdout(), prog, servicesOnly, temporalNice)
 		},
 	}
-	cmd.Flags().BoolVar(&toolsOnly, "tools-only", false, "only build the pinned tools (and fetch the tests' pinned corpora) into .tools/ (make tools)")
+	cmd.Flags().BoolVar(&toolsOnly, "tools-only", false, "only build the pinned tools (and fetch the tests' pinned corpora) into .tools/ (make tools; in a hookinbox checkout)")
 	cmd.Flags().BoolVar(&servicesOnly, "services-only", false, "start PostgreSQL, Temporal and Mailpit only (run intake and worker yourself)")
 	cmd.Flags().IntVar(&temporalNice, "temporal-nice", devenv.DefaultTemporalNice,
 		"CPU niceness of the Temporal dev server (0: as this process): on one machine the intake's acknowledgements get the CPU first")
@@ -159,8 +167,12 @@ func localRoles(cfg *config.Config, pg *devenv.Postgres) {
 	cfg.PayloadDatabaseURL = pg.URL(ops.RolePayloadReader, "hookinbox")
 }
 
-func runDev(ctx context.Context, out io.Writer, servicesOnly bool, temporalNice int) (err error) {
-	root, err := devenv.FindRoot()
+// runDev runs the local stack; prog is how its banner names the program
+// (for the operator commands it suggests).
+func runDev(ctx context.Context, out io.Writer, prog string, servicesOnly bool, temporalNice int) (err error) {
+	// The state lives in the team's own module folder (or this
+	// repository's), never in the module hookinbox is read from.
+	root, err := devenv.ProjectDir()
 	if err != nil {
 		return err
 	}
@@ -174,11 +186,16 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool, temporalNice 
 		return err
 	}
 
-	if err := buildTools(ctx, out); err != nil {
+	// The two binaries the stack runs: the user's own, this checkout's
+	// .tools/, or built once per machine into the user's cache.
+	temporalBin, err := devenv.TemporalCLI.Binary(ctx, out)
+	if err != nil {
 		return err
 	}
-	temporalBin, _ := devenv.TemporalCLI.Path(root)
-	mailpitBin, _ := devenv.MailpitTool.Path(root)
+	mailpitBin, err := devenv.MailpitTool.Binary(ctx, out)
+	if err != nil {
+		return err
+	}
 
 	s := &localStack{}
 	defer func() { s.stop(out) }()
@@ -252,7 +269,7 @@ func runDev(ctx context.Context, out io.Writer, servicesOnly bool, temporalNice 
 
 	intakeURL := "http://" + app.DisplayAddr(cfg.HTTPAddr)
 	internalURL := "http://" + app.DisplayAddr(cfg.InternalAddr)
-	fmt.Fprintf(out, `
+	fmt.Fprintf(out, strings.ReplaceAll(`
 hookinbox local stack is up
   intake          %s/webhooks/<endpoint>   (health %s/healthz)
   internal        %s/metrics   %s/readyz   (intake; not on the public port)
@@ -269,12 +286,12 @@ hookinbox local stack is up
   logs            %s
 
 Register an endpoint:  export DEMO_SECRET=whsec_$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
-                       .tools/bin/hookinbox endpoints add --slug demo --provider stripe --environment test --secret-env DEMO_SECRET
-                       .tools/bin/hookinbox endpoints link --slug demo --account acct_demo --workspace ws_demo
-Operator console:      .tools/bin/hookinbox tokens create --role admin --name YOU   (then sign in with it)
+                       {prog} endpoints add --slug demo --provider stripe --environment test --secret-env DEMO_SECRET
+                       {prog} endpoints link --slug demo --account acct_demo --workspace ws_demo
+Operator console:      {prog} tokens create --role admin --name YOU   (then sign in with it)
 Secrets are sealed with %s (operator commands on the local stack find it by themselves).
 Press Ctrl-C to stop everything started here.
-`, intakeURL, intakeURL, internalURL, internalURL, app.DisplayAddr(cfg.WorkerAddr), cfg.ConsoleBaseURL(), cfg.ConsoleBaseURL(),
+`, "{prog}", prog), intakeURL, intakeURL, internalURL, internalURL, app.DisplayAddr(cfg.WorkerAddr), cfg.ConsoleBaseURL(), cfg.ConsoleBaseURL(),
 		s.temporal.Address, s.temporal.UIURL, s.mailpit.SMTPAddr, s.mailpit.HTTPURL, cfg.DatabaseURL, cfg.IntakeDB(), cfg.WorkerDB(),
 		cfg.ConsoleDB(), cfg.PayloadDB(), cfg.OperatorDB(), logDir, orDefault(cfg.SecretsKeyFile, "HOOKINBOX_SECRETS_KEY"))
 

@@ -167,11 +167,11 @@ func runReconcileResource(ctx context.Context, out io.Writer, cfg config.Config,
 	// A reason unique to this request, so --wait finds its own reconciliation.
 	reason := fmt.Sprintf("%s (by %s at %s)", strings.TrimSpace(o.reason), actorName(), time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
 	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	run, err := c.SignalWithStartWorkflow(sctx, keys.ResourceWorkflowID(r), keys.SignalReconcile, reason,
+	run, err := c.SignalWithStartWorkflow(sctx, keys.PrefixedResourceWorkflowID(cfg.WorkflowIDPrefix, r), keys.SignalReconcile, reason,
 		res.StartOptions(r), workflows.ResourceWorkflow, keys.ResourceInput{Resource: r, Settings: res.Settings})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("signal %s: %w", keys.ResourceWorkflowID(r), err)
+		return fmt.Errorf("signal %s: %w", keys.PrefixedResourceWorkflowID(cfg.WorkflowIDPrefix, r), err)
 	}
 	rep := reconcileReport{Resource: r.String(), WorkflowID: run.GetID(), RunID: run.GetRunID(), Reason: reason}
 	if o.wait {
@@ -302,7 +302,7 @@ func runEndpointPass(ctx context.Context, out io.Writer, svc *ops.Service, c cli
 		},
 		SignalAll: o.signalAll,
 	}
-	id := starter.ReconcilePassWorkflowID(o.endpoint, cfg.TaskQueue)
+	id := starter.PrefixedReconcilePassWorkflowID(cfg.WorkflowIDPrefix, o.endpoint, cfg.TaskQueue)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.ControlTaskQueue(cfg.TaskQueue), WorkflowExecutionErrorWhenAlreadyStarted: true,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,

@@ -81,7 +81,7 @@ func newSchedulesListCmd() *cobra.Command {
 				var all []starter.ScheduleStatus
 				var rows [][]string
 				for _, n := range names {
-					st, err := starter.DescribeSchedule(cmd.Context(), c, n, starter.ScheduleID(n, cfg.TaskQueue))
+					st, err := starter.DescribeSchedule(cmd.Context(), c, n, starter.ScheduleIDOf(cfg, n))
 					if err != nil {
 						return err
 					}

@@ -45,13 +45,13 @@ func version() string {
 	return v
 }
 
-func newVersionCmd() *cobra.Command {
+func newVersionCmd(p Program) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version (also --version)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "hookinbox %s (%s, %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %s/%s)\n", p.Name, p.VersionLine(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return nil
 		},
 	}

@@ -78,6 +78,12 @@ type Config struct {
 	TemporalTLSServerName string
 	// HOOKINBOX_TASK_QUEUE: task queue of the resource workflows and activities.
 	TaskQueue string
+	// HOOKINBOX_WORKFLOW_ID_PREFIX is prepended to every workflow and
+	// schedule id this deployment makes (resource workflows, schedules and
+	// their runs), so deployments sharing a namespace never share a
+	// workflow, even for the same resource (hookintest gives each stack its
+	// own). Default none.
+	WorkflowIDPrefix string
 
 	// HOOKINBOX_HTTP_ADDR: listen address of the webhook intake's public
 	// port (POST /webhooks/:endpoint and /healthz only).
@@ -397,6 +403,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.str("TEMPORAL_TLS_CA", &c.TemporalTLSCA)
 	p.str("TEMPORAL_TLS_SERVER_NAME", &c.TemporalTLSServerName)
 	p.str("HOOKINBOX_TASK_QUEUE", &c.TaskQueue)
+	p.str("HOOKINBOX_WORKFLOW_ID_PREFIX", &c.WorkflowIDPrefix)
 	p.str("HOOKINBOX_HTTP_ADDR", &c.HTTPAddr)
 	p.str("HOOKINBOX_INTERNAL_ADDR", &c.InternalAddr)
 	p.str("HOOKINBOX_WORKER_ADDR", &c.WorkerAddr)

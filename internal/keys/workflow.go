@@ -17,12 +17,26 @@ import (
 // resource/{provider}/{account}/{environment}/{kind}/{id}, each part
 // escaped so a '/' inside an id cannot forge another resource.
 func ResourceWorkflowID(r Resource) string {
-	return "resource/" + r.String()
+	return PrefixedResourceWorkflowID("", r)
+}
+
+// PrefixedResourceWorkflowID is ResourceWorkflowID after a deployment's
+// workflow-id prefix (HOOKINBOX_WORKFLOW_ID_PREFIX): what every starter of
+// a deployment uses, so two deployments in one namespace never share the
+// workflow of a resource.
+func PrefixedResourceWorkflowID(prefix string, r Resource) string {
+	return prefix + "resource/" + r.String()
 }
 
 // ResourceFromWorkflowID parses a resource workflow ID.
 func ResourceFromWorkflowID(id string) (Resource, error) {
-	rest, ok := strings.CutPrefix(id, "resource/")
+	return ResourceFromPrefixedWorkflowID("", id)
+}
+
+// ResourceFromPrefixedWorkflowID parses a resource workflow ID made with
+// prefix.
+func ResourceFromPrefixedWorkflowID(prefix, id string) (Resource, error) {
+	rest, ok := strings.CutPrefix(id, prefix+"resource/")
 	if !ok {
 		return Resource{}, fmt.Errorf("workflow id %q is not a resource workflow", id)
 	}

@@ -125,7 +125,7 @@ func (s *Service) WorkflowURL(r keys.Resource) string {
 	if s.Config.TemporalUIURL == "" {
 		return ""
 	}
-	return keys.TemporalUIWorkflowURL(s.Config.TemporalUIURL, s.Config.TemporalNamespace, keys.ResourceWorkflowID(r))
+	return keys.TemporalUIWorkflowURL(s.Config.TemporalUIURL, s.Config.TemporalNamespace, keys.PrefixedResourceWorkflowID(s.Config.WorkflowIDPrefix, r))
 }
 
 // WorkflowRef names a resource's workflow and where to see it.
@@ -135,7 +135,7 @@ type WorkflowRef struct {
 }
 
 func (s *Service) workflowRef(r keys.Resource) WorkflowRef {
-	return WorkflowRef{ID: keys.ResourceWorkflowID(r), URL: s.WorkflowURL(r)}
+	return WorkflowRef{ID: keys.PrefixedResourceWorkflowID(s.Config.WorkflowIDPrefix, r), URL: s.WorkflowURL(r)}
 }
 
 // Doorbells rings each resource once after an operator act. The rows are

@@ -64,7 +64,7 @@ func (s *Service) Status(ctx context.Context) StatusView {
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		var err error
-		if v.Schedules, err = scheduleStates(tctx, s.Temporal); err != nil {
+		if v.Schedules, err = scheduleStates(tctx, s.Temporal, s.Config.WorkflowIDPrefix); err != nil {
 			v.Temporal = "unavailable: " + err.Error()
 		}
 	}
@@ -72,7 +72,7 @@ func (s *Service) Status(ctx context.Context) StatusView {
 	return v
 }
 
-func scheduleStates(ctx context.Context, c client.Client) ([]ScheduleView, error) {
+func scheduleStates(ctx context.Context, c client.Client, prefix string) ([]ScheduleView, error) {
 	it, err := c.ScheduleClient().List(ctx, client.ScheduleListOptions{})
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func scheduleStates(ctx context.Context, c client.Client) ([]ScheduleView, error
 		if err != nil {
 			return out, err
 		}
-		if !strings.HasPrefix(e.ID, "hookinbox-") {
+		if !strings.HasPrefix(e.ID, prefix+"hookinbox-") {
 			continue
 		}
 		sv := ScheduleView{ID: e.ID, Paused: e.Paused}
@@ -155,8 +155,8 @@ func (s *Service) statusWarnings(v StatusView) []string {
 // ScheduleName resolves a schedule name or id to its name and id.
 func (s *Service) ScheduleName(arg string) (name, id string, err error) {
 	for _, n := range starter.ScheduleNames() {
-		if arg == n || arg == starter.ScheduleID(n, s.Config.TaskQueue) {
-			return n, starter.ScheduleID(n, s.Config.TaskQueue), nil
+		if arg == n || arg == starter.ScheduleIDOf(s.Config, n) {
+			return n, starter.ScheduleIDOf(s.Config, n), nil
 		}
 	}
 	return "", "", Invalidf("unknown schedule %q: want one of %s (or its id)", arg, strings.Join(starter.ScheduleNames(), ", "))

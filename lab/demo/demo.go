@@ -418,7 +418,7 @@ func demoPreflight(ctx context.Context, cfg config.Config, f *demoFlags) (*store
 		st.Close()
 		return nil, nil, fmt.Errorf("temporal at %s (TEMPORAL_ADDRESS): %w", cfg.TemporalAddress, err)
 	}
-	id := starter.ScheduleID(starter.ScheduleBackfill, cfg.TaskQueue)
+	id := starter.ScheduleIDOf(cfg, starter.ScheduleBackfill)
 	s, err := starter.DescribeSchedule(pctx, tc, starter.ScheduleBackfill, id)
 	if err == nil && !s.Exists {
 		err = fmt.Errorf("the facts backfill schedule %s does not exist: is the worker running (make run starts it)? HOOKINBOX_BACKFILL_INTERVAL must not be 0", id)

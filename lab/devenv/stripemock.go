@@ -17,7 +17,7 @@ import (
 // client's tests read Stripe's own fixtures through it. It is stateless: it
 // answers every valid request with the fixture of its resource type (the id
 // of the path reflected), never an object's real state.
-var StripeMock = Tool{Name: "stripe-mock", Module: "github.com/stripe/stripe-mock", Package: "github.com/stripe/stripe-mock"}
+var StripeMock = Tool{Name: "stripe-mock", Module: "github.com/stripe/stripe-mock", Package: "github.com/stripe/stripe-mock", Pin: StripeMockVersion}
 
 // StripeMockServer is a running stripe-mock.
 type StripeMockServer struct {

@@ -30,26 +30,35 @@ type Tool struct {
 	// its go.mod and *.go files key the cache folder too and an edit
 	// rebuilds (`make temporal-server` computes the same key).
 	OwnSource bool
+	// Pin is the version tools/<Name>/go.mod pins, as the root module knows
+	// it (pins.go): what Binary builds outside a checkout.
+	Pin string
+	// BinEnv names the variable pointing at a binary of the user's own
+	// (Binary uses it as it is, building nothing), when the tool has one.
+	BinEnv string
 }
 
 // The tools the local stack needs.
 var (
-	TemporalCLI = Tool{Name: "temporal", Module: "github.com/temporalio/cli", Package: "github.com/temporalio/cli/cmd/temporal"}
-	MailpitTool = Tool{Name: "mailpit", Module: "github.com/axllent/mailpit", Package: "github.com/axllent/mailpit"}
+	TemporalCLI = Tool{Name: "temporal", Module: "github.com/temporalio/cli", Package: "github.com/temporalio/cli/cmd/temporal",
+		Pin: TemporalCLIVersion, BinEnv: TemporalBinEnv}
+	MailpitTool = Tool{Name: "mailpit", Module: "github.com/axllent/mailpit", Package: "github.com/axllent/mailpit",
+		Pin: MailpitVersion, BinEnv: MailpitBinEnv}
 	// Amtool is Alertmanager's command-line tool: make compose-check
 	// (scripts/compose-check.sh) validates deploy/alertmanager with it, from
 	// the path Path gives (.tools/amtool-VERSION/amtool).
-	Amtool = Tool{Name: "amtool", Module: "github.com/prometheus/alertmanager", Package: "github.com/prometheus/alertmanager/cmd/amtool"}
+	Amtool = Tool{Name: "amtool", Module: "github.com/prometheus/alertmanager", Package: "github.com/prometheus/alertmanager/cmd/amtool", Pin: AmtoolVersion}
 	// Helm builds and checks the Kubernetes chart: make chart-check
 	// (deploy/helm/check, a module of its own) runs `helm lint` and `helm
 	// template` on deploy/helm/hookinbox with the binary Ensure gives.
 	// Only built when the chart is checked.
-	Helm = Tool{Name: "helm", Module: "helm.sh/helm/v4", Package: "helm.sh/helm/v4/cmd/helm"}
+	Helm = Tool{Name: "helm", Module: "helm.sh/helm/v4", Package: "helm.sh/helm/v4/cmd/helm", Pin: HelmVersion}
 	// TemporalServer is go.temporal.io/server built as production runs it
 	// (PostgreSQL, several history shards): tools/temporal-server, the
 	// "postgres" engine of the tests and benchmarks (StartTemporalPostgres).
 	// Only built when that engine is asked for.
-	TemporalServer = Tool{Name: "temporal-server", Module: "go.temporal.io/server", Package: "hookinbox/tools/temporal-server", OwnSource: true}
+	TemporalServer = Tool{Name: "temporal-server", Module: "go.temporal.io/server", Package: "hookinbox/tools/temporal-server", OwnSource: true,
+		Pin: TemporalServerVersion}
 )
 
 // Version reads the pinned version from tools/<name>/go.mod.
@@ -145,8 +154,15 @@ func (t Tool) build(ctx context.Context, root, bin string, out io.Writer) error 
 	if b, err := dl.CombinedOutput(); err != nil {
 		return fmt.Errorf("go mod download for %s: %w\n%s", t.Name, err, b)
 	}
+	return t.compile(ctx, dir, nil, bin, start, out)
+}
+
+// compile builds t.Package in the module at dir (with env added to the
+// environment) into bin, a line of progress every few seconds.
+func (t Tool) compile(ctx context.Context, dir string, env []string, bin string, start time.Time, out io.Writer) error {
 	list := exec.CommandContext(ctx, "go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", t.Package)
 	list.Dir = dir
+	list.Env = append(os.Environ(), env...)
 	listed, err := list.Output()
 	if err != nil {
 		return fmt.Errorf("go list for %s: %w", t.Name, err)
@@ -164,6 +180,7 @@ func (t Tool) build(ctx context.Context, root, bin string, out io.Writer) error 
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-o", tmp, t.Package)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err

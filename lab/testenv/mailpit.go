@@ -27,7 +27,7 @@ func MailpitWith(t testing.TB, tls *devenv.MailpitTLS) *devenv.Mailpit {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bin, err := devenv.MailpitTool.Ensure(ctx, Root(t), os.Stderr)
+	bin, err := devenv.MailpitTool.Binary(ctx, os.Stderr)
 	if err != nil {
 		t.Fatalf("mailpit: %v", err)
 	}
@@ -46,4 +46,25 @@ func MailpitWith(t testing.TB, tls *devenv.MailpitTLS) *devenv.Mailpit {
 	}
 	t.Cleanup(func() { _ = m.Stop() })
 	return m
+}
+
+// Mail server variables: an SMTP server of the user's own for the tests that
+// send mail through the stack (hookintest), and the Mailpit HTTP API to
+// read it back from, if it is a Mailpit.
+const (
+	SMTPAddrEnv   = "HOOKINBOX_TEST_SMTP_ADDR"
+	MailpitURLEnv = "HOOKINBOX_TEST_MAILPIT_URL"
+)
+
+// MailServer is where a stack the test starts sends mail: the SMTP server
+// HOOKINBOX_TEST_SMTP_ADDR names (with HOOKINBOX_TEST_MAILPIT_URL, if set,
+// as its HTTP API; no Mailpit is built or started), else a Mailpit for t
+// alone (Mailpit).
+func MailServer(t testing.TB) (smtpAddr, httpURL string) {
+	t.Helper()
+	if a := os.Getenv(SMTPAddrEnv); a != "" {
+		return a, os.Getenv(MailpitURLEnv)
+	}
+	m := Mailpit(t)
+	return m.SMTPAddr, m.HTTPURL
 }

@@ -48,7 +48,15 @@ func temporalBinary(t testing.TB, tool devenv.Tool) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	bin, err := tool.Ensure(ctx, Root(t), os.Stderr)
+	// The dev server's CLI needs no checkout (a team's tests: Binary); the
+	// postgres engine's server is built from tools/ in one.
+	var bin string
+	var err error
+	if tool.OwnSource {
+		bin, err = tool.Ensure(ctx, Root(t), os.Stderr)
+	} else {
+		bin, err = tool.Binary(ctx, os.Stderr)
+	}
 	if err != nil {
 		t.Fatalf("%s: %v", tool.Name, err)
 	}
