@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/sumdb/dirhash"
+
+	"github.com/hookinbox/hookinbox/lab/devenv"
 )
 
 // Examples are the team modules under root/examples: every folder there
@@ -231,4 +233,29 @@ func (t Tree) Diff(after Tree) string {
 // equal to the zip's Hash when the module cache holds exactly the zip.
 func DirHash(dir, version string) (string, error) {
 	return dirhash.HashDir(dir, ModulePath+"@"+version, dirhash.Hash1)
+}
+
+// ToolEnv points a team module's runs at the pinned tools this checkout
+// already built into its .tools/ (make tools), through the variables a
+// user sets for binaries of their own (HOOKINBOX_TEMPORAL_BIN,
+// HOOKINBOX_MAILPIT_BIN), so make test does not build them a second time
+// into the user cache. A variable already set, or a tool not built, is
+// left alone: the tool is then built once per machine into the user cache.
+func ToolEnv(root string) (env, notes []string) {
+	for _, t := range []devenv.Tool{devenv.TemporalCLI, devenv.MailpitTool} {
+		if os.Getenv(t.BinEnv) != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s as set", t.Name, t.BinEnv))
+			continue
+		}
+		p, err := t.Path(root)
+		if err == nil {
+			if fi, serr := os.Stat(p); serr == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				env = append(env, t.BinEnv+"="+p)
+				notes = append(notes, fmt.Sprintf("%s: %s=%s (the checkout's, from make tools)", t.Name, t.BinEnv, p))
+				continue
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s: built once per machine into the user cache (%s)", t.Name, devenv.CacheDirEnv))
+	}
+	return env, notes
 }

@@ -54,6 +54,11 @@ func TestReleasedExamples(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { removeModCache(modCache) })
 	env := Env(os.Environ(), p, fallback, modCache)
+	tools, notes := ToolEnv(root)
+	env = append(env, tools...)
+	for _, n := range notes {
+		t.Logf("tool %s", n)
+	}
 	cached := CacheDir(modCache, p.Version)
 
 	var tree Tree
