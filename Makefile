@@ -42,7 +42,7 @@ test: tools compose-check chart-check ## Vet and run every test: unit, integrati
 	$(MAKE) --no-print-directory test-released
 
 .PHONY: test-released
-test-released: ## Every module in examples/ copied outside the tree, requiring hookinbox at VERSION from a module proxy on disk: go mod tidy, vet and test with a fresh module cache; the cache's copy must stay unchanged (lab/release)
+test-released: tools ## Every module in examples/ copied outside the tree, requiring hookinbox at VERSION from a module proxy on disk: go mod tidy, vet and test with a fresh module cache; the cache's copy must stay unchanged (lab/release)
 	$(GO) test -count=1 -timeout 60m -v $(RELEASE_PKG)
 
 # The release an upgrade starts from (lab/soak/testdata/upgrade-from: the
