@@ -43,7 +43,7 @@ test: tools compose-check chart-check ## Vet and run every test: unit, integrati
 
 .PHONY: test-released
 test-released: tools ## Every module in examples/ copied outside the tree, requiring hookinbox at VERSION from a module proxy on disk: go mod tidy, vet and test with a fresh module cache; the cache's copy must stay unchanged (lab/release)
-	$(GO) test -count=1 -timeout 60m -v $(RELEASE_PKG)
+	$(GO) test -count=1 -timeout 75m -v $(RELEASE_PKG)
 
 # The release an upgrade starts from (lab/soak/testdata/upgrade-from: the
 # commit before this release's changes). Any ref of this repository's history.

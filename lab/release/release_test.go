@@ -72,7 +72,7 @@ func TestReleasedExamples(t *testing.T) {
 			require.True(t, strings.HasPrefix(rel, ".."), "the copy %s must be outside the tree %s", dir, root)
 			require.NoError(t, CopyModule(ex, dir, p.Version))
 
-			goCmd(t, dir, env, 15*time.Minute, "mod", "tidy")
+			goCmd(t, dir, env, 30*time.Minute, "mod", "tidy")
 			sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
 			require.NoError(t, err)
 			require.Contains(t, string(sum), fmt.Sprintf("%s %s %s\n", ModulePath, p.Version, p.Hash),
@@ -87,7 +87,7 @@ func TestReleasedExamples(t *testing.T) {
 				require.Equal(t, p.Hash, h)
 			}
 
-			goCmd(t, dir, env, 20*time.Minute, "vet", "./...")
+			goCmd(t, dir, env, 40*time.Minute, "vet", "./...")
 			began := time.Now()
 			goCmd(t, dir, env, 25*time.Minute, "test", "-count=1", "-timeout", "20m", "./...")
 			times[name] = time.Since(began)
