@@ -70,7 +70,7 @@ test-failures: tools ## Only the failure suite F1–F6 of SPEC, against the real
 
 .PHONY: test-short
 test-short: ## Unit tests only (no PostgreSQL or Temporal needed)
-	$(GO) test -count=1 -short $(PKGS)
+	$(GO) test -count=1 -short -skip '^Example$$' $(PKGS)
 
 .PHONY: demo
 demo: lab ## With make run going in another terminal: a misbehaving provider, then the ground truth beside what converged

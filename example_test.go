@@ -4,15 +4,69 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/hookintest"
 )
 
+// exampleTB is the testing.TB an Example hands to hookintest (an Example
+// has no *testing.T): a failure prints and panics, so the Example fails;
+// cleanups run at done. `make test-short` skips Example (it needs
+// PostgreSQL).
+type exampleTB struct {
+	testing.TB // never called: every method hookintest uses is below
+	cleanups   []func()
+	dirs       []string
+}
+
+func exampleT() *exampleTB { return &exampleTB{} }
+
+func (t *exampleTB) Helper()          {}
+func (t *exampleTB) Name() string     { return "Example" }
+func (t *exampleTB) Failed() bool     { return false }
+func (t *exampleTB) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+func (t *exampleTB) Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+func (t *exampleTB) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (t *exampleTB) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
+func (t *exampleTB) Errorf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (t *exampleTB) FailNow()                          { panic("FailNow") }
+func (t *exampleTB) Skip(args ...any) {
+	panic(fmt.Sprint(append([]any{"cannot skip an Example: "}, args...)...))
+}
+func (t *exampleTB) Skipf(format string, args ...any) {
+	panic("cannot skip an Example: " + fmt.Sprintf(format, args...))
+}
+func (t *exampleTB) TempDir() string {
+	d, err := os.MkdirTemp("", "hookinbox-example-")
+	if err != nil {
+		panic(err)
+	}
+	t.dirs = append(t.dirs, d)
+	return d
+}
+
+func (t *exampleTB) done() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+	for _, d := range t.dirs {
+		os.RemoveAll(d)
+	}
+}
+
 // A team's program: its handler, its migrations and their grants, and
-// hookinbox's processes and CLI (Main) around them. examples/provisioning
-// is this program in full, with its tests.
+// hookinbox's processes and CLI (Main) around them, tried here through
+// hookintest as a team's test does: a delivery signed as Stripe signs it,
+// admitted by the intake's own path, handled once, a redelivery answered as
+// a duplicate, and a replay that changes nothing. examples/provisioning is
+// this program in full, with its tests on the whole stack.
 func Example() {
 	migrations := fstest.MapFS{"0001_accounts.sql": {Data: []byte(
 		"CREATE TABLE accounts (session_id text PRIMARY KEY, workspace_id text NOT NULL);\n" +
@@ -31,7 +85,30 @@ func Example() {
 	}, hookinbox.Name("provisioning"))
 	fmt.Println(app.Err())
 	// app.Main() would now run the command line: webhook, worker, dev, …
-	// Output: <nil>
+
+	// In a test: t is the test's *testing.T.
+	t := exampleT()
+	defer t.done()
+	ctx := context.Background()
+	h := hookintest.New(t, app)
+	h.AddEndpoint(ctx, hookintest.Endpoint{Slug: "stripe", Provider: "stripe", Secret: "whsec_example",
+		Account: "acct_team", Workspace: "ws_team"})
+	body := []byte(`{"id":"evt_1","object":"event","type":"checkout.session.completed","livemode":false,` +
+		`"created":` + strconv.FormatInt(time.Now().Unix(), 10) + `,"data":{"object":{"id":"cs_1","object":"checkout.session"}}}`)
+	d := h.Deliver(ctx, "stripe", "whsec_example", nil, body)
+	out := h.Handle(ctx, d.Key)
+	fmt.Println(d.Outcome, d.Key, out.Status, out.Note)
+	fmt.Println(h.Deliver(ctx, "stripe", "whsec_example", nil, body).Outcome)
+	h.Replay(ctx, d.Key, "example")
+	fmt.Println(h.Handle(ctx, d.Key).Note)
+	claim, _ := h.Claim(ctx, hookinbox.Key("provision", "acct_team", "cs_1"))
+	fmt.Println("claimed by", claim.By)
+	// Output:
+	// <nil>
+	// accepted stripe/acct_team/test/evt_1 done provisioned cs_1
+	// duplicate
+	// already provisioned
+	// claimed by stripe/acct_team/test/evt_1
 }
 
 // Registration mistakes are collected, and Main refuses to start on them.

@@ -2,7 +2,9 @@ package hookintest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -129,33 +131,40 @@ func TestStacksRunSideBySide(t *testing.T) {
 // created: a user's own Temporal may refuse), and an event of the same
 // resource reaches both: each stack's workflow-id prefix keeps each
 // resource workflow its own, so both events are done. Without it the
-// second stack's doorbell rang the first stack's workflow, and its event
-// hung.
+// second stack's doorbell rang the first stack's workflow (a subscription
+// lingers 10 minutes once drained, refusing the sweeper's start), and its
+// event hung.
 func TestTwoStacksHandleTheSameResourceEachInItsOwnWorkflow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ok := func(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
-		return hookinbox.Result{Note: "ok " + ev.Resource.ID}, nil
+	stack := func() (*hookintest.Harness, *hookintest.Stack) {
+		app := hookinbox.New()
+		app.HandleFunc("stripe", "customer.subscription.updated", func(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
+			return hookinbox.Result{Note: "ok " + ev.Resource.ID}, nil
+		}, hookinbox.Name("subs"))
+		h := hookintest.New(t, app)
+		h.AddEndpoint(ctx, hookintest.Endpoint{Slug: "s", Provider: "stripe", Secret: secret, Account: "acct_sim_a", Workspace: "ws"})
+		return h, h.Run()
 	}
-	a, b := paidApp(t, ok), paidApp(t, ok)
-	sa, sb := a.Run(), b.Run()
-	// One invoice, one resource: the same body posted to both stacks.
-	sim := simulator.New(simulator.Config{Seed: 4})
-	inv, paid, err := sim.PayInvoice(simulator.InvoiceOptions{})
-	require.NoError(t, err)
-	pa, pb := sa.Post(ctx, "s", secret, nil, paid.Body), sb.Post(ctx, "s", secret, nil, paid.Body)
+	a, sa := stack()
+	b, sb := stack()
+	// One subscription, one resource: the same body posted to both stacks.
+	id := "evt_same_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	body := []byte(`{"id":"` + id + `","object":"event","type":"customer.subscription.updated","livemode":false,"account":"acct_sim_a",` +
+		`"created":` + strconv.FormatInt(time.Now().Unix(), 10) + `,"data":{"object":{"id":"sub_same","object":"subscription","status":"active"}}}`)
+	pa, pb := sa.Post(ctx, "s", secret, nil, body), sb.Post(ctx, "s", secret, nil, body)
 	require.Equal(t, 200, pa.Status)
 	require.Equal(t, 200, pb.Status)
-	key := hookintype.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, EventID: paid.ID}
+	key := hookintype.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, EventID: id}
 	require.Equal(t, key, pa.Key)
 	require.Equal(t, key, pb.Key)
-	sa.WaitFor(ctx, key, hookintype.StatusDone, 30*time.Second)
-	sb.WaitFor(ctx, key, hookintype.StatusDone, 30*time.Second)
+	sa.WaitFor(ctx, key, hookintype.StatusDone, 2*time.Minute)
+	sb.WaitFor(ctx, key, hookintype.StatusDone, 2*time.Minute)
 	for _, h := range []*hookintest.Harness{a, b} {
 		e := h.Event(ctx, key)
 		require.Equal(t, hookintype.StatusDone, e.Status)
-		require.Equal(t, "ok "+inv.ID, e.Note)
-		require.Equal(t, hookintype.Resource{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, Kind: "invoice", ID: inv.ID},
+		require.Equal(t, "ok sub_same", e.Note)
+		require.Equal(t, hookintype.Resource{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, Kind: "subscription", ID: "sub_same"},
 			e.Resource)
 	}
 }
@@ -220,17 +229,21 @@ func TestTheAssertionHelpersReadWhatTheHandlerRecorded(t *testing.T) {
 	require.Equal(t, "already thanked", h.Event(ctx, d.Key).Note)
 	require.Len(t, h.Outbox(ctx, hookinbox.Key("thanks", inv.ID)+"*"), 2)
 
-	// A delivery for an account no endpoint links is quarantined.
+	// The same event id with another body is quarantined.
 	require.Empty(t, h.Quarantine(ctx, ""))
-	_, stranger, err := sim.PayInvoice(simulator.InvoiceOptions{Account: "acct_stranger"})
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(paid.Body, &doc))
+	doc["data"].(map[string]any)["object"].(map[string]any)["amount_paid"] = 1
+	forged, err := json.Marshal(doc)
 	require.NoError(t, err)
-	q := h.Deliver(ctx, "s", secret, nil, stranger.Body)
+	q := h.Deliver(ctx, "s", secret, nil, forged)
 	require.Equal(t, "quarantined", q.Outcome)
 	got := h.Quarantine(ctx, "s")
 	require.Len(t, got, 1)
-	require.Equal(t, "unknown_account", got[0].Reason)
-	require.Equal(t, "acct_stranger", got[0].Account)
-	require.Equal(t, stranger.ID, got[0].EventID)
+	require.Equal(t, "conflicting_duplicate", got[0].Reason)
+	require.Equal(t, "acct_sim_a", got[0].Account)
+	require.Equal(t, paid.ID, got[0].EventID)
+	require.Equal(t, "s", got[0].Endpoint)
 	require.False(t, got[0].Resolved)
 	require.Empty(t, h.Quarantine(ctx, "other"))
 }
