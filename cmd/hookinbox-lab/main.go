@@ -39,6 +39,7 @@ The service and the operator commands are in the hookinbox binary; the soak runs
 		newSimulateCmd(),
 		newSoakCmd(),
 		newBenchCmd(),
+		newReleaseCmd(),
 		demo.NewCmd(),
 	)
 	return root
