@@ -804,3 +804,22 @@ func TestConsoleRoleCanDoEverythingTheConsoleDoes(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(acts), 15)
 }
+
+// A migration set may be granted a column of a core table only where the
+// core leaves it to a domain (workspaces.credits_balance), never another.
+func TestExtraGrantsOnACoreTableOnlyForDomainColumns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testenv.Store(t)
+	_, _, err := store.ReapplyGrants(ctx, s.Pool, store.Grant{Role: store.RoleWorker, Privilege: "UPDATE", Table: "workspaces",
+		Columns: []string{"credits_balance"}})
+	require.NoError(t, err)
+	for _, g := range []store.Grant{
+		{Role: store.RoleWorker, Privilege: "UPDATE", Table: "workspaces", Columns: []string{"email"}},
+		{Role: store.RoleWorker, Privilege: "UPDATE", Table: "workspaces"},
+		{Role: store.RoleWorker, Privilege: "UPDATE", Table: "account_links", Columns: []string{"workspace_id"}},
+	} {
+		_, _, err := store.ReapplyGrants(ctx, s.Pool, g)
+		require.ErrorContains(t, err, "hookinbox's own table", "%+v", g)
+	}
+}
