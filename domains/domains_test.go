@@ -49,9 +49,9 @@ func TestBuiltinAppHasEveryDomainTable(t *testing.T) {
 // their rows, and the schema is then exactly a fresh database's.
 func TestExistingDatabaseAdoptsTheDomainTables(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	fresh := testenv.DatabaseURL(t) // also makes sure the roles exist
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 
 	name := fmt.Sprintf("hookinbox_adopt_%d", os.Getpid())
 	admin, err := pgx.Connect(ctx, testenv.AdminURL(t, "postgres"))

@@ -49,10 +49,11 @@ type Options struct {
 	CreditNoteWait time.Duration
 }
 
-// Register adds the credits domain to app: its tables (package schema) and its handlers: invoice.paid (NameGrants), and
-// credit_note.created and credit_note.voided (NameCreditNotes), the credit
-// notes serialized on the invoice they credit so that a reversal and the
-// grant it reverses never race.
+// Register adds the credits domain to app: its tables (package schema) and
+// its handlers, invoice.paid (NameGrants), and credit_note.created and
+// credit_note.voided (NameCreditNotes), the credit notes serialized on the
+// invoice they credit so that a reversal and the grant it reverses never
+// race.
 func Register(app *hookinbox.App, o Options) error {
 	if o.PerInvoice == 0 {
 		o.PerInvoice = 100

@@ -47,7 +47,7 @@ const (
 
 // Register adds the subscriptions domain to app: its tables (package
 // schema), the projection's handler for Types and its reconciler of
-// the "subscription" kind to app.
+// the "subscription" kind.
 func Register(app *hookinbox.App, logger *slog.Logger) *Subscriptions {
 	s := &Subscriptions{Logger: logger}
 	// The domain's own tables, its migration set (schema).
