@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/cli"
 	"github.com/hookinbox/hookinbox/internal/command"
@@ -88,20 +89,14 @@ func WithProvider(p providers.Provider) Option {
 // Apps built at once (parallel tests).
 var registerOnce sync.Mutex
 
-// Table declares one of the team's own tables and what hookinbox's process
-// roles may do with it, so least privilege covers it too: the worker (where
-// handlers run) gets Worker, the read-only operator role and the console
-// may SELECT it unless OperatorHidden, and never its Private columns
-// (personal data: only the payload reader role reads those).
-type Table struct {
-	Name string
-	// Worker lists the worker's privileges: SELECT, INSERT, UPDATE, DELETE.
-	Worker []string
-	// OperatorHidden keeps the table from the operator role altogether.
-	OperatorHidden bool
-	// Private columns are hidden from the operator role.
-	Private []string
-}
+// Table declares one of the tables a migration set creates and what
+// hookinbox's process roles may do with it, so least privilege covers it
+// too: the worker (where handlers run) gets Worker, the console gets
+// Console, the read-only operator role and the console may SELECT it
+// unless OperatorHidden, and never its Private columns (personal data:
+// only the payload reader role reads those). Columns narrows the
+// declaration to some columns. Its fields are documented in hookintype.
+type Table = hookintype.Table
 
 // WithMigrations adds the team's own migrations: numbered files at the root
 // of fsys (0001_name.sql, tern's format, as hookinbox's own) applied after
@@ -135,23 +130,22 @@ func WithMigrations(name string, fsys fs.FS, tables ...Table) Option {
 }
 
 func (a *App) addTable(t Table) error {
-	if t.Name == "" {
-		return errors.New("a table needs a name")
+	gs, err := store.TableGrants(t)
+	if err != nil {
+		return err
 	}
-	for _, p := range t.Worker {
-		p = strings.ToUpper(strings.TrimSpace(p))
-		if !slices.Contains([]string{"SELECT", "INSERT", "UPDATE", "DELETE"}, p) {
-			return fmt.Errorf("table %s: worker privilege %q is not SELECT, INSERT, UPDATE or DELETE", t.Name, p)
-		}
-		a.grants = append(a.grants, store.Grant{Role: store.RoleWorker, Privilege: p, Table: t.Name})
-	}
-	if !t.OperatorHidden {
-		a.grants = append(a.grants, store.Grant{Role: store.RoleOperator, Privilege: "SELECT", Table: t.Name, Except: t.Private})
-	}
-	if len(t.Private) > 0 {
-		a.grants = append(a.grants, store.Grant{Role: store.RolePayloadReader, Privilege: "SELECT", Table: t.Name, Columns: t.Private})
-	}
+	a.grants = append(a.grants, gs...)
 	return nil
+}
+
+// Use applies options to an App after New: how a package that registers
+// a domain on an App the program built (domains.Register, a team's own
+// Register(app)) adds the domain's migrations (WithMigrations) and
+// providers. Registration mistakes are collected as New's are.
+func (a *App) Use(opts ...Option) {
+	for _, o := range opts {
+		o(a)
+	}
 }
 
 // HandleOption configures one Handle registration.

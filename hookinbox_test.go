@@ -203,3 +203,19 @@ func TestProjectionsNeverGoBackwards(t *testing.T) {
 	require.NoError(t, h.DB.QueryRow(ctx, `SELECT state FROM things WHERE id = 't2'`).Scan(&state))
 	require.Equal(t, "fetched:f-next", state)
 }
+
+// A team's App that registers none of the built-in domains creates none of
+// their tables: they are the domains' own migration sets, not the core's.
+func TestTeamAppHasNoBuiltinDomainTable(t *testing.T) {
+	t.Parallel()
+	h := team(t, func(*hookinbox.App) {})
+	ctx := context.Background()
+	for _, rel := range []string{"credit_grants", "credit_adjustments", "subscription_projection", "workspace_access", "feedback_alerts"} {
+		var present bool
+		require.NoError(t, h.DB.QueryRow(ctx, `SELECT to_regclass('public.' || $1) IS NOT NULL`, rel).Scan(&present))
+		require.False(t, present, "a team's database has %s", rel)
+	}
+	var things bool
+	require.NoError(t, h.DB.QueryRow(ctx, `SELECT to_regclass('public.things') IS NOT NULL`).Scan(&things))
+	require.True(t, things, "the team's own table is there")
+}

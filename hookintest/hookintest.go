@@ -83,7 +83,7 @@ func New(t testing.TB, a *hookinbox.App) *Harness {
 		t.Fatalf("hookintest: the app has registration errors: %v", err)
 	}
 	biz := app.BusinessOf(a)
-	url := testenv.DatabaseURL(t)
+	url := testenv.CoreDatabaseURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)

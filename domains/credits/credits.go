@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/domains/credits/schema"
 	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/hookintype"
 )
@@ -48,10 +49,11 @@ type Options struct {
 	CreditNoteWait time.Duration
 }
 
-// Register adds the credits handlers to app: invoice.paid (NameGrants), and
-// credit_note.created and credit_note.voided (NameCreditNotes), the credit
-// notes serialized on the invoice they credit so that a reversal and the
-// grant it reverses never race.
+// Register adds the credits domain to app: its tables (package schema) and
+// its handlers, invoice.paid (NameGrants), and credit_note.created and
+// credit_note.voided (NameCreditNotes), the credit notes serialized on the
+// invoice they credit so that a reversal and the grant it reverses never
+// race.
 func Register(app *hookinbox.App, o Options) error {
 	if o.PerInvoice == 0 {
 		o.PerInvoice = 100
@@ -66,6 +68,8 @@ func Register(app *hookinbox.App, o Options) error {
 	if o.CreditNoteWait == 0 {
 		o.CreditNoteWait = 72 * time.Hour
 	}
+	// The domain's own tables, its migration set (schema).
+	app.Use(hookinbox.WithMigrations(schema.Name, schema.FS(), schema.Tables()...))
 	// The notices are low-risk: a duplicate is better than none.
 	app.OutboxClass(ClassConfirmation, hookinbox.AcceptDuplicate)
 	app.OutboxClass(ClassReversal, hookinbox.AcceptDuplicate)

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/domains/feedback/schema"
 )
 
 // Name is the handler's name: its metrics label and inbox route.
@@ -25,8 +26,11 @@ const ClassAlert = "feedback_alert"
 // alert. A later escalation would need its own operation (and key).
 const OperationInitialAlert = "initial-alert"
 
-// Register adds the feedback.created handler to app.
+// Register adds the feedback domain to app: its table (package schema) and
+// the feedback.created handler.
 func Register(app *hookinbox.App) {
+	// The domain's own table, its migration set (schema).
+	app.Use(hookinbox.WithMigrations(schema.Name, schema.FS(), schema.Tables()...))
 	app.OutboxClass(ClassAlert, hookinbox.AcceptDuplicate) // an alert twice beats none
 	app.Handle("standard", "feedback.created", Alerts{}, hookinbox.Name(Name))
 }

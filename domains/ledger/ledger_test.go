@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/domains/credits/schema"
 	"github.com/hookinbox/hookinbox/domains/ledger"
 	"github.com/hookinbox/hookinbox/hookintest"
 )
@@ -20,10 +21,12 @@ type fixture struct {
 	h   *hookintest.Harness
 }
 
-// setup is a fresh migrated database holding workspace ws (balance 0).
+// setup is a fresh migrated database (with the credits domain's set, whose
+// tables the ledger writes) holding workspace ws (balance 0).
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{ctx: context.Background(), h: hookintest.New(t, hookinbox.New())}
+	app := hookinbox.New(hookinbox.WithMigrations(schema.Name, schema.FS(), schema.Tables()...))
+	f := &fixture{ctx: context.Background(), h: hookintest.New(t, app)}
 	_, err := f.h.DB.Exec(f.ctx, `INSERT INTO workspaces (id) VALUES ('ws')`)
 	require.NoError(t, err)
 	return f

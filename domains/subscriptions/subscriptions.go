@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookinbox/hookinbox"
+	"github.com/hookinbox/hookinbox/domains/subscriptions/schema"
 	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/providers"
 	"github.com/hookinbox/hookinbox/providers/stripe"
@@ -44,10 +45,13 @@ const (
 	StatusCanceled = "canceled"
 )
 
-// Register adds the projection's handler for Types and its reconciler of
-// the "subscription" kind to app.
+// Register adds the subscriptions domain to app: its tables (package
+// schema), the projection's handler for Types and its reconciler of
+// the "subscription" kind.
 func Register(app *hookinbox.App, logger *slog.Logger) *Subscriptions {
 	s := &Subscriptions{Logger: logger}
+	// The domain's own tables, its migration set (schema).
+	app.Use(hookinbox.WithMigrations(schema.Name, schema.FS(), schema.Tables()...))
 	for _, typ := range Types {
 		app.Handle("stripe", typ, s, hookinbox.Name(Name))
 	}

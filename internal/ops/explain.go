@@ -222,7 +222,24 @@ func refParts(ref, prefix string) (provider, account, env, id string, err error)
 	return p[0], p[1], p[2], p[3], nil
 }
 
+// requireDomain refuses a lookup of a built-in domain's records where the
+// App's database has no such table: the domain is not registered (a team's
+// App), so there is nothing to find, and "not found" would mislead.
+func (s *Service) requireDomain(ctx context.Context, relation, domain string) error {
+	ok, err := records.HasRelation(ctx, s.Store.Pool, relation)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return Invalidf("this App has no %s domain: its database has no %s table", domain, relation)
+	}
+	return nil
+}
+
 func (s *Service) findGrant(ctx context.Context, ref string) (keys.Resource, error) {
+	if err := s.requireDomain(ctx, records.TableCreditGrants, "credits"); err != nil {
+		return keys.Resource{}, err
+	}
 	var gs []records.StoredGrant
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
@@ -264,6 +281,9 @@ func (s *Service) findSubscription(ctx context.Context, ref string) (keys.Resour
 	if err != nil {
 		return keys.Resource{}, err
 	}
+	if err := s.requireDomain(ctx, records.TableSubscriptions, "subscriptions"); err != nil {
+		return keys.Resource{}, err
+	}
 	rs, err := records.FindProjections(ctx, s.Store.Pool, p, a, e, id)
 	if err != nil {
 		return keys.Resource{}, err
@@ -279,6 +299,9 @@ func (s *Service) findSubscription(ctx context.Context, ref string) (keys.Resour
 }
 
 func (s *Service) findAlert(ctx context.Context, ref string) (keys.Resource, error) {
+	if err := s.requireDomain(ctx, records.TableFeedbackAlerts, "feedback"); err != nil {
+		return keys.Resource{}, err
+	}
 	var as []records.StoredFeedbackAlert
 	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {

@@ -221,6 +221,10 @@ func (s *Service) AdjustWorkspace(ctx context.Context, who Actor, id string, a W
 	case policy != keys.BalanceAllow && policy != keys.BalanceClamp && policy != keys.BalanceHold:
 		return AdjustmentView{}, Invalidf("policy must be allow, clamp or hold (got %q)", policy)
 	}
+	// The ledger's tables are the credits domain's (its migration set).
+	if err := s.requireDomain(ctx, records.TableCreditAdjustments, "credits"); err != nil {
+		return AdjustmentView{}, err
+	}
 	res, err := adjustWorkspace(ctx, s.Store, operatorAdjustment{Workspace: id, Credits: a.Credits,
 		OperationID: a.OperationID, Actor: who.Name, Reason: a.Reason, Policy: policy})
 	if err != nil {

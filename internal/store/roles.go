@@ -147,21 +147,10 @@ var Grants = slices.Concat([]Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "inbox_quarantine_payload_size"},
 	{Role: RoleWorker, Privilege: "DELETE", Table: "inbox_quarantine"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "workspaces"},
-	{Role: RoleWorker, Privilege: "UPDATE", Table: "workspaces", Columns: cols("credits_balance")},
-	{Role: RoleWorker, Privilege: "SELECT", Table: "workspace_access"},
-	{Role: RoleWorker, Privilege: "SELECT", Table: "credit_grants"},
-	{Role: RoleWorker, Privilege: "INSERT", Table: "credit_grants"},
-	// Credit notes and their voids (operator corrections go through the
-	// owner's CLI): insert once per business key, read back the existing one.
-	{Role: RoleWorker, Privilege: "SELECT", Table: "credit_adjustments"},
-	{Role: RoleWorker, Privilege: "INSERT", Table: "credit_adjustments"},
-	{Role: RoleWorker, Privilege: "SELECT", Table: "subscription_projection"},
-	{Role: RoleWorker, Privilege: "INSERT", Table: "subscription_projection"},
-	{Role: RoleWorker, Privilege: "UPDATE", Table: "subscription_projection"},
-	{Role: RoleWorker, Privilege: "INSERT", Table: "feedback_alerts"},
-	// ON CONFLICT ON CONSTRAINT feedback_alerts_business_key reads its columns.
-	{Role: RoleWorker, Privilege: "SELECT", Table: "feedback_alerts", Columns: cols("provider", "project", "environment",
-		"feedback_id", "operation")},
+	// The built-in domains' tables (credits, credit notes, subscriptions,
+	// feedback) and workspaces.credits_balance are granted by the domains'
+	// own declarations (their migration sets' hookintype.Table values,
+	// applied as extra grants), not here: an App without them has none.
 	{Role: RoleWorker, Privilege: "SELECT", Table: "team_destinations"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "outbox"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "outbox"},
@@ -235,11 +224,6 @@ func operatorReads(role string) []Grant {
 		{Role: role, Privilege: "SELECT", Table: "endpoint_secrets", Columns: secretMetaColumns},
 		{Role: role, Privilege: "SELECT", Table: "account_links"},
 		{Role: role, Privilege: "SELECT", Table: "workspaces"},
-		{Role: role, Privilege: "SELECT", Table: "workspace_access"},
-		{Role: role, Privilege: "SELECT", Table: "credit_grants"},
-		{Role: role, Privilege: "SELECT", Table: "credit_adjustments"},
-		{Role: role, Privilege: "SELECT", Table: "subscription_projection"},
-		{Role: role, Privilege: "SELECT", Table: "feedback_alerts"},
 		{Role: role, Privilege: "SELECT", Table: "team_destinations", Except: cols("secret", "secret_sealed")},
 		{Role: role, Privilege: "SELECT", Table: "reconcile_divergences"},
 		{Role: role, Privilege: "SELECT", Table: "reconcile_checkpoints"},
@@ -309,13 +293,13 @@ var consoleWrites = []Grant{
 	{Role: RoleConsole, Privilege: "INSERT", Table: "account_links"},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "account_links", Columns: cols("workspace_id")},
 	{Role: RoleConsole, Privilege: "DELETE", Table: "account_links"},
-	// Workspaces (admin): create (a link, an email), the email, a balance
-	// correction through the ledger (credit_adjustments), an erasure (the
-	// payloads and addresses redacted, written without being read; the
-	// lineage triggers run as the console).
+	// Workspaces (admin): create (a link, an email), the email, an erasure
+	// (the payloads and addresses redacted, written without being read; the
+	// lineage triggers run as the console). A balance correction through the
+	// ledger (credit_adjustments, credits_balance) is granted by the credits
+	// domain's declaration.
 	{Role: RoleConsole, Privilege: "INSERT", Table: "workspaces", Columns: cols("id", "email")},
-	{Role: RoleConsole, Privilege: "UPDATE", Table: "workspaces", Columns: cols("email", "credits_balance")},
-	{Role: RoleConsole, Privilege: "INSERT", Table: "credit_adjustments"},
+	{Role: RoleConsole, Privilege: "UPDATE", Table: "workspaces", Columns: cols("email")},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "webhook_inbox", Columns: cols("payload")},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("payload")},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "outbox", Columns: cols("payload", "destination", "last_error")},
@@ -543,8 +527,8 @@ func applyGrants(ctx context.Context, tx pgx.Tx, roles []string, extra []Grant) 
 // public to role when it lacks them (PUBLIC usually holds both; a hardened
 // server may have revoked them).
 // checkExtra refuses extra grants on hookinbox's own tables (a team's
-// migrations may not widen what a process role sees there) or to a role
-// hookinbox does not have.
+// migrations may not widen what a process role sees there), but for the
+// columns of DomainColumns, or to a role hookinbox does not have.
 func checkExtra(extra []Grant) error {
 	for _, g := range extra {
 		if !slices.Contains(Roles, g.Role) {
@@ -554,9 +538,15 @@ func checkExtra(extra []Grant) error {
 			return fmt.Errorf("grant on %s: privilege %q is not SELECT, INSERT, UPDATE or DELETE", g.Table, g.Privilege)
 		}
 		for _, own := range Grants {
-			if own.Table == g.Table {
-				return fmt.Errorf("grant on %s: that is hookinbox's own table; a team's grants cover its own tables only", g.Table)
+			if own.Table != g.Table {
+				continue
 			}
+			lent := DomainColumns[g.Table]
+			if len(g.Columns) == 0 || slices.ContainsFunc(g.Columns, func(c string) bool { return !slices.Contains(lent, c) }) {
+				return fmt.Errorf("grant on %s: that is hookinbox's own table; a set's grants cover its own tables only (and of %s, the columns left to a domain: %s)",
+					g.Table, g.Table, strings.Join(lent, ", "))
+			}
+			break
 		}
 	}
 	return nil

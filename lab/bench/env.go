@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookinbox/hookinbox/lab/builtin"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 	"github.com/hookinbox/hookinbox/migrations"
 	"github.com/hookinbox/hookinbox/starter"
@@ -173,6 +174,13 @@ func (e *Env) Database(ctx context.Context, prefix string) (string, func(), erro
 	if _, err := migrations.Up(ctx, conn, nil); err != nil {
 		drop()
 		return "", nil, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	// The shipped binary's domains' own sets, as its `migrate` applies them.
+	for _, set := range builtin.MustBusiness().Migrations {
+		if _, err := migrations.UpSet(ctx, conn, set, nil); err != nil {
+			drop()
+			return "", nil, fmt.Errorf("migrate %s: %s: %w", name, set.Name, err)
+		}
 	}
 	// The effect the cheap benchmark handler commits, one row per event.
 	if _, err := conn.Exec(ctx, `CREATE TABLE bench_effects (event_key text PRIMARY KEY, resource text NOT NULL, done_at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {

@@ -13,13 +13,19 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	creditsschema "github.com/hookinbox/hookinbox/domains/credits/schema"
+	feedbackschema "github.com/hookinbox/hookinbox/domains/feedback/schema"
+	subscriptionsschema "github.com/hookinbox/hookinbox/domains/subscriptions/schema"
+	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/internal/secretbox"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/lab/devenv"
@@ -28,14 +34,14 @@ import (
 )
 
 var (
-	mu        sync.Mutex
-	cleanups  []func()
-	pgOnce    sync.Once
-	pgAdmin   string // superuser URL template: %s is the database
-	pgErr     error
-	tmplOnce  sync.Once
-	tmplName  string
-	tmplErr   error
+	mu       sync.Mutex
+	cleanups []func()
+	pgOnce   sync.Once
+	pgAdmin  string // superuser URL template: %s is the database
+	pgErr    error
+	// The templates: [0] hookinbox's core migrations alone (a team's App
+	// starts from it), [1] those and the built-in domains' sets.
+	tmpl      [2]template
 	dbCounter atomic.Int64
 )
 
@@ -119,41 +125,102 @@ func AdminURL(t testing.TB, db string) string {
 	return fmt.Sprintf(pgAdmin, db)
 }
 
-func makeTemplate(t testing.TB) {
+type template struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// domainSet is one built-in domain's migration set, as its package
+// (domains/*/schema) declares it.
+type domainSet struct {
+	name   string
+	fs     fs.FS
+	tables []hookintype.Table
+}
+
+// builtinDomainSets are the built-in domains' migration sets, in the order
+// domains.Register adds them: what DatabaseURL applies after hookinbox's
+// own (testenv cannot import package domains: the machinery's tests use it).
+func builtinDomainSets() []domainSet {
+	return []domainSet{
+		{creditsschema.Name, creditsschema.FS(), creditsschema.Tables()},
+		{subscriptionsschema.Name, subscriptionsschema.FS(), subscriptionsschema.Tables()},
+		{feedbackschema.Name, feedbackschema.FS(), feedbackschema.Tables()},
+	}
+}
+
+// BuiltinDomainTables are the tables (and view) the built-in domains' sets
+// create: none is in a database a team's App migrates.
+func BuiltinDomainTables() []string {
+	var out []string
+	for _, set := range builtinDomainSets() {
+		for _, t := range set.tables {
+			if len(t.Columns) == 0 && !slices.Contains(out, t.Name) {
+				out = append(out, t.Name)
+			}
+		}
+	}
+	return out
+}
+
+// ApplyBuiltinDomains applies the built-in domains' migration sets to conn
+// (a database hookinbox's own migrations are applied to) and returns their
+// tables' grants, to apply with the roles.
+func ApplyBuiltinDomains(ctx context.Context, conn *pgx.Conn) ([]store.Grant, error) {
+	var grants []store.Grant
+	for _, set := range builtinDomainSets() {
+		if _, err := migrations.UpSet(ctx, conn, migrations.Set{Name: set.name, FS: set.fs}, nil); err != nil {
+			return nil, fmt.Errorf("migrations of %s: %w", set.name, err)
+		}
+		for _, t := range set.tables {
+			gs, err := store.TableGrants(t)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", set.name, err)
+			}
+			grants = append(grants, gs...)
+		}
+	}
+	return grants, nil
+}
+
+func makeTemplate(t testing.TB, domains bool) (string, error) {
 	ctx := context.Background()
 	name := fmt.Sprintf("hookinbox_tmpl_%d", os.Getpid())
+	if !domains {
+		name += "_core"
+	}
 	admin, err := pgx.Connect(ctx, AdminURL(t, "postgres"))
 	if err != nil {
-		tmplErr = err
-		return
+		return "", err
 	}
 	defer admin.Close(ctx)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		tmplErr = fmt.Errorf("create template: %w", err)
-		return
+		return "", fmt.Errorf("create template: %w", err)
 	}
+	adminURL := AdminURL(t, "postgres")
+	atExit(func() { dropDatabase(adminURL, name) })
 	conn, err := pgx.Connect(ctx, AdminURL(t, name))
 	if err != nil {
-		tmplErr = err
-		return
+		return "", err
 	}
+	defer conn.Close(ctx)
 	if _, err := migrations.Up(ctx, conn, nil); err != nil {
-		conn.Close(ctx)
-		tmplErr = fmt.Errorf("migrate template: %w", err)
-		return
+		return "", fmt.Errorf("migrate template: %w", err)
+	}
+	var extra []store.Grant
+	if domains {
+		if extra, err = ApplyBuiltinDomains(ctx, conn); err != nil {
+			return "", fmt.Errorf("template: %w", err)
+		}
 	}
 	// The process roles and their grants, as `hookinbox db roles` applies
 	// them: every copy of the template inherits the grants (the roles are
 	// the server's, shared by every test database).
-	if _, _, err := store.ApplyRoles(ctx, conn, store.RoleOptions{Passwords: rolePasswords()}); err != nil {
-		conn.Close(ctx)
-		tmplErr = fmt.Errorf("roles on template: %w", err)
-		return
+	if _, _, err := store.ApplyRoles(ctx, conn, store.RoleOptions{Passwords: rolePasswords(), Extra: extra}); err != nil {
+		return "", fmt.Errorf("roles on template: %w", err)
 	}
-	conn.Close(ctx)
-	tmplName = name
-	adminURL := AdminURL(t, "postgres")
-	atExit(func() { dropDatabase(adminURL, name) })
+	return name, nil
 }
 
 func dropDatabase(adminURL, name string) {
@@ -167,14 +234,33 @@ func dropDatabase(adminURL, name string) {
 	_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 }
 
-// DatabaseURL creates a fresh, migrated database for t (dropped at its
-// cleanup) and returns its URL.
+// DatabaseURL creates a fresh database for t (dropped at its cleanup),
+// migrated as the shipped hookinbox migrates: hookinbox's migrations and
+// the built-in domains' sets, with the process roles' grants on both; and
+// returns its URL.
 func DatabaseURL(t testing.TB) string {
 	t.Helper()
-	tmplOnce.Do(func() { makeTemplate(t) })
-	if tmplErr != nil {
-		t.Fatalf("test database template: %v", tmplErr)
+	return databaseURL(t, true)
+}
+
+// CoreDatabaseURL is DatabaseURL without the built-in domains: hookinbox's
+// own migrations alone, where a team's App (hookintest) applies its sets.
+func CoreDatabaseURL(t testing.TB) string {
+	t.Helper()
+	return databaseURL(t, false)
+}
+
+func databaseURL(t testing.TB, domains bool) string {
+	t.Helper()
+	tm := &tmpl[0]
+	if domains {
+		tm = &tmpl[1]
 	}
+	tm.once.Do(func() { tm.name, tm.err = makeTemplate(t, domains) })
+	if tm.err != nil {
+		t.Fatalf("test database template: %v", tm.err)
+	}
+	tmplName := tm.name
 	name := fmt.Sprintf("hookinbox_t%d_%d", os.Getpid(), dbCounter.Add(1))
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, AdminURL(t, "postgres"))
@@ -305,6 +391,10 @@ func NewPostgres(t testing.TB) (*devenv.Postgres, string) {
 	if _, err := migrations.Up(ctx, conn, nil); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
+	extra, err := ApplyBuiltinDomains(ctx, conn)
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
 	// The process roles, as on every test database (RoleURL works here
 	// too); creating roles needs the superuser.
 	su, err := pgx.Connect(ctx, pg.URL("postgres", "hookinbox"))
@@ -312,7 +402,7 @@ func NewPostgres(t testing.TB) (*devenv.Postgres, string) {
 		t.Fatal(err)
 	}
 	defer su.Close(ctx)
-	if _, _, err := store.ApplyRoles(ctx, su, store.RoleOptions{}); err != nil {
+	if _, _, err := store.ApplyRoles(ctx, su, store.RoleOptions{Extra: extra}); err != nil {
 		t.Fatalf("roles: %v", err)
 	}
 	return pg, u

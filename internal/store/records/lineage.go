@@ -38,9 +38,35 @@ func scanGrant(row pgx.Row) (g StoredGrant, err error) {
 	return g, store.Interpret(err)
 }
 
+// Built-in domains' relations the core reads when the App has them: their
+// migration sets (domains/*/schema) create them, and a team's App that
+// registers none of those domains has none.
+const (
+	TableCreditGrants      = "credit_grants"
+	TableFeedbackAlerts    = "feedback_alerts"
+	TableSubscriptions     = "subscription_projection"
+	ViewWorkspaceAccess    = "workspace_access"
+	TableCreditAdjustments = "credit_adjustments"
+)
+
+// HasRelation says whether schema public has the table or view name: the
+// built-in domains' tables exist where their sets were applied.
+func HasRelation(ctx context.Context, db store.DB, name string) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `SELECT to_regclass('public.' || quote_ident($1)) IS NOT NULL`, name).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("relation %s: %w", name, err)
+	}
+	return ok, nil
+}
+
 // FindCreditGrants finds grants by id (id > 0) or by invoice id, optionally
-// narrowed to a provider, account and environment, at most 20.
+// narrowed to a provider, account and environment, at most 20. None where
+// the credits domain's table is absent.
 func FindCreditGrants(ctx context.Context, db store.DB, id int64, provider, account, env, invoice string) ([]StoredGrant, error) {
+	if ok, err := HasRelation(ctx, db, TableCreditGrants); err != nil || !ok {
+		return nil, err
+	}
 	rows, err := db.Query(ctx, `SELECT `+grantColumns+` FROM credit_grants
 		WHERE ($1 = 0 OR id = $1) AND ($2 = '' OR provider = $2) AND ($3 = '' OR source_account = $3)
 		  AND ($4 = '' OR environment = $4) AND ($5 = '' OR invoice_id = $5)
@@ -58,8 +84,12 @@ type StoredFeedbackAlert struct {
 	CreatedAt time.Time
 }
 
-// FindFeedbackAlerts finds alerts by id (id > 0) or feedback id, at most 20.
+// FindFeedbackAlerts finds alerts by id (id > 0) or feedback id, at most
+// 20. None where the feedback domain's table is absent.
 func FindFeedbackAlerts(ctx context.Context, db store.DB, id int64, provider, project, env, feedbackID string) ([]StoredFeedbackAlert, error) {
+	if ok, err := HasRelation(ctx, db, TableFeedbackAlerts); err != nil || !ok {
+		return nil, err
+	}
 	rows, err := db.Query(ctx, `
 		SELECT id, provider, project, environment, feedback_id, operation, workspace_id, event_key, created_at
 		  FROM feedback_alerts
@@ -78,7 +108,11 @@ func FindFeedbackAlerts(ctx context.Context, db store.DB, id int64, provider, pr
 
 // FindProjections finds subscription projections by subscription id,
 // optionally narrowed to a provider, account and environment, at most 20.
+// None where the subscriptions domain's table is absent.
 func FindProjections(ctx context.Context, db store.DB, provider, account, env, id string) ([]keys.Resource, error) {
+	if ok, err := HasRelation(ctx, db, TableSubscriptions); err != nil || !ok {
+		return nil, err
+	}
 	rows, err := db.Query(ctx, `
 		SELECT provider, source_account, environment, resource_id FROM subscription_projection
 		 WHERE ($1 = '' OR provider = $1) AND ($2 = '' OR source_account = $2) AND ($3 = '' OR environment = $3)
@@ -104,13 +138,22 @@ type WorkspaceSummary struct {
 	Destinations   int    `json:"destinations"`
 }
 
-// ListWorkspaces lists workspaces by id, at most limit.
+// ListWorkspaces lists workspaces by id, at most limit. HasAccess is false
+// where the subscriptions domain's access view is absent.
 func ListWorkspaces(ctx context.Context, db store.DB, limit int) ([]WorkspaceSummary, error) {
+	access, err := HasRelation(ctx, db, ViewWorkspaceAccess)
+	if err != nil {
+		return nil, err
+	}
+	hasAccess, join := "false", ""
+	if access {
+		hasAccess, join = "coalesce(a.has_access, false)", "LEFT JOIN workspace_access a ON a.workspace_id = w.id"
+	}
 	rows, err := db.Query(ctx, `
-		SELECT w.id, w.credits_balance, coalesce(w.email, ''), coalesce(a.has_access, false),
+		SELECT w.id, w.credits_balance, coalesce(w.email, ''), `+hasAccess+`,
 		       (SELECT count(*) FROM account_links l WHERE l.workspace_id = w.id),
 		       (SELECT count(*) FROM team_destinations d WHERE d.workspace_id = w.id)
-		  FROM workspaces w LEFT JOIN workspace_access a ON a.workspace_id = w.id
+		  FROM workspaces w `+join+`
 		 ORDER BY w.id LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list workspaces: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store"
 )
 
@@ -64,8 +65,14 @@ type Projection struct {
 	UpdatedAt    time.Time
 }
 
-// GetProjection reads a subscription's projection.
+// GetProjection reads a subscription's projection (fault.ErrNotFound where
+// the subscriptions domain's table is absent too).
 func GetProjection(ctx context.Context, db store.DB, provider, account, env, id string) (*Projection, error) {
+	if ok, err := HasRelation(ctx, db, TableSubscriptions); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("projection of %s: %w", id, fault.ErrNotFound)
+	}
 	var p Projection
 	var state []byte
 	err := db.QueryRow(ctx, `
@@ -85,8 +92,12 @@ func GetProjection(ctx context.Context, db store.DB, provider, account, env, id 
 }
 
 // WorkspaceHasAccess applies the access rule over the workspace's
-// subscriptions at the database's now().
+// subscriptions at the database's now(): false where the subscriptions
+// domain's access view is absent.
 func WorkspaceHasAccess(ctx context.Context, db store.DB, workspace string) (bool, error) {
+	if present, err := HasRelation(ctx, db, ViewWorkspaceAccess); err != nil || !present {
+		return false, err
+	}
 	var ok bool
 	err := db.QueryRow(ctx, `SELECT has_access FROM workspace_access WHERE workspace_id = $1`, workspace).Scan(&ok)
 	return ok, store.Interpret(err)
