@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -44,7 +46,7 @@ CREATE TABLE team_things (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, se
 GRANT ALL ON team_things TO PUBLIC;
 GRANT ALL ON SEQUENCE team_things_id_seq TO PUBLIC;
 GRANT SELECT ON endpoints TO PUBLIC;
-GRANT SELECT ON endpoint_secrets TO ` + group + `;
+GRANT SELECT ON api_tokens TO ` + group + `;
 GRANT ` + group + ` TO ` + store.RoleIntake + `;
 CREATE FUNCTION team_read_keys() RETURNS SETOF text LANGUAGE sql SECURITY DEFINER AS $$ SELECT api_key FROM public.endpoints $$;
 GRANT EXECUTE ON FUNCTION team_read_keys() TO PUBLIC;
@@ -59,7 +61,7 @@ DROP TABLE team_things;`)}}}
 	require.NoError(t, err)
 
 	in := b.as(t, store.RoleIntake)
-	_, err = in.Pool.Exec(ctx, `SELECT secret FROM endpoint_secrets`)
+	_, err = in.Pool.Exec(ctx, `SELECT token_sha256 FROM api_tokens`)
 	require.NoError(t, err, "the widening works before the reset")
 
 	_, _, err = store.ReapplyGrants(ctx, b.owner.Pool)
@@ -108,11 +110,47 @@ DROP TABLE team_things;`)}}}
 		require.Contains(t, allowed, c, "a SECURITY DEFINER function is callable beyond store.FunctionGrants")
 	}
 
-	_, err = in.Pool.Exec(ctx, `SELECT secret FROM endpoint_secrets`)
-	requireDenied(t, err, "the intake reads the plain secrets through a team's group role")
+	_, err = in.Pool.Exec(ctx, `SELECT token_sha256 FROM api_tokens`)
+	requireDenied(t, err, "the intake reads token hashes through a team's group role")
 	_, err = in.Pool.Exec(ctx, `SELECT api_key FROM endpoints`)
 	requireDenied(t, err, "the intake reads API keys through PUBLIC")
 	con := b.as(t, store.RoleConsole)
 	_, err = con.Pool.Exec(ctx, `SELECT team_read_keys()`)
 	requireDenied(t, err, "the console reads API keys through a team's SECURITY DEFINER function")
+}
+
+// M1 (issue #32): audit entries written before URLs were cut to their
+// origin are redacted by migration 0021. Its UPDATE, run again on an entry
+// written as an older release wrote it, leaves the origins and nothing of
+// the paths, queries or credentials, and agrees with store.RedactURLs.
+func TestLeastPrivilegeMigrationRedactsURLsInOlderAuditEntries(t *testing.T) {
+	t.Parallel()
+	b := roleSetup(t)
+	ctx := b.ctx
+	raw, err := fs.ReadFile(migrations.FS(), "0021_least_privilege.sql")
+	require.NoError(t, err)
+	up, _, _ := strings.Cut(string(raw), "---- create above / drop below ----")
+	i := strings.Index(up, "UPDATE operator_actions")
+	require.Positive(t, i, "migration 0021 redacts the audit")
+	update := up[i:]
+	details := `{"target": "https://hooks.team.example/in/PATHtok?token=QUERYtok&x=1", "url": "http://u:PASSWD@10.0.0.1:8080/a\"b",
+		"previous_api_base_url": "https://api.stripe.com", "nested": {"list": ["https://slack.example/services/T0KEN"]}, "note": "no url here"}`
+	var id int64
+	require.NoError(t, b.owner.Pool.QueryRow(ctx, `INSERT INTO operator_actions (actor, action, target, reason, details)
+		VALUES ('old', 'notification_add', 'notification:x', 'r', $1::jsonb) RETURNING id`, details).Scan(&id))
+	_, err = b.owner.Pool.Exec(ctx, update)
+	require.NoError(t, err)
+	var got string
+	require.NoError(t, b.owner.Pool.QueryRow(ctx, `SELECT details::text FROM operator_actions WHERE id = $1`, id).Scan(&got))
+	for _, gone := range []string{"PATHtok", "QUERYtok", "PASSWD", "T0KEN", "example/in", `8080/a`} {
+		require.NotContains(t, got, gone)
+	}
+	for _, kept := range []string{`"https://hooks.team.example"`, `"http://10.0.0.1:8080"`, `"https://api.stripe.com"`,
+		`"https://slack.example"`, `"no url here"`} {
+		require.Contains(t, got, kept)
+	}
+	var viaGo, viaSQL map[string]any
+	require.NoError(t, json.Unmarshal(store.RedactURLs([]byte(details)), &viaGo))
+	require.NoError(t, json.Unmarshal([]byte(got), &viaSQL))
+	require.Equal(t, viaGo, viaSQL, "the migration and store.RedactURLs cut the same")
 }
