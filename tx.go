@@ -3,6 +3,7 @@ package hookinbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -88,7 +89,10 @@ func Key(parts ...string) string { return hookintype.JoinKey(parts...) }
 // review).
 type Intent struct {
 	OperationKey string
-	Class        string
+	// Class names the intent's kind of message (its delivery policy). The
+	// class "notification" is reserved for hookinbox's own notices: Send
+	// refuses it.
+	Class string
 	// Kind is "email", or a team destination's kind ("webhook", "slack").
 	Kind string
 	// Destination is the email address, or the destination's name.
@@ -105,11 +109,21 @@ func Email(operationKey, class, to, subject, text string) Intent {
 		Payload: map[string]any{"to": to, "subject": subject, "text": text}}
 }
 
+// reservedNotificationClass is the outbox class of hookinbox's own notices
+// (notification rules, internal/notify.ClassNotification). Send refuses it,
+// whatever its case.
+const reservedNotificationClass = "notification"
+
 // Send records an outbox intent and returns its id (the existing one when
 // its operation key was recorded before). It is sent after the commit.
 func (t *Tx) Send(ctx context.Context, in Intent) (int64, error) {
 	if strings.TrimSpace(in.OperationKey) == "" || in.Kind == "" || in.Destination == "" {
 		return 0, Permanent(errors.New("outbox intent: an operation key, a kind and a destination are required"))
+	}
+	if strings.EqualFold(strings.TrimSpace(in.Class), reservedNotificationClass) {
+		// hookinbox's own notices: their sender reads Destination as a rule's
+		// name and signs with the rule's secret. A handler may not send one.
+		return 0, Permanent(fmt.Errorf("outbox intent: the class %q is reserved for hookinbox's own notifications", in.Class))
 	}
 	ws, res := in.Workspace, ""
 	switch {

@@ -63,6 +63,25 @@ func OperatorDB(cfg config.Config) DB {
 	return processDB(cfg.OperatorDatabaseURL, cfg.OperatorDB(), "HOOKINBOX_OPERATOR_DATABASE_URL")
 }
 
+// OwnRole refuses to start a process (webhook, worker, console) whose own
+// database URL (variable, connecting as role) is unset, unless allowOwner
+// (--allow-owner): it would run as the schema owner, every handler and
+// every flaw of it with the owner's privileges. With allowOwner it says so
+// (log may be nil).
+func OwnRole(own, variable, role string, allowOwner bool, log *slog.Logger) error {
+	if own != "" {
+		return nil
+	}
+	if !allowOwner {
+		return fmt.Errorf("%s is not set: give this process its own database role (%s; 'hookinbox db roles' creates it) "+
+			"with %s, or pass --allow-owner to run it as the schema owner (DATABASE_URL)", variable, role, variable)
+	}
+	if log != nil {
+		log.Warn("running as the schema owner (DATABASE_URL, --allow-owner): set "+variable+" to connect as "+role, "role", role)
+	}
+	return nil
+}
+
 func processDB(own, resolved, variable string) DB {
 	if own == "" {
 		return DB{resolved, "DATABASE_URL"}

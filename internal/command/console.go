@@ -5,17 +5,19 @@ import (
 
 	"github.com/hookinbox/hookinbox/internal/app"
 	"github.com/hookinbox/hookinbox/internal/config"
+	"github.com/hookinbox/hookinbox/internal/ops"
 )
 
 func newConsoleCmd() *cobra.Command {
-	return &cobra.Command{
+	var allowOwner *bool
+	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Run the operator console and API on the internal listener (HOOKINBOX_CONSOLE_ADDR)",
 		Long: `Run the operator console (web pages) and the operator API (/api/…, OpenAPI at /api/openapi.json)
 on HOOKINBOX_CONSOLE_ADDR (default 127.0.0.1:9092): keep it off the public webhook port. It
 needs PostgreSQL, as its own role (HOOKINBOX_CONSOLE_DATABASE_URL, hookinbox_console; payloads
-are read on HOOKINBOX_PAYLOAD_DATABASE_URL, hookinbox_payload_reader; without them DATABASE_URL,
-the schema owner), and signals Temporal (TEMPORAL_ADDRESS) for replays; it also
+are read on HOOKINBOX_PAYLOAD_DATABASE_URL, hookinbox_payload_reader; without its own URL it refuses
+to start, unless --allow-owner runs it as DATABASE_URL's schema owner), and signals Temporal (TEMPORAL_ADDRESS) for replays; it also
 carries out the replay jobs started from the console or the API. Sign in with a token from
 'hookinbox tokens create'. Pages link each resource's workflow to the Temporal UI
 (HOOKINBOX_TEMPORAL_UI_URL); HOOKINBOX_CONSOLE_URL is where the workflows link back.
@@ -28,6 +30,9 @@ See docs/console.md.`,
 			}
 			// As its own role (hookinbox_console), payloads on a pool of
 			// their own (hookinbox_payload_reader).
+			if err := app.OwnRole(cfg.ConsoleDatabaseURL, "HOOKINBOX_CONSOLE_DATABASE_URL", ops.RoleConsole, *allowOwner, nil); err != nil {
+				return err
+			}
 			p, err := app.OpenConsole(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -40,4 +45,6 @@ See docs/console.md.`,
 			return app.RunConsole(cmd.Context(), srv, cfg.ConsoleAddr, nil, p.Log)
 		},
 	}
+	allowOwner = allowOwnerFlag(cmd)
+	return cmd
 }

@@ -112,7 +112,9 @@ func newRoutesUpdateCmd() *cobra.Command {
 		Long: `Change a forward route. Only the flags given change; its name, provider and event type stay
 (remove it and add another to move it). A new secret takes effect at the workers within a few
 seconds; events already sent keep the signatures they had. A disabled route is paused: its events
-are still recorded pending, and held (not sent, no attempt counted) until it is enabled again.`,
+are still recorded pending, and held (not sent, no attempt counted) until it is enabled again.
+A new --forward URL needs a new secret with it (a secret never follows its URL to another service):
+without one the update is refused and nothing changes.`,
 		Example: `  hookinbox routes update billing --disable --reason "billing service down for maintenance"
   hookinbox routes update billing --secret-file billing-2.whsec --reason "rotation"`,
 		Args: cobra.ExactArgs(1),

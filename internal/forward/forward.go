@@ -245,6 +245,11 @@ func (s *Sender) post(ctx context.Context, r *forwards.Route, opKey string, body
 		return resp.StatusCode, latency, nil
 	}
 	e := &Error{Route: r.Name, StatusCode: resp.StatusCode, Body: clip(string(answer), 300)}
+	if r.AllowPrivate || s.Guard.AllowPrivate {
+		// The address may be an internal service's: its answer is recorded
+		// by its status only (forward_attempts.error is read by viewers).
+		e.Body = ""
+	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		e.Body = ""
 		e.Err = fmt.Errorf("HTTP %d redirect to %s refused: a route's URL is where its events go, never elsewhere", resp.StatusCode, outbound.Origin(resp.Header.Get("Location")))

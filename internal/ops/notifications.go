@@ -299,7 +299,9 @@ type NotificationTest struct {
 	// OK: the channel accepted it.
 	OK bool `json:"ok"`
 	// Answer is what the channel said: an HTTP status and the start of its
-	// body, or the mailer's id of the message.
+	// body (the status only from a private or loopback address, which the
+	// rule or the process allows: an internal service's answer is not
+	// reported), or the mailer's id of the message.
 	Answer string `json:"answer,omitempty"`
 	// Error says why it was not accepted (never the URL's path or query).
 	Error        string `json:"error,omitempty"`
@@ -329,10 +331,16 @@ func (s *Service) TestNotification(ctx context.Context, who Actor, name, reason 
 		return res, err
 	}
 	msg := outbound.Message{Key: op, To: r.Target, Subject: doc.Title, Text: doc.Text, Body: body}
-	rec := &answerRecorder{}
 	g := outbound.Guard{AllowPrivate: s.Config.OutboundAllowPrivate || r.AllowPrivate}
-	hc := g.Client(10 * time.Second)
-	rec.rt, hc.Transport = hc.Transport, rec
+	// A copy of the process-wide guarded client, wrapped: the shared one
+	// is never rewired (it serves every send and forward of the process).
+	// Where private addresses are allowed the answer may be an internal
+	// service's: its body is never reported, only its status.
+	shared := g.Client(10 * time.Second)
+	hc := new(http.Client)
+	*hc = *shared
+	rec := &answerRecorder{rt: shared.Transport, statusOnly: g.AllowPrivate}
+	hc.Transport = rec
 	var sender outbound.Sender
 	switch r.Channel {
 	case notify.ChannelEmail:
@@ -376,7 +384,10 @@ func (s *Service) TestNotification(ctx context.Context, who Actor, name, reason 
 // answerRecorder is an http.RoundTripper that keeps the answer's status and
 // the start of its body, for the test's report.
 type answerRecorder struct {
-	rt   http.RoundTripper
+	rt http.RoundTripper
+	// statusOnly keeps no body (an answer from a private address).
+	statusOnly bool
+
 	mu   sync.Mutex
 	code int
 	body string
@@ -386,6 +397,12 @@ func (a *answerRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := a.rt.RoundTrip(req)
 	if err != nil {
 		return resp, err
+	}
+	if a.statusOnly {
+		a.mu.Lock()
+		a.code = resp.StatusCode
+		a.mu.Unlock()
+		return resp, nil
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 	a.mu.Lock()

@@ -258,6 +258,12 @@ func (s *Service) UpdateRoute(ctx context.Context, who Actor, name string, c Rou
 		apply()
 		changed = append(changed, field)
 	}
+	if c.URL != nil && *c.URL != r.URL && (c.Secret == nil || *c.Secret == "") {
+		// The secret was given for the old URL: it never follows the URL
+		// (the database refuses it too, migration 0021).
+		return RouteView{}, Invalidf("changing the URL of forward route %s needs its secret again (--secret-file, "+
+			"--secret-env or --secret-stdin; secret in the API): a secret is never sent to a URL it was not given for", name)
+	}
 	if c.URL != nil {
 		set("url", func() { r.URL = *c.URL })
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -25,6 +26,19 @@ type OperatorAction struct {
 	Details  map[string]any `json:"details,omitempty"`
 }
 
+// urlInJSON is a URL inside a JSON string: its scheme, its credentials (if
+// any), its host, and its path, query or fragment (JSON escapes included).
+// Migration 0021 uses the same expression on the entries written before.
+var urlInJSON = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)(?:[^/?#@"\\\s]*@)?([^/?#"\\\s]*)(?:[/?#](?:[^"\\\s]|\\.)*)?`)
+
+// RedactURLs cuts every URL in the JSON document raw to its origin (scheme
+// and host): an audit entry's details are read by viewers, and a URL's
+// path, query and credentials may carry a token (a notification webhook's,
+// a Slack URL's, a forward route's).
+func RedactURLs(raw []byte) []byte {
+	return urlInJSON.ReplaceAll(raw, []byte("${1}${2}"))
+}
+
 // InsertOperatorAction appends a to the audit trail and returns its id.
 func InsertOperatorAction(ctx context.Context, db DB, a *OperatorAction) (int64, error) {
 	if strings.TrimSpace(a.Actor) == "" || strings.TrimSpace(a.Reason) == "" {
@@ -38,6 +52,7 @@ func InsertOperatorAction(ctx context.Context, db DB, a *OperatorAction) (int64,
 	if err != nil {
 		return 0, fmt.Errorf("record operator action: %w", err)
 	}
+	raw = RedactURLs(raw)
 	var id int64
 	err = db.QueryRow(ctx, `
 		INSERT INTO operator_actions (actor, action, target, event_key, reason, details)

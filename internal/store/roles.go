@@ -295,15 +295,16 @@ var consoleWrites = []Grant{
 	{Role: RoleConsole, Privilege: "DELETE", Table: "account_links"},
 	// Workspaces (admin): create (a link, an email), the email, an erasure
 	// (the payloads and addresses redacted, written without being read; the
-	// lineage triggers run as the console). A balance correction through the
-	// ledger (credit_adjustments, credits_balance) is granted by the credits
-	// domain's declaration.
+	// lineage triggers run as the console; the team destinations' addresses
+	// through hookinbox_erase_destinations, so the console never UPDATEs a
+	// destination: none can be pointed elsewhere or enabled). A balance
+	// correction through the ledger (credit_adjustments, credits_balance) is
+	// granted by the credits domain's declaration.
 	{Role: RoleConsole, Privilege: "INSERT", Table: "workspaces", Columns: cols("id", "email")},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "workspaces", Columns: cols("email")},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "webhook_inbox", Columns: cols("payload")},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("payload")},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "outbox", Columns: cols("payload", "destination", "last_error")},
-	{Role: RoleConsole, Privilege: "UPDATE", Table: "team_destinations", Columns: cols("target", "enabled")},
 	{Role: RoleConsole, Privilege: "INSERT", Table: "event_lineage"},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "event_lineage"},
 	// Notification rules (admin): add one (its secret sealed by the
@@ -332,6 +333,7 @@ var FunctionGrants = []FunctionGrant{
 	{Role: RoleConsole, Function: "hookinbox_session_start(bytea, bigint, interval)"},
 	{Role: RoleConsole, Function: "hookinbox_session_token(bytea)"},
 	{Role: RoleConsole, Function: "hookinbox_session_end(bytea)"},
+	{Role: RoleConsole, Function: "hookinbox_erase_destinations(text)"},
 }
 
 // RoleOptions say how ApplyRoles creates or updates the roles.
@@ -492,6 +494,11 @@ func applyGrants(ctx context.Context, tx pgx.Tx, roles []string, extra []Grant) 
 	if err := checkExtra(extra); err != nil {
 		return 0, err
 	}
+	widened, err := wideningStatements(ctx, tx, roles)
+	if err != nil {
+		return 0, err
+	}
+	stmts = append(stmts, widened...)
 	columns := map[string][]string{}
 	for _, g := range append(slices.Clip(Grants), extra...) {
 		if !slices.Contains(roles, g.Role) {
@@ -521,6 +528,70 @@ func applyGrants(ctx context.Context, tx pgx.Tx, roles []string, extra []Grant) 
 		}
 	}
 	return len(stmts), nil
+}
+
+// wideningStatements undo what a team's migration (run as the owner) may
+// have granted past Grants, whoever it reaches through: PUBLIC's
+// privileges on schema public's tables, sequences and functions (PUBLIC
+// keeps only PostgreSQL's defaults on the database and the schema:
+// CONNECT, TEMP and USAGE, which every process's connection relies on), a
+// process role's membership of another role, and EXECUTE by PUBLIC on any
+// SECURITY DEFINER function of the database (in any schema) but the ones
+// FunctionGrants names (those are granted to their role only). The REVOKEs
+// FROM each role that follow undo the direct grants.
+func wideningStatements(ctx context.Context, tx pgx.Tx, roles []string) ([]string, error) {
+	out := []string{
+		"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM PUBLIC",
+		"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM PUBLIC",
+		"REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM PUBLIC",
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT format('REVOKE %I FROM %I', g.rolname, m.rolname)
+		  FROM pg_auth_members a JOIN pg_roles m ON m.oid = a.member JOIN pg_roles g ON g.oid = a.roleid
+		 WHERE m.rolname = ANY($1)
+		 ORDER BY 1`, roles)
+	if err != nil {
+		return nil, fmt.Errorf("role memberships: %w", err)
+	}
+	members, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("role memberships: %w", err)
+	}
+	out = append(out, members...)
+	rows, err = tx.Query(ctx, `
+		SELECT format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', p.oid::regprocedure)
+		  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		 WHERE p.prosecdef AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'public')
+		   AND n.nspname NOT LIKE 'pg\_%' AND p.proowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+		   AND has_function_privilege('public', p.oid, 'EXECUTE')
+		 ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("SECURITY DEFINER functions: %w", err)
+	}
+	definers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("SECURITY DEFINER functions: %w", err)
+	}
+	out = append(out, definers...)
+	for _, role := range roles {
+		r := pgx.Identifier{role}.Sanitize()
+		rows, err := tx.Query(ctx, `
+			SELECT format('REVOKE ALL ON FUNCTION %s FROM %s', p.oid::regprocedure, $2::text)
+			  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+			 WHERE p.prosecdef AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'public')
+			   AND n.nspname NOT LIKE 'pg\_%' AND p.proowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+			   AND has_function_privilege($1, p.oid, 'EXECUTE')
+			 ORDER BY 1`, role, r)
+		if err != nil {
+			return nil, fmt.Errorf("SECURITY DEFINER functions of %s: %w", role, err)
+		}
+		more, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("SECURITY DEFINER functions of %s: %w", role, err)
+		}
+		out = append(out, more...)
+	}
+	return out, nil
 }
 
 // accessStatements grants CONNECT on the database and USAGE on schema

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/lab/devenv"
 )
 
@@ -27,8 +28,8 @@ const (
 // deliberate kill (once its downtime passed) or an unexpected exit.
 type fleet struct {
 	binary string
-	env    []string // shared environment (configuration by variables only)
-	dbURL  func(app string) string
+	env    []string                      // shared environment (configuration by variables only)
+	dbURL  func(role, app string) string // role "": the schema owner
 	logDir string
 	relay  *Relay
 	logf   func(format string, args ...any)
@@ -61,7 +62,7 @@ type slot struct {
 	starts   int
 }
 
-func newFleet(binary string, env []string, dbURL func(string) string, logDir string, relay *Relay, logf func(string, ...any)) *fleet {
+func newFleet(binary string, env []string, dbURL func(role, app string) string, logDir string, relay *Relay, logf func(string, ...any)) *fleet {
 	return &fleet{binary: binary, env: env, dbURL: dbURL, logDir: logDir, relay: relay, logf: logf,
 		kills: map[string]int{}, crashes: map[string]int{}}
 }
@@ -144,7 +145,11 @@ func (f *fleet) start(ctx context.Context, s *slot) error {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	env := append(append([]string(nil), f.env...),
-		"DATABASE_URL="+f.dbURL("hookinbox-soak-app-"+s.name),
+		"DATABASE_URL="+f.dbURL("", "hookinbox-soak-app-"+s.name),
+		// Each process as its own role, as a deployment runs them (without
+		// its URL a process refuses to start): handlers run as the worker.
+		"HOOKINBOX_INTAKE_DATABASE_URL="+f.dbURL(store.RoleIntake, "hookinbox-soak-app-"+s.name),
+		"HOOKINBOX_WORKER_DATABASE_URL="+f.dbURL(store.RoleWorker, "hookinbox-soak-app-"+s.name),
 		"HOOKINBOX_HTTP_ADDR="+addr,
 		"HOOKINBOX_WORKER_ADDR=127.0.0.1:"+strconv.Itoa(mport),
 		// An intake's internal listener (/metrics, /readyz) on the same

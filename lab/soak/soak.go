@@ -588,6 +588,12 @@ func (h *harness) startServices(ctx context.Context) error {
 	if err := h.runBinary(ctx, h.fleetBinary(), "migrate"); err != nil {
 		return err
 	}
+	// The processes' roles (their team's grants too: the binary knows its
+	// App's tables), created by a superuser as an operator's DBA would; the
+	// fleet connects as them. Later migrations re-apply the grants.
+	if err := h.runBinary(ctx, h.fleetBinary(), "db", "roles"); err != nil {
+		return err
+	}
 	if h.st, err = store.Open(ctx, h.pg.URL("hookinbox", "hookinbox")+"&application_name=hookinbox-soak-harness", 8); err != nil {
 		return err
 	}
@@ -848,7 +854,11 @@ func (h *harness) runBinary(ctx context.Context, bin string, args ...string) err
 	}
 	fmt.Fprintf(log, "$ %s %s\n", filepath.Base(bin), strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+h.pg.URL("hookinbox", "hookinbox"), "HOOKINBOX_SECRETS_KEY="+h.secretsKey,
+	dbURL := h.pg.URL("hookinbox", "hookinbox")
+	if len(args) > 0 && args[0] == "db" {
+		dbURL = h.pg.AdminURL("hookinbox") // creating roles needs CREATEROLE
+	}
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "HOOKINBOX_SECRETS_KEY="+h.secretsKey,
 		"SOAK_SECRET_VERSIONS="+secretVersions, "SOAK_SECRET_NOTICES="+secretNotices, "SOAK_SECRET_FEEDBACK="+secretFeedback,
 		"SOAK_SECRET_TEAM="+secretTeam, "SOAK_SECRET_FORWARD="+secretForward, "SOAK_API_KEY="+simulator.DefaultAPIKey,
 		"HOOKINBOX_OUTBOUND_ALLOW_PRIVATE=true")
@@ -910,8 +920,11 @@ func (h *harness) fleetBinary() string {
 }
 
 func (h *harness) startFleet(ctx context.Context) {
-	dbURL := func(app string) string {
-		return h.pg.URL("hookinbox", "hookinbox") + "&application_name=" + app
+	dbURL := func(role, app string) string {
+		if role == "" {
+			role = "hookinbox"
+		}
+		return h.pg.URL(role, "hookinbox") + "&application_name=" + app
 	}
 	h.fleet = newFleet(h.fleetBinary(), h.processEnv(), dbURL, h.logDir, h.relay, h.logf)
 	h.fleet.add(KindIntake, h.o.Intakes)

@@ -372,7 +372,9 @@ func endpointColumns(read reading) string {
 		api = `coalesce(e.api_base_url, ''), e.api_key, e.api_key_sealed, e.api_key_key_id,
 	(e.api_key IS NOT NULL OR e.api_key_sealed IS NOT NULL), e.api_key_fingerprint`
 	case read.apiMeta:
-		api = `coalesce(e.api_base_url, ''), NULL::text, NULL::bytea, e.api_key_key_id, e.api_key_key_id IS NOT NULL,
+		// api_key_present: a plain key left from before sealing is a key
+		// too (migration 0021), which the console's role may not read.
+		api = `coalesce(e.api_base_url, ''), NULL::text, NULL::bytea, e.api_key_key_id, e.api_key_present,
 	e.api_key_fingerprint`
 	}
 	signingJSON := `'[]'::json`
