@@ -42,7 +42,7 @@ UPDATE webhook_inbox w
             ('discussion_comment', 'discussion', '#', r.doc #> '{discussion,number}'),
             ('deployment', 'deployment', '/', r.doc #> '{deployment,id}'),
             ('deployment_status', 'deployment', '/', r.doc #> '{deployment,id}'),
-            ('deployment_review', 'deployment', '/', r.doc #> '{deployment,id}'),
+            ('deployment_review', 'workflow_run', '/', r.doc #> '{workflow_run,id}'),
             ('deployment_protection_rule', 'deployment', '/', r.doc #> '{deployment,id}')
           ) AS v(event, kind, sep, num)
           CROSS JOIN LATERAL (SELECT v.num #>> '{}' AS n) x

@@ -157,17 +157,17 @@ const (
 // Resource is the resource of a GitHub event of type event (X-GitHub-Event)
 // with payload doc, by the object it is about (docs/providers.md has the
 // table):
-//   - issues and issue_comment: the issue, OWNER/REPO#N; a comment on a pull
-//     request (issue.pull_request set) is the pull request's, since issues and
-//     pull requests share one number space;
+//   - issues and issue_comment: the issue, OWNER/REPO#N; those about a pull
+//     request (issue.pull_request set: a label, a milestone, a comment on it)
+//     are the pull request's, since issues and pull requests share one
+//     number space;
 //   - pull_request, pull_request_review, pull_request_review_comment and
 //     pull_request_review_thread: the pull request, OWNER/REPO#N;
 //   - check_suite and check_run: the check suite, OWNER/REPO/ID;
-//   - workflow_run and workflow_job: the run, OWNER/REPO/ID;
+//   - workflow_run, workflow_job and deployment_review: the run, OWNER/REPO/ID;
 //   - release: OWNER/REPO/ID; discussion and discussion_comment: the
-//     discussion, OWNER/REPO#N; deployment, deployment_status,
-//     deployment_review and deployment_protection_rule: the deployment,
-//     OWNER/REPO/ID;
+//     discussion, OWNER/REPO#N; deployment, deployment_status and
+//     deployment_protection_rule: the deployment, OWNER/REPO/ID;
 //   - any other event of a repository: the repository, OWNER/REPO;
 //   - else the organization (its login), the installation (its id), the
 //     marketplace account, the advisory's GHSA id, the sponsorship, the
@@ -225,7 +225,8 @@ func repoObject(event, repo string, doc gjson.Result) (kind, id string) {
 		return KindCheckSuite, object("check_suite.id")
 	case "check_run":
 		return KindCheckSuite, object("check_run.check_suite.id")
-	case "workflow_run":
+	case "workflow_run", "deployment_review":
+		// A deployment review is the approval of a run's deployment.
 		return KindWorkflowRun, object("workflow_run.id")
 	case "workflow_job":
 		return KindWorkflowRun, object("workflow_job.run_id")
@@ -233,7 +234,7 @@ func repoObject(event, repo string, doc gjson.Result) (kind, id string) {
 		return KindRelease, object("release.id")
 	case "discussion", "discussion_comment":
 		return KindDiscussion, number("discussion.number")
-	case "deployment", "deployment_status", "deployment_review", "deployment_protection_rule":
+	case "deployment", "deployment_status", "deployment_protection_rule":
 		return KindDeployment, object("deployment.id")
 	}
 	return "", ""

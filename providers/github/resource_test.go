@@ -80,7 +80,7 @@ var wantKind = map[string]string{
 	"pull_request_review_comment": "pull_request", "pull_request_review_thread": "pull_request",
 	"check_suite": "check_suite", "check_run": "check_suite", "workflow_run": "workflow_run", "workflow_job": "workflow_run",
 	"release": "release", "discussion": "discussion", "discussion_comment": "discussion",
-	"deployment": "deployment", "deployment_status": "deployment", "deployment_review": "deployment",
+	"deployment": "deployment", "deployment_status": "deployment", "deployment_review": "workflow_run",
 	"deployment_protection_rule": "deployment",
 }
 
@@ -114,7 +114,7 @@ func TestEveryOctokitExampleHasAResource(t *testing.T) {
 				doc := gjson.Parse(b.String())
 				if doc.Get("repository.full_name").Exists() {
 					want := wantKind[e.Name]
-					if e.Name == "issue_comment" && doc.Get("issue.pull_request").Exists() {
+					if (e.Name == "issues" || e.Name == "issue_comment") && doc.Get("issue.pull_request").Exists() {
 						want = "pull_request"
 					}
 					if want == "" {
