@@ -85,6 +85,12 @@ type Event struct {
 	Attempts int
 	// Origin is how the row came in: webhook, backfill or quarantine.
 	Origin string
+	// Seq is the inbox row's sequence: the intake records an object's
+	// events in increasing Seq, in the order it committed them. It is the
+	// tie-breaker of a version with a coarse clock (Projection.TieColumn):
+	// two changes within one second of GitHub's updated_at apply in Seq
+	// order. A redelivery of one event keeps its Seq.
+	Seq int64
 
 	call      *engine.Call
 	committed bool
@@ -99,7 +105,7 @@ func newEvent(c *engine.Call) *Event {
 	return &Event{
 		Key: st.Key, Type: st.EventType, RouteType: providers.RouteType(p, st.EventType), Resource: st.Resource(), ObjectID: st.ObjectID, Workspace: st.WorkspaceID,
 		Endpoint: st.EndpointSlug, Payload: json.RawMessage(st.Payload), Version: st.ProviderVersion,
-		OccurredAt: st.OccurredAt, ReceivedAt: st.ReceivedAt, Attempts: st.Attempts, Origin: st.Origin, call: c,
+		OccurredAt: st.OccurredAt, ReceivedAt: st.ReceivedAt, Attempts: st.Attempts, Origin: st.Origin, Seq: st.ID, call: c,
 	}
 }
 

@@ -231,8 +231,15 @@ type Projection struct {
 	Table string
 	// Key lists the columns of its primary key or UNIQUE constraint.
 	Key []string
-	// VersionColumn defaults to "provider_version".
+	// VersionColumn defaults to "provider_version": any type PostgreSQL
+	// orders (a bigint, or a timestamptz such as GitHub's updated_at).
 	VersionColumn string
+	// TieColumn, when set, is a bigint column that breaks ties between
+	// writes of one version: WriteNewer writes when (version, tie) is
+	// greater than the stored pair. Set it to the event's Seq, the order
+	// the intake committed the events in, so that two changes within one
+	// second of a timestamp version both apply, in the order they came.
+	TieColumn string
 	// SeqColumn defaults to "write_seq".
 	SeqColumn string
 	// TouchedColumn, when set, is set to now() by every update.
@@ -246,7 +253,7 @@ type Projection struct {
 }
 
 func (p Projection) table() records.ProjectionTable {
-	t := records.ProjectionTable{Name: p.Table, Key: p.Key, Version: p.VersionColumn, Seq: p.SeqColumn,
+	t := records.ProjectionTable{Name: p.Table, Key: p.Key, Version: p.VersionColumn, Tie: p.TieColumn, Seq: p.SeqColumn,
 		Touched: p.TouchedColumn, Sticky: p.Sticky, TerminalColumn: p.TerminalColumn, TerminalValue: p.TerminalValue}
 	if t.Version == "" {
 		t.Version = "provider_version"
@@ -260,10 +267,18 @@ func (p Projection) table() records.ProjectionTable {
 // Row is a projection row: its columns' values, key columns included.
 type Row map[string]any
 
-// WriteNewer writes row only when its version (row[VersionColumn]) is
-// greater than the stored one, or none is stored: the comparison is part
-// of the write, so two writers cannot both pass it, and a stale snapshot
-// never overwrites a newer one. It reports whether it wrote.
+// WriteNewer writes row only when its version (row[VersionColumn], then
+// row[TieColumn] when the projection has one) is greater than the stored
+// one, or none is stored: the comparison is part of the write, so two
+// writers cannot both pass it, and a stale snapshot never overwrites a
+// newer one. It reports whether it wrote. The write sequence (SeqColumn)
+// is hookinbox's, incremented by every write: WriteNewer needs the column
+// but never a value for it.
+//
+// Use WriteNewer when the event (or a fetch) carries a version that
+// orders the object's states; WriteFenced when it carries none and the
+// handler writes what it fetched; a fetch (Event.Fetch) when the decision
+// must rest on the current state rather than the event's snapshot.
 func (t *Tx) WriteNewer(ctx context.Context, p Projection, row Row) (bool, error) {
 	return records.WriteIfNewer(ctx, t.tx, p.table(), row)
 }

@@ -65,7 +65,7 @@ func (p *EndpointProviders) For(ctx context.Context, slug string) (providers.Cli
 		return nil, fault.Permanent(fmt.Errorf("no API client for provider %s: %w", ep.Provider, providers.ErrUnknown))
 	}
 	own, _ := ep.OwnAccount()
-	c, err := providers.NewClient(pr, providers.ClientConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, OwnAccount: own})
+	c, err := providers.NewClient(pr, providers.ClientConfig{APIKey: ep.APIKey, BaseURL: ep.APIBaseURL, OwnAccount: own, Settings: ep.Settings})
 	if err != nil {
 		return nil, fault.Permanent(err)
 	}

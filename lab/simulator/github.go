@@ -71,6 +71,15 @@ type gitHubState struct {
 	// records a timeout (the receiver answered too late for GitHub).
 	loseAnswers  int
 	redeliveries int
+
+	// objects are the issues, pull requests, check suites and runs by
+	// their REST path (github_objects.go).
+	objects            map[string]json.RawMessage
+	objectReads        int
+	installationTokens map[string]string // token → installation id
+	tokensMinted       int
+	rateLimited        int // the next n object reads are rate-limited
+	rateReset          time.Time
 }
 
 func newGitHubState(seed uint64) gitHubState {
@@ -250,6 +259,7 @@ func (s *Simulator) gitHubRoutes(mux *http.ServeMux) {
 		mux.HandleFunc("GET "+prefix+"/deliveries/{id}", s.gitHubAPI(s.getGitHubDelivery))
 		mux.HandleFunc("POST "+prefix+"/deliveries/{id}/attempts", s.gitHubAPI(s.redeliverGitHub))
 	}
+	s.gitHubObjectRoutes(mux)
 }
 
 type gitHubHandler func(w http.ResponseWriter, r *http.Request, path string)

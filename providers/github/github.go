@@ -2,9 +2,12 @@
 // go-github's ValidatePayloadFromBody (SHA-1 alone is refused), JSON or
 // form-encoded deliveries, X-GitHub-Delivery as the event id, the
 // installation (else the organization or owner) as the source account and
-// the repository (else the organization) as the resource. Its API client
-// reads and replays a hook's delivery log (client.go): GitHub never
-// redelivers a failed delivery, so the recovery schedule does.
+// the object an event is about (an issue, a pull request, a check suite, a
+// workflow run…, else the repository or the organization: Resource) as the
+// resource. Its API clients read and replay a hook's delivery log
+// (client.go: GitHub never redelivers a failed delivery, so the recovery
+// schedule does) and fetch the current issue, pull request, check suite or
+// workflow run for Event.Fetch (fetch.go).
 package github
 
 import (
@@ -100,7 +103,7 @@ func (Provider) Unwrap(h http.Header, body []byte) ([]byte, error) {
 }
 
 // Normalize reads a delivery: X-GitHub-Delivery is the id kept across redeliveries, the
-// installation is the account, the repository the resource.
+// installation is the account, the object the event is about the resource (Resource).
 func (Provider) Normalize(_ hookintype.EndpointSettings, h http.Header, doc gjson.Result) (providers.Normalized, error) {
 	// X-GitHub-Delivery is a header and GitHub signs the body only.
 	n := providers.Normalized{UnsignedEventID: true}
@@ -124,13 +127,117 @@ func (Provider) Normalize(_ hookintype.EndpointSettings, h http.Header, doc gjso
 	case doc.Get("repository.owner.login").Exists():
 		n.Account = doc.Get("repository.owner.login").String()
 	}
-	switch {
-	case doc.Get("repository.full_name").Exists():
-		n.ResourceKind, n.ResourceID = "repository", doc.Get("repository.full_name").String()
-	case doc.Get("organization.login").Exists():
-		n.ResourceKind, n.ResourceID = "organization", doc.Get("organization.login").String()
-	}
+	// A payload that names nothing (ok false) is the delivery's own
+	// resource if no route handles it, and refused if one does.
+	n.ResourceKind, n.ResourceID, _ = Resource(event, doc)
 	return n, nil
+}
+
+// Resource kinds of GitHub events (Normalized.ResourceKind): the object an
+// event is about, so that events of different objects of one repository run
+// in different workflows while each object's own events stay in order.
+const (
+	KindIssue            = "issue"
+	KindPullRequest      = "pull_request"
+	KindCheckSuite       = "check_suite"
+	KindWorkflowRun      = "workflow_run"
+	KindRelease          = "release"
+	KindDiscussion       = "discussion"
+	KindDeployment       = "deployment"
+	KindRepository       = "repository"
+	KindOrganization     = "organization"
+	KindInstallation     = "installation"
+	KindAccount          = "account"
+	KindSecurityAdvisory = "security_advisory"
+	KindSponsorship      = "sponsorship"
+	KindUser             = "user"
+	KindEnterprise       = "enterprise"
+)
+
+// Resource is the resource of a GitHub event of type event (X-GitHub-Event)
+// with payload doc, by the object it is about (docs/providers.md has the
+// table):
+//   - issues and issue_comment: the issue, OWNER/REPO#N; those about a pull
+//     request (issue.pull_request set: a label, a milestone, a comment on it)
+//     are the pull request's, since issues and pull requests share one
+//     number space;
+//   - pull_request, pull_request_review, pull_request_review_comment and
+//     pull_request_review_thread: the pull request, OWNER/REPO#N;
+//   - check_suite and check_run: the check suite, OWNER/REPO/ID;
+//   - workflow_run, workflow_job and deployment_review: the run, OWNER/REPO/ID;
+//   - release: OWNER/REPO/ID; discussion and discussion_comment: the
+//     discussion, OWNER/REPO#N; deployment, deployment_status and
+//     deployment_protection_rule: the deployment, OWNER/REPO/ID;
+//   - any other event of a repository: the repository, OWNER/REPO;
+//   - else the organization (its login), the installation (its id), the
+//     marketplace account, the advisory's GHSA id, the sponsorship, the
+//     enterprise, or the sender (the user).
+//
+// ok is false when the payload names none of these.
+func Resource(event string, doc gjson.Result) (kind, id string, ok bool) {
+	repo := doc.Get("repository.full_name").String()
+	if repo != "" {
+		if kind, id := repoObject(event, repo, doc); id != "" {
+			return kind, id, true
+		}
+		return KindRepository, repo, true
+	}
+	for _, c := range []struct{ kind, path string }{
+		{KindOrganization, "organization.login"},
+		{KindInstallation, "installation.id"},
+		{KindAccount, "marketplace_purchase.account.id"},
+		{KindSecurityAdvisory, "security_advisory.ghsa_id"},
+		{KindSponsorship, "sponsorship.node_id"},
+		{KindEnterprise, "enterprise.slug"},
+		{KindUser, "sender.login"},
+	} {
+		if v := doc.Get(c.path); v.Exists() && v.String() != "" {
+			return c.kind, v.String(), true
+		}
+	}
+	return "", "", false
+}
+
+// repoObject is the object of a repository's event, "" when the event is
+// about the repository itself.
+func repoObject(event, repo string, doc gjson.Result) (kind, id string) {
+	number := func(path string) string {
+		if n := doc.Get(path); n.Type == gjson.Number && n.Int() > 0 {
+			return repo + "#" + n.Raw
+		}
+		return ""
+	}
+	object := func(path string) string {
+		if n := doc.Get(path); n.Type == gjson.Number && n.Int() > 0 {
+			return repo + "/" + n.Raw
+		}
+		return ""
+	}
+	switch event {
+	case "issues", "issue_comment":
+		if doc.Get("issue.pull_request").Exists() {
+			return KindPullRequest, number("issue.number")
+		}
+		return KindIssue, number("issue.number")
+	case "pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread":
+		return KindPullRequest, number("pull_request.number")
+	case "check_suite":
+		return KindCheckSuite, object("check_suite.id")
+	case "check_run":
+		return KindCheckSuite, object("check_run.check_suite.id")
+	case "workflow_run", "deployment_review":
+		// A deployment review is the approval of a run's deployment.
+		return KindWorkflowRun, object("workflow_run.id")
+	case "workflow_job":
+		return KindWorkflowRun, object("workflow_job.run_id")
+	case "release":
+		return KindRelease, object("release.id")
+	case "discussion", "discussion_comment":
+		return KindDiscussion, number("discussion.number")
+	case "deployment", "deployment_status", "deployment_protection_rule":
+		return KindDeployment, object("deployment.id")
+	}
+	return "", ""
 }
 
 // KeepHeader keeps X-GitHub-* (event, delivery, hook ids) except the

@@ -22,8 +22,13 @@ type ProjectionTable struct {
 	Name string
 	// Key columns: the table's primary key or a UNIQUE constraint on them.
 	Key []string
-	// Version column (bigint, NULL until a versioned write).
+	// Version column (bigint, NULL until a versioned write; any type
+	// PostgreSQL orders, a timestamptz say).
 	Version string
+	// Tie, when set, is a bigint column compared after Version: a write
+	// wins when (version, tie) is greater than the stored pair, so two
+	// writes of the same version apply in their tie's order.
+	Tie string
 	// Seq column (bigint NOT NULL, DEFAULT 1): incremented by every update.
 	Seq string
 	// Touched, when set, is a timestamptz column set to now() by updates.
@@ -110,6 +115,9 @@ func (t ProjectionTable) rowError(row map[string]any) error {
 			return fmt.Errorf("projection %s: the row has no value for key column %s", t.Name, k)
 		}
 	}
+	if t.Tie != "" && (t.Tie == t.Version || t.Tie == t.Seq || t.isKey(t.Tie)) {
+		return fmt.Errorf("projection %s: the tie-breaker %s must be a column of its own", t.Name, t.Tie)
+	}
 	if _, ok := row[t.Seq]; ok {
 		return fmt.Errorf("projection %s: %s is the fencing token, written by hookinbox only", t.Name, t.Seq)
 	}
@@ -127,6 +135,9 @@ func WriteIfNewer(ctx context.Context, tx pgx.Tx, t ProjectionTable, row map[str
 	}
 	if v, ok := row[t.Version]; !ok || isNil(v) {
 		return false, fault.Permanent(fmt.Errorf("projection %s: a versioned write needs %s", t.Name, t.Version))
+	}
+	if v, ok := row[t.Tie]; t.Tie != "" && (!ok || isNil(v)) {
+		return false, fault.Permanent(fmt.Errorf("projection %s: a versioned write needs its tie-breaker %s", t.Name, t.Tie))
 	}
 	cols, vals := columns(row)
 	tbl := ident(t.Name)
@@ -168,7 +179,15 @@ func WriteIfNewer(ctx context.Context, tx pgx.Tx, t ProjectionTable, row map[str
 		fmt.Fprintf(&b, ", %s = now()", ident(t.Touched))
 	}
 	v := ident(t.Version)
-	fmt.Fprintf(&b, " WHERE (%s.%s IS NULL OR EXCLUDED.%s > %s.%s)", tbl, v, v, tbl, v)
+	if t.Tie == "" {
+		fmt.Fprintf(&b, " WHERE (%s.%s IS NULL OR EXCLUDED.%s > %s.%s)", tbl, v, v, tbl, v)
+	} else {
+		// A stored row without a tie (written before it had one) loses to
+		// any tie of its version.
+		tc := ident(t.Tie)
+		fmt.Fprintf(&b, " WHERE (%s.%s IS NULL OR (EXCLUDED.%s, EXCLUDED.%s) > (%s.%s, coalesce(%s.%s, -9223372036854775808)))",
+			tbl, v, v, tc, tbl, v, tbl, tc)
+	}
 	args := vals
 	if t.TerminalColumn != "" {
 		tc := ident(t.TerminalColumn)
@@ -224,7 +243,7 @@ func WriteFenced(ctx context.Context, tx pgx.Tx, t ProjectionTable, row map[stri
 				continue
 			}
 			switch {
-			case c == t.Version:
+			case c == t.Version || (t.Tie != "" && c == t.Tie):
 				fmt.Fprintf(&b, "%s = coalesce($%d, %s), ", ident(c), i+1, ident(c))
 			case t.isSticky(c):
 				fmt.Fprintf(&b, "%s = %s OR $%d, ", ident(c), ident(c), i+1)
