@@ -216,8 +216,9 @@ type Layered struct {
 	// anything, with the routes that began to take their types less than
 	// AppliedWindow ago: the intake re-queues what it recorded ignored for
 	// them under its table of before. It is called on every reload while a
-	// route is that young, so an event that was being recorded under the
-	// old table as the new one loaded is re-queued by the next reload.
+	// route is that young, and again 2 s after each, so an event that was
+	// being recorded under the old table as the new one loaded is
+	// re-queued too. It must be safe to call again (and concurrently).
 	Applied func(ctx context.Context, young []Route)
 
 	mu       sync.Mutex
@@ -225,6 +226,9 @@ type Layered struct {
 	loadedAt time.Time
 	loading  bool
 }
+
+// appliedAgain is when a reload calls Applied a second time.
+const appliedAgain = 2 * time.Second
 
 // AppliedWindow is how young a route is when Applied is told about it: a
 // few reloads' worth (TTL), and at least 30 s.
@@ -312,9 +316,16 @@ func (l *Layered) current(force bool) *Table {
 			}
 		}
 		if len(young) > 0 {
-			actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
-			l.Applied(actx, young)
-			acancel()
+			apply := func() {
+				actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer acancel()
+				l.Applied(actx, young)
+			}
+			apply()
+			// Once more when the requests that were routing by the table
+			// of before (while this one loaded) have committed, whether or
+			// not another request comes to reload it.
+			time.AfterFunc(appliedAgain, apply)
 		}
 	}
 
