@@ -59,7 +59,8 @@ func queueTenUpdates(t *testing.T, w *simWorld, rcv *receiver) (sub simulator.Su
 
 func coalescingRoute(rcv *receiver) ops.RouteSpec {
 	return ops.RouteSpec{Name: "subs", Provider: "stripe", EventType: "customer.subscription.*", URL: rcv.srv.URL,
-		FetchCurrent: true, Coalesce: true, ReplaceHandler: true, AllowPrivate: true}
+		FetchCurrent: true, Coalesce: true, ReplaceHandler: true, AllowPrivate: true,
+		Timeout: 2 * time.Minute} // the first send is held while the updates queue: no timeout meanwhile
 }
 
 func TestForwardCoalescingRouteSendsTenQueuedUpdatesAsOneDocument(t *testing.T) {
