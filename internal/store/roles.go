@@ -185,6 +185,9 @@ var Grants = slices.Concat([]Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "forward_routes"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "forward_attempts"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "forward_attempts"},
+	// Coalesced sends, recorded before they go out (issue 34).
+	{Role: RoleWorker, Privilege: "SELECT", Table: "forward_coalesced"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "forward_coalesced"},
 	// The public API's tx.Claim: insert once, read back who claimed first.
 	{Role: RoleWorker, Privilege: "SELECT", Table: "business_claims"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "business_claims"},
