@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -454,4 +456,87 @@ func TestForwardRefusesARedirect(t *testing.T) {
 	as := w.attempts(t, w.key(paid2.ID))
 	require.Len(t, as, 1, "refused at once, not retried")
 	require.Equal(t, http.StatusTemporaryRedirect, as[0].StatusCode)
+}
+
+// A route applies to every event accepted after `routes add` returns (issue
+// 34), with the intake's route table cached for the default 10 s: the
+// intake loaded its table (an ignored vote primed it) before the two routes
+// were added, and the first events are posted right after the adds return.
+// Every one is forwarded, in each resource's intake order, and none stays
+// ignored; the vote received before the add stays ignored.
+func TestForwardRouteAppliesToEventsPostedRightAfterTheAdd(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{configure: func(c *config.Config) {
+		c.OutboundAllowPrivate = false
+		c.EndpointCacheTTL = 10 * time.Second
+	}})
+	w := newSimWorld(t, s, simulator.Config{})
+	rcv := newReceiver(t)
+	const items, votes, comments = 3, 4, 2
+	ids := make([]string, items)
+	for i := range ids {
+		item, _ := w.sim.CreateFeedback(w.project, fmt.Sprintf("item %d", i))
+		ids[i] = item.ID
+	}
+	_, early, err := w.sim.VoteOn(ids[0])
+	require.NoError(t, err)
+	w.send(t, early)
+	require.Equal(t, keys.StatusIgnored, w.statusOf(w.feedbackKey(early.ID)), "no route yet: ignored, and the intake's table is loaded")
+
+	for _, typ := range []string{"feedback.voted", "feedback.commented"} {
+		w.addRoute(t, ops.RouteSpec{Name: strings.ReplaceAll(typ, ".", "-"), Provider: "standard", EventType: typ,
+			URL: rcv.srv.URL + "/hooks", AllowPrivate: true})
+	}
+	var g errgroup.Group
+	for _, id := range ids {
+		plan := simulator.Plan{Concurrency: 1}
+		for j := range votes + comments {
+			var ev simulator.Event
+			if j%3 == 2 {
+				_, ev, err = w.sim.CommentOn(id, "")
+			} else {
+				_, ev, err = w.sim.VoteOn(id)
+			}
+			require.NoError(t, err)
+			plan.Deliveries = append(plan.Deliveries, simulator.Delivery{Event: ev})
+		}
+		g.Go(func() error {
+			rep, err := w.sim.Deliver(w.ctx, w.targets, plan)
+			if err == nil && rep.Stats.Acked != len(plan.Deliveries) {
+				err = fmt.Errorf("%d of %d acknowledged", rep.Stats.Acked, len(plan.Deliveries))
+			}
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	const n = items * (votes + comments)
+	eventually(t, 90*time.Second, fmt.Sprintf("%d events forwarded", n), func() bool {
+		return w.count(t, `SELECT count(*) FROM webhook_inbox WHERE status = 'done' AND starts_with(event_type, 'feedback.')`) == n
+	})
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM webhook_inbox WHERE status = 'ignored'`), "none ignored but the vote before the add")
+	require.Equal(t, keys.StatusIgnored, w.statusOf(w.feedbackKey(early.ID)), "an event before the route is not re-queued")
+	got := rcv.requests()
+	require.Len(t, got, n, "each event forwarded once")
+	require.Zero(t, rcv.unverified)
+	arrived := map[string][]string{}
+	for _, r := range got {
+		k, err := keys.ParseEvent(r.doc.EventKey)
+		require.NoError(t, err)
+		res := r.doc.Resource.Kind + "/" + r.doc.Resource.ID
+		arrived[res] = append(arrived[res], k.EventID)
+	}
+	order := w.inboxOrder(t, "feedback.")
+	for res, evs := range order {
+		if slices.Contains(evs, early.ID) {
+			order[res] = slices.DeleteFunc(evs, func(id string) bool { return id == early.ID })
+		}
+	}
+	require.Equal(t, order, arrived, "each resource's events arrive in intake order")
+	rcv.mu.Lock()
+	require.Empty(t, rcv.overlapped, "one resource's forwards never overlap")
+	rcv.mu.Unlock()
+}
+
+func (w *simWorld) feedbackKey(id string) keys.Event {
+	return keys.Event{Provider: "standard", Account: w.project, Environment: "test", EventID: id}
 }

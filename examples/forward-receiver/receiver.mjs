@@ -2,7 +2,11 @@
 // dependency: it verifies each document's Standard Webhooks signature,
 // applies each operation once by its Idempotency-Key (hookinbox resends a
 // document whose outcome it could not know, with the same key), and
-// answers 2xx when the operation is applied (or was already).
+// answers 2xx when the operation is applied (or was already). It takes
+// both shapes of document: one event's, and a coalescing route's
+// (--coalesce), whose `coalesced` lists every event it covers, in order,
+// and whose `current` is the resource's latest state: apply `current` once,
+// under the document's key, and the covered events are applied with it.
 //
 //   FORWARD_SECRET=whsec_… PORT=9300 node receiver.mjs
 //
@@ -51,9 +55,12 @@ createServer((req, res) => {
       res.writeHead(200).end("already applied\n");
       return;
     }
-    applied.add(opKey); // apply the operation here: doc.payload, doc.current
+    applied.add(opKey); // apply the operation here: doc.current (or doc.payload without --fetch-current)
+    // A coalesced document covers several events (the last is doc.event_key's);
+    // one event's document covers that event alone.
+    const covered = Array.isArray(doc.coalesced) ? doc.coalesced.map((c) => c.event_key) : [doc.event_key];
     console.log(JSON.stringify({ operation_key: opKey, event_key: doc.event_key, route: doc.route, event_type: doc.event_type,
-      resource: doc.resource, workspace: doc.workspace, has_current: doc.current !== undefined }));
+      resource: doc.resource, workspace: doc.workspace, has_current: doc.current !== undefined, covers: covered }));
     res.writeHead(200).end("applied\n");
   });
 }).listen(Number(process.env.PORT ?? 9300), "127.0.0.1", function () {

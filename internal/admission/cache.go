@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/store"
@@ -58,8 +59,11 @@ func (e *Endpoint) verify(d Delivery, tolerance time.Duration, now time.Time) (p
 // of deliveries to random (valid-looking) slugs costs no query each. Such a
 // miss refreshes the set at most once per negTTL for the whole intake (a
 // global limit, however many distinct slugs arrive), and only the request
-// that refreshes waits for it; a newly registered endpoint answers 404 for
-// at most that long. When the last refresh failed (the database is away),
+// that refreshes waits for it. Between refreshes a miss looks its one slug
+// up before answering 404, within a global budget (missLookups a second,
+// a burst of as many) and missLookupTimeout: a newly registered endpoint is
+// found on its first delivery, while a flood of random slugs costs at most
+// that many point reads a second, none of which holds a request long. When the last refresh failed (the database is away),
 // a miss says so (503: the sender retries) rather than "not found".
 type endpointCache struct {
 	store  *store.Store
@@ -67,6 +71,8 @@ type endpointCache struct {
 	negTTL time.Duration
 	now    func() time.Time
 	group  singleflight.Group
+	// lookups bounds the point reads of slugs the set lacks.
+	lookups *rate.Limiter
 
 	mu sync.RWMutex
 	m  map[string]*Endpoint
@@ -86,11 +92,16 @@ const DefaultNegativeTTL = 2 * time.Second
 // others keep answering from the set they have.
 const slugsTimeout = 10 * time.Second
 
+// missLookups is how many point reads a second (and in a burst) misses may
+// cost between two refreshes of the slug set.
+const missLookups = 20
+
 func newEndpointCache(s *store.Store, ttl, negTTL time.Duration, now func() time.Time) *endpointCache {
 	if negTTL == 0 {
 		negTTL = min(DefaultNegativeTTL, ttl)
 	}
-	return &endpointCache{store: s, ttl: ttl, negTTL: negTTL, now: now, m: map[string]*Endpoint{}}
+	return &endpointCache{store: s, ttl: ttl, negTTL: negTTL, now: now, m: map[string]*Endpoint{},
+		lookups: rate.NewLimiter(missLookups, missLookups)}
 }
 
 // minReload bounds reloads caused by bad signatures or unknown accounts.
@@ -107,8 +118,16 @@ func (c *endpointCache) get(ctx context.Context, slug string, fresh bool) (*Endp
 		if age < c.ttl && (!fresh || age < minReload) {
 			return e, nil
 		}
-	} else if err := c.known(ctx, slug); err != nil {
-		return nil, err
+	} else {
+		if err := c.known(ctx, slug); err != nil {
+			return nil, err
+		}
+		c.mu.RLock()
+		e, ok = c.m[slug] // read by a miss's lookup
+		c.mu.RUnlock()
+		if ok && c.now().Sub(e.loaded) < minReload {
+			return e, nil
+		}
 	}
 	v, err, _ := c.group.Do(slug, func() (any, error) {
 		// Never the API key: the intake has no use for it.
@@ -156,6 +175,9 @@ func (c *endpointCache) known(ctx context.Context, slug string) error {
 		return nil
 	case !refresh && lastErr != nil:
 		return lastErr
+	case !refresh && c.lookups.AllowN(c.now(), 1):
+		// Registered since the last refresh, perhaps: read this one slug.
+		return c.lookup(ctx, slug)
 	case !refresh:
 		return fault.ErrNotFound
 	}
@@ -172,6 +194,31 @@ func (c *endpointCache) known(ctx context.Context, slug string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// missLookupTimeout bounds a miss's point read: a slow database answers
+// the flood from the set, as before, and never holds a request longer.
+const missLookupTimeout = 250 * time.Millisecond
+
+// lookup reads one slug the set lacks and caches its endpoint; nil when it
+// is registered. Not registered, or no answer within missLookupTimeout: the
+// set's answer stands (fault.ErrNotFound).
+func (c *endpointCache) lookup(ctx context.Context, slug string) error {
+	lctx, cancel := context.WithTimeout(ctx, missLookupTimeout)
+	defer cancel()
+	ep, err := endpoints.GetIntakeEndpoint(lctx, c.store, slug)
+	if err != nil {
+		return fault.ErrNotFound
+	}
+	ce := NewEndpoint(ep)
+	ce.loaded = c.now()
+	c.mu.Lock()
+	c.m[slug] = ce
+	if c.slugs != nil {
+		c.slugs[slug] = struct{}{}
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 // loadSlugs reads the slug set, on a context of its own.

@@ -29,6 +29,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/outbound"
 	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
+	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/storeports"
 	"github.com/hookinbox/hookinbox/starter"
@@ -93,6 +94,9 @@ type Intake struct {
 // NewIntake builds the intake on a store and a (lazy) Temporal client.
 func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.Metrics, log *slog.Logger, rt routes.Router) *Intake {
 	h := NewHandoff(cfg, Resources(cfg, c), m, log)
+	if l, ok := rt.(*routes.Layered); ok {
+		ApplyRoutesAtOnce(l, st, h, log)
+	}
 	o := IntakeOptions(cfg, st, h, m, log, rt)
 	o.TemporalCheck = func(ctx context.Context) error {
 		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
@@ -101,6 +105,36 @@ func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.M
 	srv := webhook.New(o)
 	return &Intake{Server: srv, Handoff: h, Metrics: m, InternalAddr: cfg.InternalAddr,
 		Internal: []Route{{Pattern: "GET /readyz", Handler: srv.Ready()}}}
+}
+
+// ApplyRoutesAtOnce makes an intake's route table apply a forward route
+// to every event accepted after the route was committed (issue 34): a miss
+// reloads the table when it is a second old, and each reload re-queues the
+// rows an intake recorded ignored for a young route's types since it began
+// to apply (they were routed by a table of before), ringing their
+// resources through h. Only rows ignored for want of a route are re-queued,
+// so an event a replaced handler took is never forwarded as well.
+func ApplyRoutesAtOnce(l *routes.Layered, st *store.Store, h webhook.Handoff, log *slog.Logger) {
+	l.OnMiss = time.Second
+	l.Applied = func(ctx context.Context, young []routes.Route) {
+		for _, r := range young {
+			rows, err := forwards.RequeueIgnored(ctx, st.Pool, r.Provider, r.Type, r.Since)
+			if err != nil {
+				if log != nil {
+					log.Warn("could not re-queue the events a new route missed; the next reload tries again", "route", r.Name, "error", err.Error())
+				}
+				continue
+			}
+			for _, q := range rows {
+				if h != nil {
+					h.Notify(q.Resource, q.Key)
+				}
+			}
+			if len(rows) > 0 && log != nil {
+				log.Info("re-queued the events a new route missed", "route", r.Name, "events", len(rows))
+			}
+		}
+	}
 }
 
 // HandoffTarget is the SignalWithStart latency above which the paced
@@ -215,6 +249,9 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 	provs := &engine.EndpointProviders{Store: st}
 	env := engine.Env{Store: st, Providers: provs}
 	rt := b.Router(cfg, st, log)
+	// A routed row the worker's table does not route yet (a route just
+	// added, or enabled) reloads it rather than waiting minutes.
+	rt.OnMiss = time.Millisecond
 	guard := outbound.Guard{AllowPrivate: cfg.OutboundAllowPrivate}
 	set := engine.Set{}
 	for k, v := range b.Handlers {
@@ -233,7 +270,7 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 	return &Activities{Store: st, Handlers: set, Activities: worker.Activities{
 		Resource: &activities.ResourceActivities{
 			Events: &engine.Events{Store: st, Providers: provs, Routes: rt, Handlers: set, WaitLimits: b.WaitLimits,
-				WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax, Forwarder: b.ForwardHandler(&forward.Sender{Guard: guard, Metrics: m, TTL: cfg.EndpointCacheTTL})},
+				WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax, Forwarder: b.ForwardHandler(&forward.Sender{Guard: guard, Metrics: m, TTL: cfg.EndpointCacheTTL, Routes: rt})},
 			Reconcilers: recs,
 			Outbox:      &storeports.Outbox{Store: st, Mailer: Mailer(cfg), Guard: guard},
 			Policies:    policies,

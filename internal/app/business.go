@@ -112,7 +112,7 @@ func (b Business) Router(cfg config.Config, st *store.Store, log *slog.Logger) *
 			out := make([]routes.Route, len(rows))
 			for i, r := range rows {
 				out[i] = routes.Route{Name: r.Name, Provider: r.Provider, Type: r.EventType, Budget: r.RetryBudget,
-					Forward: true, Replaces: r.ReplacesHandler, Paused: !r.Enabled}
+					Forward: true, Replaces: r.ReplacesHandler, Paused: !r.Enabled, Since: r.AppliesAt, Age: r.Now.Sub(r.AppliesAt)}
 			}
 			return out, nil
 		}}

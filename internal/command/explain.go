@@ -106,8 +106,12 @@ func printLineage(_ context.Context, out io.Writer, l *ops.Lineage) error {
 			if a.Outcome != ops.ForwardSkipped {
 				latency = a.Latency.Round(time.Millisecond).String()
 			}
+			detail := orDash(a.Error)
+			if a.CoveredBy != "" {
+				detail = "covered by " + a.CoveredBy + "'s send, " + a.OperationKey
+			}
 			rows = append(rows, []string{a.Route, a.Event.EventID, strconv.Itoa(a.Attempt), a.Outcome, status,
-				latency, orDash(a.Error), fmtTime(a.At)})
+				latency, detail, fmtTime(a.At)})
 		}
 		if err := cli.Render(out, "table", nil, []string{"ROUTE", "EVENT", "ATTEMPT", "OUTCOME", "STATUS", "LATENCY", "ERROR", "AT (UTC)"}, rows); err != nil {
 			return err

@@ -44,10 +44,11 @@ func newRoutesAddCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "add --name NAME --provider " + strings.Join(providers.Names(), "|") + " --event-type TYPE --forward URL " +
 			"(--secret-file F | --secret-env VAR | --secret-stdin) [--operation-key-path PATH] [--fetch-current] " +
-			"[--timeout D] [--retry-budget N] [--replace-handler] [--allow-private]",
+			"[--timeout D] [--retry-budget N] [--replace-handler] [--allow-private] [--coalesce [--coalesce-max N]]",
 		Short: "Add a forward route (audited; the secret is sealed and never shown)",
-		Long: `Add a forward route. Its types are recorded pending at the intake (not ignored) from the route
-table's next reload (HOOKINBOX_ENDPOINT_CACHE_TTL). A type a built-in handler takes is refused
+		Long: `Add a forward route. It applies to every event accepted after this command returns: an event
+an intake still recorded ignored under its route table of before is put back to pending when
+that intake loads the route (within a second), and forwarded in its resource's order. A type a built-in handler takes is refused
 unless --replace-handler says the route takes it instead, on purpose. The secret is a Standard
 Webhooks secret (whsec_ + base64 of at least 24 random bytes) your service verifies with; it is
 stored sealed. The URL must be https, or any http(s) URL on a private or loopback address with
@@ -82,6 +83,7 @@ at each send.`,
 	f.StringVar(&spec.EventType, "event-type", "", "event type, exact or a prefix ending in '*' (required)")
 	f.StringVar(&spec.URL, "forward", "", "your service's URL (required)")
 	routeSettingFlags(f, &spec.OperationKeyPath, &spec.FetchCurrent, &spec.Timeout, &spec.RetryBudget, &spec.ReplaceHandler, &spec.AllowPrivate)
+	coalesceFlags(f, &spec.Coalesce, &spec.CoalesceMax)
 	af.register(cmd)
 	f.Var(&format, "output", "table or json")
 	for _, name := range []string{"name", "provider", "event-type", "forward"} {
@@ -99,15 +101,21 @@ func routeSettingFlags(f *pflag.FlagSet, path *string, fetch *bool, timeout *tim
 	f.BoolVar(private, "allow-private", false, "allow a private or loopback address (a service beside hookinbox); audited")
 }
 
+func coalesceFlags(f *pflag.FlagSet, coalesce *bool, most *int) {
+	f.BoolVar(coalesce, "coalesce", false, "send one document for the run of a resource's pending events, with the latest current "+
+		"(needs --fetch-current, never with --operation-key-path)")
+	f.IntVar(most, "coalesce-max", 100, "the most events one coalesced document covers, 2 to 1000")
+}
+
 func newRoutesUpdateCmd() *cobra.Command {
 	var url, path string
-	var fetch, replace, private, enable, disable bool
+	var fetch, replace, private, enable, disable, coalesce bool
 	var timeout time.Duration
-	var budget int
+	var budget, most int
 	var af auditFlags
 	format := cli.OutputFormat("table")
 	cmd := &cobra.Command{
-		Use:   "update NAME [--forward URL] [--secret-file F | --secret-env VAR | --secret-stdin] [--operation-key-path PATH] [--fetch-current=BOOL] [--timeout D] [--retry-budget N] [--replace-handler=BOOL] [--allow-private=BOOL] [--enable | --disable]",
+		Use:   "update NAME [--forward URL] [--secret-file F | --secret-env VAR | --secret-stdin] [--operation-key-path PATH] [--fetch-current=BOOL] [--timeout D] [--retry-budget N] [--replace-handler=BOOL] [--allow-private=BOOL] [--coalesce=BOOL] [--coalesce-max N] [--enable | --disable]",
 		Short: "Change a forward route's settings (audited); only the flags given change",
 		Long: `Change a forward route. Only the flags given change; its name, provider and event type stay
 (remove it and add another to move it). A new secret takes effect at the workers within a few
@@ -154,6 +162,12 @@ without one the update is refused and nothing changes.`,
 		if f.Changed("allow-private") {
 			c.AllowPrivate = &private
 		}
+		if f.Changed("coalesce") {
+			c.Coalesce = &coalesce
+		}
+		if f.Changed("coalesce-max") {
+			c.CoalesceMax = &most
+		}
 		if enable || disable {
 			on := enable
 			c.Enabled = &on
@@ -169,6 +183,7 @@ without one the update is refused and nothing changes.`,
 	f := cmd.Flags()
 	f.StringVar(&url, "forward", "", "your service's URL")
 	routeSettingFlags(f, &path, &fetch, &timeout, &budget, &replace, &private)
+	coalesceFlags(f, &coalesce, &most)
 	f.BoolVar(&enable, "enable", false, "route new events again")
 	f.BoolVar(&disable, "disable", false, "pause the route: its events are held pending, nothing is sent")
 	af.register(cmd)
@@ -249,6 +264,9 @@ func renderRoutes(env opsEnv, format cli.OutputFormat, v any, vs []ops.RouteView
 		}
 		if r.FetchCurrent {
 			opts = append(opts, "fetch-current")
+		}
+		if r.Coalesce {
+			opts = append(opts, "coalesce="+strconv.Itoa(r.CoalesceMax))
 		}
 		if r.ReplacesHandler {
 			opts = append(opts, "replaces="+strings.Join(r.Replaces, ","))

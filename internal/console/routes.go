@@ -17,8 +17,8 @@ func (s *Server) forwardRoutes() []route {
 	return []route{
 		{api: true, method: "GET", pattern: "/api/routes", role: viewer, summary: "Forward routes with their backlogs (pending, oldest_pending_age_seconds); secrets are never shown", h: s.apiRoutesList},
 		{api: true, method: "GET", pattern: "/api/routes/{name}", role: viewer, summary: "One forward route", h: s.apiRouteGet},
-		{api: true, method: "POST", pattern: "/api/routes", role: admin, summary: "Add a forward route: {name, provider, event_type, url, secret, operation_key_path, fetch_current, timeout (\"10s\"), retry_budget, replace_handler, allow_private, reason}", h: s.apiRouteAdd},
-		{api: true, method: "PATCH", pattern: "/api/routes/{name}", role: admin, summary: "Change a forward route: {url, secret, operation_key_path, fetch_current, timeout, retry_budget, replace_handler, allow_private, enabled, reason} (absent: unchanged)", h: s.apiRouteUpdate},
+		{api: true, method: "POST", pattern: "/api/routes", role: admin, summary: "Add a forward route: {name, provider, event_type, url, secret, operation_key_path, fetch_current, timeout (\"10s\"), retry_budget, replace_handler, allow_private, coalesce, coalesce_max, reason}", h: s.apiRouteAdd},
+		{api: true, method: "PATCH", pattern: "/api/routes/{name}", role: admin, summary: "Change a forward route: {url, secret, operation_key_path, fetch_current, timeout, retry_budget, replace_handler, allow_private, enabled, coalesce, coalesce_max, reason} (absent: unchanged)", h: s.apiRouteUpdate},
 		{api: true, method: "DELETE", pattern: "/api/routes/{name}", role: admin, summary: "Remove a forward route (its pending events stay pending; its attempts stay in the lineage)", h: s.apiRouteRemove, params: []string{"reason"}},
 		{method: "GET", pattern: "/routes", role: viewer, h: s.webRoutesPage},
 		{method: "POST", pattern: "/routes", role: admin, h: s.webRouteAdd},
@@ -59,6 +59,8 @@ type routeBody struct {
 	RetryBudget      int    `json:"retry_budget"`
 	ReplaceHandler   bool   `json:"replace_handler"`
 	AllowPrivate     bool   `json:"allow_private"`
+	Coalesce         bool   `json:"coalesce"`
+	CoalesceMax      int    `json:"coalesce_max"`
 	Reason           string `json:"reason"`
 }
 
@@ -84,7 +86,8 @@ func (s *Server) apiRouteAdd(w http.ResponseWriter, r *http.Request, p *principa
 	}
 	v, err := s.ops.AddRoute(r.Context(), p.actor(), ops.RouteSpec{Name: b.Name, Provider: b.Provider, EventType: b.EventType,
 		URL: b.URL, Secret: b.Secret, OperationKeyPath: b.OperationKeyPath, FetchCurrent: b.FetchCurrent, Timeout: d,
-		RetryBudget: b.RetryBudget, ReplaceHandler: b.ReplaceHandler, AllowPrivate: b.AllowPrivate}, b.Reason)
+		RetryBudget: b.RetryBudget, ReplaceHandler: b.ReplaceHandler, AllowPrivate: b.AllowPrivate,
+		Coalesce: b.Coalesce, CoalesceMax: b.CoalesceMax}, b.Reason)
 	return reply(w, http.StatusCreated, v, err)
 }
 
@@ -98,6 +101,8 @@ type routePatch struct {
 	ReplaceHandler   *bool   `json:"replace_handler"`
 	AllowPrivate     *bool   `json:"allow_private"`
 	Enabled          *bool   `json:"enabled"`
+	Coalesce         *bool   `json:"coalesce"`
+	CoalesceMax      *int    `json:"coalesce_max"`
 	Reason           string  `json:"reason"`
 }
 
@@ -107,7 +112,8 @@ func (s *Server) apiRouteUpdate(w http.ResponseWriter, r *http.Request, p *princ
 		return err
 	}
 	c := ops.RouteChange{URL: b.URL, Secret: b.Secret, OperationKeyPath: b.OperationKeyPath, FetchCurrent: b.FetchCurrent,
-		RetryBudget: b.RetryBudget, ReplaceHandler: b.ReplaceHandler, AllowPrivate: b.AllowPrivate, Enabled: b.Enabled}
+		RetryBudget: b.RetryBudget, ReplaceHandler: b.ReplaceHandler, AllowPrivate: b.AllowPrivate, Enabled: b.Enabled,
+		Coalesce: b.Coalesce, CoalesceMax: b.CoalesceMax}
 	if b.Timeout != nil {
 		d, err := parseTimeout(*b.Timeout)
 		if err != nil {

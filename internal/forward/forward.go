@@ -33,6 +33,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
 	"github.com/hookinbox/hookinbox/internal/outbound"
+	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/providers"
@@ -54,6 +55,18 @@ type Document struct {
 	// Current is the provider's object fetched just before the send
 	// (--fetch-current): the state to apply when there is no version.
 	Current json.RawMessage `json:"current,omitempty"`
+	// Coalesced, on a coalescing route's document that covers more than
+	// one event, lists every event it covers in the resource's order, the
+	// last being the one EventKey, EventType, ReceivedAt and Payload are
+	// of. The operation key then names the route, the resource and that
+	// last event.
+	Coalesced []forwards.Covered `json:"coalesced,omitempty"`
+}
+
+// CoalescedKey is the operation key of a coalesced document on route
+// covering resource res up to event last.
+func CoalescedKey(route string, res keys.Resource, last keys.Event) string {
+	return keys.Join("forward", route, "coalesced", res.Provider, res.Account, res.Environment, res.Kind, res.ID, last.EventID)
 }
 
 // DocResource is the resource an event is about.
@@ -76,6 +89,9 @@ type Sender struct {
 	TTL time.Duration
 	// Now is the clock the signature's timestamp is taken from (nil: now).
 	Now func() time.Time
+	// Routes is the worker's route table: a coalesced send covers only
+	// the following events it routes to the same route (nil: none).
+	Routes routes.Router
 
 	mu    sync.Mutex
 	cache map[string]cachedRoute
@@ -157,6 +173,12 @@ func (s *Sender) Send(ctx context.Context, r *forwards.Route, opKey string, doc 
 	if err != nil {
 		return Answer{}, fault.Permanent(err)
 	}
+	return s.SendBody(ctx, r, opKey, body)
+}
+
+// SendBody is Send of a document already encoded (a coalesced document,
+// recorded before its first send, goes again byte for byte).
+func (s *Sender) SendBody(ctx context.Context, r *forwards.Route, opKey string, body []byte) (Answer, error) {
 	status, latency, err := s.post(ctx, r, opKey, body)
 	a := Answer{StatusCode: status, Latency: latency}
 	if s.Metrics != nil && latency > 0 {

@@ -36,6 +36,9 @@ type Metrics struct {
 	// Forward routes.
 	ForwardSeconds  *prometheus.HistogramVec // route
 	ForwardFailures *prometheus.CounterVec   // route, class
+	// ForwardCoalesced counts the events a coalescing route completed
+	// under another event's send (covered, not sent on their own).
+	ForwardCoalesced *prometheus.CounterVec // route
 
 	// Notifications.
 	NotificationsDecided *prometheus.CounterVec // trigger, phase
@@ -109,6 +112,10 @@ func New() *Metrics {
 			Name: "hookinbox_forward_failures_total",
 			Help: "Failed forward attempts by route and class: http_4xx (failed at once), http_429, http_5xx, http_408_425, timeout, connection (retried), redirect, refused_address (failed at once).",
 		}, []string{"route", "class"}),
+		ForwardCoalesced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookinbox_forward_coalesced_total",
+			Help: "Events a coalescing route completed done under another event's send (listed in its coalesced document, not sent on their own), by route.",
+		}, []string{"route"}),
 		NotificationsDecided: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookinbox_notifications_decided_total",
 			Help: "Notices the notification evaluation committed (with their outbox intents), by trigger and phase (firing, recovered).",
@@ -124,6 +131,6 @@ func New() *Metrics {
 	}
 	r.MustRegister(m.Requests, m.AckSeconds, m.HandoffSignals, m.HandoffQueueSize, m.HandoffWindow,
 		m.EventsHandled, m.EventRetries, m.EffectLatency, m.SweepResignals, m.Divergences, m.SameVersionDivergences, m.OutboxSends,
-		m.ForwardSeconds, m.ForwardFailures, m.NotificationsDecided, m.NotificationsSent, m.NotificationsFailed)
+		m.ForwardSeconds, m.ForwardFailures, m.ForwardCoalesced, m.NotificationsDecided, m.NotificationsSent, m.NotificationsFailed)
 	return m
 }

@@ -49,6 +49,12 @@ type RouteSpec struct {
 	// AllowPrivate lets the URL be a loopback or private address (a
 	// service beside hookinbox); audited.
 	AllowPrivate bool `json:"allow_private,omitempty"`
+	// Coalesce sends one document for the run of a resource's pending
+	// events the route takes, with the latest current object (only with
+	// FetchCurrent, never with OperationKeyPath); CoalesceMax bounds the
+	// events one document covers (0: 100).
+	Coalesce    bool `json:"coalesce,omitempty"`
+	CoalesceMax int  `json:"coalesce_max,omitempty"`
 }
 
 // RouteChange changes a route; nil fields stay.
@@ -62,6 +68,8 @@ type RouteChange struct {
 	ReplaceHandler   *bool          `json:"replace_handler,omitempty"`
 	AllowPrivate     *bool          `json:"allow_private,omitempty"`
 	Enabled          *bool          `json:"enabled,omitempty"`
+	Coalesce         *bool          `json:"coalesce,omitempty"`
+	CoalesceMax      *int           `json:"coalesce_max,omitempty"`
 }
 
 // RouteView is a forward route as shown: its secret as a fingerprint's
@@ -79,6 +87,8 @@ type RouteView struct {
 	Replaces         []string `json:"replaces,omitempty"`
 	AllowPrivate     bool     `json:"allow_private"`
 	Enabled          bool     `json:"enabled"`
+	Coalesce         bool     `json:"coalesce"`
+	CoalesceMax      int      `json:"coalesce_max,omitempty"`
 	SecretKeyID      string   `json:"secret_key_id"`
 	CreatedAt        string   `json:"created_at"`
 	UpdatedAt        string   `json:"updated_at"`
@@ -155,8 +165,21 @@ func validateRoute(r forwards.Route, secretGiven bool) error {
 	if r.RetryBudget < 0 || r.RetryBudget > MaxForwardBudget {
 		return Invalidf("retry budget must be between 1 and %d attempts (0: the worker's)", MaxForwardBudget)
 	}
+	if r.CoalesceMax != 0 && (r.CoalesceMax < 2 || r.CoalesceMax > MaxCoalesce) {
+		return Invalidf("coalesce max must be between 2 and %d events (got %d)", MaxCoalesce, r.CoalesceMax)
+	}
+	if r.Coalesce && !r.FetchCurrent {
+		return Invalidf("--coalesce needs --fetch-current: a coalesced document carries the provider's latest object, not each event's")
+	}
+	if r.Coalesce && r.OperationKeyPath != "" {
+		return Invalidf("--coalesce never goes with --operation-key-path: the receiver would drop a coalesced document " +
+			"as a duplicate of an operation it already applied")
+	}
 	return nil
 }
+
+// MaxCoalesce is the most events one coalesced document may cover.
+const MaxCoalesce = 1000
 
 // checkOverlaps refuses a route that takes a type a handler takes, unless
 // it replaces the handler on purpose, and one that the other forward
@@ -204,7 +227,8 @@ func (s *Service) AddRoute(ctx context.Context, who Actor, spec RouteSpec, reaso
 	}
 	r := forwards.Route{Name: spec.Name, Provider: spec.Provider, EventType: spec.EventType, URL: spec.URL, Secret: spec.Secret,
 		OperationKeyPath: spec.OperationKeyPath, FetchCurrent: spec.FetchCurrent, Timeout: spec.Timeout,
-		RetryBudget: spec.RetryBudget, ReplacesHandler: spec.ReplaceHandler, AllowPrivate: spec.AllowPrivate, Enabled: true}
+		RetryBudget: spec.RetryBudget, ReplacesHandler: spec.ReplaceHandler, AllowPrivate: spec.AllowPrivate, Enabled: true,
+		Coalesce: spec.Coalesce, CoalesceMax: spec.CoalesceMax}
 	if err := validateRoute(r, true); err != nil {
 		return RouteView{}, err
 	}
@@ -236,7 +260,8 @@ func (s *Service) AddRoute(ctx context.Context, who Actor, spec RouteSpec, reaso
 func routeDetails(r forwards.Route, replaced []string) map[string]any {
 	d := map[string]any{"provider": r.Provider, "event_type": r.EventType, "url": outbound.Origin(r.URL),
 		"operation_key_path": r.OperationKeyPath, "fetch_current": r.FetchCurrent, "timeout": r.Timeout.String(),
-		"retry_budget": r.RetryBudget, "replaces_handler": r.ReplacesHandler, "allow_private": r.AllowPrivate, "enabled": r.Enabled}
+		"retry_budget": r.RetryBudget, "replaces_handler": r.ReplacesHandler, "allow_private": r.AllowPrivate, "enabled": r.Enabled,
+		"coalesce": r.Coalesce, "coalesce_max": r.CoalesceMax}
 	if len(replaced) > 0 {
 		d["replaces"] = replaced
 	}
@@ -290,6 +315,12 @@ func (s *Service) UpdateRoute(ctx context.Context, who Actor, name string, c Rou
 	}
 	if c.Enabled != nil {
 		set("enabled", func() { r.Enabled = *c.Enabled })
+	}
+	if c.Coalesce != nil {
+		set("coalesce", func() { r.Coalesce = *c.Coalesce })
+	}
+	if c.CoalesceMax != nil {
+		set("coalesce_max", func() { r.CoalesceMax = *c.CoalesceMax })
 	}
 	if len(changed) == 0 {
 		return RouteView{}, Invalidf("nothing to change: give at least one setting")
@@ -392,7 +423,7 @@ func (s *Service) routeBacklogs(ctx context.Context) (map[string]forwards.Backlo
 func (s *Service) routeView(r *forwards.Route, b forwards.Backlog) RouteView {
 	v := RouteView{Name: r.Name, Provider: r.Provider, EventType: r.EventType, URL: r.URL, OperationKeyPath: r.OperationKeyPath,
 		FetchCurrent: r.FetchCurrent, Timeout: r.Timeout.String(), RetryBudget: r.RetryBudget, ReplacesHandler: r.ReplacesHandler,
-		AllowPrivate: r.AllowPrivate, Enabled: r.Enabled, SecretKeyID: r.SecretKeyID,
+		AllowPrivate: r.AllowPrivate, Enabled: r.Enabled, Coalesce: r.Coalesce, CoalesceMax: r.CoalesceMax, SecretKeyID: r.SecretKeyID,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: r.UpdatedAt.UTC().Format(time.RFC3339),
 		Pending: b.Pending, OldestPendingSeconds: b.OldestPendingSeconds}
 	if r.ReplacesHandler {

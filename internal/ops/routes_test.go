@@ -23,27 +23,32 @@ func TestAddRouteRefusesBadInputAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for name, mut := range map[string]func(*ops.RouteSpec){
-		"bad name":            func(s *ops.RouteSpec) { s.Name = "Charges!" },
-		"unknown provider":    func(s *ops.RouteSpec) { s.Provider = "paypal" },
-		"empty type":          func(s *ops.RouteSpec) { s.EventType = "" },
-		"star alone":          func(s *ops.RouteSpec) { s.EventType = "*" },
-		"star inside":         func(s *ops.RouteSpec) { s.EventType = "charge.*.refunded" },
-		"not a URL":           func(s *ops.RouteSpec) { s.URL = "svc.example.com/hooks" },
-		"ftp":                 func(s *ops.RouteSpec) { s.URL = "ftp://svc.example.com/" },
-		"credentials in URL":  func(s *ops.RouteSpec) { s.URL = "https://user:pw@svc.example.com/" },
-		"plain http":          func(s *ops.RouteSpec) { s.URL = "http://svc.example.com/" },
-		"loopback":            func(s *ops.RouteSpec) { s.URL = "https://127.0.0.1:9000/" },
-		"localhost":           func(s *ops.RouteSpec) { s.URL = "https://localhost:9000/" },
-		"private":             func(s *ops.RouteSpec) { s.URL = "https://10.1.2.3/" },
-		"metadata":            func(s *ops.RouteSpec) { s.URL = "https://169.254.169.254/latest/" },
-		"ipv6 loopback":       func(s *ops.RouteSpec) { s.URL = "https://[::1]:9000/" },
-		"secret not whsec":    func(s *ops.RouteSpec) { s.Secret = "hunter2" },
-		"no secret":           func(s *ops.RouteSpec) { s.Secret = "" },
-		"bad operation path":  func(s *ops.RouteSpec) { s.OperationKeyPath = "data object" },
-		"timeout too short":   func(s *ops.RouteSpec) { s.Timeout = time.Millisecond },
-		"timeout too long":    func(s *ops.RouteSpec) { s.Timeout = time.Hour },
-		"budget out of range": func(s *ops.RouteSpec) { s.RetryBudget = 5000 },
-		"negative budget":     func(s *ops.RouteSpec) { s.RetryBudget = -1 },
+		"bad name":                       func(s *ops.RouteSpec) { s.Name = "Charges!" },
+		"unknown provider":               func(s *ops.RouteSpec) { s.Provider = "paypal" },
+		"empty type":                     func(s *ops.RouteSpec) { s.EventType = "" },
+		"star alone":                     func(s *ops.RouteSpec) { s.EventType = "*" },
+		"star inside":                    func(s *ops.RouteSpec) { s.EventType = "charge.*.refunded" },
+		"not a URL":                      func(s *ops.RouteSpec) { s.URL = "svc.example.com/hooks" },
+		"ftp":                            func(s *ops.RouteSpec) { s.URL = "ftp://svc.example.com/" },
+		"credentials in URL":             func(s *ops.RouteSpec) { s.URL = "https://user:pw@svc.example.com/" },
+		"plain http":                     func(s *ops.RouteSpec) { s.URL = "http://svc.example.com/" },
+		"loopback":                       func(s *ops.RouteSpec) { s.URL = "https://127.0.0.1:9000/" },
+		"localhost":                      func(s *ops.RouteSpec) { s.URL = "https://localhost:9000/" },
+		"private":                        func(s *ops.RouteSpec) { s.URL = "https://10.1.2.3/" },
+		"metadata":                       func(s *ops.RouteSpec) { s.URL = "https://169.254.169.254/latest/" },
+		"ipv6 loopback":                  func(s *ops.RouteSpec) { s.URL = "https://[::1]:9000/" },
+		"secret not whsec":               func(s *ops.RouteSpec) { s.Secret = "hunter2" },
+		"no secret":                      func(s *ops.RouteSpec) { s.Secret = "" },
+		"bad operation path":             func(s *ops.RouteSpec) { s.OperationKeyPath = "data object" },
+		"timeout too short":              func(s *ops.RouteSpec) { s.Timeout = time.Millisecond },
+		"timeout too long":               func(s *ops.RouteSpec) { s.Timeout = time.Hour },
+		"budget out of range":            func(s *ops.RouteSpec) { s.RetryBudget = 5000 },
+		"negative budget":                func(s *ops.RouteSpec) { s.RetryBudget = -1 },
+		"coalesce without fetch-current": func(s *ops.RouteSpec) { s.OperationKeyPath, s.Coalesce = "", true },
+		"coalesce with a key path":       func(s *ops.RouteSpec) { s.FetchCurrent, s.Coalesce = true, true },
+		"coalesce max of one": func(s *ops.RouteSpec) {
+			s.OperationKeyPath, s.FetchCurrent, s.Coalesce, s.CoalesceMax = "", true, true, 1
+		},
 	} {
 		s := chargeRoute()
 		mut(&s)
@@ -177,4 +182,27 @@ func TestUpdateAndRemoveRouteAreAudited(t *testing.T) {
 	require.NoError(t, b.svc.RemoveRoute(b.ctx, alice, "charges", "retired"))
 	require.True(t, ops.IsNotFound(b.svc.RemoveRoute(b.ctx, alice, "charges", "")))
 	require.Len(t, b.actions(t, "route_remove"), 1)
+}
+
+// A coalescing route is added with --fetch-current and no key path, keeps
+// its coalesce max, and an update that would pair it with a key path is
+// refused.
+func TestACoalescingRouteNeedsFetchCurrentAndNoKeyPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := chargeRoute()
+	s.OperationKeyPath, s.FetchCurrent, s.Coalesce, s.CoalesceMax = "", true, true, 20
+	v, err := b.svc.AddRoute(b.ctx, alice, s, "")
+	require.NoError(t, err)
+	require.True(t, v.Coalesce)
+	require.Equal(t, 20, v.CoalesceMax)
+	path := "data.object.id"
+	_, err = b.svc.UpdateRoute(b.ctx, alice, "charges", ops.RouteChange{OperationKeyPath: &path}, "")
+	require.True(t, ops.IsInvalid(err), "%v", err)
+	off := false
+	_, err = b.svc.UpdateRoute(b.ctx, alice, "charges", ops.RouteChange{FetchCurrent: &off}, "")
+	require.True(t, ops.IsInvalid(err), "%v", err)
+	v, err = b.svc.UpdateRoute(b.ctx, alice, "charges", ops.RouteChange{Coalesce: &off}, "")
+	require.NoError(t, err)
+	require.False(t, v.Coalesce)
 }

@@ -47,6 +47,11 @@ type Route struct {
 	// Paused: a disabled forward route. The intake still records its
 	// events pending; the worker holds them until it is enabled again.
 	Paused bool
+	// Since is when a forward route began to take its types (added, its
+	// type changed, or enabled again), on the database's clock; Age is how
+	// long ago that was when the table was read (the same clock).
+	Since time.Time
+	Age   time.Duration
 }
 
 // ResourceRule derives the resource from the verified payload.
@@ -201,6 +206,20 @@ type Layered struct {
 	// Now is the clock (tests).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OnMiss, when positive, makes a lookup that finds no dynamic route
+	// (or a paused one) reload the table first when it is at least this
+	// old: a route just added or enabled shows at once rather than after
+	// TTL. The one lookup that reloads waits for it; the others route by
+	// the table they have.
+	OnMiss time.Duration
+	// Applied, when set, is called by a reload, before its table routes
+	// anything, with the routes that began to take their types less than
+	// AppliedWindow ago: the intake re-queues what it recorded ignored for
+	// them under its table of before. It is called on every reload while a
+	// route is that young, and again 2 s after each, so an event that was
+	// being recorded under the old table as the new one loaded is
+	// re-queued too. It must be safe to call again (and concurrently).
+	Applied func(ctx context.Context, young []Route)
 
 	mu       sync.Mutex
 	dynamic  *Table
@@ -208,10 +227,40 @@ type Layered struct {
 	loading  bool
 }
 
+// appliedAgain is when a reload calls Applied a second time.
+const appliedAgain = 2 * time.Second
+
+// AppliedWindow is how young a route is when Applied is told about it: a
+// few reloads' worth (TTL), and at least 30 s.
+func (l *Layered) AppliedWindow() time.Duration {
+	return max(3*l.ttl(), 30*time.Second)
+}
+
+func (l *Layered) ttl() time.Duration {
+	if l.TTL <= 0 {
+		return 5 * time.Second
+	}
+	return l.TTL
+}
+
+func (l *Layered) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
 // Route returns the route of a provider's event type.
 func (l *Layered) Route(provider, eventType string) (Route, bool) {
 	s, sok := l.Static.Route(provider, eventType)
-	d, dok := l.current().Route(provider, eventType)
+	t := l.current(false)
+	d, dok := t.Route(provider, eventType)
+	if l.OnMiss > 0 && l.Load != nil && (!dok || d.Paused) && (!sok || dok) && l.stale(l.OnMiss) {
+		// Not routed here (or held): the route may have just been added
+		// or enabled. The static table wins without a dynamic route, so
+		// there is nothing to look for then.
+		d, dok = l.current(true).Route(provider, eventType)
+	}
 	switch {
 	case dok && (!sok || d.Replaces):
 		return d, true
@@ -219,6 +268,14 @@ func (l *Layered) Route(provider, eventType string) (Route, bool) {
 		return s, true
 	}
 	return Route{}, false
+}
+
+// stale reports whether the table is at least age old and no reload is
+// under way.
+func (l *Layered) stale(age time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.loading && l.now().Sub(l.loadedAt) >= age
 }
 
 // Reload forces the next Route to load the dynamic routes again (after an
@@ -229,20 +286,16 @@ func (l *Layered) Reload() {
 	l.mu.Unlock()
 }
 
-func (l *Layered) current() *Table {
+// current is the dynamic table, reloaded first when it is older than TTL
+// (or, with force, whatever its age) unless another caller is reloading it.
+func (l *Layered) current(force bool) *Table {
 	if l.Load == nil {
 		return nil
 	}
-	now := time.Now
-	if l.Now != nil {
-		now = l.Now
-	}
-	ttl := l.TTL
-	if ttl <= 0 {
-		ttl = 5 * time.Second
-	}
+	now := l.now
+	ttl := l.ttl()
 	l.mu.Lock()
-	if (!l.loadedAt.IsZero() && now().Sub(l.loadedAt) < ttl) || (l.loading && l.dynamic != nil) {
+	if (!force && !l.loadedAt.IsZero() && now().Sub(l.loadedAt) < ttl) || (l.loading && l.dynamic != nil) {
 		// Fresh, or being reloaded by another caller: the intake never
 		// waits on a reload once one table is loaded.
 		d := l.dynamic
@@ -255,6 +308,26 @@ func (l *Layered) current() *Table {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	rs, err := l.Load(ctx)
+	if err == nil && l.Applied != nil {
+		var young []Route
+		for _, r := range rs {
+			if !r.Since.IsZero() && r.Age < l.AppliedWindow() {
+				young = append(young, r)
+			}
+		}
+		if len(young) > 0 {
+			apply := func() {
+				actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer acancel()
+				l.Applied(actx, young)
+			}
+			apply()
+			// Once more when the requests that were routing by the table
+			// of before (while this one loaded) have committed, whether or
+			// not another request comes to reload it.
+			time.AfterFunc(appliedAgain, apply)
+		}
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

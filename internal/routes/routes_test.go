@@ -3,6 +3,8 @@ package routes_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,4 +114,84 @@ func TestOverlapsFindsEveryRouteATypeOrPrefixWouldShadow(t *testing.T) {
 	require.Equal(t, []string{"subs"}, names(tb.Overlaps("stripe", "customer.*")))
 	require.Empty(t, tb.Overlaps("stripe", "charge.refunded"))
 	require.Empty(t, tb.Overlaps("github", "invoice.paid"))
+}
+
+// With OnMiss, a lookup that finds no forward route (or a paused one)
+// reloads a table that old at once, so a route just added or enabled
+// routes its next event; a hit, or a type the static table takes, never
+// reloads. Each reload tells Applied about the routes that began to apply
+// within AppliedWindow, before its table routes anything.
+func TestLayeredReloadsOnAMissAndTellsAppliedOfYoungRoutes(t *testing.T) {
+	t.Parallel()
+	var static routes.Table
+	require.NoError(t, static.Add(routes.Route{Name: "credits", Provider: "stripe", Type: "invoice.paid"}))
+	now := time.Unix(1e9, 0)
+	loads := 0
+	var dyn []routes.Route
+	var mu sync.Mutex // Applied runs again 2 s after each reload, on a timer
+	var applied [][]string
+	calls := func() [][]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(applied)
+	}
+	l := &routes.Layered{Static: &static, TTL: 10 * time.Second, OnMiss: time.Second, Now: func() time.Time { return now },
+		Load: func(context.Context) ([]routes.Route, error) { loads++; return dyn, nil },
+		Applied: func(_ context.Context, young []routes.Route) {
+			var names []string
+			for _, r := range young {
+				names = append(names, r.Name)
+			}
+			mu.Lock()
+			applied = append(applied, names)
+			mu.Unlock()
+		}}
+	_, ok := l.Route("stripe", "charge.refunded")
+	require.False(t, ok)
+	require.Equal(t, 1, loads)
+
+	dyn = []routes.Route{
+		{Name: "charges", Provider: "stripe", Type: "charge.*", Forward: true, Since: now, Age: 0},
+		{Name: "old", Provider: "stripe", Type: "payout.*", Forward: true, Since: now.Add(-time.Hour), Age: time.Hour},
+	}
+	now = now.Add(500 * time.Millisecond)
+	_, ok = l.Route("stripe", "charge.refunded")
+	require.False(t, ok, "a miss within OnMiss of the last load does not reload")
+	require.Equal(t, 1, loads)
+	now = now.Add(500 * time.Millisecond)
+	r, ok := l.Route("stripe", "charge.refunded")
+	require.True(t, ok, "a miss a second after the load reloads and finds the new route")
+	require.Equal(t, "charges", r.Name)
+	require.Equal(t, 2, loads)
+	require.Equal(t, []string{"charges"}, calls()[0], "only the young route is applied")
+
+	now = now.Add(5 * time.Second)
+	_, ok = l.Route("stripe", "charge.refunded")
+	require.True(t, ok)
+	_, ok = l.Route("stripe", "invoice.paid")
+	require.True(t, ok)
+	require.Equal(t, 2, loads, "hits and static types never reload before the TTL")
+
+	dyn[0].Paused = true
+	now = now.Add(10 * time.Second)
+	r, _ = l.Route("stripe", "charge.refunded")
+	require.True(t, r.Paused)
+	require.Equal(t, 3, loads)
+	dyn[0].Paused = false
+	now = now.Add(time.Second)
+	r, _ = l.Route("stripe", "charge.refunded")
+	require.False(t, r.Paused, "a paused route reloads on lookup: enabled, it routes at once")
+	require.Equal(t, 4, loads)
+	require.GreaterOrEqual(t, len(calls()), 3, "every reload while the route is young tells Applied again")
+	require.Eventually(t, func() bool { return len(calls()) >= 6 }, 10*time.Second, 50*time.Millisecond,
+		"and each reload tells it once more a little later, with no request to reload")
+
+	plain := &routes.Layered{Static: &static, TTL: 10 * time.Second, Now: func() time.Time { return now },
+		Load: func(context.Context) ([]routes.Route, error) { loads++; return nil, nil }}
+	before := loads
+	for range 3 {
+		now = now.Add(2 * time.Second)
+		plain.Route("stripe", "charge.refunded")
+	}
+	require.Equal(t, before+1, loads, "without OnMiss, a miss waits for the TTL")
 }

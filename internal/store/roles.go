@@ -98,7 +98,11 @@ var Grants = slices.Concat([]Grant{
 	// Which types a forward route takes (the route table), never where
 	// they go nor the secret.
 	{Role: RoleIntake, Privilege: "SELECT", Table: "forward_routes", Columns: cols("name", "provider", "event_type",
-		"replaces_handler", "retry_budget", "enabled")},
+		"replaces_handler", "retry_budget", "enabled", "applies_at")},
+	// A route just applied: the intake puts back to pending the rows it
+	// recorded ignored for want of it (forwards.RequeueIgnored, issue 34).
+	{Role: RoleIntake, Privilege: "UPDATE", Table: "webhook_inbox", Columns: cols("status", "attempts", "next_attempt_at",
+		"pending_since", "last_error", "note", "processed_at", "sweeps", "swept_at")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
 		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
@@ -109,7 +113,7 @@ var Grants = slices.Concat([]Grant{
 	// replay_sha256), store.BodySeen too.
 	{Role: RoleIntake, Privilege: "SELECT", Table: "webhook_inbox", Columns: cols("id", "provider", "source_account",
 		"environment", "event_id", "body_sha256", "status", "origin", "event_type", "resource_kind", "resource_id",
-		"provider_version", "occurred_at", "endpoint_slug", "replay_sha256")},
+		"provider_version", "occurred_at", "endpoint_slug", "replay_sha256", "received_at", "last_error", "attempts")},
 	// A body that dedups is still a duplicate after retention deleted its
 	// row: the lineage kept its hash (InsertInboxEvent, BodySeen).
 	{Role: RoleIntake, Privilege: "SELECT", Table: "event_lineage", Columns: cols("source", "source_id", "endpoint_slug",
@@ -174,6 +178,9 @@ var Grants = slices.Concat([]Grant{
 	{Role: RoleWorker, Privilege: "SELECT", Table: "forward_routes"},
 	{Role: RoleWorker, Privilege: "SELECT", Table: "forward_attempts"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "forward_attempts"},
+	// Coalesced sends, recorded before they go out (issue 34).
+	{Role: RoleWorker, Privilege: "SELECT", Table: "forward_coalesced"},
+	{Role: RoleWorker, Privilege: "INSERT", Table: "forward_coalesced"},
 	// The public API's tx.Claim: insert once, read back who claimed first.
 	{Role: RoleWorker, Privilege: "SELECT", Table: "business_claims"},
 	{Role: RoleWorker, Privilege: "INSERT", Table: "business_claims"},

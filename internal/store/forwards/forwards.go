@@ -33,9 +33,16 @@ type Route struct {
 	ReplacesHandler  bool          `json:"replaces_handler"`
 	AllowPrivate     bool          `json:"allow_private"`
 	Enabled          bool          `json:"enabled"`
-	SecretKeyID      string        `json:"secret_key_id"`
-	CreatedAt        time.Time     `json:"created_at"`
-	UpdatedAt        time.Time     `json:"updated_at"`
+	// Coalesce: one document for the run of a resource's pending events
+	// the route takes, at most CoalesceMax of them (issue 34).
+	Coalesce    bool `json:"coalesce"`
+	CoalesceMax int  `json:"coalesce_max,omitempty"`
+	// AppliesAt is when the route began to take its types: added, its
+	// provider or type changed, or enabled again.
+	AppliesAt   time.Time `json:"applies_at"`
+	SecretKeyID string    `json:"secret_key_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 
 	sealed []byte // read by Open only
 }
@@ -43,13 +50,15 @@ type Route struct {
 // columns never include the sealed secret: the operator's role cannot read
 // it, and only Open needs it.
 const columns = `name, provider, event_type, url, secret_key_id, coalesce(operation_key_path, ''),
-	fetch_current, timeout_ms, coalesce(retry_budget, 0), replaces_handler, allow_private, enabled, created_at, updated_at`
+	fetch_current, timeout_ms, coalesce(retry_budget, 0), replaces_handler, allow_private, enabled, coalescing, coalesce_max,
+	applies_at, created_at, updated_at`
 
 func scan(row pgx.Row) (*Route, error) {
 	var r Route
 	var ms int
 	if err := row.Scan(&r.Name, &r.Provider, &r.EventType, &r.URL, &r.SecretKeyID, &r.OperationKeyPath,
-		&r.FetchCurrent, &ms, &r.RetryBudget, &r.ReplacesHandler, &r.AllowPrivate, &r.Enabled, &r.CreatedAt, &r.UpdatedAt); err != nil {
+		&r.FetchCurrent, &ms, &r.RetryBudget, &r.ReplacesHandler, &r.AllowPrivate, &r.Enabled, &r.Coalesce, &r.CoalesceMax,
+		&r.AppliesAt, &r.CreatedAt, &r.UpdatedAt); err != nil {
 		return nil, store.Interpret(err)
 	}
 	r.Timeout = time.Duration(ms) * time.Millisecond
@@ -65,10 +74,10 @@ func Insert(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) er
 	}
 	_, err = db.Exec(ctx, `
 		INSERT INTO forward_routes (name, provider, event_type, url, secret_sealed, secret_key_id, operation_key_path,
-			fetch_current, timeout_ms, retry_budget, replaces_handler, allow_private, enabled)
-		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, NULLIF($10, 0), $11, $12, $13)`,
+			fetch_current, timeout_ms, retry_budget, replaces_handler, allow_private, enabled, coalescing, coalesce_max)
+		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, NULLIF($10, 0), $11, $12, $13, $14, $15)`,
 		r.Name, r.Provider, r.EventType, r.URL, sealed, keyID, r.OperationKeyPath, r.FetchCurrent,
-		int(r.Timeout/time.Millisecond), r.RetryBudget, r.ReplacesHandler, r.AllowPrivate, r.Enabled)
+		int(r.Timeout/time.Millisecond), r.RetryBudget, r.ReplacesHandler, r.AllowPrivate, r.Enabled, r.Coalesce, coalesceMax(r))
 	if store.IsUniqueViolation(err) {
 		return fmt.Errorf("forward route %s (%s %s): %w", r.Name, r.Provider, r.EventType, store.ErrConflict)
 	}
@@ -77,11 +86,12 @@ func Insert(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) er
 
 // Update replaces every setting of the route named r.Name; a non-empty
 // r.Secret replaces its secret too (sealed with kr). It never reads the
-// sealed secret (the console's role may not). A missing route is
-// fault.ErrNotFound.
+// sealed secret (the console's role may not). A change of provider or type,
+// or enabling a disabled route, moves its applies_at to now. A missing
+// route is fault.ErrNotFound.
 func Update(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) error {
 	args := []any{r.Name, r.Provider, r.EventType, r.URL, r.OperationKeyPath, r.FetchCurrent, int(r.Timeout / time.Millisecond),
-		r.RetryBudget, r.ReplacesHandler, r.AllowPrivate, r.Enabled}
+		r.RetryBudget, r.ReplacesHandler, r.AllowPrivate, r.Enabled, r.Coalesce, coalesceMax(r)}
 	secret := ""
 	if r.Secret != "" {
 		sealed, keyID, err := kr.Seal([]byte(r.Secret), store.ForwardContext(r.Name))
@@ -89,12 +99,14 @@ func Update(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) er
 			return err
 		}
 		args = append(args, sealed, keyID)
-		secret = ", secret_sealed = $12, secret_key_id = $13"
+		secret = ", secret_sealed = $14, secret_key_id = $15"
 	}
 	tag, err := db.Exec(ctx, `
 		UPDATE forward_routes SET provider = $2, event_type = $3, url = $4, operation_key_path = NULLIF($5, ''),
 		       fetch_current = $6, timeout_ms = $7, retry_budget = NULLIF($8, 0), replaces_handler = $9,
-		       allow_private = $10, enabled = $11, updated_at = now()`+secret+`
+		       allow_private = $10, enabled = $11, coalescing = $12, coalesce_max = $13,
+		       applies_at = CASE WHEN provider <> $2 OR event_type <> $3 OR (NOT enabled AND $11) THEN now() ELSE applies_at END,
+		       updated_at = now()`+secret+`
 		 WHERE name = $1`, args...)
 	if store.IsUniqueViolation(err) {
 		return fmt.Errorf("forward route %s (%s %s): %w", r.Name, r.Provider, r.EventType, store.ErrConflict)
@@ -106,6 +118,17 @@ func Update(ctx context.Context, db store.DB, kr *secretbox.Keyring, r Route) er
 		return fmt.Errorf("forward route %s: %w", r.Name, fault.ErrNotFound)
 	}
 	return nil
+}
+
+// DefaultCoalesceMax is the most events one coalesced document covers when
+// a route does not say (--coalesce-max).
+const DefaultCoalesceMax = 100
+
+func coalesceMax(r Route) int {
+	if r.CoalesceMax <= 0 {
+		return DefaultCoalesceMax
+	}
+	return r.CoalesceMax
 }
 
 // Delete removes a route (its attempts stay, for the lineage).
@@ -168,19 +191,62 @@ type TableRow struct {
 	RetryBudget     int
 	ReplacesHandler bool
 	Enabled         bool
+	// AppliesAt is when the route began to take its types; Now is the
+	// database's clock when the table was read (both on one clock).
+	AppliesAt, Now time.Time
 }
 
 // Table lists the routes as the intake's route table reads them.
 func Table(ctx context.Context, db store.DB) ([]TableRow, error) {
-	rows, err := db.Query(ctx, `SELECT name, provider, event_type, coalesce(retry_budget, 0), replaces_handler, enabled
-		FROM forward_routes ORDER BY name`)
+	rows, err := db.Query(ctx, `SELECT name, provider, event_type, coalesce(retry_budget, 0), replaces_handler, enabled,
+		applies_at, now() FROM forward_routes ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (TableRow, error) {
 		var t TableRow
-		err := r.Scan(&t.Name, &t.Provider, &t.EventType, &t.RetryBudget, &t.ReplacesHandler, &t.Enabled)
+		err := r.Scan(&t.Name, &t.Provider, &t.EventType, &t.RetryBudget, &t.ReplacesHandler, &t.Enabled, &t.AppliesAt, &t.Now)
 		return t, err
+	})
+}
+
+// Requeued is an inbox row RequeueIgnored put back to pending.
+type Requeued struct {
+	Key      keys.Event
+	Resource keys.Resource
+}
+
+// RequeueIgnored puts back to pending, due now, the rows of provider's
+// eventType (exact, or a prefix ending in '*') that an intake recorded
+// ignored for want of a route ("no handler for …", never attempted) and
+// received at or after since: the events a route missed while an intake
+// still routed by its table of before. Only such rows: an event a handler
+// took (or read and ignored) is never put back, so a route that replaces a
+// handler is no second effect. A row without a resource of its own (the
+// fallback "event" resource of an ignored event) is left ignored: the
+// intake would have refused it as malformed had the route been loaded.
+// The rows come back in id order, the order their resource runs them in.
+func RequeueIgnored(ctx context.Context, db store.DB, provider, eventType string, since time.Time) ([]Requeued, error) {
+	rows, err := db.Query(ctx, `
+		WITH r AS (
+			UPDATE webhook_inbox
+			   SET status = 'pending', attempts = 0, next_attempt_at = now(), pending_since = now(), last_error = NULL,
+			       note = NULL, processed_at = NULL, sweeps = 0, swept_at = NULL
+			 WHERE status = 'ignored' AND received_at >= $3 AND provider = $1 AND attempts = 0
+			   AND (event_type = $2 OR (right($2, 1) = '*' AND starts_with(event_type, rtrim($2, '*'))))
+			   AND last_error = 'no handler for ' || provider || ' event type ' || event_type
+			   AND NOT (resource_kind = 'event' AND resource_id = event_id)
+			RETURNING id, provider, source_account, environment, event_id, resource_kind, resource_id)
+		SELECT provider, source_account, environment, event_id, resource_kind, resource_id FROM r ORDER BY id`,
+		provider, eventType, since)
+	if err != nil {
+		return nil, fmt.Errorf("re-queue ignored %s %s: %w", provider, eventType, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Requeued, error) {
+		var q Requeued
+		err := r.Scan(&q.Key.Provider, &q.Key.Account, &q.Key.Environment, &q.Key.EventID, &q.Resource.Kind, &q.Resource.ID)
+		q.Resource.Provider, q.Resource.Account, q.Resource.Environment = q.Key.Provider, q.Key.Account, q.Key.Environment
+		return q, err
 	})
 }
 
@@ -190,6 +256,9 @@ const (
 	OutcomeRetry   = "retry"
 	OutcomeFailed  = "failed"
 	OutcomeSkipped = "skipped"
+	// OutcomeCoalesced: a coalesced send covered the event (CoveredBy
+	// names the event whose send it was, OperationKey its key).
+	OutcomeCoalesced = "coalesced"
 )
 
 // Attempt is one forward attempt. Its JSON (the lineage's) is MarshalJSON's.
@@ -205,7 +274,10 @@ type Attempt struct {
 	// latency_seconds in JSON.
 	Latency time.Duration `json:"-"`
 	Error   string        `json:"error,omitempty"`
-	At      time.Time     `json:"at"`
+	// CoveredBy, for a coalesced event, is the event whose send covered
+	// it, under OperationKey.
+	CoveredBy string    `json:"covered_by,omitempty"`
+	At        time.Time `json:"at"`
 }
 
 // MarshalJSON writes the attempt with its latency in seconds
@@ -231,10 +303,10 @@ func InsertAttempt(ctx context.Context, db store.DB, a Attempt) error {
 	}
 	_, err := db.Exec(ctx, `
 		INSERT INTO forward_attempts (route, provider, source_account, environment, event_id, operation_key, attempt,
-			outcome, status_code, latency_ms, error)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''))`,
+			outcome, status_code, latency_ms, error, covered_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), NULLIF($12, ''))`,
 		a.Route, a.Event.Provider, a.Event.Account, a.Event.Environment, a.Event.EventID, a.OperationKey, a.Attempt,
-		a.Outcome, status, ms, clip(a.Error, 2000))
+		a.Outcome, status, ms, clip(a.Error, 2000), a.CoveredBy)
 	return err
 }
 
@@ -249,7 +321,7 @@ func AttemptsFor(ctx context.Context, db store.DB, events []keys.Event) ([]Attem
 	}
 	rows, err := db.Query(ctx, `
 		SELECT id, route, provider, source_account, environment, event_id, operation_key, attempt, outcome,
-		       coalesce(status_code, 0), coalesce(latency_ms, 0), coalesce(error, ''), at
+		       coalesce(status_code, 0), coalesce(latency_ms, 0), coalesce(error, ''), coalesce(covered_by, ''), at
 		  FROM forward_attempts
 		 WHERE (provider, source_account, environment, event_id) IN (
 		       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]))
@@ -261,7 +333,7 @@ func AttemptsFor(ctx context.Context, db store.DB, events []keys.Event) ([]Attem
 		var a Attempt
 		var ms int
 		err := r.Scan(&a.ID, &a.Route, &a.Event.Provider, &a.Event.Account, &a.Event.Environment, &a.Event.EventID,
-			&a.OperationKey, &a.Attempt, &a.Outcome, &a.StatusCode, &ms, &a.Error, &a.At)
+			&a.OperationKey, &a.Attempt, &a.Outcome, &a.StatusCode, &ms, &a.Error, &a.CoveredBy, &a.At)
 		a.Latency = time.Duration(ms) * time.Millisecond
 		return a, err
 	})
@@ -269,6 +341,84 @@ func AttemptsFor(ctx context.Context, db store.DB, events []keys.Event) ([]Attem
 		out = []Attempt{}
 	}
 	return out, err
+}
+
+// Covered is one event a coalesced document covers, as the document lists
+// it.
+type Covered struct {
+	EventKey   string    `json:"event_key"`
+	EventType  string    `json:"event_type"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+// PendingAfter lists up to limit pending rows of resource r committed after
+// inbox row id, in id order: the events a coalesced send may cover after
+// the one it is for.
+func PendingAfter(ctx context.Context, db store.DB, r keys.Resource, id int64, limit int) ([]Covered, error) {
+	rows, err := db.Query(ctx, `
+		SELECT event_id, event_type, received_at FROM webhook_inbox
+		 WHERE provider = $1 AND source_account = $2 AND environment = $3
+		   AND resource_kind = $4 AND resource_id = $5
+		   AND status = 'pending' AND id > $6
+		 ORDER BY id
+		 LIMIT $7`, r.Provider, r.Account, r.Environment, r.Kind, r.ID, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pending after %d of %s: %w", id, r, err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Covered, error) {
+		var c Covered
+		k := keys.Event{Provider: r.Provider, Account: r.Account, Environment: r.Environment}
+		err := row.Scan(&k.EventID, &c.EventType, &c.ReceivedAt)
+		c.EventKey = k.String()
+		return c, err
+	})
+}
+
+// Coalesced is one coalesced send as recorded before it is sent: the
+// event it is for (Head, the first covered), every event it covers and
+// the exact document, so that a send whose outcome is unknown goes again
+// as the same document under the same key.
+type Coalesced struct {
+	OperationKey string
+	Route        string
+	Head         keys.Event
+	Covered      []Covered
+	Document     []byte
+}
+
+// InsertCoalesced records c. A send already recorded under its key (it
+// names the last event covered, so only a retry of the same send has it)
+// is kept as it was.
+func InsertCoalesced(ctx context.Context, db store.DB, c Coalesced) error {
+	covered, err := json.Marshal(c.Covered)
+	if err != nil {
+		return err
+	}
+	_, err = db.Exec(ctx, `
+		INSERT INTO forward_coalesced (operation_key, route, provider, source_account, environment, event_id, covered, document)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (operation_key) DO NOTHING`,
+		c.OperationKey, c.Route, c.Head.Provider, c.Head.Account, c.Head.Environment, c.Head.EventID, covered, c.Document)
+	return err
+}
+
+// CoalescedFor reads the coalesced send recorded for head on route, the
+// latest if several; fault.ErrNotFound when there is none.
+func CoalescedFor(ctx context.Context, db store.DB, route string, head keys.Event) (*Coalesced, error) {
+	c := Coalesced{Route: route, Head: head}
+	var covered []byte
+	err := db.QueryRow(ctx, `
+		SELECT operation_key, covered, document FROM forward_coalesced
+		 WHERE route = $1 AND provider = $2 AND source_account = $3 AND environment = $4 AND event_id = $5
+		 ORDER BY created_at DESC LIMIT 1`,
+		route, head.Provider, head.Account, head.Environment, head.EventID).Scan(&c.OperationKey, &covered, &c.Document)
+	if err != nil {
+		return nil, fmt.Errorf("coalesced send of %s: %w", head, store.Interpret(err))
+	}
+	if err := json.Unmarshal(covered, &c.Covered); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // Backlog is one route's pending rows.

@@ -1,0 +1,4 @@
+package admission
+
+// MissLookups is missLookups, for the tests of the slug-flood guard.
+const MissLookups = missLookups
