@@ -101,8 +101,6 @@ func TestTwoEventsOfOneSessionProvisionOnceAndAReplayChangesNothing(t *testing.T
 	first := hookintype.EventKey{Provider: "stripe", Account: account, Environment: hookintype.Test, EventID: "evt_1"}
 	second := first
 	second.EventID = "evt_2"
-	require.Equal(t, first, p1.Key, "Post returns the key the intake stored")
-	require.Equal(t, second, p2.Key)
 	s.WaitFor(ctx, first, hookintype.StatusDone, 2*time.Minute)
 	s.WaitFor(ctx, second, hookintype.StatusDone, 2*time.Minute)
 
@@ -122,7 +120,6 @@ func TestTwoEventsOfOneSessionProvisionOnceAndAReplayChangesNothing(t *testing.T
 	// A redelivery of the first event is a duplicate: answered, stored once.
 	again := s.Post(ctx, slug, secret, nil, event("evt_1", "checkout.session.completed", "cs_1"))
 	require.Equal(t, http.StatusOK, again.Status)
-	require.Equal(t, first, again.Key)
 	require.Equal(t, hookintype.StatusDone, h.Event(ctx, first).Status, "the duplicate changed nothing")
 
 	// A deliberate replay reprocesses both events: the claim holds.
