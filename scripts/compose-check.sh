@@ -263,7 +263,8 @@ if len(jaeger) != 1:
     fail(f"{compose_path}: want one Jaeger service (image jaegertracing/jaeger), found {sorted(jaeger)}")
 else:
     jname, jsvc = next(iter(jaeger.items()))
-    jports = [str(p if isinstance(p, str) else f"{p.get('published', '')}:{p.get('target', '')}") for p in jsvc.get("ports") or []]
+    jports = [str(p if isinstance(p, str) else f"{p.get('host_ip', '')}:{p.get('published', '')}:{p.get('target', '')}")
+              for p in jsvc.get("ports") or []]
     if "4318" not in [str(p) for p in jsvc.get("expose") or []] and not any(p.endswith(":4318") for p in jports):
         fail(f"{compose_path}: {jname} must offer OTLP/HTTP on 4318 to the compose network")
     if not any(p.startswith("127.0.0.1:") and p.endswith(":16686") for p in jports):
