@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/fault"
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/metrics"
+	"github.com/hookinbox/hookinbox/internal/tracing"
 )
 
 // ResourceActivities are the activities of the resource task queue, called
@@ -35,6 +38,11 @@ type ResourceActivities struct {
 	// RetryInitial and RetryMax bound the jittered backoff between attempts.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
+	// Tracing, when set, traces HandleEvent and SendOutbox under the
+	// delivery's trace (the traceparent the intake stored with the row),
+	// and the resource worker adds the Temporal SDK's tracing interceptor
+	// on it (worker.New); nil: tracing off, no span.
+	Tracing trace.TracerProvider
 }
 
 // ReconcileOutcome is what reconciling one resource found and did.
@@ -58,6 +66,10 @@ type HandleInput struct {
 	// PriorAttempts were made before this activity was scheduled (earlier
 	// runs); they count against the budget and the backoff.
 	PriorAttempts int `json:"prior_attempts"`
+	// Traceparent is the row's stored W3C traceparent (keys.PendingEvent):
+	// the handling span's parent. Empty in older histories and when
+	// tracing was off at the intake.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // HandleResult is the row's status after the attempt.
@@ -97,6 +109,22 @@ const noHandlerRecheck = 5 * time.Minute
 // with a jittered next retry delay; one that found the database away is
 // not recorded (ErrDatabaseUnavailable: a wait).
 func (a *ResourceActivities) HandleEvent(ctx context.Context, in HandleInput) (HandleResult, error) {
+	if a.Tracing == nil {
+		return a.handleEvent(ctx, in)
+	}
+	ctx, span := tracing.StartUnder(ctx, a.Tracing.Tracer(tracing.Scope), in.Traceparent, "handle event",
+		trace.WithAttributes(attribute.String("hookinbox.event_key", in.Key.String()),
+			attribute.Int("hookinbox.prior_attempts", in.PriorAttempts)))
+	res, err := a.handleEvent(ctx, in)
+	if res.Status != "" {
+		span.SetAttributes(attribute.String("hookinbox.status", res.Status))
+	}
+	tracing.Fail(span, err)
+	span.End()
+	return res, err
+}
+
+func (a *ResourceActivities) handleEvent(ctx context.Context, in HandleInput) (HandleResult, error) {
 	out, err := a.Events.Handle(ctx, in.Key)
 	if err == nil && out.Missing {
 		return HandleResult{}, temporal.NewNonRetryableApplicationError("event is not in the inbox", "InvalidEvent", nil)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/notify"
 	"github.com/hookinbox/hookinbox/internal/outbound"
+	"github.com/hookinbox/hookinbox/internal/tracing"
 )
 
 // Uncertain-outcome policies (SPEC R18): what a send does when a previous
@@ -65,6 +68,11 @@ func ParsePolicies(s string, defaults map[string]string) (map[string]string, err
 // SendInput names the outbox row to send.
 type SendInput struct {
 	ID int64 `json:"id"`
+	// Traceparent is the W3C traceparent of the delivery whose effect made
+	// the row (the workflow passes its event's, right after the commit):
+	// the send span's parent. Empty for a row sent by a later run, in older
+	// histories and when tracing is off.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // SendResult is the row's status after the attempt.
@@ -85,6 +93,21 @@ type SendResult struct {
 // the database away records nothing and returns ErrDatabaseUnavailable:
 // the workflow waits for the database without spending the row's budget.
 func (a *ResourceActivities) SendOutbox(ctx context.Context, in SendInput) (SendResult, error) {
+	if a.Tracing == nil {
+		return a.sendOutbox(ctx, in)
+	}
+	ctx, span := tracing.StartUnder(ctx, a.Tracing.Tracer(tracing.Scope), in.Traceparent, "send outbox",
+		trace.WithAttributes(attribute.Int64("hookinbox.outbox_id", in.ID)))
+	res, err := a.sendOutbox(ctx, in)
+	if res.Status != "" {
+		span.SetAttributes(attribute.String("hookinbox.status", res.Status), attribute.String("hookinbox.policy", res.Policy))
+	}
+	tracing.Fail(span, err)
+	span.End()
+	return res, err
+}
+
+func (a *ResourceActivities) sendOutbox(ctx context.Context, in SendInput) (SendResult, error) {
 	row, err := a.Outbox.Get(ctx, in.ID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return SendResult{}, temporal.NewNonRetryableApplicationError("outbox row not found", "InvalidOutbox", err)

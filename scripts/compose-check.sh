@@ -31,6 +31,10 @@
 #      its alerts there. amtool is built from the pinned tools module
 #      tools/amtool into .tools/ (make tools does it ahead), the version of
 #      the compose file's prom/alertmanager image.
+#   4b. Traces: one pinned Jaeger service takes OTLP/HTTP on 4318 (UI on
+#      loopback); the intake and the worker export to it
+#      (OTEL_EXPORTER_OTLP_ENDPOINT) under distinct OTEL_SERVICE_NAMEs, and
+#      HOOKINBOX_TRACE_URL links its UI.
 #   5. With promtool (on PATH, or taken from Debian's prometheus package into
 #      .tools/ when root): `promtool check config` on /etc/prometheus as the
 #      compose file mounts it, the alert unit tests
@@ -247,6 +251,47 @@ for need in ("webhook", "worker"):
         # The default (auto) requires STARTTLS of a relay on another host,
         # and Mailpit offers none: every confirmation would be refused.
         fail(f"{compose_path}: worker sends to mailpit, which offers no STARTTLS: set HOOKINBOX_SMTP_TLS to off")
+
+# Traces: one Jaeger service (pinned jaegertracing/jaeger) takes OTLP/HTTP
+# on 4318 and serves its UI on the host's loopback; the intake and the worker
+# export to it, each under its own OTEL_SERVICE_NAME, with the variables
+# internal/config reads (and the console links traces with
+# HOOKINBOX_TRACE_URL, a template naming {trace_id}).
+jaeger = {n: s for n, s in services.items()
+          if str((s or {}).get("image", "")).split("@")[0].rsplit(":", 1)[0] == "jaegertracing/jaeger"}
+if len(jaeger) != 1:
+    fail(f"{compose_path}: want one Jaeger service (image jaegertracing/jaeger), found {sorted(jaeger)}")
+else:
+    jname, jsvc = next(iter(jaeger.items()))
+    jports = [str(p if isinstance(p, str) else f"{p.get('host_ip', '')}:{p.get('published', '')}:{p.get('target', '')}")
+              for p in jsvc.get("ports") or []]
+    if "4318" not in [str(p) for p in jsvc.get("expose") or []] and not any(p.endswith(":4318") for p in jports):
+        fail(f"{compose_path}: {jname} must offer OTLP/HTTP on 4318 to the compose network")
+    if not any(p.startswith("127.0.0.1:") and p.endswith(":16686") for p in jports):
+        fail(f"{compose_path}: {jname} must publish its UI (16686) on 127.0.0.1")
+    for p in jports:
+        if not p.startswith("127.0.0.1:"):
+            fail(f"{compose_path}: {jname} publishes {p} beyond loopback")
+    otlp_url = re.compile(rf"^https?://{re.escape(jname)}:4318/?$")
+    names = {}
+    for need in ("webhook", "worker"):
+        env = env_map((hookinbox_services.get(need) or {}).get("environment"))
+        base, signal = str(env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")), str(env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ""))
+        if not (otlp_url.match(base) or re.match(rf"^https?://{re.escape(jname)}:4318/v1/traces$", signal)):
+            fail(f"{compose_path}: {need} must export traces to {jname}:4318 (OTEL_EXPORTER_OTLP_ENDPOINT http://{jname}:4318)")
+        name = str(env.get("OTEL_SERVICE_NAME", ""))
+        if not name:
+            fail(f"{compose_path}: {need} must name itself with OTEL_SERVICE_NAME")
+        names[need] = name
+        for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SERVICE_NAME"):
+            if not var_ok(var):
+                fail(f"internal/config/config.go does not read {var}")
+    if len(set(names.values())) != len(names):
+        fail(f"{compose_path}: the intake and the worker need distinct OTEL_SERVICE_NAMEs, got {names}")
+    for name, svc in hookinbox_services.items():
+        tu = env_map(svc.get("environment")).get("HOOKINBOX_TRACE_URL")
+        if tu is not None and ("{trace_id}" not in str(tu) or ":16686/" not in str(tu)):
+            fail(f"{compose_path}: {name}'s HOOKINBOX_TRACE_URL must link Jaeger's UI with {{trace_id}}, got {tu!r}")
 
 # The intake's internal listener (/metrics, /readyz) is reachable on the
 # compose network and published nowhere; the public port is the only one.

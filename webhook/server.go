@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookinbox/hookinbox/internal/admission"
 	"github.com/hookinbox/hookinbox/internal/fault"
@@ -58,6 +61,11 @@ type Options struct {
 	// TemporalCheck, when set, is reported by Ready (informational: the
 	// intake stays ready without Temporal, by design).
 	TemporalCheck func(context.Context) error
+	// Tracer, when set, traces each delivery: the request's span is the
+	// root of the delivery's trace, verification and the inbox commit its
+	// children, and its traceparent is stored with the row. Nil (tracing
+	// off): no span is started at all.
+	Tracer trace.Tracer
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -85,7 +93,7 @@ func New(o Options) *Server {
 	}
 	adm := admission.New(admission.Options{Store: o.Store, Routes: o.Routes, Handoff: o.Handoff, Tolerance: o.Tolerance,
 		CacheTTL: o.CacheTTL, NegativeTTL: o.NegativeTTL, Writers: o.InboxWriters,
-		WriterTimeout: o.RequestTimeout, Now: o.Now})
+		WriterTimeout: o.RequestTimeout, Tracer: o.Tracer, Now: o.Now})
 	return &Server{o: o, adm: adm, log: o.Logger}
 }
 
@@ -182,14 +190,41 @@ func (s *Server) receive(c *gin.Context) {
 	// body cannot hold the request open); httptest recorders cannot, and
 	// need not.
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(deadline)
+	var span trace.Span
+	if s.o.Tracer != nil {
+		// The root of the delivery's trace: a sender's own traceparent, if
+		// any, is not followed (no provider sends one, and the trace is
+		// hookinbox's delivery, not the sender's request).
+		ctx, span = s.o.Tracer.Start(ctx, "POST /webhooks/{endpoint}", trace.WithNewRoot(),
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(d.start))
+	}
 	code, body := s.handle(ctx, c.Request, d)
 	if code == http.StatusServiceUnavailable && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		d.outcome = outTimeout
 	}
 	writeReply(c, code, body)
+	if span != nil {
+		endRequestSpan(span, d, code)
+	}
 	// The sender has its answer: the metrics and the log line are not on
 	// its path.
 	s.record(d, code)
+}
+
+// endRequestSpan ends a delivery's root span with what it did: the
+// endpoint, provider, outcome, event key and the answer's status (a 5xx is
+// an error of the span; a 4xx is the sender's).
+func endRequestSpan(span trace.Span, d *delivery, code int) {
+	span.SetAttributes(attribute.String("http.route", "/webhooks/:endpoint"), attribute.Int("http.response.status_code", code),
+		attribute.String("hookinbox.endpoint", d.endpoint), attribute.String("hookinbox.provider", d.provider),
+		attribute.String("hookinbox.outcome", d.outcome))
+	if d.key.EventID != "" {
+		span.SetAttributes(attribute.String("hookinbox.event_key", d.key.String()))
+	}
+	if code >= 500 {
+		span.SetStatus(codes.Error, d.outcome)
+	}
+	span.End()
 }
 
 // writeReply writes the answer with its length and sends it at once

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/hookinbox/hookinbox/activities"
@@ -29,9 +30,22 @@ type Activities struct {
 
 // New builds the worker of cfg.TaskQueue: the resource workflows and the
 // activities they call (as regular or local activities).
+//
+// With tracing on (a.Tracing), the worker runs the Temporal SDK's
+// OpenTelemetry interceptor: the workflow's StartActivity and the worker's
+// RunActivity spans, in each delivery's trace (workflows.TracingInterceptor).
 func New(c client.Client, a *activities.ResourceActivities, cfg config.Config) tworker.Worker {
 	BoundWorkflowCache(cfg)
+	var interceptors []interceptor.WorkerInterceptor
+	if a.Tracing != nil {
+		// (The SDK's NewTracer reports no error today; were it to, the
+		// worker would run untraced rather than not at all.)
+		if ti, err := workflows.TracingInterceptor(a.Tracing); err == nil {
+			interceptors = append(interceptors, ti)
+		}
+	}
 	w := tworker.New(c, cfg.TaskQueue, tworker.Options{
+		Interceptors: interceptors,
 		// Local activities (short database reads and writes) share the
 		// worker with regular ones; both are bounded.
 		MaxConcurrentActivityExecutionSize:      64,

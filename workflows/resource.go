@@ -278,7 +278,7 @@ func (r *resource) pass(ctx workflow.Context) error {
 		r.nextDue = batch.NextDue
 		r.lastLoad, r.lastMore = len(batch.Events), batch.More
 		for _, id := range batch.Outbox {
-			r.send(ctx, id) // left unsent by an earlier run, or due again
+			r.send(ctx, id, "") // left unsent by an earlier run, or due again
 		}
 		progressed, woke := false, false
 		for _, ev := range batch.Events {
@@ -387,8 +387,9 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) (activitie
 		MaximumAttempts:        remaining,
 		NonRetryableErrorTypes: []string{activities.ErrDatabaseUnavailable},
 	}
-	in := activities.HandleInput{Key: ev.Key, PriorAttempts: ev.Attempts}
+	in := activities.HandleInput{Key: ev.Key, PriorAttempts: ev.Attempts, Traceparent: ev.Traceparent}
 	var fut workflow.Future
+	hctx := withDelivery(ctx, ev.Traceparent)
 	local := r.s.Handling == keys.HandlingLocal
 	if r.s.Handling == "" {
 		// An input from before Handling: runs started before local handling
@@ -398,7 +399,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) (activitie
 		local = workflow.GetVersion(ctx, "local-handling", workflow.DefaultVersion, 1) == 1 && !r.s.ActivityHandling
 	}
 	if !local {
-		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(hctx, workflow.ActivityOptions{
 			StartToCloseTimeout: r.s.ActivityTimeout, Summary: keys.MarkdownText(ev.Key.String()), RetryPolicy: retry,
 		}), onResource.HandleEvent, in)
 	} else {
@@ -407,7 +408,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) (activitie
 		// row. Backoffs longer than a workflow task become timers.
 		// Its schedule-to-close would default to one attempt's timeout:
 		// give it room for the whole budget (attempts and backoffs).
-		fut = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		fut = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(hctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout:    r.s.ActivityTimeout,
 			ScheduleToCloseTimeout: time.Duration(remaining) * (r.s.ActivityTimeout + r.s.RetryMax),
 			Summary:                keys.MarkdownText(ev.Key.String()), RetryPolicy: retry,
@@ -430,7 +431,7 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) (activitie
 			r.nextDue = &due
 		}
 		for _, id := range res.Outbox {
-			r.send(ctx, id) // right after the commit that created them
+			r.send(ctx, id, ev.Traceparent) // right after the commit that created them, in its delivery's trace
 		}
 		return res, nil
 	}
@@ -457,12 +458,15 @@ func (r *resource) markUnhandled(ctx workflow.Context) {
 // send dispatches one outbox row with SendOutbox in a workflow goroutine,
 // so a slow or down destination delays only that effect, not the
 // resource's next events. A row already being sent is not sent twice.
-func (r *resource) send(ctx workflow.Context, id int64) {
+//
+// tp is the traceparent of the delivery whose effect made the row ("" when
+// unknown): the send's spans join that delivery's trace.
+func (r *resource) send(ctx workflow.Context, id int64, tp string) {
 	if r.inflight[id] {
 		return
 	}
 	r.inflight[id] = true
-	workflow.Go(ctx, func(gctx workflow.Context) {
+	workflow.Go(withDelivery(ctx, tp), func(gctx workflow.Context) {
 		defer delete(r.inflight, id)
 		// spent counts the attempts that got past the database; attempts
 		// that found it away wait for it and do not count.
@@ -474,7 +478,7 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 			// the workflow task that handled the event. A failed attempt
 			// leaves the rest of the budget to regular activities, which
 			// show the failing send as pending in the UI.
-			err = r.sendLocal(gctx, id)
+			err = r.sendLocal(gctx, id, tp)
 			if err == nil {
 				return
 			}
@@ -495,7 +499,7 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 				},
 			})
 			var res activities.SendResult
-			err = workflow.ExecuteActivity(actx, onResource.SendOutbox, activities.SendInput{ID: id}).Get(gctx, &res)
+			err = workflow.ExecuteActivity(actx, onResource.SendOutbox, activities.SendInput{ID: id, Traceparent: tp}).Get(gctx, &res)
 			attempt, away := databaseAway(err)
 			if !away {
 				break
@@ -518,14 +522,14 @@ func (r *resource) send(ctx workflow.Context, id int64) {
 }
 
 // sendLocal makes one attempt at sending outbox row id as a local activity.
-func (r *resource) sendLocal(ctx workflow.Context, id int64) error {
+func (r *resource) sendLocal(ctx workflow.Context, id int64, tp string) error {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: r.s.ActivityTimeout,
 		Summary:             fmt.Sprintf("send outbox #%d", id),
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	var res activities.SendResult
-	return workflow.ExecuteLocalActivity(lctx, onResource.SendOutbox, activities.SendInput{ID: id}).Get(ctx, &res)
+	return workflow.ExecuteLocalActivity(lctx, onResource.SendOutbox, activities.SendInput{ID: id, Traceparent: tp}).Get(ctx, &res)
 }
 
 // errDatabaseAway: handling an event found the database away; the pass

@@ -7,10 +7,15 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/routes"
 	"github.com/hookinbox/hookinbox/internal/store"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
+	"github.com/hookinbox/hookinbox/internal/tracing"
 	"github.com/hookinbox/hookinbox/providers"
 	_ "github.com/hookinbox/hookinbox/providers/all" // admission admits deliveries of every built-in provider
 )
@@ -51,6 +56,11 @@ type Options struct {
 	// WriterTimeout bounds one shared commit (0: 5 s); each delivery's
 	// own deadline still ends its wait.
 	WriterTimeout time.Duration
+	// Tracer, when set, traces webhook deliveries: verification and the
+	// inbox commit as children of the request's span (the root of the
+	// delivery's trace, in Admit's context), whose traceparent the row
+	// keeps. Nil (tracing off): no span is started.
+	Tracer trace.Tracer
 	// Now is the clock of the signature tolerance and of the endpoint
 	// cache's TTLs (default time.Now; tests set a fake one).
 	Now func() time.Time
@@ -174,12 +184,24 @@ func (a *Admitter) Admit(ctx context.Context, ep *Endpoint, d Delivery, origin s
 // just been added), derive (an unknown account reloads once: the link may
 // have just been added), then commit or quarantine, then notify.
 func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Result, error) {
+	var vspan trace.Span
+	if a.o.Tracer != nil {
+		_, vspan = a.o.Tracer.Start(ctx, "verify", trace.WithAttributes(attribute.String("hookinbox.provider", ep.Provider)))
+	}
 	v, err := ep.verify(d, a.o.Tolerance, a.o.Now())
 	if err != nil {
 		if fresh, ferr := a.cache.get(ctx, ep.Slug, true); ferr == nil && fresh != ep {
 			ep = fresh
 			v, err = ep.verify(d, a.o.Tolerance, a.o.Now())
 		}
+	}
+	if vspan != nil {
+		if err != nil {
+			// The verifier's message names no secret (it is the answer's
+			// detail and the log's already).
+			vspan.SetStatus(codes.Error, "signature not verified")
+		}
+		vspan.End()
 	}
 	if err != nil {
 		return Result{}, err
@@ -206,7 +228,23 @@ func (a *Admitter) webhook(ctx context.Context, ep *Endpoint, d Delivery) (Resul
 		return a.quarantine(ctx, ep, d, ev, v.SecretID, rej, res)
 	}
 	ev.SecretID, ev.Origin = v.SecretID, keys.OriginWebhook
+	var cspan trace.Span
+	if a.o.Tracer != nil {
+		// The row keeps the request's span (the delivery's root): the
+		// worker's spans are its children, whichever doorbell rang.
+		ev.Traceparent = tracing.Traceparent(trace.SpanContextFromContext(ctx))
+		_, cspan = a.o.Tracer.Start(ctx, "inbox commit", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("db.system.name", "postgresql"), attribute.String("hookinbox.event_key", ev.Key.String()),
+				attribute.Bool("hookinbox.group_commit", a.writer != nil)))
+	}
 	res, ins, err := a.insert(ctx, ev)
+	if cspan != nil {
+		tracing.Fail(cspan, err)
+		if err == nil {
+			cspan.SetAttributes(attribute.String("hookinbox.insert", ins.Outcome.String()))
+		}
+		cspan.End()
+	}
 	if err != nil {
 		return res, err
 	}

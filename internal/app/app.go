@@ -32,6 +32,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/store/forwards"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/internal/storeports"
+	"github.com/hookinbox/hookinbox/internal/tracing"
 	"github.com/hookinbox/hookinbox/starter"
 	"github.com/hookinbox/hookinbox/webhook"
 	"github.com/hookinbox/hookinbox/worker"
@@ -89,6 +90,33 @@ type Intake struct {
 	// NewIntake puts the detailed /readyz here; append others (the
 	// operator console) before Run.
 	Internal []Route
+	// Tracing is the intake's tracer provider (nil: tracing off); Run
+	// flushes and stops it when it returns.
+	Tracing *tracing.Provider
+}
+
+// NewTracing is process's tracer provider from cfg (nil when no OTLP
+// endpoint is configured). A provider that cannot be built is logged and
+// left off: tracing never stops a process from running.
+func NewTracing(cfg config.Config, process string, log *slog.Logger) *tracing.Provider {
+	p, err := tracing.New(context.Background(), tracing.Options{Endpoint: cfg.TracesEndpoint, Service: cfg.ServiceName, Process: process})
+	if err != nil {
+		log.Error("tracing off: the OTLP exporter could not be built", "error", err.Error())
+		return nil
+	}
+	if p != nil {
+		log.Info("exporting traces", "endpoint", cfg.TracesEndpoint, "process", process)
+	}
+	return p
+}
+
+// shutdownTracing flushes p's buffered spans, for at most 5 s.
+func shutdownTracing(p *tracing.Provider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		log.Warn("could not flush the last spans", "error", err.Error())
+	}
 }
 
 // NewIntake builds the intake on a store and a (lazy) Temporal client.
@@ -98,12 +126,14 @@ func NewIntake(cfg config.Config, st *store.Store, c client.Client, m *metrics.M
 		ApplyRoutesAtOnce(l, st, h, log)
 	}
 	o := IntakeOptions(cfg, st, h, m, log, rt)
+	tp := NewTracing(cfg, "intake", log)
+	o.Tracer = tp.Tracer()
 	o.TemporalCheck = func(ctx context.Context) error {
 		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
 		return err
 	}
 	srv := webhook.New(o)
-	return &Intake{Server: srv, Handoff: h, Metrics: m, InternalAddr: cfg.InternalAddr,
+	return &Intake{Server: srv, Handoff: h, Metrics: m, InternalAddr: cfg.InternalAddr, Tracing: tp,
 		Internal: []Route{{Pattern: "GET /readyz", Handler: srv.Ready()}}}
 }
 
@@ -221,6 +251,7 @@ func (i *Intake) Run(ctx context.Context, addr string, ln net.Listener, log *slo
 	}
 	cancel()
 	<-done
+	shutdownTracing(i.Tracing, log)
 	return err
 }
 
@@ -233,6 +264,9 @@ type Activities struct {
 	// Handlers by route name (the Business's); tests and benchmarks
 	// replace or remove some before the worker starts.
 	Handlers engine.Set
+	// Tracing is the worker's tracer provider (nil: tracing off);
+	// RunWorker flushes and stops it when it returns.
+	Tracing *tracing.Provider
 }
 
 // NewActivities builds the worker's activities with b's handlers and
@@ -267,7 +301,8 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 	}
 	passes := storeports.Passes{Store: st}
 	doorbell := Resources(cfg, c)
-	return &Activities{Store: st, Handlers: set, Activities: worker.Activities{
+	tp := NewTracing(cfg, "worker", log)
+	return &Activities{Store: st, Handlers: set, Tracing: tp, Activities: worker.Activities{
 		Resource: &activities.ResourceActivities{
 			Events: &engine.Events{Store: st, Providers: provs, Routes: rt, Handlers: set, WaitLimits: b.WaitLimits,
 				WaitInitial: cfg.RetryInitial, WaitMax: cfg.RetryMax, Forwarder: b.ForwardHandler(&forward.Sender{Guard: guard, Metrics: m, TTL: cfg.EndpointCacheTTL, Routes: rt})},
@@ -276,6 +311,7 @@ func NewActivities(cfg config.Config, st *store.Store, c client.Client, m *metri
 			Policies:    policies,
 			Doorbell:    doorbell,
 			Metrics:     m, Logger: log, RetryInitial: cfg.RetryInitial, RetryMax: cfg.RetryMax,
+			Tracing: tp.TracerProvider(),
 		},
 		Control: &activities.ControlActivities{
 			Sweeps: storeports.Sweeps{Store: st}, Passes: passes, Retention: storeports.Retention{Store: st},
@@ -330,6 +366,7 @@ func RunWorker(ctx context.Context, cfg config.Config, c client.Client, a *Activ
 			err = serr
 		}
 	}
+	shutdownTracing(a.Tracing, log)
 	return err
 }
 

@@ -54,6 +54,33 @@ REF, by kind:
 	return cmd
 }
 
+// printTraces lists the traced deliveries' trace ids, each with its link
+// where HOOKINBOX_TRACE_URL names a trace UI; the asked-for event first.
+func printTraces(out io.Writer, l *ops.Lineage) {
+	var lines []string
+	for _, e := range l.Events {
+		if e.Trace.ID == "" {
+			continue
+		}
+		line := fmt.Sprintf("  %s  trace %s", e.KeyString, e.Trace.ID)
+		if e.Trace.URL != "" {
+			line += "  " + e.Trace.URL
+		}
+		if e.KeyString == l.Focus {
+			lines = append([]string{line}, lines...)
+		} else {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\ntraces:")
+	for _, line := range lines {
+		fmt.Fprintln(out, line)
+	}
+}
+
 func printLineage(_ context.Context, out io.Writer, l *ops.Lineage) error {
 	fmt.Fprintf(out, "%s\n", l.Summary)
 	if l.BusinessKey != "" {
@@ -137,6 +164,7 @@ func printLineage(_ context.Context, out io.Writer, l *ops.Lineage) error {
 	if err := cli.Render(out, "table", nil, []string{"RECEIVED (UTC)", "EVENT", "TYPE", "STATUS", "BODY SHA256", "ROLE"}, rows); err != nil {
 		return err
 	}
+	printTraces(out, l)
 	if len(l.Outbox) > 0 {
 		fmt.Fprintln(out, "\noutbox:")
 		rows := [][]string{}

@@ -292,6 +292,22 @@ type Config struct {
 	// http:// plus HOOKINBOX_CONSOLE_ADDR).
 	ConsoleURL string
 
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT
+	// plus /v1/traces: the OTLP/HTTP URL the intake and the worker export
+	// their traces to (empty, the default: tracing is off, at no cost). The
+	// exporter reads the other OTEL_EXPORTER_OTLP_* variables itself
+	// (headers, timeout, compression, certificates). OTEL_SDK_DISABLED=true
+	// or OTEL_TRACES_EXPORTER=none turn it off whatever the endpoint.
+	TracesEndpoint string
+	// OTEL_SERVICE_NAME: the service.name of the spans (empty:
+	// hookinbox-intake, hookinbox-worker).
+	ServiceName string
+	// HOOKINBOX_TRACE_URL: a trace UI's link template, {trace_id} replaced
+	// by an event's trace id (e.g. http://localhost:16686/trace/{trace_id}
+	// for Jaeger): the console and `explain event` link each event's trace
+	// there (empty: they show the id alone).
+	TraceURL string
+
 	// HOOKINBOX_LOG_FORMAT: "json" (default) or "text".
 	LogFormat string
 	// HOOKINBOX_LOG_LEVEL: debug, info, warn, error.
@@ -465,6 +481,8 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	p.duration("HOOKINBOX_CONSOLE_SESSION_TTL", &c.ConsoleSessionTTL)
 	p.str("HOOKINBOX_TEMPORAL_UI_URL", &c.TemporalUIURL)
 	p.str("HOOKINBOX_CONSOLE_URL", &c.ConsoleURL)
+	p.traces(&c)
+	p.str("HOOKINBOX_TRACE_URL", &c.TraceURL)
 	p.str("HOOKINBOX_LOG_FORMAT", &c.LogFormat)
 	p.str("HOOKINBOX_LOG_LEVEL", &c.LogLevel)
 	if p.err != nil {
@@ -600,7 +618,8 @@ func (c Config) Validate() error {
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, `HOOKINBOX_LOG_FORMAT must be "json" or "text"`)
 	}
-	for name, u := range map[string]string{"HOOKINBOX_TEMPORAL_UI_URL": c.TemporalUIURL, "HOOKINBOX_CONSOLE_URL": c.ConsoleURL} {
+	for name, u := range map[string]string{"HOOKINBOX_TEMPORAL_UI_URL": c.TemporalUIURL, "HOOKINBOX_CONSOLE_URL": c.ConsoleURL,
+		"HOOKINBOX_TRACE_URL": c.TraceURL, "OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT)": c.TracesEndpoint} {
 		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			errs = append(errs, name+" must be an http:// or https:// URL")
 		}
@@ -630,6 +649,31 @@ func (p *parser) get(name string) (string, bool) {
 func (p *parser) fail(name, v string, err error) {
 	if p.err == nil {
 		p.err = fmt.Errorf("configuration: %s=%q: %w", name, v, err)
+	}
+}
+
+// traces reads the standard OpenTelemetry variables that decide whether
+// traces are exported, and where (the specification's precedence: the
+// signal's own endpoint as it is, else the base endpoint plus /v1/traces).
+func (p *parser) traces(c *Config) {
+	var base, signal, disabled, exporter, protocol string
+	p.str("OTEL_EXPORTER_OTLP_PROTOCOL", &protocol)
+	p.str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", &protocol)
+	if protocol != "" && protocol != "http/protobuf" {
+		p.fail("OTEL_EXPORTER_OTLP_PROTOCOL", protocol, fmt.Errorf("hookinbox exports traces over OTLP/HTTP only: http/protobuf"))
+	}
+	p.str("OTEL_EXPORTER_OTLP_ENDPOINT", &base)
+	p.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &signal)
+	p.str("OTEL_SDK_DISABLED", &disabled)
+	p.str("OTEL_TRACES_EXPORTER", &exporter)
+	p.str("OTEL_SERVICE_NAME", &c.ServiceName)
+	switch {
+	case strings.EqualFold(strings.TrimSpace(disabled), "true") || strings.EqualFold(strings.TrimSpace(exporter), "none"):
+		c.TracesEndpoint = ""
+	case signal != "":
+		c.TracesEndpoint = signal
+	case base != "":
+		c.TracesEndpoint = strings.TrimSuffix(base, "/") + "/v1/traces"
 	}
 }
 

@@ -70,3 +70,42 @@ func TestFromLookup(t *testing.T) {
 		})
 	}
 }
+
+func TestTracesFollowTheOpenTelemetryVariables(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    string
+		wantErr string
+	}{
+		{name: "unset: off", env: map[string]string{}, want: ""},
+		{name: "base endpoint plus the signal's path", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318/"},
+			want: "http://jaeger:4318/v1/traces"},
+		{name: "the traces endpoint as it is, over the base", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://b.example/otlp/traces"}, want: "https://b.example/otlp/traces"},
+		{name: "the SDK switched off", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318", "OTEL_SDK_DISABLED": "TRUE"}},
+		{name: "no traces exporter", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318", "OTEL_TRACES_EXPORTER": "none"}},
+		{name: "grpc is refused", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			wantErr: "http/protobuf"},
+		{name: "not a URL", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "a:4318"}, wantErr: "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{name: "a trace URL must be one", env: map[string]string{"HOOKINBOX_TRACE_URL": "jaeger/{trace_id}"}, wantErr: "HOOKINBOX_TRACE_URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := FromLookup(lookup(tt.env))
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, c.TracesEndpoint)
+		})
+	}
+	c, err := FromLookup(lookup(map[string]string{"OTEL_SERVICE_NAME": "billing-hooks",
+		"HOOKINBOX_TRACE_URL": "http://127.0.0.1:16686/trace/{trace_id}"}))
+	require.NoError(t, err)
+	require.Equal(t, "billing-hooks", c.ServiceName)
+	require.Equal(t, "http://127.0.0.1:16686/trace/{trace_id}", c.TraceURL)
+}

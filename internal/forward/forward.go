@@ -249,10 +249,17 @@ func (s *Sender) post(ctx context.Context, r *forwards.Route, opKey string, body
 	req.Header.Set(standardwebhooks.HeaderWebhookID, opKey)
 	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	status, latency, err := s.do(req, r, traceForward(ctx, r.Name, req.Header))
+	return status, latency, err
+}
+
+// do sends req and classifies the answer; end ends the POST's span.
+func (s *Sender) do(req *http.Request, r *forwards.Route, end func(int, error)) (status int, latency time.Duration, err error) {
+	defer func() { end(status, err) }()
 	hc := s.client(r)
 	start := time.Now()
 	resp, err := hc.Do(req)
-	latency := time.Since(start)
+	latency = time.Since(start)
 	if errors.Is(err, outbound.ErrForbiddenAddress) {
 		return 0, latency, &Error{Route: r.Name, Err: fmt.Errorf("refused: %w (the route does not allow private or loopback "+
 			"addresses: hookinbox routes update %s --allow-private, if the service is beside hookinbox on purpose)", transportError(err), r.Name)}

@@ -20,6 +20,10 @@ type PendingEvent struct {
 	// Settings.RetryBudget; rows loaded by workers before per-route budgets
 	// carry none).
 	Budget int `json:"budget,omitempty"`
+	// Traceparent is the W3C traceparent the intake stored with the row
+	// (the root of the delivery's trace; "" when tracing was off, and in
+	// rows loaded by workers before traces).
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // PendingBatch is a resource's due pending rows, oldest first, and when the

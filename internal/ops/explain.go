@@ -130,6 +130,9 @@ type LineageRow struct {
 	KeyString string `json:"event_key,omitempty"`
 	// Role says what this delivery did for the effect.
 	Role string `json:"role"`
+	// Trace is the delivery's OpenTelemetry trace (empty when it was not
+	// traced).
+	Trace TraceRef `json:"trace,omitzero"`
 }
 
 // ParseLineageKind checks a kind.
@@ -408,7 +411,7 @@ func (s *Service) fillLineage(ctx context.Context, l *Lineage, r keys.Resource) 
 	}
 	refs := []string{l.ResourceKey, "resource:" + l.ResourceKey}
 	for _, e := range evs {
-		row := LineageRow{LineageEvent: e, BodySHA256: hex.EncodeToString(e.BodySHA256)}
+		row := LineageRow{LineageEvent: e, BodySHA256: hex.EncodeToString(e.BodySHA256), Trace: s.traceRef(e.Traceparent)}
 		if e.Key.Provider != "" && e.Key.Account != "" && e.Key.Environment != "" && e.Key.EventID != "" {
 			row.KeyString = e.Key.String()
 		}

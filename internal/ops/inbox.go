@@ -160,10 +160,13 @@ type EventDetail struct {
 	PayloadBytes    int        `json:"payload_bytes"`
 	PayloadRedacted bool       `json:"payload_redacted"`
 	// Deleted: retention deleted the row; this is its lineage record.
-	Deleted  bool         `json:"deleted,omitempty"`
-	Payload  any          `json:"payload,omitempty"`
-	Workflow WorkflowRef  `json:"workflow"`
-	Actions  []AuditEntry `json:"operator_actions"`
+	Deleted  bool        `json:"deleted,omitempty"`
+	Payload  any         `json:"payload,omitempty"`
+	Workflow WorkflowRef `json:"workflow"`
+	// Trace is the delivery's OpenTelemetry trace (empty when it was not
+	// traced, or its row is gone).
+	Trace   TraceRef     `json:"trace,omitzero"`
+	Actions []AuditEntry `json:"operator_actions"`
 	// RawPayload is the payload as stored (nil unless asked for).
 	RawPayload []byte `json:"-"`
 }
@@ -209,7 +212,7 @@ func (s *Service) ShowEvent(ctx context.Context, k keys.Event, withPayload bool)
 	default:
 		v = &EventDetail{InboxRow: NewInboxRow(&d.InboxSummary), ProviderVersion: d.ProviderVersion,
 			OccurredAt: utcPtr(d.OccurredAt), BodySHA256: hex.EncodeToString(d.BodySHA256), SecretID: d.SecretID,
-			PayloadBytes: d.PayloadBytes, PayloadRedacted: d.PayloadRedacted}
+			PayloadBytes: d.PayloadBytes, PayloadRedacted: d.PayloadRedacted, Trace: s.traceRef(d.Traceparent)}
 		if withPayload && d.Payload != nil {
 			v.RawPayload = d.Payload
 			v.Payload = PayloadValue(d.Payload)

@@ -134,6 +134,20 @@ type WorkflowRef struct {
 	URL string `json:"url,omitempty"`
 }
 
+// TraceRef names a delivery's trace (the traceparent the intake stored)
+// and where to see it (HOOKINBOX_TRACE_URL); the zero TraceRef when the
+// delivery was not traced.
+type TraceRef struct {
+	ID  string `json:"id,omitempty"`
+	URL string `json:"url,omitempty"`
+}
+
+// traceRef is the trace of the delivery whose stored traceparent is tp.
+func (s *Service) traceRef(tp string) TraceRef {
+	id := keys.TraceID(tp)
+	return TraceRef{ID: id, URL: keys.TraceURL(s.Config.TraceURL, id)}
+}
+
 func (s *Service) workflowRef(r keys.Resource) WorkflowRef {
 	return WorkflowRef{ID: keys.PrefixedResourceWorkflowID(s.Config.WorkflowIDPrefix, r), URL: s.WorkflowURL(r)}
 }

@@ -106,7 +106,7 @@ var Grants = slices.Concat([]Grant{
 	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
 		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
-		"replay_sha256", "object_id")},
+		"replay_sha256", "object_id", "traceparent")},
 	// The duplicate check reads the existing row's body hash, and the facts
 	// that tell a backfilled event from a conflicting one (never the payload);
 	// a body replayed under a new id is found by (endpoint_slug,
@@ -280,7 +280,7 @@ var consoleWrites = []Grant{
 	{Role: RoleConsole, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
 		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
-		"replay_sha256", "object_id")},
+		"replay_sha256", "object_id", "traceparent")},
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "inbox_quarantine", Columns: cols("resolved_at", "resolved_by", "resolution")},
 	// Outbox release (ReleaseOutbox).
 	{Role: RoleConsole, Privilege: "UPDATE", Table: "outbox", Columns: cols("status", "next_attempt_at", "policy")},

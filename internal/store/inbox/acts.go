@@ -204,6 +204,9 @@ type InboxDetail struct {
 	PayloadBytes    int    `json:"payload_bytes"`
 	PayloadRedacted bool   `json:"payload_redacted"`
 	Payload         []byte `json:"-"`
+	// Traceparent is the W3C traceparent the intake stored ("" when
+	// tracing was off): the delivery's trace.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // InspectInboxEvent reads one row for the operator: every column, the
@@ -220,14 +223,15 @@ func InspectInboxEvent(ctx context.Context, db store.DB, k keys.Event, withPaylo
 	}
 	err := db.QueryRow(ctx, `
 		SELECT `+inboxSummaryColumns+`, provider_version, occurred_at, body_sha256, coalesce(secret_id, 0),
-		       (SELECT s.payload_bytes FROM webhook_inbox_payload_size s WHERE s.id = webhook_inbox.id), `+payload+`
+		       (SELECT s.payload_bytes FROM webhook_inbox_payload_size s WHERE s.id = webhook_inbox.id), `+payload+`,
+		       coalesce(traceparent, '')
 		  FROM webhook_inbox
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id = $4`,
 		k.Provider, k.Account, k.Environment, k.EventID).Scan(
 		&d.ID, &d.Key.Provider, &d.Key.Account, &d.Key.Environment, &d.Key.EventID,
 		&d.EndpointSlug, &d.WorkspaceID, &d.EventType, &d.ResourceKind, &d.ResourceID, &d.Origin,
 		&d.Status, &d.Attempts, &d.LastError, &d.Note, &d.NextAttemptAt, &d.ReceivedAt, &d.ProcessedAt,
-		&d.ProviderVersion, &d.OccurredAt, &d.BodySHA256, &d.SecretID, &size, &d.Payload)
+		&d.ProviderVersion, &d.OccurredAt, &d.BodySHA256, &d.SecretID, &size, &d.Payload, &d.Traceparent)
 	if err != nil {
 		return nil, fmt.Errorf("inbox event %s: %w", k, store.Interpret(err))
 	}

@@ -39,6 +39,10 @@ type InboxEvent struct {
 	// Status is pending, or ignored for types no handler takes (LastError says why).
 	Status    string
 	LastError string
+	// Traceparent is the W3C traceparent of the intake's request span, the
+	// root of the delivery's trace ("" when tracing is off): the spans of
+	// the activities that handle the event start under it.
+	Traceparent string
 }
 
 // Resource is the key of the event's resource.
@@ -145,9 +149,9 @@ func InsertInboxEvent(ctx context.Context, db store.DB, e *InboxEvent) (InsertRe
 const insertSQL = `
 		INSERT INTO webhook_inbox (provider, source_account, environment, event_id, endpoint_slug,
 			workspace_id, event_type, resource_kind, resource_id, provider_version, occurred_at,
-			payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id)
+			payload, body_sha256, secret_id, origin, status, last_error, note, processed_at, replay_sha256, object_id, traceparent)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, 0), $15, $16, NULLIF($17, ''), NULLIF($17, ''), $18, $19,
-			NULLIF($20, '')
+			NULLIF($20, ''), NULLIF($21, '')
 		 WHERE NOT EXISTS (` + keptReplay + `)
 		ON CONFLICT DO NOTHING
 		RETURNING id`
@@ -205,7 +209,7 @@ func planInsert(e *InboxEvent) insertPlan {
 	return insertPlan{e: e, origin: origin, replaySHA: replaySHA, args: []any{
 		e.Key.Provider, e.Key.Account, e.Key.Environment, e.Key.EventID, e.EndpointSlug,
 		e.WorkspaceID, e.EventType, e.ResourceKind, e.ResourceID, e.ProviderVersion, e.OccurredAt,
-		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, replaySHA, e.ObjectID,
+		e.Payload, e.BodySHA256, e.SecretID, origin, status, e.LastError, processedAt, replaySHA, e.ObjectID, e.Traceparent,
 	}}
 }
 
@@ -351,7 +355,7 @@ func InsertQuarantine(ctx context.Context, db store.DB, q *QuarantineEntry) (boo
 // first, and when the next not-yet-due row becomes due.
 func LoadPending(ctx context.Context, db store.DB, r keys.Resource, limit int) (keys.PendingBatch, error) {
 	rows, err := db.Query(ctx, `
-		SELECT id, event_id, event_type, attempts FROM webhook_inbox
+		SELECT id, event_id, event_type, attempts, coalesce(traceparent, '') FROM webhook_inbox
 		 WHERE provider = $1 AND source_account = $2 AND environment = $3
 		   AND resource_kind = $4 AND resource_id = $5
 		   AND status = 'pending' AND next_attempt_at <= now()
@@ -363,7 +367,7 @@ func LoadPending(ctx context.Context, db store.DB, r keys.Resource, limit int) (
 	var b keys.PendingBatch
 	for rows.Next() {
 		ev := keys.PendingEvent{Key: keys.Event{Provider: r.Provider, Account: r.Account, Environment: r.Environment}}
-		if err := rows.Scan(&ev.ID, &ev.Key.EventID, &ev.EventType, &ev.Attempts); err != nil {
+		if err := rows.Scan(&ev.ID, &ev.Key.EventID, &ev.EventType, &ev.Attempts, &ev.Traceparent); err != nil {
 			rows.Close()
 			return keys.PendingBatch{}, err
 		}
@@ -402,14 +406,14 @@ type StoredEvent struct {
 const inboxColumns = `id, provider, source_account, environment, event_id, endpoint_slug, workspace_id,
 	event_type, resource_kind, resource_id, provider_version, occurred_at, payload, body_sha256,
 	coalesce(secret_id, 0), origin, status, coalesce(last_error, ''), attempts, next_attempt_at, received_at, processed_at,
-	coalesce(object_id, '')`
+	coalesce(object_id, ''), coalesce(traceparent, '')`
 
 func scanStored(row pgx.Row) (*StoredEvent, error) {
 	var e StoredEvent
 	err := row.Scan(&e.ID, &e.Key.Provider, &e.Key.Account, &e.Key.Environment, &e.Key.EventID,
 		&e.EndpointSlug, &e.WorkspaceID, &e.EventType, &e.ResourceKind, &e.ResourceID,
 		&e.ProviderVersion, &e.OccurredAt, &e.Payload, &e.BodySHA256, &e.SecretID, &e.Origin,
-		&e.Status, &e.LastError, &e.Attempts, &e.NextAttemptAt, &e.ReceivedAt, &e.ProcessedAt, &e.ObjectID)
+		&e.Status, &e.LastError, &e.Attempts, &e.NextAttemptAt, &e.ReceivedAt, &e.ProcessedAt, &e.ObjectID, &e.Traceparent)
 	if err != nil {
 		return nil, store.Interpret(err)
 	}

@@ -83,6 +83,9 @@ type LineageEvent struct {
 	PayloadRedacted  bool       `json:"payload_redacted"`
 	// Deleted: retention removed the row; this is what event_lineage kept.
 	Deleted bool `json:"deleted"`
+	// Traceparent is the live inbox row's stored W3C traceparent ("" for
+	// a quarantine entry, a lineage record, or when tracing was off).
+	Traceparent string `json:"-"`
 }
 
 // ResourceLineage lists every delivery of resource r: its inbox rows (live,
@@ -98,14 +101,14 @@ func ResourceLineage(ctx context.Context, db store.DB, r keys.Resource) ([]Linea
 			       coalesce(last_error, '') AS last_error, coalesce(note, '') AS note, '' AS qreason, '' AS resolution,
 			       received_at, processed_at,
 			       (SELECT s.payload_bytes IS NULL FROM webhook_inbox_payload_size s WHERE s.id = webhook_inbox.id) AS redacted,
-			       false AS deleted
+			       false AS deleted, coalesce(traceparent, '') AS traceparent
 			  FROM webhook_inbox
 			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND resource_kind = $4 AND resource_id = $5
 			UNION ALL
 			SELECT 'inbox', source_id, provider, source_account, environment, event_id, endpoint_slug,
 			       coalesce(workspace_id, ''), coalesce(event_type, ''), coalesce(resource_kind, ''), coalesce(resource_id, ''),
 			       body_sha256, coalesce(origin, ''), coalesce(status, ''), coalesce(attempts, 0), coalesce(last_error, ''),
-			       coalesce(note, ''), '', '', received_at, processed_at, payload_redacted_at IS NOT NULL, true
+			       coalesce(note, ''), '', '', received_at, processed_at, payload_redacted_at IS NOT NULL, true, ''
 			  FROM event_lineage
 			 WHERE source = 'inbox' AND deleted_at IS NOT NULL
 			   AND provider = $1 AND source_account = $2 AND environment = $3 AND resource_kind = $4 AND resource_id = $5
@@ -114,13 +117,13 @@ func ResourceLineage(ctx context.Context, db store.DB, r keys.Resource) ([]Linea
 			       coalesce(event_id, ''), endpoint_slug, '', '', '', '', body_sha256, '',
 			       CASE WHEN resolved_at IS NULL THEN 'open' ELSE 'resolved' END, 0, detail, '', reason,
 			       coalesce(resolution, ''), received_at, resolved_at,
-			       (SELECT s.payload_bytes IS NULL FROM inbox_quarantine_payload_size s WHERE s.id = inbox_quarantine.id), false
+			       (SELECT s.payload_bytes IS NULL FROM inbox_quarantine_payload_size s WHERE s.id = inbox_quarantine.id), false, ''
 			  FROM inbox_quarantine
 			 WHERE provider = $1 AND source_account = $2 AND environment = $3 AND event_id IN (SELECT event_id FROM ev)
 			UNION ALL
 			SELECT 'quarantine', source_id, provider, coalesce(source_account, ''), coalesce(environment, ''),
 			       coalesce(event_id, ''), endpoint_slug, '', '', '', '', body_sha256, '', 'resolved', 0, '', '',
-			       coalesce(quarantine_reason, ''), coalesce(resolution, ''), received_at, processed_at, true, true
+			       coalesce(quarantine_reason, ''), coalesce(resolution, ''), received_at, processed_at, true, true, ''
 			  FROM event_lineage
 			 WHERE source = 'quarantine' AND provider = $1 AND source_account = $2 AND environment = $3
 			   AND event_id IN (SELECT event_id FROM ev)
@@ -134,7 +137,7 @@ func ResourceLineage(ctx context.Context, db store.DB, r keys.Resource) ([]Linea
 		err = row.Scan(&e.Source, &e.SourceID, &e.Key.Provider, &e.Key.Account, &e.Key.Environment, &e.Key.EventID,
 			&e.EndpointSlug, &e.WorkspaceID, &e.EventType, &e.ResourceKind, &e.ResourceID, &e.BodySHA256, &e.Origin,
 			&e.Status, &e.Attempts, &e.LastError, &e.Note, &e.QuarantineReason, &e.Resolution, &e.ReceivedAt,
-			&e.ProcessedAt, &e.PayloadRedacted, &e.Deleted)
+			&e.ProcessedAt, &e.PayloadRedacted, &e.Deleted, &e.Traceparent)
 		return e, err
 	})
 }
