@@ -89,9 +89,10 @@ var registerOnce sync.Mutex
 
 // Table declares one of the team's own tables and what hookinbox's process
 // roles may do with it, so least privilege covers it too: the worker (where
-// handlers run) gets Worker, the read-only operator role and the console
-// may SELECT it unless OperatorHidden, and never its Private columns
-// (personal data: only the payload reader role reads those).
+// handlers run) gets Worker, the read-only operator role may SELECT it
+// unless OperatorHidden, and never its Private columns (personal data:
+// only the payload reader role reads those). The console's role is
+// granted nothing on it.
 type Table struct {
 	Name string
 	// Worker lists the worker's privileges: SELECT, INSERT, UPDATE, DELETE.
@@ -273,7 +274,7 @@ func (a *App) Reconcile(kind string, r Reconciler) {
 // Uncertain is what a send of an outbox class does when a previous
 // attempt's outcome is unknown (its answer was lost, or the worker died
 // between the destination accepting and the row being marked sent), where
-// the destination does not dedupe on the operation key itself (SPEC R18).
+// the destination does not dedupe on the operation key itself.
 type Uncertain string
 
 // The policies.
