@@ -6,8 +6,19 @@
 //     that nothing reads (EnvVarsRead, ConfigTableVars, CheckEnvVars);
 //   - a measured figure in docs/benchmarks.md's Figures section or the
 //     README's Benchmarks section does not name the bench-results/ JSON file
-//     it comes from, or names one that is not there (CheckFigures).
+//     it comes from, or names one that is not there (CheckFigures);
+//   - a hookinbox or hookinbox-lab command line of the README, docs/, the
+//     CHANGELOG's current release or a command's Example does not parse
+//     with the real cobra tree (CheckCommand: unknown command or flag,
+//     wrong number of arguments, missing required flag; the hookinbox-lab
+//     lines are checked in cmd/hookinbox-lab, where its tree is);
+//   - docs/console.md's route table and the console's router differ in a
+//     route or its least role (CheckRoutes);
+//   - a quoted migration number or file name is not in migrations/
+//     (CheckMigrations);
+//   - the configuration table states another default than internal/config
+//     has, or none (ConfigTableDefaults).
 //
-// It reads Go source and Markdown only: it runs no code and needs no
-// database or server.
+// It reads Go source and Markdown and builds command trees and the
+// console's router; it runs no command and needs no database or server.
 package docscheck
