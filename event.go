@@ -127,7 +127,7 @@ func (e *Event) Client(ctx context.Context) (providers.Client, error) {
 }
 
 // Fetch returns the provider's current state of the event's resource as
-// raw JSON (SPEC R14: trust the source of truth, not the event). A provider
+// raw JSON (trust the source of truth, not the event). A provider
 // error keeps its kind: a 4xx that will not change is permanent, a 404 or
 // a 5xx is retried. A provider whose client cannot fetch this kind is a
 // permanent error.
@@ -159,7 +159,7 @@ var ErrCommitted = errors.New("the event's transaction was already committed")
 // Commit runs fn in ONE transaction that holds the event's inbox row locked
 // and completes it (done, or ignored when fn's Result says so) with fn's
 // effect: the business write, its outbox intents and the row's completion
-// commit or roll back together (SPEC R13). If the row is no longer pending
+// commit or roll back together. If the row is no longer pending
 // (another attempt won), fn is not called and the Result's Note says what
 // it already is: a retry never overwrites a completion committed
 // elsewhere. fn must not call the network: fetch before Commit. An error

@@ -16,7 +16,7 @@ import (
 )
 
 // Reconciler compares one resource with the provider and corrects the
-// local state, recording what differed (SPEC R19). It runs inside the
+// local state, recording what differed. It runs inside the
 // resource's own workflow, between its events, so a reconciliation never
 // races them. Register it with App.Reconcile.
 type Reconciler interface {

@@ -43,7 +43,7 @@ type Claim struct {
 	ClaimedAt time.Time
 }
 
-// Claim claims a business key once (SPEC R12): (provider, account,
+// Claim claims a business key once: (provider, account,
 // invoice, "initial-grant"), not the event key, so two events of one
 // operation, a webhook and a repair all collapse to one effect. A UNIQUE
 // constraint settles it inside this transaction: apply the effect only
@@ -82,8 +82,8 @@ func eventKeyOf(s string) hookintype.EventKey {
 func Key(parts ...string) string { return hookintype.JoinKey(parts...) }
 
 // Intent is an outbound effect (an email, a team alert) recorded in the
-// effect's transaction and sent after the commit by a retried activity
-// (SPEC R18). OperationKey makes it once: a second intent with the same key
+// effect's transaction and sent after the commit by a retried activity.
+// OperationKey makes it once: a second intent with the same key
 // is the first one. Class selects the uncertain-outcome policy
 // (HOOKINBOX_UNCERTAIN_POLICY: query, accept a duplicate, or hold for
 // review).
@@ -223,7 +223,7 @@ func (t *Tx) Diverged(ctx context.Context, detectedBy string, ds ...hookintype.D
 }
 
 // Projection describes a table holding one row per resource that never
-// goes backwards (SPEC R15). The table has a provider version column
+// goes backwards. The table has a provider version column
 // (bigint, NULL until a versioned write) and a write sequence column
 // (bigint NOT NULL DEFAULT 1), the fencing token of fetch-then-write.
 type Projection struct {

@@ -150,7 +150,7 @@ func (s *Stack) Post(ctx context.Context, slug, secret string, header http.Heade
 
 // Replay replays an event as `hookinbox replay --force` does: its row is
 // pending again and its workflow is rung; the handler runs again, so
-// business keys must make it change nothing (SPEC R20).
+// business keys must make it change nothing.
 func (s *Stack) Replay(ctx context.Context, key EventKey, reason string) {
 	s.h.t.Helper()
 	sum, err := s.ops.Replay(ctx, ops.Actor{Name: "hookintest"}, ops.ReplayRequest{Keys: []EventKey{key}, Reason: reason, Force: true})

@@ -28,7 +28,7 @@ type ClientConfig struct {
 // anything (fetch, list, reconcile).
 var ErrNoClient = errors.New("no API client")
 
-// Clients ask a provider's API on an endpoint's behalf (SPEC R14, R15, R19).
+// Clients ask a provider's API on an endpoint's behalf.
 // A Provider that has one implements it; NewClient is how callers ask.
 type Clients interface {
 	NewClient(cfg ClientConfig) (Client, error)
@@ -249,7 +249,7 @@ func NewHookClient(p Provider, cfg ClientConfig) (HookDeliveries, error) {
 
 // ObjectFetcher is implemented by API clients that can fetch any object of
 // the provider by its resource kind and id, as raw JSON: what a handler's
-// Event.Fetch returns (SPEC R14: fetch the current state before writing).
+// Event.Fetch returns (fetch the current state before writing).
 // Kinds the provider has no route for are permanent errors.
 type ObjectFetcher interface {
 	FetchObject(ctx context.Context, account, kind, id string) (json.RawMessage, error)

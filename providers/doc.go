@@ -12,7 +12,7 @@
 // through an API Client, know nothing of the inbox, workspaces or Temporal,
 // and never log payloads. Admission (package admission) is their caller.
 //
-// API clients' errors are never states (SPEC R15): a failed call returns an
+// API clients' errors are never states: a failed call returns an
 // *Error that says whether it is NotFound, Permanent or Retryable (with the
 // server's Retry-After when it gave one), and no field of a result is ever
 // filled from an error. A 403 is Permanent, not "cancelled"; a 404 is

@@ -69,9 +69,11 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	return nil
 }
 
-// ResourceWorkflowID (keys.ResourceWorkflowID) is the one place workflow IDs are made:
+// ResourceWorkflowID is the ID of a resource's workflow,
 // resource/{provider}/{account}/{environment}/{kind}/{id}, each part
-// escaped so a '/' inside an id cannot forge another resource.
+// escaped so a '/' inside an id cannot forge another resource. It is
+// keys.ResourceWorkflowID, which makes them (this package calls that),
+// exported here for code outside the module.
 func ResourceWorkflowID(r keys.Resource) string {
 	return keys.ResourceWorkflowID(r)
 }

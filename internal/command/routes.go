@@ -54,7 +54,8 @@ Webhooks secret (whsec_ + base64 of at least 24 random bytes) your service verif
 stored sealed. The URL must be https, or any http(s) URL on a private or loopback address with
 --allow-private (a service beside hookinbox); a name that resolves to a private address is refused
 at each send.`,
-		Example: `  hookinbox routes add --name billing --provider stripe --event-type 'invoice.*' \
+		Example: `  # invoice.paid is the built-in credits handler's: --replace-handler hands it to the route
+  hookinbox routes add --name billing --provider stripe --event-type 'invoice.*' --replace-handler \
       --forward https://billing.internal.example.com/hooks --secret-file billing.whsec \
       --operation-key-path data.object.id --fetch-current`,
 		Args: cobra.NoArgs,

@@ -11,7 +11,19 @@
 //     differ from what the grants give each role on a migrated database
 //     (RoleTables, RolesDetail, RolesSummary: the one source is
 //     PostgreSQL's catalog after store.ApplyRoles).
+//   - a hookinbox or hookinbox-lab command line of the README, docs/, the
+//     CHANGELOG's current release or a command's Example does not parse
+//     with the real cobra tree (CheckCommand: unknown command or flag,
+//     wrong number of arguments, missing required flag; the hookinbox-lab
+//     lines are checked in cmd/hookinbox-lab, where its tree is);
+//   - docs/console.md's route table and the console's router differ in a
+//     route or its least role (CheckRoutes);
+//   - a quoted migration number or file name is not in migrations/
+//     (CheckMigrations);
+//   - the configuration table states another default than internal/config
+//     has, or none (ConfigTableDefaults).
 //
 // Apart from the roles check, which reads a test database's catalog, it
-// reads Go source and Markdown only: it runs no code.
+// reads Go source and Markdown and builds command trees and the console's
+// router: it runs no command and needs no server.
 package docscheck

@@ -1,4 +1,4 @@
-// Package handlers owns what happens to an inbox event: the registry of
+// Package engine owns what happens to an inbox event: the registry of
 // the (provider, event type) pairs hookinbox handles (For), one file per
 // business handler (credits, subscriptions with their reconciliation,
 // feedback alerts), and the store-backed ports the resource activities use

@@ -81,7 +81,8 @@ endpoints at the end (their API goes away with it) unless --keep-endpoints; the 
 
 Exit status 1 if the local stack is not running or an invariant does not hold.`,
 		Example: `  make run    # in another terminal
-  make demo   # or: hookinbox-lab demo --versions --customers 10`,
+  make demo   # or, with options:
+  hookinbox-lab demo --versions --customers 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd, f)
