@@ -44,7 +44,29 @@ ALTER TABLE forward_attempts DROP CONSTRAINT forward_attempts_outcome_check;
 ALTER TABLE forward_attempts ADD CONSTRAINT forward_attempts_outcome_check
     CHECK (outcome IN ('done', 'retry', 'failed', 'skipped', 'coalesced'));
 
+-- A route just applied: the rows an intake recorded ignored for want of it
+-- go back to pending (forwards.RequeueIgnored). The intake may not UPDATE the
+-- inbox, so it calls this owner-run function, which only ever turns an
+-- unattempted row ignored with "no handler for …" into a pending one.
+-- EXECUTE is granted by `hookinbox db roles` (store.FunctionGrants).
+CREATE FUNCTION hookinbox_requeue_ignored(p text, t text, since timestamptz)
+RETURNS TABLE (id bigint, provider text, source_account text, environment text, event_id text,
+               resource_kind text, resource_id text)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE public.webhook_inbox w
+       SET status = 'pending', attempts = 0, next_attempt_at = now(), pending_since = now(), last_error = NULL,
+           note = NULL, processed_at = NULL, sweeps = 0, swept_at = NULL
+     WHERE w.status = 'ignored' AND w.received_at >= since AND w.provider = p AND w.attempts = 0
+       AND (w.event_type = t OR (right(t, 1) = '*' AND starts_with(w.event_type, rtrim(t, '*'))))
+       AND w.last_error = 'no handler for ' || w.provider || ' event type ' || w.event_type
+       AND NOT (w.resource_kind = 'event' AND w.resource_id = w.event_id)
+    RETURNING w.id, w.provider, w.source_account, w.environment, w.event_id, w.resource_kind, w.resource_id;
+$$;
+REVOKE ALL ON FUNCTION hookinbox_requeue_ignored(text, text, timestamptz) FROM PUBLIC;
+
 ---- create above / drop below ----
+
+DROP FUNCTION hookinbox_requeue_ignored(text, text, timestamptz);
 
 DELETE FROM forward_attempts WHERE outcome = 'coalesced';
 ALTER TABLE forward_attempts DROP CONSTRAINT forward_attempts_outcome_check;

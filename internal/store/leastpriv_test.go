@@ -96,7 +96,11 @@ DROP TABLE team_things;`)}}}
 
 	var allowed []string
 	for _, f := range store.FunctionGrants {
-		allowed = append(allowed, f.Role+" "+strings.ReplaceAll(f.Function, " ", ""))
+		// The catalog's own spelling of the signature (timestamptz is
+		// "timestamp with time zone"), as the query below prints it.
+		var sig string
+		require.NoError(t, b.owner.Pool.QueryRow(ctx, `SELECT ('public.' || $1)::regprocedure::text`, f.Function).Scan(&sig))
+		allowed = append(allowed, f.Role+" "+sig)
 	}
 	rows, err = b.owner.Pool.Query(ctx, `
 		SELECT r.rolname || ' ' || p.oid::regprocedure::text

@@ -99,10 +99,6 @@ var Grants = slices.Concat([]Grant{
 	// they go nor the secret.
 	{Role: RoleIntake, Privilege: "SELECT", Table: "forward_routes", Columns: cols("name", "provider", "event_type",
 		"replaces_handler", "retry_budget", "enabled", "applies_at")},
-	// A route just applied: the intake puts back to pending the rows it
-	// recorded ignored for want of it (forwards.RequeueIgnored, issue 34).
-	{Role: RoleIntake, Privilege: "UPDATE", Table: "webhook_inbox", Columns: cols("status", "attempts", "next_attempt_at",
-		"pending_since", "last_error", "note", "processed_at", "sweeps", "swept_at")},
 	{Role: RoleIntake, Privilege: "INSERT", Table: "webhook_inbox", Columns: cols("provider", "source_account", "environment",
 		"event_id", "endpoint_slug", "workspace_id", "event_type", "resource_kind", "resource_id", "provider_version",
 		"occurred_at", "payload", "body_sha256", "secret_id", "origin", "status", "last_error", "note", "processed_at",
@@ -332,15 +328,21 @@ type FunctionGrant struct {
 	Function string // name(argument types), as GRANT names it
 }
 
-// FunctionGrants are the SECURITY DEFINER functions the console signs in
-// through: a token or a session is looked up by its hash, which the
-// console's role may not read.
+// FunctionGrants are the SECURITY DEFINER functions a process role may
+// call instead of a privilege it must not hold: the console signs in
+// through them (a token or a session is looked up by its hash, which its
+// role may not read) and erases destinations; the intake re-queues the
+// rows a new route applies to.
 var FunctionGrants = []FunctionGrant{
 	{Role: RoleConsole, Function: "hookinbox_token_by_hash(bytea)"},
 	{Role: RoleConsole, Function: "hookinbox_session_start(bytea, bigint, interval)"},
 	{Role: RoleConsole, Function: "hookinbox_session_token(bytea)"},
 	{Role: RoleConsole, Function: "hookinbox_session_end(bytea)"},
 	{Role: RoleConsole, Function: "hookinbox_erase_destinations(text)"},
+	// A route just applied: the intake puts back to pending the rows it
+	// recorded ignored for want of it (forwards.RequeueIgnored), through
+	// this owner-run function, never by an UPDATE of the inbox.
+	{Role: RoleIntake, Function: "hookinbox_requeue_ignored(text, text, timestamp with time zone)"},
 }
 
 // RoleOptions say how ApplyRoles creates or updates the roles.

@@ -228,16 +228,8 @@ type Requeued struct {
 // The rows come back in id order, the order their resource runs them in.
 func RequeueIgnored(ctx context.Context, db store.DB, provider, eventType string, since time.Time) ([]Requeued, error) {
 	rows, err := db.Query(ctx, `
-		WITH r AS (
-			UPDATE webhook_inbox
-			   SET status = 'pending', attempts = 0, next_attempt_at = now(), pending_since = now(), last_error = NULL,
-			       note = NULL, processed_at = NULL, sweeps = 0, swept_at = NULL
-			 WHERE status = 'ignored' AND received_at >= $3 AND provider = $1 AND attempts = 0
-			   AND (event_type = $2 OR (right($2, 1) = '*' AND starts_with(event_type, rtrim($2, '*'))))
-			   AND last_error = 'no handler for ' || provider || ' event type ' || event_type
-			   AND NOT (resource_kind = 'event' AND resource_id = event_id)
-			RETURNING id, provider, source_account, environment, event_id, resource_kind, resource_id)
-		SELECT provider, source_account, environment, event_id, resource_kind, resource_id FROM r ORDER BY id`,
+		SELECT provider, source_account, environment, event_id, resource_kind, resource_id
+		  FROM hookinbox_requeue_ignored($1, $2, $3) ORDER BY id`,
 		provider, eventType, since)
 	if err != nil {
 		return nil, fmt.Errorf("re-queue ignored %s %s: %w", provider, eventType, err)
