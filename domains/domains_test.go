@@ -85,7 +85,16 @@ func TestExistingDatabaseAdoptsTheDomainTables(t *testing.T) {
 
 	n, err := migrations.Up(ctx, conn, nil)
 	require.NoError(t, err)
-	require.Zero(t, n, "the core has nothing to apply to a database at 0019")
+	// The core applies only what came after 0019 (none of it domain DDL).
+	files, err := os.ReadDir("../migrations")
+	require.NoError(t, err)
+	var after int32
+	for _, f := range files {
+		if strings.HasSuffix(f.Name(), ".sql") && f.Name() > "0019_~" {
+			after++
+		}
+	}
+	require.Equal(t, after, n, "the core applies to a database at 0019 only its migrations after 0019")
 	a, err := domains.New()
 	require.NoError(t, err)
 	biz := app.BusinessOf(a)
