@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -510,6 +512,17 @@ func TestForwardRouteAppliesToEventsPostedRightAfterTheAdd(t *testing.T) {
 	}
 	require.NoError(t, g.Wait())
 	const n = items * (votes + comments)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		rows, err := s.store.Pool.Query(context.Background(), `SELECT status || ' ' || coalesce(last_error, '') || ' ' || coalesce(note, '') || ': ' || count(*)
+			  FROM webhook_inbox WHERE starts_with(event_type, 'feedback.') GROUP BY status, last_error, note`)
+		if err == nil {
+			states, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+			t.Logf("the feedback rows by state: %q; the receiver got %d", states, len(rcv.requests()))
+		}
+	})
 	eventually(t, 90*time.Second, fmt.Sprintf("%d events forwarded", n), func() bool {
 		return w.count(t, `SELECT count(*) FROM webhook_inbox WHERE status = 'done' AND starts_with(event_type, 'feedback.')`) == n
 	})

@@ -221,10 +221,11 @@ type Layered struct {
 	// re-queued too. It must be safe to call again (and concurrently).
 	Applied func(ctx context.Context, young []Route)
 
-	mu       sync.Mutex
-	dynamic  *Table
-	loadedAt time.Time
-	loading  bool
+	mu          sync.Mutex
+	dynamic     *Table
+	loadedAt    time.Time
+	loading     bool
+	missPending bool
 }
 
 // appliedAgain is when a reload calls Applied a second time.
@@ -255,11 +256,19 @@ func (l *Layered) Route(provider, eventType string) (Route, bool) {
 	s, sok := l.Static.Route(provider, eventType)
 	t := l.current(false)
 	d, dok := t.Route(provider, eventType)
-	if l.OnMiss > 0 && l.Load != nil && (!dok || d.Paused) && (!sok || dok) && l.stale(l.OnMiss) {
+	if l.OnMiss > 0 && l.Load != nil && (!dok || d.Paused) && (!sok || dok) {
 		// Not routed here (or held): the route may have just been added
 		// or enabled. The static table wins without a dynamic route, so
 		// there is nothing to look for then.
-		d, dok = l.current(true).Route(provider, eventType)
+		if l.stale(l.OnMiss) {
+			d, dok = l.current(true).Route(provider, eventType)
+		} else {
+			// Too fresh to reload for this request: reload once the table
+			// is OnMiss old anyway, so a route added just before this miss
+			// applies (Applied re-queues what was recorded by the table of
+			// before) even if no other request comes.
+			l.reloadLater()
+		}
 	}
 	switch {
 	case dok && (!sok || d.Replaces):
@@ -268,6 +277,27 @@ func (l *Layered) Route(provider, eventType string) (Route, bool) {
 		return s, true
 	}
 	return Route{}, false
+}
+
+// reloadLater reloads the table once it is OnMiss old; one such reload is
+// pending at a time.
+func (l *Layered) reloadLater() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.missPending {
+		return
+	}
+	l.missPending = true
+	wait := l.OnMiss - l.now().Sub(l.loadedAt)
+	if wait < 0 {
+		wait = 0
+	}
+	time.AfterFunc(wait, func() {
+		l.mu.Lock()
+		l.missPending = false
+		l.mu.Unlock()
+		l.current(true)
+	})
 }
 
 // stale reports whether the table is at least age old and no reload is
