@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookinbox/hookinbox"
 	"github.com/hookinbox/hookinbox/domains/subscriptions"
+	"github.com/hookinbox/hookinbox/domains/subscriptions/schema"
 	"github.com/hookinbox/hookinbox/hookintest"
 	"github.com/hookinbox/hookinbox/hookintype"
 	"github.com/hookinbox/hookinbox/lab/simulator"
@@ -168,7 +169,8 @@ func (b *between) Handle(ctx context.Context, ev *hookinbox.Event) (hookinbox.Re
 // setupBetween registers b for the domain's event types.
 func setupBetween(t *testing.T, b *between, seed uint64) *fixture {
 	t.Helper()
-	app := hookinbox.New()
+	// The domain's tables without its handler: b stands in for it.
+	app := hookinbox.New(hookinbox.WithMigrations(schema.Name, schema.FS(), schema.Tables()...))
 	for _, typ := range subscriptions.Types {
 		app.Handle("stripe", typ, b, hookinbox.Name(subscriptions.Name))
 	}
