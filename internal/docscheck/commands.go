@@ -267,14 +267,30 @@ func ExampleCommands(root *cobra.Command) ([]CommandLine, []Problem) {
 
 // shellBlockCommands splits shell text into simple commands and keeps
 // those of programs.
+// hereDocument finds a here-document's start (<<EOF, <<'EOF', <<-"EOF") and
+// its terminator.
+var hereDocument = regexp.MustCompile(`<<-?\s*['"]?([A-Za-z_][A-Za-z0-9_]*)['"]?`)
+
 func shellBlockCommands(body []string, where func(int) string, programs []string) ([]CommandLine, []Problem) {
 	var out []CommandLine
 	var problems []Problem
 	// B=.tools/bin/hookinbox on a line of its own makes $B that program.
 	aliases := map[string]string{}
 	joined := joinContinued(body)
+	heredoc := ""
 	for k := 0; k < len(joined); k++ {
 		l := joined[k]
+		if heredoc != "" {
+			// A here-document's body is a file's text (Go source, SQL), not
+			// commands: skipped up to its terminator.
+			if strings.TrimSpace(l.text) == heredoc {
+				heredoc = ""
+			}
+			continue
+		}
+		if m := hereDocument.FindStringSubmatch(l.text); m != nil {
+			heredoc = m[1]
+		}
 		text := strings.TrimPrefix(strings.TrimSpace(l.text), "$ ")
 		cmds, err := shellSplit(text)
 		for err != nil && strings.HasPrefix(err.Error(), "unterminated") && k+1 < len(joined) {

@@ -37,7 +37,10 @@ func configDefaults(t *testing.T) map[string]string {
 				}
 				return "", false
 			})
-			if err != nil && strings.Contains(err.Error(), name) {
+			if err != nil {
+				// Refused (the error may name the variable it pairs with,
+				// as OTEL_EXPORTER_OTLP_TRACES_PROTOCOL's names the base
+				// one): a refused config is no field's default.
 				continue
 			}
 			cv := reflect.ValueOf(c)
