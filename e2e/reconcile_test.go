@@ -16,6 +16,7 @@ import (
 	"github.com/hookinbox/hookinbox/domains/subscriptions"
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/keys"
+	"github.com/hookinbox/hookinbox/internal/ops"
 	"github.com/hookinbox/hookinbox/internal/store/passes"
 	"github.com/hookinbox/hookinbox/lab/simulator"
 	"github.com/hookinbox/hookinbox/starter"
@@ -247,7 +248,11 @@ func TestReconcileRunKilledMidwayResumesFromItsCheckpoint(t *testing.T) {
 	gate := &listGate{allow: 2}
 	api := httptest.NewServer(gate.wrap(w.sim.Handler()))
 	t.Cleanup(api.Close)
-	_, err := s.store.Pool.Exec(s.ctx, `UPDATE endpoints SET api_base_url = $1 WHERE slug = 'stripe-sim'`, api.URL)
+	// A new base URL takes its key again: a key never follows its URL
+	// (migration 0021's trigger clears one that is not given anew).
+	key := simulator.DefaultAPIKey
+	_, err := w.ops().UpdateEndpoint(s.ctx, ops.Actor{Name: "e2e"}, "stripe-sim",
+		ops.EndpointChange{APIBaseURL: &api.URL, APIKey: &key, AllowCustomAPIHost: true}, "the gated simulator")
 	require.NoError(t, err)
 	name := activities.CheckpointName(activities.PassSubscriptions, w.scope(), "")
 	pagesDone := func(p int64) func() bool {
