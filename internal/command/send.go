@@ -247,7 +247,7 @@ func runSend(ctx context.Context, env opsEnv, o sendOptions) error {
 		Workspace: key.Workspace, SecretID: key.SecretID, AuditID: key.ActionID, Stored: map[string]int{}}
 	client := o.client
 	if client == nil {
-		client = &http.Client{Timeout: 15 * time.Second}
+		client = sendClient()
 	}
 	bodies := map[string]int{}
 	var sendErr error
@@ -333,6 +333,17 @@ func sendTemplate(provider string, o sendOptions) (*samples.Template, error) {
 }
 
 // post signs d now and sends it once.
+// sendClient is send's HTTP client. It never follows a redirect: the body it
+// posts is signed, and a 3xx from whatever answers the intake's URL must not
+// carry that signed body (a replayable delivery) to another host. A 3xx is
+// reported as the answer instead.
+func sendClient() *http.Client {
+	return &http.Client{
+		Timeout:       15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
 func post(ctx context.Context, client *http.Client, postURL string, key *ops.SigningKey, d samples.Delivery) (sentDelivery, error) {
 	sd := sentDelivery{EventID: d.EventID}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, postURL, bytes.NewReader(d.Body))

@@ -7,10 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -300,4 +303,30 @@ func TestSendShowsWhatTheQuarantineKept(t *testing.T) {
 	require.Regexp(t, `(?m)^1\s+shopify/other\.myshopify\.com/test/\S+\s+202\s+quarantined\s+quarantined\s+account_mismatch\s+`+
 		`http://console\.test:9092/quarantine/`+strconv.FormatInt(id, 10)+`$`, b.out.String())
 	require.Zero(t, b.count(t, `SELECT count(*) FROM webhook_inbox WHERE endpoint_slug = 'shop-send'`))
+}
+
+// TestSendClientDoesNotFollowARedirect: a signed delivery is a replayable
+// credential, so whatever answers the intake's URL with a 3xx must not get
+// send to carry the signed body to another host; the 3xx is the answer.
+func TestSendClientDoesNotFollowARedirect(t *testing.T) {
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer other.Close()
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/webhooks/elsewhere", code)
+		}))
+		req, err := http.NewRequest(http.MethodPost, redirecting.URL+"/webhooks/x", bytes.NewReader([]byte(`{"signed":true}`)))
+		require.NoError(t, err)
+		req.Header.Set("Webhook-Signature", "v1,c2lnbmVk")
+		resp, err := sendClient().Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		redirecting.Close()
+		require.Equal(t, code, resp.StatusCode, "the 3xx is send's answer")
+	}
+	require.Zero(t, elsewhere.Load(), "no signed body reached the redirect's target")
 }
