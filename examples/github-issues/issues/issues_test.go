@@ -194,13 +194,13 @@ func TestAnOpenedIssueDeliveredThreeTimesIsOneRowAndOneEmail(t *testing.T) {
 	require.Equal(t, "Codertocat", *r.author)
 	require.True(t, at(t, openedAt).Equal(r.updatedAt))
 
+	require.Len(t, h.Outbox(ctx, "*"), 1, "one email intent, and no other")
 	sent := h.Outbox(ctx, issues.OpenedKey(ws, issue1))
-	require.Len(t, sent, 1, "one email intent")
+	require.Len(t, sent, 1, "under the issue's operation key")
 	require.Equal(t, issues.ClassOpened, sent[0].Class)
 	require.Equal(t, "email", sent[0].Kind)
 	require.Equal(t, triage, sent[0].Destination)
 	require.Contains(t, string(sent[0].Payload), "New issue "+issue1+": Spelling error in the README file")
-	require.Len(t, h.Outbox(ctx, "*"), 1, "no other intent")
 	require.Equal(t, 3, sim.GitHubObjectReads(), "each handled event fetched the issue once")
 }
 
