@@ -155,7 +155,7 @@ func (Issues) Handle(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result
 	}
 
 	var cur *issue
-	if p.Issue == nil || stored == nil || !stored.After(p.Issue.UpdatedAt) {
+	if p.Issue == nil || p.Issue.UpdatedAt.IsZero() || stored == nil || !stored.After(p.Issue.UpdatedAt) {
 		raw, err := ev.Fetch(ctx)
 		if err != nil {
 			return hookinbox.Result{}, err

@@ -351,6 +351,16 @@ func TestAFetchOlderThanTheEventIsRetried(t *testing.T) {
 	require.Empty(t, r.labels, "the fetched issue, not the payload's list")
 	require.True(t, at(t, "2019-05-15T15:20:26Z").Equal(r.updatedAt))
 
+	// A payload that gives no updated_at says nothing about its age: the
+	// issue is fetched.
+	bare := fixture(t, "labeled")
+	delete(issueOf(bare), "updated_at")
+	reads := sim.GitHubObjectReads()
+	_, res = handle(t, h, "d-bare", bare)
+	require.Equal(t, hookintype.StatusDone, res.Status)
+	require.Equal(t, reads+1, sim.GitHubObjectReads(), "fetched")
+	require.Empty(t, rowOf(t, h, issue1).labels, "the fetched issue, not the payload's label")
+
 	other := fixture(t, "opened")
 	other["action"] = "assigned"
 	require.Equal(t, "ignored", deliver(t, h, "d-assigned", other).Outcome, "an action the handler does not keep is ignored at the intake")
