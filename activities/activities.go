@@ -156,7 +156,7 @@ func (a *ResourceActivities) handleEvent(ctx context.Context, in HandleInput) (H
 		}
 		logger(ctx, a.Logger).Info("event waits", "event_key", in.Key.String(), "business_key", out.BusinessKey,
 			"handler", out.Route, "note", out.Note)
-		return HandleResult{Status: out.Status, Note: out.Note}, nil
+		return HandleResult{Status: out.Status, Note: out.Note, RetryAt: out.RetryAt}, nil
 	}
 	if out.Status == keys.StatusDone && a.Metrics != nil && !out.ReceivedAt.IsZero() {
 		// After the handler's commit: receipt to effect, whatever the

@@ -37,15 +37,32 @@ func TestGitHubRecoveryRedeliversDroppedDeliveriesExactlyOnce(t *testing.T) {
 	hook := simulator.GitHubRepoHook(owner, "widgets", 7)
 	sim.AddGitHubHook(hook, simulator.Endpoint{URL: s.url + "/webhooks/gh-sim", Secrets: []string{secret}})
 
+	// Pushes run on the repository; an issue's and a pull request's events
+	// on their object (issue #33): the dropped ones come back onto it.
+	repo := owner + "/widgets"
 	var all []simulator.GitHubDelivery
-	for i, fate := range []string{"ok", "dropped", "ok", "timed out", "dropped"} {
-		if fate == "timed out" {
+	resourceOf := map[string]string{}
+	for i, d := range []struct{ fate, event, kind, id string }{
+		{"ok", "push", "repository", repo},
+		{"dropped", "issues", "issue", repo + "#3"},
+		{"ok", "push", "repository", repo},
+		{"timed out", "issues", "issue", repo + "#3"},
+		{"dropped", "pull_request", "pull_request", repo + "#4"},
+	} {
+		if d.fate == "timed out" {
 			sim.LoseNextGitHubAnswers(1)
 		}
-		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040d","repository":{"full_name":"%s/widgets","owner":{"login":"%s"}}}`, i, owner, owner)
-		d, err := sim.GitHubDeliver(s.ctx, hook, "push", body, fate == "dropped")
+		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040d","repository":{"full_name":%q,"owner":{"login":%q}}}`, i, repo, owner)
+		switch d.event {
+		case "issues":
+			body = fmt.Appendf(nil, `{"action":"edited","issue":{"number":3,"updated_at":"2026-12-03T10:00:0%dZ"},"repository":{"full_name":%q,"owner":{"login":%q}}}`, i, repo, owner)
+		case "pull_request":
+			body = fmt.Appendf(nil, `{"action":"synchronize","number":4,"pull_request":{"number":4},"repository":{"full_name":%q,"owner":{"login":%q}}}`, repo, owner)
+		}
+		dl, err := sim.GitHubDeliver(s.ctx, hook, d.event, body, d.fate == "dropped")
 		require.NoError(t, err)
-		all = append(all, d)
+		all = append(all, dl)
+		resourceOf[dl.GUID] = d.kind + " " + d.id
 	}
 	count := func(sql string, args ...any) int {
 		var c int
@@ -66,6 +83,10 @@ func TestGitHubRecoveryRedeliversDroppedDeliveriesExactlyOnce(t *testing.T) {
 	for _, d := range all {
 		require.Equal(t, 1, count(`SELECT count(*) FROM webhook_inbox WHERE provider = 'github' AND event_id = $1 AND origin = 'webhook'`, d.GUID),
 			"delivery %s is in the inbox once, as a verified webhook", d.GUID)
+		var resource string
+		require.NoError(t, s.store.Pool.QueryRow(s.ctx, `SELECT resource_kind || ' ' || resource_id FROM webhook_inbox
+			WHERE provider = 'github' AND event_id = $1`, d.GUID).Scan(&resource))
+		require.Equal(t, resourceOf[d.GUID], resource, "delivery %s runs on the object it is about", d.GUID)
 	}
 	cp, err := passes.GetCheckpoint(s.ctx, s.store.Pool, activities.CheckpointName(activities.PassDeliveries,
 		keys.Scope{Provider: "github", Endpoint: "gh-sim", Account: "repo:" + owner + "/widgets", Environment: "test"}, ""))

@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -59,6 +60,19 @@ func (e *Error) Error() string {
 		s += ": " + msg
 	}
 	return s
+}
+
+// RateLimitWait is the wait until the provider's rate limit resets, when e
+// is a rate limit with a known reset: retryable, a 429 or the provider's
+// rate-limit code (GitHub answers its primary limit with a 403), and a
+// Retry-After or reset time. The worker leaves such an event pending until
+// then without counting an attempt (fault.RateLimited).
+func (e *Error) RateLimitWait() (time.Duration, bool) {
+	limited := e.StatusCode == http.StatusTooManyRequests || e.Code == "rate_limit" || e.Code == "secondary_rate_limit"
+	if !limited || !e.HasRetryAfter || !errors.Is(e.Kind, ErrRetryable) {
+		return 0, false
+	}
+	return e.RetryAfter, true
 }
 
 // Unwrap exposes the kind sentinel and the underlying error.

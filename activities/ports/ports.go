@@ -60,6 +60,9 @@ type Handled struct {
 	// intake deployed ahead of the workers). Nothing ran and the row is
 	// still pending (Status); it must never be ignored.
 	NoHandler bool
+	// RetryAt, on a row left pending: when it is due again (a provider's
+	// rate limit resets then; no attempt was counted).
+	RetryAt *time.Time
 	// BusinessKey names the business operation, for the logs.
 	BusinessKey string
 	// Outbox rows the effect produced, to be sent after the commit.

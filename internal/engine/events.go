@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -106,6 +107,9 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 		provs = &EndpointProviders{Store: e.Store}
 	}
 	out, err := h.Handle(ctx, &Call{Env: Env{Store: e.Store, Providers: provs}, Event: ev, Route: route})
+	if wait, ok := fault.RateLimited(err); ok {
+		return e.rateLimited(ctx, ev, route.Name, wait, err)
+	}
 	if w, ok := fault.AsWait(err); ok {
 		bkey := out.BusinessKey
 		out, err = e.wait(ctx, ev, route.Name, w)
@@ -115,6 +119,30 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 		Divergences: out.Divergences, EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}
 	hd.WokeOwn, hd.WokeOthers = splitWoken(ev.Resource(), out.Woken)
 	return hd, err
+}
+
+// maxRateLimitDefer caps how long a rate-limited event is left alone: a
+// provider's limits reset within the hour (GitHub's every hour).
+const maxRateLimitDefer = time.Hour
+
+// rateLimited leaves an event whose handler met a provider's spent rate
+// limit pending until the limit resets (plus a little jitter, so the rows
+// of many resources do not all ask again in the same second), without
+// counting an attempt: nothing failed, and asking before the reset would
+// only spend the budget again. The row's last error says why it waits.
+func (e *Events) rateLimited(ctx context.Context, ev *inbox.StoredEvent, route string, wait time.Duration, cause error) (ports.Handled, error) {
+	now := time.Now()
+	if e.Now != nil {
+		now = e.Now()
+	}
+	wait = min(max(wait, time.Second), maxRateLimitDefer)
+	next := now.Add(wait + rand.N(min(wait/10, 30*time.Second)+time.Millisecond))
+	note := fmt.Sprintf("rate limited: waiting %s for the provider's limit to reset, no attempt counted (%s)", wait.Round(time.Second), cause)
+	if _, err := inbox.DeferInboxEvent(ctx, e.Store.Pool, ev.Key, note, next); err != nil {
+		return ports.Handled{Route: route}, portErr(err)
+	}
+	return ports.Handled{Route: route, Status: keys.StatusPending, Note: note, RetryAt: &next,
+		EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}, nil
 }
 
 // splitWoken tells the woken resources apart: own, the event's (its

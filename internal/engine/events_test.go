@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/hookinbox/hookinbox/internal/routes/routestest"
 	"github.com/hookinbox/hookinbox/internal/store/inbox"
 	"github.com/hookinbox/hookinbox/lab/testenv"
+	"github.com/hookinbox/hookinbox/providers"
 )
 
 // TestEventsRoutesSkipsAndIgnores drives the resource activities' inbox
@@ -168,4 +170,65 @@ func TestRouteBudgetsAndWaits(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorContains(t, err, "waited longer than 2h0m0s")
 	require.False(t, fault.IsPermanent(err), "retried: it ends exhausted if the fact never comes")
+}
+
+// A handler that meets a provider's spent rate limit (GitHub's 403 with no
+// requests remaining, a 429 with Retry-After) leaves its row pending until
+// the reset, without counting an attempt: a budget of one attempt survives
+// any number of them. A rate limit with no reset, and any other retryable
+// error, is an ordinary failed attempt.
+func TestARateLimitWaitsForItsResetWithoutSpendingAnAttempt(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	var tb routes.Table
+	require.NoError(t, tb.Add(routes.Route{Name: "issues", Provider: "github", Type: "issues.opened", Budget: 1}))
+	now := time.Now()
+	var answer error
+	ev := &engine.Events{Store: st, Routes: &tb, Now: func() time.Time { return now },
+		Handlers: engine.Set{"issues": engine.HandlerFunc(func(context.Context, *engine.Call) (engine.Outcome, error) {
+			return engine.Outcome{}, answer
+		})}}
+	k := keys.Event{Provider: "github", Account: "7", Environment: "live", EventID: "guid-1"}
+	body := []byte(`{"action":"opened"}`)
+	sum := sha256.Sum256(body)
+	_, err := inbox.InsertInboxEvent(ctx, st.Pool, &inbox.InboxEvent{Key: k, EndpointSlug: "ep", WorkspaceID: "ws",
+		EventType: "issues.opened", ResourceKind: "issue", ResourceID: "acme/widgets#12", Payload: body, BodySHA256: sum[:]})
+	require.NoError(t, err)
+
+	primary := &providers.Error{Op: "fetch issue acme/widgets#12", Kind: providers.ErrRetryable, StatusCode: 403, Code: "rate_limit",
+		Message: "API rate limit exceeded for installation ID 7.", RetryAfter: 40 * time.Minute, HasRetryAfter: true}
+	tooMany := &providers.Error{Op: "fetch issue acme/widgets#12", Kind: providers.ErrRetryable, StatusCode: 429,
+		RetryAfter: 3 * time.Hour, HasRetryAfter: true}
+	for _, tt := range []struct {
+		err  error
+		wait time.Duration
+	}{{primary, 40 * time.Minute}, {fmt.Errorf("the team's handler: %w", tooMany), time.Hour}} {
+		answer = tt.err
+		h, err := ev.Handle(ctx, k)
+		require.NoError(t, err, "a rate limit is not a failure")
+		require.Equal(t, keys.StatusPending, h.Status)
+		require.Equal(t, "issues", h.Route)
+		require.NotNil(t, h.RetryAt)
+		require.Contains(t, h.Note, "rate limited: waiting "+tt.wait.String())
+		row, err := inbox.GetInboxEvent(ctx, st.Pool, k)
+		require.NoError(t, err)
+		require.Equal(t, keys.StatusPending, row.Status)
+		require.Zero(t, row.Attempts, "no attempt counted")
+		require.Equal(t, h.Note, row.LastError)
+		require.False(t, row.NextAttemptAt.Before(now.Add(tt.wait)), "not asked before the reset (capped at an hour)")
+		require.WithinDuration(t, now.Add(tt.wait), row.NextAttemptAt, 31*time.Second, "a little jitter past it")
+		require.WithinDuration(t, *h.RetryAt, row.NextAttemptAt, time.Millisecond, "the workflow looks again when the row is due")
+	}
+
+	// A rate limit that says no reset, and a plain 503: ordinary errors.
+	for _, err := range []error{
+		&providers.Error{Op: "fetch issue", Kind: providers.ErrRetryable, StatusCode: 429},
+		&providers.Error{Op: "fetch issue", Kind: providers.ErrRetryable, StatusCode: 503, RetryAfter: time.Minute, HasRetryAfter: true},
+	} {
+		answer = err
+		_, herr := ev.Handle(ctx, k)
+		require.Error(t, herr, "%v", err)
+		require.True(t, fault.IsRetryable(herr))
+	}
 }

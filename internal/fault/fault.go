@@ -110,3 +110,21 @@ func RetryAfter(err error) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// rateLimiter is an error that says a provider's rate limit is spent, and
+// when it resets (a provider client's 429, or GitHub's 403 with no
+// requests remaining).
+type rateLimiter interface {
+	RateLimitWait() (time.Duration, bool)
+}
+
+// RateLimited is how long err says to wait for a spent rate limit to
+// reset, when it is one: nothing failed, and asking before the reset only
+// spends the budget again.
+func RateLimited(err error) (time.Duration, bool) {
+	var r rateLimiter
+	if errors.As(err, &r) {
+		return r.RateLimitWait()
+	}
+	return 0, false
+}

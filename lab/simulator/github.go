@@ -443,6 +443,33 @@ func (s *Simulator) redeliverGitHub(w http.ResponseWriter, r *http.Request, path
 	if orig == nil {
 		return
 	}
+	// Sent before answering, so a test sees it at once; GitHub sends it soon after.
+	_, _ = s.redeliver(r.Context(), path, orig)
+	writeJSON(w, http.StatusAccepted, map[string]any{})
+}
+
+// GitHubRedeliver redelivers the delivery guid of the hook at path, as an
+// operator's "Redeliver" in GitHub's settings does: a new attempt with the
+// same GUID and payload, signed afresh, sent once.
+func (s *Simulator) GitHubRedeliver(ctx context.Context, path, guid string) (GitHubDelivery, error) {
+	s.mu.Lock()
+	var orig *GitHubDelivery
+	if h := s.gh.hooks[path]; h != nil {
+		for _, d := range h.log {
+			if d.GUID == guid {
+				orig = d
+				break
+			}
+		}
+	}
+	s.mu.Unlock()
+	if orig == nil {
+		return GitHubDelivery{}, fmt.Errorf("github hook %s has no delivery %s", path, guid)
+	}
+	return s.redeliver(ctx, path, orig)
+}
+
+func (s *Simulator) redeliver(ctx context.Context, path string, orig *GitHubDelivery) (GitHubDelivery, error) {
 	s.mu.Lock()
 	s.gh.redeliveries++
 	fail := s.gh.failRedeliveries > 0
@@ -452,9 +479,7 @@ func (s *Simulator) redeliverGitHub(w http.ResponseWriter, r *http.Request, path
 	d := &GitHubDelivery{GUID: orig.GUID, Event: orig.Event, Action: orig.Action, Redelivery: true,
 		header: orig.header, payload: orig.payload}
 	s.mu.Unlock()
-	// Sent before answering, so a test sees it at once; GitHub sends it soon after.
-	_, _ = s.gitHubSend(r.Context(), path, d, fail)
-	writeJSON(w, http.StatusAccepted, map[string]any{})
+	return s.gitHubSend(ctx, path, d, fail)
 }
 
 func writeGitHubError(w http.ResponseWriter, status int, msg string) {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -233,8 +234,15 @@ type Summary struct {
 	Forward      ForwardStats `json:"forward"`
 	// TeamHandler: the binary registers the soak team's handler
 	// (lab/soakteam); TeamVotes is what its table holds in all.
-	TeamHandler bool  `json:"team_handler"`
-	TeamVotes   int64 `json:"team_votes"`
+	// GitHub: the issues events of the GitHub part (per issue, one after
+	// another), the redeliveries it took to get each one acknowledged, and
+	// the forward route that carried them.
+	GitHubIssues       int    `json:"github_issues"`
+	GitHubEvents       int    `json:"github_events"`
+	GitHubRedeliveries int64  `json:"github_redeliveries"`
+	GitHubRoute        string `json:"github_route"`
+	TeamHandler        bool   `json:"team_handler"`
+	TeamVotes          int64  `json:"team_votes"`
 	// Backfill: events recovered by the facts backfill.
 	BackfillRan      bool    `json:"backfill_ran"`
 	BackfillInserted int     `json:"backfill_inserted"`
@@ -280,6 +288,8 @@ func (s Summary) Write(w io.Writer) {
 	f := s.Forward
 	fmt.Fprintf(w, "  forward      route %s: %d operations applied at the receiver (%d posts, %d resends answered as applied, %d refused with 503, %d answers lost after applying, %d bad), receiver killed %d time(s), %s down\n",
 		s.ForwardRoute, f.Applied, f.Posts, f.Repeats, f.Refused, f.Lost, f.Rejected, f.Kills, f.Down.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "  github       %d issues events about %d issues of one repository, acknowledged after %d redelivery(ies), forwarded by route %s\n",
+		s.GitHubEvents, s.GitHubIssues, s.GitHubRedeliveries, s.GitHubRoute)
 	if s.TeamHandler {
 		fmt.Fprintf(w, "  team handler %s: %d vote(s) counted in %s\n", soakteam.HandlerName, s.TeamVotes, soakteam.Table)
 	} else {
@@ -343,13 +353,21 @@ func forwardRouteArgs(url string) []string {
 		"--allow-private", "--retry-budget", "60", "--timeout", "5s"}
 }
 
+// soakScope is what the soak's events are about: its accounts (the
+// GitHub installation's included) and workspaces.
+func soakScope() Scope {
+	return Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback, githubInstallation}, Workspaces: []string{wsVersions, wsNotices}}
+}
+
 // harness is one soak in progress.
 type harness struct {
-	o        Options
-	dir      string
-	logDir   string
-	cleanups []func()
-	logMu    sync.Mutex
+	o Options
+	// githubRedeliveries counts the GitHub part's redeliveries.
+	githubRedeliveries atomic.Int64
+	dir                string
+	logDir             string
+	cleanups           []func()
+	logMu              sync.Mutex
 
 	pg       *devenv.Postgres
 	pgDir    string
@@ -445,6 +463,13 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			reports[i], sendErr[i] = sim.Deliver(ctx, t, h.plans[i])
 		}()
 	}
+	var githubDelivered map[string][]string
+	var githubErr error
+	senders.Add(1)
+	go func() {
+		defer senders.Done()
+		githubDelivered, githubErr = h.sendGitHub(ctx, max(o.SendOver, 10*time.Second))
+	}()
 	sendDone := make(chan struct{})
 	chaosDone := make(chan error, 1)
 	go func() { chaosDone <- h.chaos(ctx, start, sendDone, planned) }()
@@ -462,7 +487,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	chaosErr := <-chaosDone
 	close(progressStop)
 	progressWG.Wait()
-	if err := errors.Join(sendErr[0], sendErr[1], chaosErr); err != nil {
+	if err := errors.Join(sendErr[0], sendErr[1], githubErr, chaosErr); err != nil {
 		keep = true
 		return nil, err
 	}
@@ -471,7 +496,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		h.logf("soak: %v", err)
 	}
 
-	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
+	scope := soakScope()
 	truthV, truthN := h.simV.Truth(), h.simN.Truth()
 	// The notices simulator sends no feedback: the project, its alerts and
 	// its workspace belong to the versions run alone.
@@ -508,8 +533,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		},
 		BackfillRan: sum.BackfillRan,
 		CheckEmails: true, Emails: h.simV.Emails(),
-		Forwards:  &verify.Forwards{Route: forwardRoute, Applied: h.forward.Applied()},
-		TeamVotes: h.teamHandler,
+		Forwards:     &verify.Forwards{Route: forwardRoute, Applied: h.forward.Applied()},
+		GitHubIssues: h.githubCheck(githubDelivered),
+		TeamVotes:    h.teamHandler,
 	})
 	if err != nil {
 		keep = true
@@ -521,6 +547,10 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	res.Kept = keep
 	h.summarize(&sum, reports, truthV, truthN, final)
+	sum.GitHubIssues, sum.GitHubRoute, sum.GitHubRedeliveries = len(githubDelivered), githubRoute, h.githubRedeliveries.Load()
+	for _, ids := range githubDelivered {
+		sum.GitHubEvents += len(ids)
+	}
 	sum.SendElapsed, sum.ConvergeElapsed, sum.Elapsed = sendElapsed, convergeElapsed, time.Since(start)
 	if s := drained.Sub(start).Seconds(); s > 0 && res.Converged {
 		sum.Throughput = float64(sum.Events-sum.BackfillInserted) / s
@@ -750,6 +780,10 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 	if err := h.runBinary(ctx, h.fleetBinary(), forwardRouteArgs(forwardURL)...); err != nil {
 		return targetsV, targetsN, err
 	}
+	if err := h.runBinary(ctx, h.fleetBinary(), githubRouteArgs(forwardURL)...); err != nil {
+		return targetsV, targetsN, err
+	}
+	h.simV.AddGitHubHook(githubHook, simulator.Endpoint{URL: relayURL + "/webhooks/" + slugGitHub, Secrets: []string{secretGitHub}})
 	feedbackTarget := simulator.Endpoint{URL: relayURL + "/webhooks/" + slugFeedback, Secrets: []string{secretFeedback}}
 	targetsV = simulator.Targets{
 		Stripe:   simulator.Endpoint{URL: relayURL + "/webhooks/" + slugVersions, Secrets: []string{secretVersions}},
@@ -815,7 +849,7 @@ func (h *harness) register(ctx context.Context, apiV, apiN, teamURL string) erro
 		Target: teamURL + "/alerts", Secret: secretTeam, Enabled: true}); err != nil {
 		return err
 	}
-	return nil
+	return h.registerGitHub(ctx)
 }
 
 // registerWithCLI registers the same through bin's own operator CLI (the
@@ -837,6 +871,7 @@ func (h *harness) registerWithCLI(ctx context.Context, bin, apiV, apiN, teamURL 
 		{"workspaces", "add-destination", "--workspace", wsVersions, "--name", teamDestination, "--webhook", teamURL + "/alerts",
 			"--secret-env", "SOAK_SECRET_TEAM"},
 	}
+	cmds = append(cmds, githubCLI()...)
 	for _, c := range cmds {
 		if err := h.runBinary(ctx, bin, c...); err != nil {
 			return err
@@ -860,7 +895,7 @@ func (h *harness) runBinary(ctx context.Context, bin string, args ...string) err
 	}
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "HOOKINBOX_SECRETS_KEY="+h.secretsKey,
 		"SOAK_SECRET_VERSIONS="+secretVersions, "SOAK_SECRET_NOTICES="+secretNotices, "SOAK_SECRET_FEEDBACK="+secretFeedback,
-		"SOAK_SECRET_TEAM="+secretTeam, "SOAK_SECRET_FORWARD="+secretForward, "SOAK_API_KEY="+simulator.DefaultAPIKey,
+		"SOAK_SECRET_TEAM="+secretTeam, "SOAK_SECRET_FORWARD="+secretForward, "SOAK_SECRET_GITHUB="+secretGitHub, "SOAK_API_KEY="+simulator.DefaultAPIKey,
 		"HOOKINBOX_OUTBOUND_ALLOW_PRIVATE=true")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
@@ -962,7 +997,7 @@ func (h *harness) chaos(ctx context.Context, start time.Time, sendDone <-chan st
 	defer receiverDown.Wait()
 	restarted := o.NoTemporalRestart
 	outages := 0
-	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
+	scope := soakScope()
 	drained, lastDrainCheck := false, time.Time{}
 	sent, upgraded := false, false
 	for {
@@ -1075,7 +1110,7 @@ func (h *harness) anyDropped() bool {
 // work in flight: every process killed, this build's migrations applied to
 // the same database, the fleet back on the new binary.
 func (h *harness) upgrade(ctx context.Context) error {
-	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
+	scope := soakScope()
 	b, _ := ReadBacklog(ctx, h.st.Pool, scope)
 	h.logf("upgrade: killing every process of %s with %d event(s) pending", filepath.Base(h.o.UpgradeFrom), b.Pending)
 	err := h.fleet.replace(h.o.Binary, func() error {
@@ -1136,7 +1171,7 @@ func (h *harness) dropConnections(ctx context.Context) {
 }
 
 func (h *harness) progress(ctx context.Context, start time.Time, planned int, stop <-chan struct{}) {
-	scope := Scope{Accounts: []string{accountVersions, accountNotices, projectFeedback}, Workspaces: []string{wsVersions, wsNotices}}
+	scope := soakScope()
 	for {
 		select {
 		case <-ctx.Done():

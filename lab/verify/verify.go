@@ -37,6 +37,7 @@ const (
 	ForwardAppliedOnce     = "forward-applied-once"
 	ForwardsInOrder        = "forwards-in-order"
 	TeamTableExact         = "team-table-exact"
+	GitHubIssueForwards    = "github-issue-forwards"
 )
 
 // Result statuses.
@@ -69,13 +70,14 @@ var descriptions = map[string]string{
 	ForwardAppliedOnce:     "each forwarded operation applied exactly once at the receiver, under one key, none it never had",
 	ForwardsInOrder:        "each resource's forwards applied in the order the inbox committed their events",
 	TeamTableExact:         "the team's table holds each feedback item's votes that reached the receiver, nothing else",
+	GitHubIssueForwards:    "each GitHub issues event applied once at the receiver, each issue's events in delivery order",
 }
 
 var order = []string{
 	DeliveriesAcked, AckedSettled, InboxSettled, DroppedRecovered, ConflictsQuarantined, NoUnexpectedQuarantine,
 	GrantPerInvoice, NoStrayGrant, BalanceMatches, ReversalPerCreditNote, ProjectionNotBehind, ProjectionMatches, NoCanceledAccess,
 	AccessMatches, AlertPerFeedback, OutboxIntents, OutboxSettled, EmailPerConfirmation,
-	ForwardAppliedOnce, ForwardsInOrder, TeamTableExact,
+	ForwardAppliedOnce, ForwardsInOrder, TeamTableExact, GitHubIssueForwards,
 }
 
 // Names lists every invariant in report order.
@@ -123,6 +125,9 @@ type Input struct {
 	// Forwards, when set, is what the forward route's receiver applied
 	// (forward-applied-once, forwards-in-order; skipped without).
 	Forwards *Forwards
+	// GitHubIssues, when set, are the GitHub issues events sent and what
+	// their forward route's receiver applied (github-issue-forwards).
+	GitHubIssues *GitHubIssues
 	// TeamVotes: the soak team's handler ran (lab/soakteam), so its table
 	// must hold the votes (team-table-exact; skipped when false).
 	TeamVotes bool
@@ -228,6 +233,7 @@ func Check(ctx context.Context, db store.DB, in Input) (*Report, error) {
 		}
 		d.check(results)
 	}
+	githubIssueForwards(in.GitHubIssues, results[GitHubIssueForwards])
 	for _, res := range rep.Results {
 		switch {
 		case res.OffenderCount > 0:

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,8 +219,18 @@ func setup(t *testing.T) *bundle {
 		BackfillRan: true, CheckEmails: true, Emails: emails,
 		Forwards:  &verify.Forwards{Route: "comments", Applied: []verify.Applied{applied("cm_1", "msg_c1"), applied("cm_2", "msg_c2")}},
 		TeamVotes: true,
+		GitHubIssues: &verify.GitHubIssues{Route: "issues",
+			Delivered: map[string][]string{"org/repo#1": {"g1", "g2", "g3"}, "org/repo#2": {"g4"}},
+			// The two issues interleave: only each issue's own order counts.
+			Applied: []verify.Applied{ghApplied("g1"), ghApplied("g4"), ghApplied("g2"), ghApplied("g3")}},
 	}
 	return b
+}
+
+// ghApplied is the receiver's record of the issues forward of delivery guid.
+func ghApplied(guid string) verify.Applied {
+	return verify.Applied{OperationKey: "forward/issues/github/4242/test/" + guid,
+		EventKey: "github/4242/test/" + guid, ResourceKind: "issue"}
 }
 
 func (b *bundle) exec(t *testing.T, sql string, args ...any) {
@@ -345,6 +356,11 @@ func TestEveryInvariantCanFail(t *testing.T) {
 		{verify.TeamTableExact, func(t *testing.T, b *bundle) {
 			b.exec(t, `UPDATE `+soakteam.Table+` SET votes = 2`)
 		}, "fb_1 (proj_t): 2 vote(s) in soak_team_votes, 1 reached the receiver"},
+		{verify.GitHubIssueForwards, func(t *testing.T, b *bundle) {
+			// Issue 1's second event applied after its third.
+			a := b.input.GitHubIssues.Applied
+			a[2], a[3] = a[3], a[2]
+		}, "org/repo#1: delivery g2 (#2 of the issue) applied after #3"},
 	}
 	require.Len(t, cases, len(verify.Names()), "a case per invariant")
 	for _, tt := range cases {
@@ -471,4 +487,18 @@ func TestFetchTruthReadsWhatTheSimulatorServes(t *testing.T) {
 
 	_, err = verify.FetchTruth(context.Background(), srv.Client(), srv.URL+"/nowhere")
 	require.Error(t, err)
+}
+
+func TestGitHubIssueForwardsNamesTheLostAndTheTwiceApplied(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	gh := b.input.GitHubIssues
+	gh.Applied = append(gh.Applied[:3:3], ghApplied("g1"), ghApplied("g9"))
+	rep := b.check(t)
+	res := rep.Get(verify.GitHubIssueForwards)
+	require.Equal(t, verify.StatusViolation, res.Status, table(t, rep))
+	got := strings.Join(res.Offenders, "\n")
+	require.Contains(t, got, "github/4242/test/g9 applied, but no issues event had that delivery id")
+	require.Contains(t, got, "org/repo#1: delivery g1 applied 2 times")
+	require.Contains(t, got, "org/repo#1: delivery g3 never applied at the receiver (route issues)")
 }

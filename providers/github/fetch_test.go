@@ -125,6 +125,9 @@ func TestFetchWaitsForTheRateLimitReset(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.True(t, pe.HasRetryAfter)
 	require.Greater(t, pe.RetryAfter, 50*time.Minute)
+	wait, limited := pe.RateLimitWait()
+	require.True(t, limited, "the worker leaves the event pending until the reset, no attempt counted")
+	require.Equal(t, pe.RetryAfter, wait)
 	// go-github remembers the spent budget: the next fetch asks nothing.
 	before := sim.Stats().API.Requests
 	_, err = c.FetchObject(ctx, "7", github.KindIssue, "acme/widgets#12")
