@@ -96,6 +96,7 @@ Run it from inside the repository: the Temporal CLI is built into .tools/ on fir
 	f.DurationVar(&o.DropConnsEvery, "drop-conns-every", 7*time.Second, "how often the application's database connections are terminated")
 	f.IntVar(&o.MinConnDrops, "min-conn-drops", 3, "connection drop rounds before the chaos may stop")
 	f.BoolVar(&o.NoTemporalRestart, "no-temporal-restart", false, "do not restart the Temporal dev server")
+	f.BoolVar(&o.Coalesce, "coalesce", false, "the GitHub issues route coalesces (--fetch-current --coalesce): one document per run of an issue's pending events, holding the issue fetched from the simulator")
 	f.IntVar(&o.Outages, "outages", 1, "times PostgreSQL is stopped while the events flow (0: never)")
 	f.DurationVar(&o.OutageMin, "outage-min", 30*time.Second, "shortest PostgreSQL outage")
 	f.DurationVar(&o.OutageMax, "outage-max", 60*time.Second, "longest PostgreSQL outage")

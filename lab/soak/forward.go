@@ -35,6 +35,8 @@ type ForwardReceiver struct {
 	rng     *rand.Rand
 	applied map[string]bool
 	log     []verify.Applied
+	// current is the last applied document's current, per resource id.
+	current map[string]json.RawMessage
 	stats   ForwardStats
 	addr    string
 	srv     *http.Server
@@ -54,6 +56,10 @@ type ForwardStats struct {
 	Refused  int `json:"refused"`
 	Lost     int `json:"lost"`
 	Rejected int `json:"rejected"`
+	// Coalesced: applied documents that covered more than one event
+	// (a coalescing route's); Covered: the events they covered.
+	Coalesced int `json:"coalesced"`
+	Covered   int `json:"covered"`
 	// Kills: times it died; Down: how long it was dead in all.
 	Kills int           `json:"kills"`
 	Down  time.Duration `json:"down"`
@@ -68,7 +74,7 @@ func NewForwardReceiver(secret string, failRate, loseRate float64, seed uint64) 
 		return nil, err
 	}
 	return &ForwardReceiver{verifier: v, failRate: failRate, loseRate: loseRate, rng: rand.New(rand.NewPCG(seed, 13)),
-		applied: map[string]bool{}}, nil
+		applied: map[string]bool{}, current: map[string]json.RawMessage{}}, nil
 }
 
 // Start serves on a free local port and returns the base URL (the same
@@ -142,6 +148,12 @@ type forwardDoc struct {
 		Kind string `json:"kind"`
 		ID   string `json:"id"`
 	} `json:"resource"`
+	// Current: the provider's object (--fetch-current); Coalesced: every
+	// event a coalescing route's document covers, in order.
+	Current   json.RawMessage `json:"current"`
+	Coalesced []struct {
+		EventKey string `json:"event_key"`
+	} `json:"coalesced"`
 }
 
 // ServeHTTP receives one document.
@@ -179,7 +191,20 @@ func (f *ForwardReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.applied[key] = true
 	f.stats.Applied++
-	f.log = append(f.log, verify.Applied{OperationKey: key, EventKey: doc.EventKey, ResourceKind: doc.Resource.Kind, ResourceID: doc.Resource.ID})
+	if len(doc.Coalesced) > 0 {
+		// One document for a run of the resource's events: each is applied
+		// by it (the receiver takes current and dedups on the key).
+		f.stats.Coalesced++
+		f.stats.Covered += len(doc.Coalesced)
+		for _, c := range doc.Coalesced {
+			f.log = append(f.log, verify.Applied{OperationKey: key, EventKey: c.EventKey, ResourceKind: doc.Resource.Kind, ResourceID: doc.Resource.ID})
+		}
+	} else {
+		f.log = append(f.log, verify.Applied{OperationKey: key, EventKey: doc.EventKey, ResourceKind: doc.Resource.Kind, ResourceID: doc.Resource.ID})
+	}
+	if len(doc.Current) > 0 && string(doc.Current) != "null" {
+		f.current[doc.Resource.ID] = doc.Current
+	}
 	if f.rng.Float64() < f.loseRate {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -197,6 +222,18 @@ func (f *ForwardReceiver) Applied() []verify.Applied {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]verify.Applied(nil), f.log...)
+}
+
+// LastCurrent is, per resource id, the current object of the last document
+// applied that carried one.
+func (f *ForwardReceiver) LastCurrent() map[string]json.RawMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]json.RawMessage, len(f.current))
+	for id, c := range f.current {
+		out[id] = append(json.RawMessage(nil), c...)
+	}
+	return out
 }
 
 // Stats returns the running counts.

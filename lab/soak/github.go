@@ -2,9 +2,12 @@ package soak
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/hookinbox/hookinbox/internal/keys"
 	"github.com/hookinbox/hookinbox/internal/store/endpoints"
@@ -36,24 +39,45 @@ var (
 	githubHook    = simulator.GitHubRepoHook(githubOwner, githubRepo, 1)
 )
 
+// githubRouteArgs adds the route (plain: one document per event, as the
+// previous release has it in an upgrade run).
 func githubRouteArgs(url string) []string {
 	return []string{"routes", "add", "--name", githubRoute, "--provider", "github", "--event-type", "issues.*",
 		"--forward", url + "/issues", "--secret-env", "SOAK_SECRET_FORWARD", "--allow-private", "--retry-budget", "60", "--timeout", "5s"}
 }
 
-func githubCLI() [][]string {
+// githubCoalesceArgs makes the route coalescing (Options.Coalesce): each
+// send fetches the issue from the simulator's GitHub, and a run of an
+// issue's pending events goes as one document.
+func githubCoalesceArgs() []string {
+	return []string{"routes", "update", githubRoute, "--fetch-current", "--coalesce", "--coalesce-max", "4", "--reason", "soak: coalesce"}
+}
+
+// githubCLI registers the hook's endpoint with the versions simulator's
+// API as its GitHub (the issues a coalescing route fetches).
+func githubCLI(apiV string) [][]string {
 	return [][]string{
-		{"endpoints", "add", "--slug", slugGitHub, "--provider", "github", "--environment", "test", "--secret-env", "SOAK_SECRET_GITHUB"},
+		{"endpoints", "add", "--slug", slugGitHub, "--provider", "github", "--environment", "test", "--secret-env", "SOAK_SECRET_GITHUB",
+			"--api-base-url", apiV, "--allow-custom-api-host", "--api-key-env", "SOAK_API_KEY"},
 		{"endpoints", "link", "--slug", slugGitHub, "--account", githubInstallation, "--workspace", wsVersions},
 	}
 }
 
-func (h *harness) registerGitHub(ctx context.Context) error {
+func (h *harness) registerGitHub(ctx context.Context, apiV string) error {
 	if err := endpoints.InsertEndpoint(ctx, h.st, endpoints.NewEndpoint{Slug: slugGitHub, Provider: keys.ProviderGitHub, Environment: "test",
-		Secrets: []string{secretGitHub}}); err != nil {
+		Secrets: []string{secretGitHub}, APIBaseURL: apiV, APIKey: simulator.DefaultAPIKey}); err != nil {
 		return err
 	}
 	return endpoints.LinkAccount(ctx, h.st, slugGitHub, githubInstallation, wsVersions)
+}
+
+// githubIssueJSON is issue n as GitHub serves it after its i-th action.
+func githubIssueJSON(n, i int, action string) string {
+	state := "open"
+	if action == "closed" {
+		state = "closed"
+	}
+	return fmt.Sprintf(`{"number":%d,"title":"soak issue %d","state":%q,"updated_at":"2026-12-03T08:%02d:%02dZ"}`, n, n, state, n, i)
 }
 
 // githubIssue is OWNER/REPO#N, the resource this build gives issue n's events.
@@ -73,9 +97,15 @@ func (h *harness) sendGitHub(ctx context.Context, over time.Duration) (map[strin
 		go func() {
 			defer wg.Done()
 			for i, action := range githubActions {
-				body := fmt.Appendf(nil, `{"action":%q,"issue":{"number":%d,"title":"soak issue %d","state":%q,"updated_at":"2026-12-03T08:%02d:%02dZ"},`+
+				issue := githubIssueJSON(n, i, action)
+				body := fmt.Appendf(nil, `{"action":%q,"issue":%s,`+
 					`"repository":{"full_name":"%s/%s","owner":{"login":%q}},"installation":{"id":%s},"sender":{"login":"octocat"}}`,
-					action, n, n, map[bool]string{true: "closed", false: "open"}[action == "closed"], n, i, githubOwner, githubRepo, githubOwner, githubInstallation)
+					action, issue, githubOwner, githubRepo, githubOwner, githubInstallation)
+				// The issue changes at GitHub, then the hook tells of it.
+				if err := h.simV.SetGitHubObject(simulator.GitHubObjectPath(githubOwner, githubRepo, simulator.GitHubIssues, int64(n)), json.RawMessage(issue)); err != nil {
+					errs <- err
+					return
+				}
 				d, err := h.simV.GitHubDeliver(ctx, githubHook, "issues", body, false)
 				for tries := 0; err == nil && d.StatusCode/100 != 2; tries++ {
 					if tries == 200 {
@@ -111,7 +141,23 @@ func (h *harness) sendGitHub(ctx context.Context, over time.Duration) (map[strin
 	return delivered, <-errs
 }
 
-// githubCheck is the verify input of the GitHub part.
+// githubCheck is the verify input of the GitHub part. A coalescing route's
+// documents carry the fetched issue: the last one the receiver applied for
+// each issue must be the issue's final state (every issue's, unless the
+// route became coalescing only at the upgrade).
 func (h *harness) githubCheck(delivered map[string][]string) *verify.GitHubIssues {
-	return &verify.GitHubIssues{Route: githubRoute, Delivered: delivered, Applied: h.forward.Applied()}
+	in := &verify.GitHubIssues{Route: githubRoute, Delivered: delivered, Applied: h.forward.Applied()}
+	if !h.o.Coalesce {
+		return in
+	}
+	in.Final, in.Current = map[string]string{}, map[string]string{}
+	in.EveryCurrent = h.o.UpgradeFrom == ""
+	last := len(githubActions) - 1
+	for n := 1; n <= githubIssues; n++ {
+		in.Final[githubIssue(n)] = gjson.Get(githubIssueJSON(n, last, githubActions[last]), "updated_at").String()
+	}
+	for id, cur := range h.forward.LastCurrent() {
+		in.Current[id] = gjson.GetBytes(cur, "updated_at").String()
+	}
+	return in
 }

@@ -99,6 +99,13 @@ type Options struct {
 	// every process is killed (work in flight), Binary migrates the same
 	// database and the fleet comes back on Binary (make test-upgrade).
 	UpgradeFrom string
+	// Coalesce makes the GitHub part's forward route coalescing
+	// (--fetch-current --coalesce): each send carries the issue fetched from
+	// the simulator's GitHub, a run of an issue's pending events goes as one
+	// document, and the receiver's last document of each issue must hold its
+	// final state. In an upgrade run this build makes the route coalescing
+	// right after the upgrade (the previous release has no --coalesce).
+	Coalesce bool
 	// UpgradeAt is the share of deliveries after which the upgrade happens
 	// (default 0.5).
 	UpgradeAt float64
@@ -241,6 +248,7 @@ type Summary struct {
 	GitHubEvents       int    `json:"github_events"`
 	GitHubRedeliveries int64  `json:"github_redeliveries"`
 	GitHubRoute        string `json:"github_route"`
+	GitHubCoalesce     bool   `json:"github_coalesce,omitempty"`
 	TeamHandler        bool   `json:"team_handler"`
 	TeamVotes          int64  `json:"team_votes"`
 	// Backfill: events recovered by the facts backfill.
@@ -290,6 +298,9 @@ func (s Summary) Write(w io.Writer) {
 		s.ForwardRoute, f.Applied, f.Posts, f.Repeats, f.Refused, f.Lost, f.Rejected, f.Kills, f.Down.Round(100*time.Millisecond))
 	fmt.Fprintf(w, "  github       %d issues events about %d issues of one repository, acknowledged after %d redelivery(ies), forwarded by route %s\n",
 		s.GitHubEvents, s.GitHubIssues, s.GitHubRedeliveries, s.GitHubRoute)
+	if s.GitHubCoalesce {
+		fmt.Fprintf(w, "               coalescing (--fetch-current --coalesce): %d document(s) covered %d events\n", s.Forward.Coalesced, s.Forward.Covered)
+	}
 	if s.TeamHandler {
 		fmt.Fprintf(w, "  team handler %s: %d vote(s) counted in %s\n", soakteam.HandlerName, s.TeamVotes, soakteam.Table)
 	} else {
@@ -548,6 +559,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	res.Kept = keep
 	h.summarize(&sum, reports, truthV, truthN, final)
 	sum.GitHubIssues, sum.GitHubRoute, sum.GitHubRedeliveries = len(githubDelivered), githubRoute, h.githubRedeliveries.Load()
+	sum.GitHubCoalesce = o.Coalesce
 	for _, ids := range githubDelivered {
 		sum.GitHubEvents += len(ids)
 	}
@@ -783,6 +795,11 @@ func (h *harness) serve(ctx context.Context) (targetsV, targetsN simulator.Targe
 	if err := h.runBinary(ctx, h.fleetBinary(), githubRouteArgs(forwardURL)...); err != nil {
 		return targetsV, targetsN, err
 	}
+	if h.o.Coalesce && h.o.UpgradeFrom == "" {
+		if err := h.runBinary(ctx, h.o.Binary, githubCoalesceArgs()...); err != nil {
+			return targetsV, targetsN, err
+		}
+	}
 	h.simV.AddGitHubHook(githubHook, simulator.Endpoint{URL: relayURL + "/webhooks/" + slugGitHub, Secrets: []string{secretGitHub}})
 	feedbackTarget := simulator.Endpoint{URL: relayURL + "/webhooks/" + slugFeedback, Secrets: []string{secretFeedback}}
 	targetsV = simulator.Targets{
@@ -849,7 +866,7 @@ func (h *harness) register(ctx context.Context, apiV, apiN, teamURL string) erro
 		Target: teamURL + "/alerts", Secret: secretTeam, Enabled: true}); err != nil {
 		return err
 	}
-	return h.registerGitHub(ctx)
+	return h.registerGitHub(ctx, apiV)
 }
 
 // registerWithCLI registers the same through bin's own operator CLI (the
@@ -871,7 +888,7 @@ func (h *harness) registerWithCLI(ctx context.Context, bin, apiV, apiN, teamURL 
 		{"workspaces", "add-destination", "--workspace", wsVersions, "--name", teamDestination, "--webhook", teamURL + "/alerts",
 			"--secret-env", "SOAK_SECRET_TEAM"},
 	}
-	cmds = append(cmds, githubCLI()...)
+	cmds = append(cmds, githubCLI(apiV)...)
 	for _, c := range cmds {
 		if err := h.runBinary(ctx, bin, c...); err != nil {
 			return err
@@ -1126,6 +1143,14 @@ func (h *harness) upgrade(ctx context.Context) error {
 	h.mu.Lock()
 	h.upgraded = true
 	h.mu.Unlock()
+	if h.o.Coalesce {
+		// The previous release has no coalescing: the route becomes
+		// coalescing now, with the old rule's rows still pending.
+		if err := h.runBinary(ctx, h.o.Binary, githubCoalesceArgs()...); err != nil {
+			return fmt.Errorf("upgrade: %w", err)
+		}
+		h.logf("upgrade: route %s coalesces from now on", githubRoute)
+	}
 	return h.fleet.waitAllUp(ctx, 3*time.Minute)
 }
 

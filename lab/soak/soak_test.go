@@ -59,6 +59,10 @@ func buildBinary(t *testing.T) string {
 // `hookinbox-lab soak --seed N --events 400` (docs/soak.md).
 var shortSoakSeeds = []uint64{7, 20261202}
 
+// coalescingSeed runs with the GitHub route coalescing (Options.Coalesce):
+// every guarantee holds with coalescing on, at no extra run.
+const coalescingSeed = 20261202
+
 // TestShortSoak is the chaos soak at a size `make test` affords on two
 // cores, for each of shortSoakSeeds: a few hundred events through two
 // intakes and two workers that are killed with SIGKILL, a Temporal dev
@@ -89,6 +93,7 @@ func shortSoak(t *testing.T, bin string, seed uint64) {
 		Outages: 1, OutageMin: 30 * time.Second, OutageMax: 30 * time.Second,
 		DropAfterSendRate: 0.1,
 		ConvergeTimeout:   10 * time.Minute, ChaosLimit: 4 * time.Minute,
+		Coalesce: seed == coalescingSeed,
 		Progress: log,
 	})
 	require.NoError(t, err)

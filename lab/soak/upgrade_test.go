@@ -79,6 +79,7 @@ func TestUpgradeWithWorkInFlight(t *testing.T) {
 		DropConnsEvery: 3 * time.Second, MinConnDrops: 1,
 		NoTemporalRestart: true,
 		ConvergeTimeout:   10 * time.Minute, ChaosLimit: 4 * time.Minute,
+		Coalesce: true, // the GitHub route becomes coalescing at the upgrade
 		Progress: log,
 	})
 	require.NoError(t, err)

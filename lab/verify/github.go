@@ -18,8 +18,15 @@ type GitHubIssues struct {
 	// intake's).
 	Delivered map[string][]string
 	// Applied is the receiver's log, every provider's (only GitHub's
-	// entries are read).
+	// entries are read). A coalesced document's events are each an entry,
+	// under the document's one operation key.
 	Applied []Applied
+	// Final, when set (a route that fetches the current issue), is each
+	// issue's updated_at at the end; Current is the updated_at of the last
+	// current the receiver applied per issue. Each issue that has a Current
+	// must have its Final one; with EveryCurrent, every issue must have one.
+	Final, Current map[string]string
+	EveryCurrent   bool
 }
 
 // githubIssueForwards: each delivered issues event is applied exactly once,
@@ -72,6 +79,17 @@ func githubIssueForwards(in *GitHubIssues, r *Result) {
 				r.offend("", "%s: delivery %s never applied at the receiver (route %s)", issue, id, in.Route)
 			default:
 				r.offend("", "%s: delivery %s applied %d times", issue, id, n)
+			}
+		}
+	}
+	if in.Final != nil {
+		for _, issue := range issues {
+			cur, ok := in.Current[issue]
+			switch {
+			case !ok && in.EveryCurrent:
+				r.offend("", "%s: no document carried the issue's current state", issue)
+			case ok && cur != in.Final[issue]:
+				r.offend("", "%s: the receiver's last current is of %s, the issue's final state of %s", issue, cur, in.Final[issue])
 			}
 		}
 	}

@@ -362,6 +362,7 @@ func TestEveryInvariantCanFail(t *testing.T) {
 			a[2], a[3] = a[3], a[2]
 		}, "org/repo#1: delivery g2 (#2 of the issue) applied after #3"},
 	}
+
 	require.Len(t, cases, len(verify.Names()), "a case per invariant")
 	for _, tt := range cases {
 		t.Run(tt.invariant, func(t *testing.T) {
@@ -487,6 +488,31 @@ func TestFetchTruthReadsWhatTheSimulatorServes(t *testing.T) {
 
 	_, err = verify.FetchTruth(context.Background(), srv.Client(), srv.URL+"/nowhere")
 	require.Error(t, err)
+}
+
+func TestGitHubIssueForwardsHoldsTheFinalStateOfACoalescingRoute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	gh := b.input.GitHubIssues
+	gh.Final = map[string]string{"org/repo#1": "2026-12-03T08:00:03Z", "org/repo#2": "2026-12-03T08:00:04Z"}
+	gh.Current = map[string]string{"org/repo#1": "2026-12-03T08:00:03Z"}
+	require.Equal(t, verify.StatusOK, b.check(t).Get(verify.GitHubIssueForwards).Status, "issue 2's current came before the upgrade")
+	gh.EveryCurrent = true
+	res := b.check(t).Get(verify.GitHubIssueForwards)
+	require.Equal(t, verify.StatusViolation, res.Status)
+	require.Contains(t, strings.Join(res.Offenders, "\n"), "org/repo#2: no document carried the issue's current state")
+	stale(t, b)
+	res = b.check(t).Get(verify.GitHubIssueForwards)
+	require.Equal(t, verify.StatusViolation, res.Status)
+	require.Contains(t, strings.Join(res.Offenders, "\n"),
+		"org/repo#1: the receiver's last current is of 2026-12-03T08:00:02Z, the issue's final state of 2026-12-03T08:00:03Z")
+}
+
+// stale: the receiver's last document of issue 1 carried an older state.
+func stale(t *testing.T, b *bundle) {
+	gh := b.input.GitHubIssues
+	gh.Final = map[string]string{"org/repo#1": "2026-12-03T08:00:03Z", "org/repo#2": "2026-12-03T08:00:04Z"}
+	gh.Current = map[string]string{"org/repo#1": "2026-12-03T08:00:02Z", "org/repo#2": "2026-12-03T08:00:04Z"}
 }
 
 func TestGitHubIssueForwardsNamesTheLostAndTheTwiceApplied(t *testing.T) {
