@@ -36,10 +36,29 @@ type Handoff struct {
 	// warning a second, not one per delivery.
 	dropLog    rate.Sometimes
 	dropsSince atomic.Int64
+
+	// While Temporal fails (down, unreachable, refusing), the workers
+	// pause between sends: resumeAt is when the next may go, after a
+	// backoff that doubles from failBackoffMin to failBackoffMax and is
+	// reset by a success. The doorbells wait in the queue meanwhile (and
+	// coalesce there), instead of each failing at once: a down Temporal
+	// costs the intake neither CPU nor a log line per delivery. The
+	// failures are logged at most once per dropLogEvery, with their count.
+	outage    sync.Mutex
+	backoff   time.Duration
+	resumeAt  time.Time
+	failLog   rate.Sometimes
+	failSince atomic.Int64
 }
 
-// dropLogEvery spaces the "queue full" warnings.
+// dropLogEvery spaces the "queue full" and "hand-off failed" warnings.
 const dropLogEvery = time.Second
+
+// The hand-off's pause after a failed send, doubling while sends fail.
+const (
+	failBackoffMin = 50 * time.Millisecond
+	failBackoffMax = 5 * time.Second
+)
 
 type item struct {
 	r   keys.Resource
@@ -70,7 +89,7 @@ func NewHandoff(s keys.Doorbell, o HandoffOptions) *Handoff {
 	return &Handoff{
 		signaler: s, timeout: o.Timeout, workers: max(1, o.Workers), metrics: o.Metrics, log: o.Logger, pace: o.Pacer,
 		queue: make(chan item, max(1, o.Capacity)), queued: map[keys.Resource]struct{}{},
-		dropLog: rate.Sometimes{Interval: dropLogEvery},
+		dropLog: rate.Sometimes{Interval: dropLogEvery}, failLog: rate.Sometimes{Interval: dropLogEvery},
 	}
 }
 
@@ -115,6 +134,9 @@ func (h *Handoff) Run(ctx context.Context) {
 				// Room in the window first, then a doorbell: while the
 				// window is full, doorbells wait in the queue, where those
 				// of one resource coalesce.
+				if h.waitOutage(ctx) != nil {
+					return
+				}
 				if h.pace != nil && h.pace.Acquire(ctx) != nil {
 					return
 				}
@@ -147,16 +169,51 @@ func (h *Handoff) send(ctx context.Context, it item) error {
 	defer cancel()
 	if err := h.signaler.Ring(sctx, it.r, keys.SignalEvent, it.key.String()); err != nil {
 		h.metrics.HandoffSignals.WithLabelValues("failed").Inc()
-		id := keys.ResourceWorkflowID(it.r)
-		if w, ok := h.signaler.(interface{ WorkflowID(keys.Resource) string }); ok {
-			id = w.WorkflowID(it.r) // after the deployment's prefix
-		}
-		h.log.Warn("hand-off failed; the sweeper will deliver the event", "event_key", it.key.String(),
-			"workflow_id", id, "error", err.Error())
+		pause := h.failed()
+		h.failSince.Add(1)
+		h.failLog.Do(func() {
+			id := keys.ResourceWorkflowID(it.r)
+			if w, ok := h.signaler.(interface{ WorkflowID(keys.Resource) string }); ok {
+				id = w.WorkflowID(it.r) // after the deployment's prefix
+			}
+			h.log.Warn("hand-off failed; the sweeper will deliver the events", "failed", h.failSince.Swap(0),
+				"event_key", it.key.String(), "workflow_id", id, "pause", pause.String(), "error", err.Error())
+		})
 		return err
 	}
+	h.outage.Lock()
+	h.backoff = 0
+	h.outage.Unlock()
 	h.metrics.HandoffSignals.WithLabelValues("sent").Inc()
 	return nil
+}
+
+// failed notes a failed send: the next waits for the doubled backoff.
+func (h *Handoff) failed() time.Duration {
+	h.outage.Lock()
+	defer h.outage.Unlock()
+	h.backoff = min(max(2*h.backoff, failBackoffMin), failBackoffMax)
+	h.resumeAt = time.Now().Add(h.backoff)
+	return h.backoff
+}
+
+// waitOutage waits until the pause after a failed send is over.
+func (h *Handoff) waitOutage(ctx context.Context) error {
+	for {
+		h.outage.Lock()
+		wait := time.Until(h.resumeAt)
+		h.outage.Unlock()
+		if wait <= 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // Len is the number of queued doorbells.

@@ -171,3 +171,66 @@ func TestAFullQueueIsLoggedOncePerSecondWithItsCount(t *testing.T) {
 	require.Equal(t, 2, logs.records)
 	require.Equal(t, int64(1000), logs.dropped, "999 counted since the first line, and this one")
 }
+
+// switchSignaler fails every call at once while down, and counts them.
+type switchSignaler struct {
+	mu          sync.Mutex
+	down        bool
+	calls, sent int
+}
+
+func (s *switchSignaler) Ring(context.Context, keys.Resource, string, string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.down {
+		return errors.New("rpc error: code = Unavailable desc = connection refused")
+	}
+	s.sent++
+	return nil
+}
+
+func (s *switchSignaler) counts() (calls, sent int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls, s.sent
+}
+
+// TestADownTemporalPausesTheHandoffInsteadOfFailingEveryDoorbell: with
+// Temporal refusing at once, a hand-off that took the next doorbell after
+// each failure spent its whole queue in a few milliseconds (a call, a
+// failure and a log line per delivery, on the intake's CPU). It pauses
+// instead, doubling the pause; the doorbells wait queued, the failures are
+// one log line a second, and once Temporal is back every queued doorbell
+// is sent.
+func TestADownTemporalPausesTheHandoffInsteadOfFailingEveryDoorbell(t *testing.T) {
+	t.Parallel()
+	sig := &switchSignaler{down: true}
+	logs := &countingHandler{}
+	m := metrics.New()
+	h := NewHandoff(sig, HandoffOptions{Capacity: 1000, Workers: 4, Timeout: time.Second, Metrics: m, Logger: slog.New(logs)})
+	for i := range 1000 {
+		h.Notify(res(fmt.Sprintf("sub_%d", i)), ev(fmt.Sprintf("e%d", i)))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	time.Sleep(time.Second)
+	calls, _ := sig.counts()
+	require.Positive(t, calls)
+	// 4 in flight at the first failure, then one a pause: 50, 100, 200,
+	// 400 ms… fewer on a slow machine, never the queue.
+	require.Less(t, calls, 40, "calls to a down Temporal in one second")
+	require.Greater(t, h.Len(), 900, "the doorbells wait in the queue")
+	logs.mu.Lock()
+	require.LessOrEqual(t, logs.records, 2, "failures are logged once a second")
+	logs.mu.Unlock()
+
+	sig.mu.Lock()
+	sig.down = false
+	sig.mu.Unlock()
+	require.Eventually(t, func() bool {
+		_, sent := sig.counts()
+		return sent+int(testutil.ToFloat64(m.HandoffSignals.WithLabelValues("failed"))) == 1000
+	}, 20*time.Second, 20*time.Millisecond, "every doorbell sent once Temporal is back (or failed, for the sweeper)")
+}
