@@ -292,7 +292,7 @@ func deliverBoth(t *testing.T, w *simWorld, fwd *forwardService) (created, paid 
 	eventually(t, 60*time.Second, "the forward and the confirmation email", func() bool {
 		return len(fwd.traceparents()) == 1 && w.outboxStatus(t) == keys.OutboxSent
 	})
-	w.stack.flush()
+	w.flush()
 	return created, paid
 }
 

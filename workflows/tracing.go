@@ -63,7 +63,7 @@ type deliveryTracer struct{ interceptor.Tracer }
 
 func (t deliveryTracer) ref(span interceptor.TracerSpanRef) interceptor.TracerSpanRef {
 	if d, ok := span.(deliverySpan); ok {
-		ref, err := t.Tracer.UnmarshalSpan(map[string]string{"traceparent": string(d)})
+		ref, err := t.UnmarshalSpan(map[string]string{"traceparent": string(d)})
 		if err != nil {
 			return nil // a malformed traceparent: a root, as without one
 		}

@@ -215,7 +215,7 @@ func BuildProxy(ctx context.Context, o ProxyOptions) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }() // read only
 	prefix := m.Path + "@" + m.Version + "/"
 	for _, f := range zr.File {
 		p.Files = append(p.Files, strings.TrimPrefix(f.Name, prefix))
@@ -245,7 +245,7 @@ func workTree(ctx context.Context, root string) (string, error) {
 		return "", err
 	}
 	idx.Close()
-	defer os.Remove(idx.Name())
+	defer func() { _ = os.Remove(idx.Name()) }() // a scratch file in the temp dir
 	env := []string{"GIT_INDEX_FILE=" + idx.Name()}
 	if _, err := git(ctx, root, env, "read-tree", "HEAD"); err != nil {
 		return "", err
