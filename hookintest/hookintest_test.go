@@ -247,3 +247,35 @@ func TestTheAssertionHelpersReadWhatTheHandlerRecorded(t *testing.T) {
 	require.False(t, got[0].Resolved)
 	require.Empty(t, h.Quarantine(ctx, "other"))
 }
+
+// A redelivery whose bytes differ from the stored row's (the provider's
+// events list serialized the event the backfill took first) is a
+// duplicate of that row: Post's Key names it. Before, Key looked the row
+// up by the bytes alone and came back zero.
+func TestPostNamesTheRowADuplicateInOtherBytesDuplicates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := paidApp(t, func(ctx context.Context, ev *hookinbox.Event) (hookinbox.Result, error) {
+		return hookinbox.Result{Note: "ok"}, nil
+	})
+	stack := h.Run()
+	sim := simulator.New(simulator.Config{Seed: 5})
+	_, paid, err := sim.PayInvoice(simulator.InvoiceOptions{})
+	require.NoError(t, err)
+	key := hookintype.EventKey{Provider: "stripe", Account: "acct_sim_a", Environment: hookintype.Test, EventID: paid.ID}
+	first := stack.Post(ctx, "s", secret, nil, paid.Body)
+	require.Equal(t, 200, first.Status)
+	require.Equal(t, key, first.Key)
+	// As if the backfill had stored it first, from the events list.
+	_, err = h.DB.Exec(ctx, `UPDATE webhook_inbox SET origin = 'backfill' WHERE event_id = $1`, paid.ID)
+	require.NoError(t, err)
+	var v any
+	require.NoError(t, json.Unmarshal(paid.Body, &v))
+	other, err := json.MarshalIndent(v, "", "    ")
+	require.NoError(t, err)
+	require.NotEqual(t, paid.Body, other)
+	again := stack.Post(ctx, "s", secret, nil, other)
+	require.Equal(t, 200, again.Status)
+	require.Contains(t, string(again.Body), `"duplicate"`)
+	require.Equal(t, key, again.Key, "the row it duplicates")
+}
