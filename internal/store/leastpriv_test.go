@@ -51,7 +51,17 @@ GRANT ` + group + ` TO ` + store.RoleIntake + `;
 CREATE FUNCTION team_read_keys() RETURNS SETOF text LANGUAGE sql SECURITY DEFINER AS $$ SELECT api_key FROM public.endpoints $$;
 GRANT EXECUTE ON FUNCTION team_read_keys() TO PUBLIC;
 GRANT EXECUTE ON FUNCTION team_read_keys() TO ` + store.RoleConsole + `;
+CREATE SCHEMA team_shadow;
+CREATE TABLE team_shadow.endpoints (slug text);
+GRANT USAGE ON SCHEMA team_shadow TO ` + store.RoleWorker + `;
+GRANT SELECT ON team_shadow.endpoints TO ` + store.RoleWorker + `;
+ALTER ROLE ` + store.RoleWorker + ` CREATEDB;
+DO $$ BEGIN
+  EXECUTE format('ALTER ROLE %I IN DATABASE %I SET search_path = team_shadow, public', '` + store.RoleWorker + `', current_database());
+  EXECUTE format('ALTER ROLE %I IN DATABASE %I SET work_mem = %L', '` + store.RoleWorker + `', current_database(), '5MB');
+END $$;
 ---- create above / drop below ----
+DROP SCHEMA team_shadow CASCADE;
 DROP FUNCTION team_read_keys();
 DROP TABLE team_things;`)}}}
 	conn, err := b.owner.Pool.Acquire(ctx)
@@ -63,6 +73,11 @@ DROP TABLE team_things;`)}}}
 	in := b.as(t, store.RoleIntake)
 	_, err = in.Pool.Exec(ctx, `SELECT token_sha256 FROM api_tokens`)
 	require.NoError(t, err, "the widening works before the reset")
+	wk := b.as(t, store.RoleWorker)
+	var path string
+	require.NoError(t, wk.Pool.QueryRow(ctx, `SHOW search_path`).Scan(&path))
+	require.Contains(t, path, "team_shadow", "the worker's unqualified names resolve in the team's schema first, before the reset")
+	wk.Pool.Close()
 
 	_, _, err = store.ReapplyGrants(ctx, b.owner.Pool)
 	require.NoError(t, err)
@@ -113,6 +128,15 @@ DROP TABLE team_things;`)}}}
 	for _, c := range callable {
 		require.Contains(t, allowed, c, "a SECURITY DEFINER function is callable beyond store.FunctionGrants")
 	}
+
+	wk = b.as(t, store.RoleWorker)
+	var timeout string
+	require.NoError(t, wk.Pool.QueryRow(ctx, `SELECT current_setting('search_path'), current_setting('work_mem')`).Scan(&path, &timeout))
+	require.NotContains(t, path, "team_shadow", "a role setting that moves the worker's names is reset")
+	require.Equal(t, "5MB", timeout, "an operator's tuning of the role stays")
+	var createdb bool
+	require.NoError(t, b.owner.Pool.QueryRow(ctx, `SELECT rolcreatedb FROM pg_roles WHERE rolname = $1`, store.RoleWorker).Scan(&createdb))
+	require.False(t, createdb, "an attribute a team's migration gave the worker is taken back")
 
 	_, err = in.Pool.Exec(ctx, `SELECT token_sha256 FROM api_tokens`)
 	requireDenied(t, err, "the intake reads token hashes through a team's group role")

@@ -546,8 +546,10 @@ func applyGrants(ctx context.Context, tx pgx.Tx, roles []string, extra []Grant) 
 // CONNECT, TEMP and USAGE, which every process's connection relies on), a
 // process role's membership of another role, and EXECUTE by PUBLIC on any
 // SECURITY DEFINER function of the database (in any schema) but the ones
-// FunctionGrants names (those are granted to their role only). The REVOKEs
-// FROM each role that follow undo the direct grants.
+// FunctionGrants names (those are granted to their role only), and the
+// attributes and settings of a process role that widen it
+// (roleAttributeStatements). The REVOKEs FROM each role that follow undo
+// the direct grants.
 func wideningStatements(ctx context.Context, tx pgx.Tx, roles []string) ([]string, error) {
 	out := []string{
 		"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM PUBLIC",
@@ -582,6 +584,11 @@ func wideningStatements(ctx context.Context, tx pgx.Tx, roles []string) ([]strin
 		return nil, fmt.Errorf("SECURITY DEFINER functions: %w", err)
 	}
 	out = append(out, definers...)
+	attrs, err := roleAttributeStatements(ctx, tx, roles)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, attrs...)
 	for _, role := range roles {
 		r := pgx.Identifier{role}.Sanitize()
 		rows, err := tx.Query(ctx, `
@@ -599,6 +606,49 @@ func wideningStatements(ctx context.Context, tx pgx.Tx, roles []string) ([]strin
 			return nil, fmt.Errorf("SECURITY DEFINER functions of %s: %w", role, err)
 		}
 		out = append(out, more...)
+	}
+	return out, nil
+}
+
+// widenedSettings are the role settings (ALTER ROLE … SET) that change
+// what a process role's sessions may do or read: the schemas its unqualified
+// names resolve in, a role to become at login, replication mode (triggers
+// off, so the secret-guarding triggers would not fire) and libraries
+// loaded into its sessions. Other settings (statement_timeout, work_mem…)
+// are an operator's to tune and stay.
+var widenedSettings = []string{"search_path", "role", "session_replication_role", "session_preload_libraries", "local_preload_libraries"}
+
+// roleAttributeStatements undo what a team's migration may have done to a
+// process role itself: the attributes that widen it (SUPERUSER, CREATEDB,
+// CREATEROLE, REPLICATION, BYPASSRLS: a process role has none of them) and
+// widenedSettings set for it, server-wide or in this database. Only what is
+// set is altered (role attributes are shared by every database of the
+// server, and clearing SUPERUSER needs one).
+func roleAttributeStatements(ctx context.Context, tx pgx.Tx, roles []string) ([]string, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT format('ALTER ROLE %I%s%s%s%s%s', rolname,
+		              CASE WHEN rolsuper THEN ' NOSUPERUSER' ELSE '' END,
+		              CASE WHEN rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
+		              CASE WHEN rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
+		              CASE WHEN rolreplication THEN ' NOREPLICATION' ELSE '' END,
+		              CASE WHEN rolbypassrls THEN ' NOBYPASSRLS' ELSE '' END)
+		  FROM pg_roles
+		 WHERE rolname = ANY($1) AND (rolsuper OR rolcreatedb OR rolcreaterole OR rolreplication OR rolbypassrls)
+		UNION ALL
+		SELECT format('ALTER ROLE %I%s RESET %s', r.rolname,
+		              CASE WHEN s.setdatabase = 0 THEN '' ELSE format(' IN DATABASE %I', current_database()) END,
+		              split_part(c.setting, '=', 1))
+		  FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole, unnest(s.setconfig) AS c(setting)
+		 WHERE r.rolname = ANY($1)
+		   AND s.setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))
+		   AND lower(split_part(c.setting, '=', 1)) = ANY($2)
+		 ORDER BY 1`, roles, widenedSettings)
+	if err != nil {
+		return nil, fmt.Errorf("process roles' attributes and settings: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("process roles' attributes and settings: %w", err)
 	}
 	return out, nil
 }
