@@ -21,7 +21,13 @@
 //   - a quoted migration number or file name is not in migrations/
 //     (CheckMigrations);
 //   - the configuration table states another default than internal/config
-//     has, or none (ConfigTableDefaults).
+//     has, or none (ConfigTableDefaults);
+//   - a Go identifier written as code (a code span such as `hookinbox.New`,
+//     `providers.Normalized.Reply` or `Event.Fetch`, or a selector in a
+//     ```go block) is not declared by any package of that name, or a path
+//     of the tree written as code (`internal/store`,
+//     `providers/all/all.go`) is not there (GoIndex.CheckGoNames; the rule
+//     is in goidents.go).
 //
 // Apart from the roles check, which reads a test database's catalog, it
 // reads Go source and Markdown and builds command trees and the console's
