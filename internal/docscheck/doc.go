@@ -1,9 +1,14 @@
 // Package docscheck keeps the documentation true to the code and to the
 // committed benchmark data. Its tests run in make test and fail when:
 //
-//   - a HOOKINBOX_* variable that internal/config or lab/devenv reads is
-//     missing from the README's configuration table, or the table lists one
-//     that nothing reads (EnvVarsRead, ConfigTableVars, CheckEnvVars);
+//   - a HOOKINBOX_*, TEMPORAL_*, OTEL_* or DATABASE_URL variable the
+//     module's Go code reads is in neither of the README's tables, or in
+//     the wrong one: the configuration table lists what non-test code
+//     outside lab/ reads, the test variables table (under ## Tests) what
+//     only tests and lab/ read, and every HOOKINBOX_TEST_*; or a table lists
+//     one that nothing reads, or one twice (TreeEnvReads, SplitEnvReads,
+//     ConfigTableVars, CheckEnvTables; what counts as a read is in
+//     EnvVarsRead's comment);
 //   - a measured figure in docs/benchmarks.md's Figures section or the
 //     README's Benchmarks section does not name the bench-results/ JSON file
 //     it comes from, or names one that is not there (CheckFigures);

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -67,6 +68,7 @@ type GoIndex struct {
 	requires     map[string]string   // go.mod: module path → version
 	modcache     string
 	goroot       string
+	mu           sync.Mutex // guards deps: GoName may be called from parallel tests
 }
 
 type goPkg struct {
@@ -527,6 +529,8 @@ func (idx *GoIndex) importedNamed(name string) []*goPkg {
 // GoName checks one code span. It returns "" when the span is not a Go
 // name or a path, or names something that exists, else why not.
 func (idx *GoIndex) GoName(span string) string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
 	s := strings.TrimSpace(span)
 	if m := callSuffix.FindStringSubmatch(s); m != nil {
 		s = m[1]
