@@ -9,6 +9,12 @@
 //     one that nothing reads, or one twice (TreeEnvReads, SplitEnvReads,
 //     ConfigTableVars, CheckEnvTables; what counts as a read is in
 //     EnvVarsRead's comment);
+//   - a benchmark table of README.md or docs/benchmarks.md between
+//     "<!-- bench report KIND FILE… -->" and "<!-- end bench report -->" is
+//     not what `hookinbox-lab bench report KIND FILE…` prints from those
+//     committed reports (BenchTables regenerates each, FirstDifference
+//     names the first line that differs; the kinds are lab/bench.Tables,
+//     make docs rewrites them);
 //   - a measured figure in docs/benchmarks.md's Figures section or the
 //     README's Benchmarks section does not name the bench-results/ JSON file
 //     it comes from, or names one that is not there (CheckFigures);
