@@ -42,6 +42,9 @@ func newBenchReportCmd() *cobra.Command {
   intake-split  the raw insert, the inbox statement alone and the intake, per report and level
   e2e-ab        reports in pairs (baseline first: A1 B1 A2 B2 …), one event per resource
   intake-ab     intake reports in pairs (baseline first), one level each
+  e2e-sides     end-to-end reports from two sides (the part of their names that is not a number:
+                …-1-before, …-1-after, …-2-before …): each side's runs, means and ratio
+  memory        every scaling run's peak and settled memory, open files, rate and server CPU
 
 docs/benchmarks.md and README.md mark each table made this way with the command's arguments,
 between "<!-- bench report KIND FILE… -->" and "<!-- end bench report -->" (FILE relative to

@@ -57,6 +57,8 @@ var Tables = map[string]func(files []string) (string, error){
 	"intake-split": intakeSplitTable,
 	"e2e-ab":       e2eABTable,
 	"intake-ab":    intakeABTable,
+	"e2e-sides":    e2eSidesTable,
+	"memory":       memoryTable,
 }
 
 // TableKinds are the names of Tables, sorted.
@@ -471,6 +473,102 @@ func intakeABTable(files []string) (string, error) {
 			num(y.Intake.PerSec/x.Intake.PerSec, 2),
 			num(x.Raw.PerSec, 0)+" / "+num(y.Raw.PerSec, 0),
 			load1(x.Load)+" / "+load1(y.Load))
+	}
+	return t.b.String(), nil
+}
+
+// sides names each file's side: its label (labels) without the parts that
+// are numbers, "before" for …-ab-1-before.json and …-ab-2-before.json.
+func sides(files []string) []string {
+	out := labels(files)
+	for i, l := range out {
+		var keep []string
+		for _, p := range strings.Split(l, "-") {
+			if _, err := strconv.Atoi(p); err != nil {
+				keep = append(keep, p)
+			}
+		}
+		out[i] = strings.Join(keep, "-")
+	}
+	return out
+}
+
+// e2eSidesTable: end-to-end reports of one design from two sides (two
+// builds, two settings), several runs each, the side of each file named
+// by sides: per load, each side's runs and their mean, the ratio of the
+// means (the second side over the first), and each run's server CPU and
+// history per event.
+func e2eSidesTable(files []string) (string, error) {
+	reps, err := readAll(files)
+	if err != nil {
+		return "", err
+	}
+	names := sides(files)
+	var order []string
+	for _, n := range names {
+		if !slices.Contains(order, n) {
+			order = append(order, n)
+		}
+	}
+	if len(order) != 2 {
+		return "", fmt.Errorf("the reports' names give %d sides (%s), not two", len(order), strings.Join(order, ", "))
+	}
+	a, b := order[0], order[1]
+	var loads []string
+	runs := map[string]map[string][]E2EResult{}
+	for i, rep := range reps {
+		for _, r := range rep.EndToEnd {
+			l := loadName(r)
+			if runs[l] == nil {
+				runs[l] = map[string][]E2EResult{}
+				loads = append(loads, l)
+			}
+			runs[l][names[i]] = append(runs[l][names[i]], r)
+		}
+	}
+	var t table
+	t.header("load", a+": runs, mean ev/s", b+": runs, mean ev/s", b+" ÷ "+a,
+		"Temporal CPU ms/event ("+a+" / "+b+")", "history events per event ("+a+" / "+b+")")
+	evs := func(r E2EResult) float64 { return r.EventsPerSec }
+	cpu := func(r E2EResult) float64 { return r.TemporalMsPerEvent }
+	hist := func(r E2EResult) float64 { return r.HistoryPerEvent }
+	for _, l := range loads {
+		ra, rb := runs[l][a], runs[l][b]
+		if len(ra) == 0 || len(rb) == 0 {
+			continue
+		}
+		ma, mb := mean(field(ra, evs)), mean(field(rb, evs))
+		t.row(l, joinNums(field(ra, evs), 1)+": "+rate(ma), joinNums(field(rb, evs), 1)+": "+rate(mb), ratio(mb/ma),
+			joinNums(field(ra, cpu), 1)+" / "+joinNums(field(rb, cpu), 1),
+			joinNums(field(ra, hist), 1)+" / "+joinNums(field(rb, hist), 1))
+	}
+	return t.b.String(), nil
+}
+
+// memoryTable: what each scaling run's process held at its peak and kept
+// once settled (the live heap, the free heap the runtime still holds, its
+// stacks and metadata, the resident set, open descriptors), one row per
+// run, named by resources and report (labels).
+func memoryTable(files []string) (string, error) {
+	reps, err := readAll(files)
+	if err != nil {
+		return "", err
+	}
+	names := labels(files)
+	var t table
+	t.header("resources", "report", "peak heap / RSS MiB", "after: live heap / free heap / runtime / RSS MiB",
+		"open files after", "ev/s", "Temporal CPU ms/event")
+	n := 0
+	for i, rep := range reps {
+		for _, r := range rep.Scaling {
+			n++
+			t.row(num(float64(r.Resources), 0), names[i], num(r.PeakHeapMiB, 0)+" / "+num(r.PeakRSSMiB, 0),
+				num(r.AfterHeapMiB, 0)+" / "+num(r.AfterHeapFreeMiB, 0)+" / "+num(r.AfterRuntimeMiB, 0)+" / "+num(r.AfterRSSMiB, 0),
+				measured(float64(r.AfterOpenFiles), 0), rate(r.EventsPerSec), num(r.TemporalMsPerEvent, 1))
+		}
+	}
+	if n == 0 {
+		return "", fmt.Errorf("no scaling run in %s", strings.Join(files, ", "))
 	}
 	return t.b.String(), nil
 }

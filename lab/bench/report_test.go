@@ -37,6 +37,8 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 		"intake-split": {r("20261201-intake-split-before.json"), r("20261201-intake-split-after.json")},
 		"e2e-ab":       {r("20261202-redesign-ab-old-1.json"), r("20261202-redesign-ab-new-1.json")},
 		"intake-ab":    {r("20261202-traces-off-main-1.json"), r("20261202-traces-off-traces-1.json")},
+		"e2e-sides":    {r("20261201-redesign-ab-1-before.json"), r("20261201-redesign-ab-1-after.json"), r("20261201-redesign-ab-2-before.json")},
+		"memory":       {r("20261202-scale-2k-conn-reuse-before.json")},
 	} {
 		out, err := Tables[kind](files)
 		require.NoError(t, err, kind)
@@ -44,13 +46,15 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 		require.GreaterOrEqual(t, len(lines), 3, "%s: a header, its separator and a row:\n%s", kind, out)
 		require.True(t, strings.HasPrefix(lines[1], "| --- |"), kind)
 	}
-	require.ElementsMatch(t, TableKinds(), []string{"e2e", "scale-pair", "scale", "intake-split", "e2e-ab", "intake-ab"})
+	require.ElementsMatch(t, TableKinds(), []string{"e2e", "scale-pair", "scale", "intake-split", "e2e-ab", "intake-ab", "e2e-sides", "memory"})
 
 	// An intake report has no end-to-end runs; a pair table wants pairs.
 	_, err := Tables["e2e"]([]string{r("20261201-intake.json")})
 	require.ErrorContains(t, err, "compares two designs")
 	_, err = Tables["e2e-ab"]([]string{r("20261202-redesign-ab-old-1.json")})
 	require.ErrorContains(t, err, "in pairs")
+	_, err = Tables["e2e-sides"]([]string{r("20261201-redesign-ab-1-before.json"), r("20261201-redesign-ab-2-before.json")})
+	require.ErrorContains(t, err, "not two")
 	_, err = Tables["intake-split"]([]string{r("20261201-intake.json")})
 	require.ErrorContains(t, err, "no inbox statement")
 	_, err = Tables["scale"]([]string{filepath.Join(t.TempDir(), "missing.json")})
