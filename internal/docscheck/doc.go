@@ -18,6 +18,24 @@
 //   - a measured figure in docs/benchmarks.md's Figures section or the
 //     README's Benchmarks section does not name the bench-results/ JSON file
 //     it comes from, or names one that is not there (CheckFigures);
+//   - a figure in a paragraph, list item or hand-typed table row of those
+//     sections (and docs/soak.md) that cites bench-results/ reports is not
+//     one of the cited reports' numbers after rounding to its written
+//     precision (CheckCitedFigures). The rule, in short: any number of the
+//     JSON at any depth (a _ms field also in seconds, a load average's
+//     string its numbers), the mean of a design's repeated runs on a
+//     load, and the numbers of a generated table whose reports the block
+//     cites; a ratio (×, or a ÷/ratio column) may also be a quotient of
+//     two rates or CPU costs of the same design or load; a share (%) 100
+//     times any of those or one less. Exempt: whole numbers without a
+//     unit (counts, settings, issue and migration numbers), code spans and
+//     blocks (file names, dates in them), names (p99, v1.29.1), clock
+//     times, a whole time or size in a sentence that calls it a setting
+//     (a window, a warm-up, a timeout), and a sentence that says its figure
+//     comes from elsewhere (a pprof profile, "not a committed report").
+//     The full rule is the comment at the top of prose.go. A section ends
+//     at its next heading outside a fenced block (a shell comment in a
+//     ```sh block once ended the Figures section early, unchecked);
 //   - docs/security.md's per-role privileges or the README's roles table
 //     differ from what the grants give each role on a migrated database
 //     (RoleTables, RolesDetail, RolesSummary: the one source is
