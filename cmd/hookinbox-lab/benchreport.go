@@ -45,6 +45,8 @@ func newBenchReportCmd() *cobra.Command {
   e2e-sides     end-to-end reports from two sides (the part of their names that is not a number:
                 …-1-before, …-1-after, …-2-before …): each side's runs, means and ratio
   memory        every scaling run's peak and settled memory, open files, rate and server CPU
+  intake        each intake level: raw insert, paced and unpaced intake (p99), ratios, every round
+  e2e-runs      one row per report (named by what sets its file name apart), its rate per load
 
 docs/benchmarks.md and README.md mark each table made this way with the command's arguments,
 between "<!-- bench report KIND FILE… -->" and "<!-- end bench report -->" (FILE relative to

@@ -59,6 +59,8 @@ var Tables = map[string]func(files []string) (string, error){
 	"intake-ab":    intakeABTable,
 	"e2e-sides":    e2eSidesTable,
 	"memory":       memoryTable,
+	"intake":       intakeTable,
+	"e2e-runs":     e2eRunsTable,
 }
 
 // TableKinds are the names of Tables, sorted.
@@ -569,6 +571,93 @@ func memoryTable(files []string) (string, error) {
 	}
 	if n == 0 {
 		return "", fmt.Errorf("no scaling run in %s", strings.Join(files, ", "))
+	}
+	return t.b.String(), nil
+}
+
+// intakeTable: each concurrency level of intake reports: the raw insert,
+// the intake with the paced hand-off and, when measured, the unpaced one,
+// each with its p99 and ratio to the raw insert, and every round's rate.
+func intakeTable(files []string) (string, error) {
+	reps, err := readAll(files)
+	if err != nil {
+		return "", err
+	}
+	var t table
+	t.header("senders", "raw INSERT…COMMIT /s (p99 ms)", "intake, paced hand-off /s (p99 ms)", "÷ raw",
+		"intake, unpaced hand-off /s (p99 ms)", "÷ raw", "every round raw / paced / unpaced")
+	cell := func(r Rate) string {
+		prec := 2 // three figures: 0.81, 5.00, 30.6
+		if r.P99ms >= 10 {
+			prec = 1
+		}
+		return num(r.PerSec, 0) + " (" + num(r.P99ms, prec) + ")"
+	}
+	rounds := func(xs []float64) string {
+		var s []string
+		for _, x := range xs {
+			s = append(s, strconv.FormatFloat(x, 'f', 0, 64))
+		}
+		if len(s) == 0 {
+			return "–"
+		}
+		return strings.Join(s, ",")
+	}
+	n := 0
+	for _, rep := range reps {
+		for _, r := range rep.Intake {
+			n++
+			unpaced, ur := "–", "–"
+			if r.IntakeUnpaced != nil {
+				unpaced, ur = cell(*r.IntakeUnpaced), num(r.UnpacedRatio, 2)
+			}
+			t.row(strconv.Itoa(r.Concurrency), cell(r.Raw), cell(r.Intake), num(r.Ratio, 2), unpaced, ur,
+				rounds(r.RawRounds)+" / "+rounds(r.IntakeRounds)+" / "+rounds(r.UnpacedRounds))
+		}
+	}
+	if n == 0 {
+		return "", fmt.Errorf("no intake level in %s", strings.Join(files, ", "))
+	}
+	return t.b.String(), nil
+}
+
+// e2eRunsTable: one row per report (named by labels: the build or setting
+// it ran), its end-to-end rate for each load.
+func e2eRunsTable(files []string) (string, error) {
+	reps, err := readAll(files)
+	if err != nil {
+		return "", err
+	}
+	names := labels(files)
+	var loads []string
+	for _, rep := range reps {
+		for _, r := range rep.EndToEnd {
+			if !slices.Contains(loads, loadName(r)) {
+				loads = append(loads, loadName(r))
+			}
+		}
+	}
+	if len(loads) == 0 {
+		return "", fmt.Errorf("no end-to-end run in %s", strings.Join(files, ", "))
+	}
+	var t table
+	head := []string{"report"}
+	for _, l := range loads {
+		head = append(head, l+" ev/s")
+	}
+	t.header(head...)
+	for i, rep := range reps {
+		row := []string{names[i]}
+		for _, l := range loads {
+			var xs []float64
+			for _, r := range rep.EndToEnd {
+				if loadName(r) == l {
+					xs = append(xs, r.EventsPerSec)
+				}
+			}
+			row = append(row, joinNums(xs, 1))
+		}
+		t.row(row...)
 	}
 	return t.b.String(), nil
 }

@@ -39,6 +39,8 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 		"intake-ab":    {r("20261202-traces-off-main-1.json"), r("20261202-traces-off-traces-1.json")},
 		"e2e-sides":    {r("20261201-redesign-ab-1-before.json"), r("20261201-redesign-ab-1-after.json"), r("20261201-redesign-ab-2-before.json")},
 		"memory":       {r("20261202-scale-2k-conn-reuse-before.json")},
+		"intake":       {r("20261201-intake.json")},
+		"e2e-runs":     {r("20261201-bisect-old.json"), r("20261201-bisect-new.json")},
 	} {
 		out, err := Tables[kind](files)
 		require.NoError(t, err, kind)
@@ -46,7 +48,7 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 		require.GreaterOrEqual(t, len(lines), 3, "%s: a header, its separator and a row:\n%s", kind, out)
 		require.True(t, strings.HasPrefix(lines[1], "| --- |"), kind)
 	}
-	require.ElementsMatch(t, TableKinds(), []string{"e2e", "scale-pair", "scale", "intake-split", "e2e-ab", "intake-ab", "e2e-sides", "memory"})
+	require.ElementsMatch(t, TableKinds(), []string{"e2e", "scale-pair", "scale", "intake-split", "e2e-ab", "intake-ab", "e2e-sides", "memory", "intake", "e2e-runs"})
 
 	// An intake report has no end-to-end runs; a pair table wants pairs.
 	_, err := Tables["e2e"]([]string{r("20261201-intake.json")})
