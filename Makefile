@@ -87,6 +87,10 @@ bench: tools lab ## Benchmarks: intake vs raw INSERT; end to end and scaling, ho
 	@mkdir -p bench-results
 	$(LAB) bench --engine $(BENCH_ENGINE) --save bench-results/$$(date +%Y%m%d-%H%M%S).json
 
+.PHONY: docs
+docs: ## Rewrite every generated benchmark table of README.md and docs/benchmarks.md from the bench-results/ reports its marker names (hookinbox-lab bench report --write-docs; make test fails when one differs)
+	$(GO) run ./cmd/hookinbox-lab bench report --write-docs
+
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can report a spurious
 # "context deadline exceeded" failure at the end of the window (golang/go#75804, fixed in 1.27).
 FUZZTIME ?= 30000x

@@ -22,21 +22,7 @@ import (
 )
 
 // benchReport is everything one `hookinbox-lab bench` run measured.
-type benchReport struct {
-	Started    time.Time `json:"started"`
-	Cores      int       `json:"cores"`
-	LoadBefore string    `json:"load_average_before"`
-	LoadAfter  string    `json:"load_average_after"`
-	Durable    bool      `json:"durable_postgres"`
-	// Engine is the Temporal server: dev (CLI dev server, SQLite, 1 shard),
-	// postgres (Temporal on PostgreSQL, 4 shards) or given (--temporal-address).
-	Engine      string               `json:"temporal_engine"`
-	Shards      int                  `json:"temporal_history_shards,omitempty"`
-	Intake      []bench.IntakeResult `json:"intake,omitempty"`
-	EndToEnd    []bench.E2EResult    `json:"end_to_end,omitempty"`
-	Scaling     []bench.E2EResult    `json:"scaling,omitempty"`
-	ScaleCapped []int                `json:"scaling_skipped_over_cap,omitempty"`
-}
+type benchReport = bench.Report
 
 func newBenchCmd() *cobra.Command {
 	var (
@@ -246,6 +232,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.StringVar(&save, "save", "", "also write the JSON report to this file (e.g. bench-results/run.json)")
 	f.StringVar(&heapProfile, "heap-profile", "", "e2e and scale: write each run's heap profile, once it has settled after its last effect, to this file (each run overwrites the one before; read it with go tool pprof)")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of this process (intake, worker and senders) for the whole run to this file (read it with go tool pprof)")
+	cmd.AddCommand(newBenchReportCmd())
 	return cmd
 }
 

@@ -144,6 +144,7 @@ func MarkdownCommands(name string, doc []byte, programs ...string) ([]CommandLin
 type span struct {
 	text string
 	line int
+	off  int // byte offset of its opening backtick in the text
 }
 
 // codeSpans finds the single-backtick code spans of text.
@@ -167,7 +168,7 @@ func codeSpans(text string) []span {
 				continue
 			}
 			body := rest[:end]
-			out = append(out, span{text: strings.Join(strings.Fields(body), " "), line: line})
+			out = append(out, span{text: strings.Join(strings.Fields(body), " "), line: line, off: i})
 			line += strings.Count(body, "\n")
 			i += n + end + n - 1
 		}

@@ -30,7 +30,10 @@ func configDefaults(t *testing.T) map[string]string {
 	bv := reflect.ValueOf(base)
 	for _, name := range asked {
 		field := -1
-		for _, sentinel := range []string{"1234567", "7777s", "true", "false"} {
+		for _, sentinel := range []string{"1234567", "7777s", "true", "false",
+			// What the ones that take a word, a short duration, a long
+			// one, a small number or a URL accept.
+			"activity", "off", "text", "2s", "777h", "7", "http://sentinel.invalid:1"} {
 			c, err := config.FromLookup(func(n string) (string, bool) {
 				if n == name {
 					return sentinel, true
@@ -116,9 +119,14 @@ func TestTheConfigurationTableStatesEachDefaultTheCodeHas(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, checkDefaults(code, documented))
 
-	planted := strings.Replace(string(readme), "| `HOOKINBOX_RETRY_BUDGET` | `10` |", "| `HOOKINBOX_RETRY_BUDGET` | `12` |", 1)
-	require.NotEqual(t, string(readme), planted)
-	documented, err = docscheck.ConfigTableDefaults([]byte(planted), "## Configuration")
-	require.NoError(t, err)
-	require.Equal(t, []string{`HOOKINBOX_RETRY_BUDGET defaults to "10", but the configuration table says "12"`}, checkDefaults(code, documented))
+	for _, plant := range []struct{ old, new, want string }{
+		{"| `HOOKINBOX_RETRY_BUDGET` | `10` |", "| `HOOKINBOX_RETRY_BUDGET` | `12` |", `HOOKINBOX_RETRY_BUDGET defaults to "10", but the configuration table says "12"`},
+		{"| `TEMPORAL_NAMESPACE` | `default` |", "| `TEMPORAL_NAMESPACE` | `prod` |", `TEMPORAL_NAMESPACE defaults to "default", but the configuration table says "prod"`},
+	} {
+		planted := strings.Replace(string(readme), plant.old, plant.new, 1)
+		require.NotEqual(t, string(readme), planted, plant.old)
+		documented, err = docscheck.ConfigTableDefaults([]byte(planted), "## Configuration")
+		require.NoError(t, err)
+		require.Equal(t, []string{plant.want}, checkDefaults(code, documented))
+	}
 }

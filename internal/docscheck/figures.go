@@ -66,15 +66,7 @@ func CheckFigures(doc []byte, heading string, exists func(path string) bool) ([]
 	if start < 0 {
 		return nil, fmt.Errorf("no %q heading", heading)
 	}
-	level := len(heading) - len(strings.TrimLeft(heading, "#"))
-	end := len(lines)
-	for i := start + 1; i < len(lines); i++ {
-		if l := headingLevel(lines[i]); l > 0 && l <= level {
-			end = i
-			break
-		}
-	}
-	blocks := splitBlocks(lines[start+1:end], start+2)
+	blocks := splitBlocks(lines[start+1:sectionEnd(lines, start)], start+2)
 
 	var problems []Problem
 	for i, b := range blocks {
@@ -121,6 +113,25 @@ func tableCited(blocks []block, i int) bool {
 		return true
 	}
 	return first > 0 && len(citations(blocks[first-1].text)) > 0
+}
+
+// sectionEnd is the index of the line that ends the section whose heading
+// is lines[start]: the next heading of the same or a higher level outside
+// a fenced code block (a shell comment such as "# pairs 2 to 4" is no
+// heading), or len(lines).
+func sectionEnd(lines []string, start int) int {
+	level := headingLevel(lines[start])
+	fenced := false
+	for i := start + 1; i < len(lines); i++ {
+		if strings.HasPrefix(strings.TrimSpace(lines[i]), "```") {
+			fenced = !fenced
+			continue
+		}
+		if l := headingLevel(lines[i]); !fenced && l > 0 && l <= level {
+			return i
+		}
+	}
+	return len(lines)
 }
 
 func headingLevel(line string) int {

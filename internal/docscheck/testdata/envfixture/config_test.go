@@ -1,8 +1,0 @@
-package envfixture
-
-import (
-	"os"
-	"testing"
-)
-
-func TestFixture(t *testing.T) { _ = os.Getenv("HOOKINBOX_TEST_ONLY") }

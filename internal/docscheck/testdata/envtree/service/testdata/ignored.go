@@ -1,0 +1,5 @@
+package ignored
+
+import "os"
+
+var _ = os.Getenv("HOOKINBOX_IN_TESTDATA")
