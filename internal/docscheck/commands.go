@@ -487,7 +487,7 @@ func angleAt(s string) int {
 	if end < 2 || !angle.MatchString(s[:end+1]) {
 		return 0
 	}
-	if c := s[1]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+	if c := s[1]; (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
 		return 0
 	}
 	return end + 1

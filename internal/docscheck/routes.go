@@ -111,7 +111,7 @@ func pathMatches(served, documented string) bool {
 	}
 	for i := range ss {
 		sParam, dParam := strings.HasPrefix(ss[i], "{"), strings.HasPrefix(ds[i], "{")
-		if ss[i] != ds[i] && !sParam && !(sParam && dParam) {
+		if ss[i] != ds[i] && !sParam {
 			return false
 		}
 		if dParam && !sParam {
