@@ -28,7 +28,8 @@
 //   - background: a step the reader starts and stops with Ctrl-C. It is
 //     started in the background (in its own process group, with the
 //     terminal's state), its output kept in a file; the guide goes on once
-//     its output matches until= (a Go regexp) and every URL in ready= (a
+//     its output so far matches until= (a Go regexp, ^ and $ at each
+//     line) and every URL in ready= (a
 //     space-separated list) answers 2xx, within timeout=. It is stopped
 //     (SIGINT to its process group, as Ctrl-C does, then SIGKILL) when the
 //     guide ends. reason= is required.

@@ -275,7 +275,7 @@ func parseMarker(s string) (Marker, error) {
 			}
 			m.Timeout = d
 		case "until":
-			re, err := regexp.Compile(val)
+			re, err := regexp.Compile("(?m)" + val)
 			if err != nil {
 				return Marker{}, fmt.Errorf("guide marker %s: until: %w", kind, err)
 			}

@@ -66,7 +66,7 @@ func TestParseFindsTheShellBlocksTheirHeadingsAndMarkers(t *testing.T) {
 	require.Equal(t, []string{"Title", "2. Run it"}, b.Headings, "a level-2 heading closes the level-3 one")
 	require.Equal(t, Background, b.Marker.Kind)
 	require.True(t, b.Marker.InBackground())
-	require.Equal(t, "is up$", b.Marker.Until.String())
+	require.Equal(t, "(?m)is up$", b.Marker.Until.String())
 	require.Equal(t, []string{"http://127.0.0.1:1/a", "http://127.0.0.1:1/b"}, b.Marker.Ready)
 	require.Equal(t, 90*time.Second, b.Marker.Timeout)
 	require.Equal(t, "make run\n```\nstill inside\n", b.Text, "a longer fence holds a shorter one")
