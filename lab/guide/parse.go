@@ -108,6 +108,9 @@ var (
 	markerish = regexp.MustCompile(`<!--\s*guide\b`)
 	// lineMarker is a trailing "# guide:" comment on a line of a block.
 	lineMarker = regexp.MustCompile(`(^|\s)#\s*guide:`)
+	// codeSpan is an inline code span: prose that shows a marker in one
+	// (`<!-- guide: … -->`) is not a marker.
+	codeSpan   = regexp.MustCompile("`[^`]*`")
 	heading    = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
 	shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true}
 )
@@ -175,7 +178,7 @@ func Parse(file, text string) (*Guide, error) {
 			pending = &mk
 			continue
 		}
-		if markerish.MatchString(line) {
+		if markerish.MatchString(codeSpan.ReplaceAllString(line, "")) {
 			return nil, fmt.Errorf("%s:%d: a guide marker must be alone on its line, as <!-- guide: KIND key=value … -->", file, n)
 		}
 		if strings.TrimSpace(line) == "" {

@@ -95,6 +95,7 @@ func TestParseFailsOnAMarkerItCannotRead(t *testing.T) {
 		"unclosed quote":           "<!-- guide: skip reason=\"x -->\n```sh\necho\n```\n",
 		"twice":                    "<!-- guide: skip reason=\"x\" reason=\"y\" -->\n```sh\necho\n```\n",
 		"not alone on its line":    "Text <!-- guide: skip reason=\"x\" -->\n```sh\necho\n```\n",
+		"half in a code span":      "`x` <!-- guide: skip -->\n```sh\necho\n```\n",
 		"no space":                 "<!--guide skip -->\n```sh\necho\n```\n",
 		"text between":             "<!-- guide: skip reason=\"x\" -->\nSome text.\n```sh\necho\n```\n",
 		"before a json block":      "<!-- guide: skip reason=\"x\" -->\n```json\n{}\n```\n",
@@ -134,4 +135,12 @@ func TestEveryMarkerInTheDocsParses(t *testing.T) {
 	_, err = os.Stat(filepath.Join(root, "docs", "write-your-own-handler.md"))
 	require.NoError(t, err)
 	t.Logf("%d files, %d markers", len(files), markers)
+}
+
+// Prose may show the syntax in a code span: that is not a marker.
+func TestAMarkerShownInACodeSpanIsProse(t *testing.T) {
+	g, err := Parse("x.md", "A comment before a block (`<!-- guide: … -->`) says why.\n\n```sh\necho\n```\n")
+	require.NoError(t, err)
+	require.Len(t, g.Blocks, 1)
+	require.Equal(t, Run, g.Blocks[0].Marker.Kind)
 }

@@ -132,17 +132,11 @@ var LocalStackPorts = []int{8080, 9090, 9091, 9092, 7233, 8233, 55432, 1025, 802
 // test; otherwise it is skipped.
 func RequireFreePorts(t testing.TB, ports ...int) {
 	t.Helper()
-	var taken []string
-	for _, p := range ports {
-		if listening(fmt.Sprintf("127.0.0.1:%d", p)) {
-			taken = append(taken, fmt.Sprint(p))
-		}
-	}
+	taken := TakenPorts(ports...)
 	if len(taken) == 0 {
 		return
 	}
-	msg := fmt.Sprintf("the guide runs the local stack on its fixed ports, and 127.0.0.1:%s is taken "+
-		"(is make run going? it would reuse those services): stop it and run again", strings.Join(taken, ", "))
+	msg := PortsMessage(taken)
 	if devenv.CI() {
 		t.Fatal(msg)
 	}
@@ -162,4 +156,45 @@ func dial(ctx context.Context, addr string) error {
 		return err
 	}
 	return c.Close()
+}
+
+// ReaderEnv is base (os.Environ()) as a reader's terminal has it: less
+// what would point a guide's commands at other servers than the local
+// stack's (DATABASE_URL, TEMPORAL_*, OTEL_*, and HOOKINBOX_* but the
+// pinned tools' HOOKINBOX_CACHE_DIR, HOOKINBOX_TEMPORAL_BIN,
+// HOOKINBOX_MAILPIT_BIN and HOOKINBOX_PG_BIN), and less CI's GOFLAGS.
+func ReaderEnv(base []string) []string {
+	keep := map[string]bool{"HOOKINBOX_CACHE_DIR": true, "HOOKINBOX_TEMPORAL_BIN": true, "HOOKINBOX_MAILPIT_BIN": true, "HOOKINBOX_PG_BIN": true}
+	var env []string
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case keep[k]:
+		case k == "DATABASE_URL", k == "GOFLAGS", strings.HasPrefix(k, "HOOKINBOX_"), strings.HasPrefix(k, "TEMPORAL_"), strings.HasPrefix(k, "OTEL_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// TakenPorts are those of ports something listens on, on 127.0.0.1.
+func TakenPorts(ports ...int) []int {
+	var taken []int
+	for _, p := range ports {
+		if listening(fmt.Sprintf("127.0.0.1:%d", p)) {
+			taken = append(taken, p)
+		}
+	}
+	return taken
+}
+
+// PortsMessage says why a guide does not run beside what holds taken.
+func PortsMessage(taken []int) string {
+	ps := make([]string, len(taken))
+	for i, p := range taken {
+		ps[i] = fmt.Sprint(p)
+	}
+	return fmt.Sprintf("the guide runs the local stack on its fixed ports, and 127.0.0.1:%s is taken "+
+		"(is make run going? it would reuse those services): stop it and run again", strings.Join(ps, ", "))
 }
