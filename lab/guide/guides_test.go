@@ -178,3 +178,70 @@ func TestReadmeTryIt(t *testing.T) {
 	require.Equal(t, paid, strings.Count(all, "granted 100 credits for in_"), "one grant per paid invoice:\n%s", all)
 	require.Equal(t, second[1], strconv.Itoa(strings.Count(all, "already granted by stripe/")), "each second event finds its invoice granted:\n%s", all)
 }
+
+// TestForwardRoutesTryItLocally runs docs/forward-routes.md's "Try it
+// locally" as written beside make run: the route's secret and a GitHub
+// endpoint, examples/forward-receiver (another terminal: in the background
+// until it listens), the route, three pushes sent (one twice), and the
+// inbox and explain; it checks that the service applied each push once
+// under the route, and that the inbox and explain say the forward was done.
+// The section's Add a route block (a production host) is skipped by its
+// marker.
+func TestForwardRoutesTryItLocally(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		if devenv.CI() {
+			t.Fatal("docs/forward-routes.md's Try it locally needs node (Node 18 or later) on PATH")
+		}
+		t.Skip("no node on PATH: docs/forward-routes.md's Try it locally runs examples/forward-receiver")
+	}
+	dir := localStackTree(t, 9300)
+	g := parseGuide(t, "docs/forward-routes.md")
+	add := g.Under("Add a route")
+	require.Len(t, add, 1)
+	require.Equal(t, guide.Skip, add[0].Marker.Kind, "the production host's block is not run")
+	blocks := g.Under("Try it locally")
+	require.Len(t, blocks, 4, "the secret and endpoint, the service, the route and send, the inbox and explain")
+	require.Equal(t, guide.AnotherTerminal, blocks[1].Marker.Kind)
+
+	// make run, as README.md's Try it starts it: the same block.
+	readme := parseGuide(t, "README.md").Under("Try it")
+	require.Equal(t, guide.AnotherTerminal, readme[0].Marker.Kind)
+	require.Equal(t, "make run\n", readme[0].Text)
+
+	gt := guide.StartTest(t, guide.Options{Dir: dir, Env: readerEnv(), Timeout: 10 * time.Minute, StopGrace: time.Minute})
+	gt.Run(readme[0])
+	outs := gt.Run(blocks[:3]...)
+	require.Contains(t, outs[2], "local-push", "routes list shows the route")
+
+	// The service applies each push once, the duplicate delivery included.
+	applied := regexp.MustCompile(`(?m)^\{"operation_key":.*"route":"local-push".*"event_key":"(github/octo-org/test/[^"]+)"|^\{"operation_key":.*"event_key":"(github/octo-org/test/[^"]+)".*"route":"local-push"`)
+	var lines [][]string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, ok := gt.Output(blocks[1])
+		require.True(t, ok)
+		lines = applied.FindAllStringSubmatch(out, -1)
+		if len(lines) >= 3 || time.Now().After(deadline) {
+			require.Len(t, lines, 3, "three pushes, each applied once by the service:\n%s", out)
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	keys := map[string]bool{}
+	for _, l := range lines {
+		keys[l[1]+l[2]] = true
+	}
+	require.Len(t, keys, 3, "three distinct events: %v", keys)
+
+	gt.Eventually("inbox list until every push is done", ".tools/bin/hookinbox inbox list --endpoint gh-forward --status pending,ignored --limit 5\n",
+		time.Minute, func(out string) bool { return !strings.Contains(out, "github/octo-org/") })
+	outs = gt.Run(blocks[3])
+	out := outs[0]
+	for k := range keys {
+		require.Contains(t, out, k, "inbox list shows each push")
+	}
+	require.Len(t, regexp.MustCompile(`(?m)^\S+ \S+\s+\S+\s+github/octo-org/test/\S+\s+push\s.*\sdone\s+1\s+forwarded to http://127\.0\.0\.1:9300: HTTP 200 `).FindAllString(out, -1), 3,
+		"inbox list: each push done, forwarded once:\n%s", out)
+	require.Len(t, regexp.MustCompile(`(?m)^local-push\s+\S+\s+1\s+done\s+200\s`).FindAllString(out, -1), 3,
+		"explain event: the resource's three forward attempts, each the first and done:\n%s", out)
+}
