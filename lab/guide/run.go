@@ -146,11 +146,11 @@ __guide_err() { printf '\nNONCE err %d %d %s\n' "$1" "$2" "${BASH_COMMAND%%$'\n'
 trap '__guide_err "$?" "$LINENO"' ERR
 `, "NONCE", s.nonce)
 	if _, err := io.WriteString(s.stdin, setup); err != nil {
-		s.Close()
+		_ = s.Close()
 		return nil, err
 	}
 	if _, err := s.exec(ctx, "true\n", time.Minute); err != nil {
-		s.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("guide: the shell did not start: %w", err)
 	}
 	return s, nil
@@ -363,7 +363,7 @@ func (s *Session) background(ctx context.Context, b Block) (string, error) {
 	if err != nil {
 		return out, s.failure(b, path, out, err)
 	}
-	pid, _ := os.ReadFile(pidFile)
+	pid, _ := os.ReadFile(pidFile) //nolint:gosec // G304: the session's own file, in its temporary directory
 	pgid, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
 	if pgid <= 0 {
 		return out, &Failure{Block: b, Reason: "no process id for the background step", Output: out}
@@ -380,7 +380,7 @@ func (s *Session) background(ctx context.Context, b Block) (string, error) {
 	deadline := time.Now().Add(limit)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		text, _ := os.ReadFile(log)
+		text, _ := os.ReadFile(log) //nolint:gosec // G304: the session's own log, in its temporary directory
 		up := b.Marker.Until == nil || b.Marker.Until.Match(text)
 		if up {
 			for _, u := range b.Marker.Ready {
@@ -394,7 +394,7 @@ func (s *Session) background(ctx context.Context, b Block) (string, error) {
 			return string(text), nil
 		}
 		if !groupAlive(pgid) {
-			text, _ = os.ReadFile(log)
+			text, _ = os.ReadFile(log) //nolint:gosec // G304: the session's own log
 			return string(text), &Failure{Block: b, Reason: "the background step ended before it was up" + s.waiting(b), Output: string(text)}
 		}
 		if time.Now().After(deadline) {
