@@ -97,6 +97,7 @@ type Event struct {
 	status    string
 	outbox    []int64
 	woken     []hookintype.Resource
+	completed []hookintype.EventKey
 }
 
 func newEvent(c *engine.Call) *Event {
@@ -171,13 +172,14 @@ func (e *Event) Commit(ctx context.Context, fn func(tx *Tx) (Result, error)) (Re
 	var res Result
 	var outbox []int64
 	var woken []hookintype.Resource
+	var completed []hookintype.EventKey
 	out, err := engine.InPendingTx(ctx, e.call.Store, e.Key, func(ptx pgx.Tx, row *inbox.StoredEvent) (engine.Outcome, error) {
 		tx := &Tx{tx: ptx, ev: e}
 		r, err := fn(tx)
 		if err != nil {
 			return engine.Outcome{}, err
 		}
-		res, outbox, woken = r, tx.outbox, tx.woken
+		res, outbox, woken, completed = r, tx.outbox, tx.woken, tx.completed
 		status := hookintype.StatusDone
 		if r.Ignored {
 			status = hookintype.StatusIgnored
@@ -193,6 +195,7 @@ func (e *Event) Commit(ctx context.Context, fn func(tx *Tx) (Result, error)) (Re
 	}
 	e.outbox = append(e.outbox, outbox...)
 	e.woken = append(e.woken, woken...)
+	e.completed = append(e.completed, completed...)
 	return res, nil
 }
 
@@ -202,7 +205,8 @@ type adapter struct{ h Handler }
 func (a adapter) Handle(ctx context.Context, c *engine.Call) (engine.Outcome, error) {
 	ev := newEvent(c)
 	res, err := a.h.Handle(ctx, ev)
-	out := engine.Outcome{Note: res.Note, BusinessKey: res.BusinessKey, Outbox: ev.outbox, Divergences: res.Divergences, Woken: ev.woken}
+	out := engine.Outcome{Note: res.Note, BusinessKey: res.BusinessKey, Outbox: ev.outbox, Divergences: res.Divergences, Woken: ev.woken,
+		Completed: ev.completed}
 	if err != nil {
 		return out, err
 	}

@@ -160,6 +160,7 @@ func (f forwarder) coalesce(ctx context.Context, ev *Event, r *forwards.Route) (
 				continue // no longer pending (replayed and handled meanwhile): its own outcome stands
 			}
 			covered++
+			tx.completed = append(tx.completed, k)
 			if err := forwards.InsertAttempt(ctx, tx.Conn(), forwards.Attempt{Route: r.Name, Event: k, OperationKey: plan.OperationKey,
 				Attempt: 1, Outcome: forwards.OutcomeCoalesced, StatusCode: ans.StatusCode, Latency: ans.Latency,
 				CoveredBy: ev.Key.String()}); err != nil {

@@ -27,6 +27,9 @@ type Tx struct {
 	outbox []int64
 	// woken are the resources Wake made rows due in.
 	woken []hookintype.Resource
+	// completed are other pending rows of the event's resource the commit
+	// completes (a coalesced send's covered events).
+	completed []hookintype.EventKey
 }
 
 // Conn is the raw pgx transaction, for the team's own tables (declared

@@ -88,6 +88,12 @@ type HandleResult struct {
 	// workflow loads again before it completes or continues as new, so
 	// they run in this run rather than at a sweeper's ring.
 	Woke bool `json:"woke,omitempty"`
+	// Completed are the event keys of other pending rows of the resource
+	// the effect's commit completed (the events a coalesced forward
+	// covered): the workflow skips them in this pass instead of running an
+	// activity that would find each one done. Absent from results recorded
+	// before it existed, which therefore replay as they ran.
+	Completed []string `json:"completed,omitempty"`
 }
 
 // StatusNoHandler is the hookinbox_events_handled_total status of an event
@@ -172,7 +178,11 @@ func (a *ResourceActivities) handleEvent(ctx context.Context, in HandleInput) (H
 	logger(ctx, a.Logger).Info("event handled", "event_key", in.Key.String(), "business_key", out.BusinessKey, "handler", out.Route,
 		"outcome", out.Status, "note", out.Note)
 	a.ringWoken(ctx, in.Key, out.WokeOthers)
-	return HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox, Woke: out.WokeOwn}, nil
+	res := HandleResult{Status: out.Status, Note: out.Note, Outbox: out.Outbox, Woke: out.WokeOwn}
+	for _, k := range out.Completed {
+		res.Completed = append(res.Completed, k.String())
+	}
+	return res, nil
 }
 
 // ringWoken rings the workflows of the other resources whose waiting rows

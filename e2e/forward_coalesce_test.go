@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/hookinbox/hookinbox/internal/config"
 	"github.com/hookinbox/hookinbox/internal/forward"
@@ -122,6 +124,35 @@ func TestForwardCoalescingRouteSendsTenQueuedUpdatesAsOneDocument(t *testing.T) 
 	require.NoError(t, err)
 	require.Len(t, l.Forwards, 11, "explain shows every event's attempt, the covered ones with their covering send")
 	require.Zero(t, w.count(t, `SELECT count(*) FROM subscription_projection`), "the replaced handler never ran")
+	require.Equal(t, 2, handleEventCalls(t, w, `SourceAccount = "`+w.account+`"`),
+		"the created event and the covering update: the workflow attempts none of the nine rows the send completed")
+}
+
+// handleEventCalls counts the HandleEvent attempts (activities or local
+// activities' markers) in the histories of the workflows query lists.
+func handleEventCalls(t *testing.T, w *simWorld, query string) int {
+	t.Helper()
+	resp, err := w.client.ListWorkflow(w.ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+	require.NoError(t, err)
+	require.NotEmpty(t, resp.Executions)
+	n := 0
+	for _, e := range resp.Executions {
+		for _, ev := range history(t, w.client, e.Execution.WorkflowId, e.Execution.RunId).Events {
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "HandleEvent" {
+				n++
+			}
+			if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
+				// The marker's "data" payload is the SDK's record of the
+				// local activity, its type among it.
+				for _, p := range m.GetDetails()["data"].GetPayloads() {
+					if strings.Contains(string(p.GetData()), `"HandleEvent"`) {
+						n++
+					}
+				}
+			}
+		}
+	}
+	return n
 }
 
 func TestForwardCoalescedDocumentResentWithTheSameKeysAfterAWorkerKilledMidSend(t *testing.T) {

@@ -302,6 +302,11 @@ func (r *resource) pass(ctx workflow.Context) error {
 			} else if err != nil {
 				return err
 			}
+			for _, c := range res.Completed {
+				// Completed by this effect's commit (the events a coalesced
+				// forward covered): no activity to find each one done.
+				seen[c] = wakes
+			}
 			if r.full(ctx) {
 				// Hand the rest to the next run; it starts with a pass.
 				r.details(ctx)

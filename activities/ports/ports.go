@@ -76,6 +76,9 @@ type Handled struct {
 	// made due (their doorbells are rung after the commit).
 	WokeOwn    bool
 	WokeOthers []keys.Resource
+	// Completed: other pending rows of the event's resource the effect's
+	// commit completed (a coalesced forward's covered events).
+	Completed []keys.Event
 	// EventType and ReceivedAt of the row (set whenever it was read): what
 	// the receipt-to-effect latency is measured by and from.
 	EventType  string

@@ -118,6 +118,7 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 	hd := ports.Handled{Route: route.Name, Status: out.Status, Note: out.Note, BusinessKey: out.BusinessKey, Outbox: out.Outbox,
 		Divergences: out.Divergences, EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}
 	hd.WokeOwn, hd.WokeOthers = splitWoken(ev.Resource(), out.Woken)
+	hd.Completed = out.Completed
 	return hd, err
 }
 

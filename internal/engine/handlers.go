@@ -107,6 +107,10 @@ type Outcome struct {
 	// resource is loaded again by its workflow, another one's doorbell is
 	// rung.
 	Woken []keys.Resource
+	// Completed lists other pending rows of the event's resource that the
+	// effect's commit completed (the events a coalesced forward covered):
+	// the workflow need not attempt them.
+	Completed []keys.Event
 }
 
 // InPendingTx runs fn in one transaction holding the event's inbox row
