@@ -138,35 +138,30 @@ func (f forwarder) coalesce(ctx context.Context, ev *Event, r *forwards.Route) (
 	if len(plan.Covered) > 1 {
 		note += fmt.Sprintf(", coalescing %d events into %s", len(plan.Covered), plan.OperationKey)
 	}
+	others := make([]keys.Event, 0, len(plan.Covered))
+	for _, c := range plan.Covered {
+		k, err := keys.ParseEvent(c.EventKey)
+		if err != nil {
+			return Result{BusinessKey: plan.OperationKey}, err
+		}
+		if k != ev.Key {
+			others = append(others, k)
+		}
+	}
 	covered := 0
 	res, err := ev.Commit(ctx, func(tx *Tx) (Result, error) {
-		covered = 0
 		if err := forwards.InsertAttempt(ctx, tx.Conn(), attempt); err != nil {
 			return Result{}, err
 		}
-		for _, c := range plan.Covered {
-			k, err := keys.ParseEvent(c.EventKey)
-			if err != nil {
-				return Result{}, err
-			}
-			if k == ev.Key {
-				continue
-			}
-			done, err := inbox.CompleteInboxEvent(ctx, tx.Conn(), k, keys.StatusDone, "coalesced into "+plan.OperationKey)
-			if err != nil {
-				return Result{}, err
-			}
-			if !done {
-				continue // no longer pending (replayed and handled meanwhile): its own outcome stands
-			}
-			covered++
-			tx.completed = append(tx.completed, k)
-			if err := forwards.InsertAttempt(ctx, tx.Conn(), forwards.Attempt{Route: r.Name, Event: k, OperationKey: plan.OperationKey,
-				Attempt: 1, Outcome: forwards.OutcomeCoalesced, StatusCode: ans.StatusCode, Latency: ans.Latency,
-				CoveredBy: ev.Key.String()}); err != nil {
-				return Result{}, err
-			}
+		// One statement for every covered event still pending; one no
+		// longer pending (replayed and handled meanwhile) keeps its own
+		// outcome.
+		done, err := forwards.CompleteCovered(ctx, tx.Conn(), r.Name, plan.OperationKey, ev.Key, others, ans.StatusCode, ans.Latency)
+		if err != nil {
+			return Result{}, err
 		}
+		covered = len(done)
+		tx.completed = append(tx.completed[:0], done...)
 		return Result{Note: note, BusinessKey: plan.OperationKey}, nil
 	})
 	if err == nil && covered > 0 && f.s.Metrics != nil {

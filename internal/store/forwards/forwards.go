@@ -302,6 +302,53 @@ func InsertAttempt(ctx context.Context, db store.DB, a Attempt) error {
 	return err
 }
 
+// CompleteCovered completes, in one statement, every event of covered still
+// pending as done with the note "coalesced into OPKEY", each with its one
+// attempt (outcome coalesced, the covering send's status and latency,
+// covered_by naming the event whose send covered it), and returns the
+// events it completed; one no longer pending (replayed and handled
+// meanwhile) keeps its own outcome and is not returned. A coalesced send's
+// commit calls it once instead of two statements per covered event.
+func CompleteCovered(ctx context.Context, db store.DB, route, opKey string, by keys.Event, covered []keys.Event,
+	statusCode int, latency time.Duration) ([]keys.Event, error) {
+	if len(covered) == 0 {
+		return nil, nil
+	}
+	var ps, as, es, ids []string
+	for _, k := range covered {
+		ps, as, es, ids = append(ps, k.Provider), append(as, k.Account), append(es, k.Environment), append(ids, k.EventID)
+	}
+	var status *int
+	if statusCode != 0 {
+		status = &statusCode
+	}
+	rows, err := db.Query(ctx, `
+		WITH done AS (
+			UPDATE webhook_inbox w
+			   SET status = 'done', note = $5, attempts = w.attempts + 1, processed_at = now()
+			  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(provider, account, environment, event_id)
+			 WHERE w.provider = k.provider AND w.source_account = k.account AND w.environment = k.environment
+			   AND w.event_id = k.event_id AND w.status = 'pending'
+			RETURNING w.provider, w.source_account, w.environment, w.event_id)
+		INSERT INTO forward_attempts (route, provider, source_account, environment, event_id, operation_key, attempt,
+			outcome, status_code, latency_ms, covered_by)
+		SELECT $6, provider, source_account, environment, event_id, $7, 1, $8, $9, $10, $11 FROM done
+		RETURNING provider, source_account, environment, event_id`,
+		ps, as, es, ids, "coalesced into "+opKey, route, opKey, OutcomeCoalesced, status, int(latency/time.Millisecond), by.String())
+	if err != nil {
+		return nil, fmt.Errorf("complete the events %s covered: %w", opKey, err)
+	}
+	done, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (keys.Event, error) {
+		var k keys.Event
+		err := r.Scan(&k.Provider, &k.Account, &k.Environment, &k.EventID)
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete the events %s covered: %w", opKey, err)
+	}
+	return done, nil
+}
+
 // AttemptsFor lists the attempts of events, oldest first.
 func AttemptsFor(ctx context.Context, db store.DB, events []keys.Event) ([]Attempt, error) {
 	if len(events) == 0 {

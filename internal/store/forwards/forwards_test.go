@@ -71,3 +71,46 @@ func TestRequeueIgnoredTakesOnlyRowsIgnoredForWantOfARouteSinceItApplies(t *test
 	require.NoError(t, err)
 	require.Len(t, exact, 1, "an exact type")
 }
+
+// CompleteCovered completes, in one statement, the covered events still
+// pending, each with its one coalesced attempt naming the covering send,
+// and leaves one completed meanwhile (replayed and handled) as it was.
+func TestCompleteCoveredCompletesOnlyThePendingOnesWithTheirAttempt(t *testing.T) {
+	t.Parallel()
+	s, ctx := storetest.Setup(t)
+	key := func(id string) keys.Event {
+		return keys.Event{Provider: "stripe", Account: "acct_1", Environment: "test", EventID: id}
+	}
+	for _, id := range []string{"evt_head", "evt_1", "evt_2", "evt_3"} {
+		_, err := inbox.InsertInboxEvent(ctx, s.Pool, storetest.Event(id, `{"id":"`+id+`"}`))
+		require.NoError(t, err)
+	}
+	done, err := inbox.CompleteInboxEvent(ctx, s.Pool, key("evt_2"), keys.StatusDone, "handled on its own")
+	require.NoError(t, err)
+	require.True(t, done)
+
+	got, err := forwards.CompleteCovered(ctx, s.Pool, "subs", "forward/subs/coalesced/x/evt_3", key("evt_head"),
+		[]keys.Event{key("evt_1"), key("evt_2"), key("evt_3")}, 200, 12*time.Millisecond)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []keys.Event{key("evt_1"), key("evt_3")}, got)
+	for id, want := range map[string]string{"evt_1": "coalesced into forward/subs/coalesced/x/evt_3", "evt_2": "handled on its own",
+		"evt_3": "coalesced into forward/subs/coalesced/x/evt_3"} {
+		var status, note string
+		require.NoError(t, s.Pool.QueryRow(ctx, `SELECT status, coalesce(note, '') FROM webhook_inbox WHERE event_id = $1`, id).Scan(&status, &note))
+		require.Equal(t, keys.StatusDone, status, id)
+		require.Equal(t, want, note, id)
+	}
+	as, err := forwards.AttemptsFor(ctx, s.Pool, []keys.Event{key("evt_1"), key("evt_2"), key("evt_3")})
+	require.NoError(t, err)
+	require.Len(t, as, 2, "an attempt for each event the send completed, none for the one handled meanwhile")
+	for _, a := range as {
+		require.Equal(t, forwards.OutcomeCoalesced, a.Outcome)
+		require.Equal(t, "subs", a.Route)
+		require.Equal(t, 200, a.StatusCode)
+		require.Equal(t, key("evt_head").String(), a.CoveredBy)
+		require.Equal(t, "forward/subs/coalesced/x/evt_3", a.OperationKey)
+	}
+	none, err := forwards.CompleteCovered(ctx, s.Pool, "subs", "k", key("evt_head"), nil, 200, 0)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
