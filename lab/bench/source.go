@@ -29,7 +29,11 @@ type stripeSource struct {
 // startStripeSource creates resources subscriptions on a fresh simulator
 // and serves its API on loopback.
 func startStripeSource(ctx context.Context, resources int) (*stripeSource, error) {
-	sim := simulator.New(simulator.Config{Accounts: []string{benchAccount}, Versions: true, Seed: uint64(resources)})
+	// A seed of its own per run: the subscriptions' ids (and so their
+	// workflows' ids) are new on a Temporal server that kept an earlier
+	// run's workflows (--fresh-temporal=false).
+	seed := uint64(time.Now().UnixNano()) ^ uint64(runSeq.Add(1))<<48
+	sim := simulator.New(simulator.Config{Accounts: []string{benchAccount}, Versions: true, Seed: seed})
 	s := &stripeSource{sim: sim}
 	for range resources {
 		sub, _ := sim.CreateSubscription(benchAccount, "", simulator.SubscriptionOptions{})
