@@ -288,6 +288,10 @@ func RunE2E(ctx context.Context, env *Env, s E2ESuite) ([]E2EResult, error) {
 				r.Repeat = rep
 				fmt.Fprintf(s.Progress, "e2e: %s, %s: %.1f events/s (%d in %.1fs), %.1f history events/event, p50 %.0f ms\n",
 					l.Name, d, r.EventsPerSec, r.Events, r.Seconds, r.HistoryPerEvent, r.LatencyP50ms)
+				if r.ForwardDocuments > 0 {
+					fmt.Fprintf(s.Progress, "e2e: %s, %s: %d documents for %d events (%d coalesced, %d requests), %d resources at their latest state\n",
+						l.Name, d, r.ForwardDocuments, r.Events, r.CoalescedDocuments, r.ForwardRequests, r.LatestChecked)
+				}
 				out = append(out, r)
 			}
 		}
