@@ -236,6 +236,10 @@ type E2EResult struct {
 	HeldWorker        bool    `json:"held_worker,omitempty"`
 	HeldSeconds       float64 `json:"held_seconds,omitempty"`
 	DrainEventsPerSec float64 `json:"drain_events_per_sec,omitempty"`
+	// FirstEffectSeconds is from the worker's start to the first effect:
+	// the start-up (schedules, pollers, the first workflow tasks) that the
+	// drained window includes.
+	FirstEffectSeconds float64 `json:"first_effect_seconds,omitempty"`
 	// What the forward service saw: requests, documents applied (one per
 	// operation key), those of them that covered more than one event, and
 	// requests for a key it had applied before (answered, not applied).
@@ -794,7 +798,7 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	res.SignalsPerEvent = sys.signals() / float64(len(evs))
 	res.SweeperSignalsPerEvent = sys.sweeps() / float64(len(evs))
 
-	var first, last time.Time
+	var first, last, firstEffect time.Time
 	var p50, p99 float64
 	// An event's effect is its row's completion, or its email's sending
 	// when it has one.
@@ -805,12 +809,12 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 			  LEFT JOIN outbox o ON o.operation_key = 'bench:' || w.provider || '/' || w.source_account || '/' ||
 			                        w.environment || '/' || w.event_id || ':confirmation'
 		)
-		SELECT min(received_at), max(effect_at),
+		SELECT min(received_at), max(effect_at), min(effect_at),
 		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM effect_at - received_at)),
 		       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM effect_at - received_at)),
 		       count(*) FILTER (WHERE status <> 'done'),
 		       (SELECT count(*) FROM outbox WHERE status = 'sent')
-		  FROM done`).Scan(&first, &last, &p50, &p99, &res.NotDone, &res.Emails)
+		  FROM done`).Scan(&first, &last, &firstEffect, &p50, &p99, &res.NotDone, &res.Emails)
 	if err != nil {
 		return res, err
 	}
@@ -819,6 +823,7 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	if !released.IsZero() {
 		res.HeldSeconds = released.Sub(first).Seconds()
 		res.DrainEventsPerSec = float64(len(evs)) / last.Sub(released).Seconds()
+		res.FirstEffectSeconds = firstEffect.Sub(released).Seconds()
 	}
 	res.LatencyP50ms, res.LatencyP99ms = p50*1000, p99*1000
 
