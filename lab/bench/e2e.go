@@ -240,6 +240,15 @@ type E2EResult struct {
 	// the start-up (schedules, pollers, the first workflow tasks) that the
 	// drained window includes.
 	FirstEffectSeconds float64 `json:"first_effect_seconds,omitempty"`
+	// A held coalescing run's documents: when the first and the last were
+	// recorded (planned: pending list read, current fetched), in seconds
+	// from the worker's start, and from that record to the head row's
+	// completion (the send, and the commit of every row it covers), p50
+	// and max in ms.
+	FirstSendRecordedSeconds float64 `json:"first_send_recorded_seconds,omitempty"`
+	LastSendRecordedSeconds  float64 `json:"last_send_recorded_seconds,omitempty"`
+	SendCommitP50ms          float64 `json:"send_commit_p50_ms,omitempty"`
+	SendCommitMaxMs          float64 `json:"send_commit_max_ms,omitempty"`
 	// What the forward service saw: requests, documents applied (one per
 	// operation key), those of them that covered more than one event, and
 	// requests for a key it had applied before (answered, not applied).
@@ -824,6 +833,23 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 		res.HeldSeconds = released.Sub(first).Seconds()
 		res.DrainEventsPerSec = float64(len(evs)) / last.Sub(released).Seconds()
 		res.FirstEffectSeconds = firstEffect.Sub(released).Seconds()
+	}
+	if design == DesignForwardCoalesce && !released.IsZero() {
+		// Each coalesced send is recorded (forward_coalesced.created_at)
+		// after its plan (the pending list and the fetch) and before it
+		// goes; its head row's completion is after its send and the commit
+		// of every row it covers.
+		err = obs.Pool.QueryRow(ctx, `
+			SELECT extract(epoch FROM min(c.created_at) - $1::timestamptz), extract(epoch FROM max(c.created_at) - $1::timestamptz),
+			       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM w.processed_at - c.created_at)),
+			       max(extract(epoch FROM w.processed_at - c.created_at))
+			  FROM forward_coalesced c
+			  JOIN webhook_inbox w ON (w.provider, w.source_account, w.environment, w.event_id) = (c.provider, c.source_account, c.environment, c.event_id)`,
+			released).Scan(&res.FirstSendRecordedSeconds, &res.LastSendRecordedSeconds, &res.SendCommitP50ms, &res.SendCommitMaxMs)
+		if err != nil {
+			return res, err
+		}
+		res.SendCommitP50ms, res.SendCommitMaxMs = res.SendCommitP50ms*1000, res.SendCommitMaxMs*1000
 	}
 	res.LatencyP50ms, res.LatencyP99ms = p50*1000, p99*1000
 

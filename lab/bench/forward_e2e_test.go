@@ -55,6 +55,8 @@ func TestForwardDesignsRunABurstWithEveryResourceAtItsLatestState(t *testing.T) 
 			require.Equal(t, 3, r.CoalescedDocuments)
 			require.EqualValues(t, 10, r.EventsPerDocument)
 			require.Equal(t, 3, r.LatestChecked)
+			require.Positive(t, r.SendCommitP50ms, "each document's send and commit, timed")
+			require.GreaterOrEqual(t, r.LastSendRecordedSeconds, r.FirstSendRecordedSeconds)
 		}
 	}
 }
