@@ -39,7 +39,8 @@ func newBenchCmd() *cobra.Command {
 		temporalNice, intakeWriters                int
 		intakeNoTemporal, intakeUnpaced            bool
 		intakeStatement, intakePause               bool
-		intakeSettle, drainFor                     time.Duration
+		intakeSettle, drainFor, receiverLatency    time.Duration
+		holdWorker                                 bool
 		output                                     = cli.OutputFormat("table")
 	)
 	cmd := &cobra.Command{
@@ -141,7 +142,8 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 				}
 			}
 			suite := bench.E2ESuite{Designs: ds, Senders: senders, Repeat: repeat, Timeout: timeout, HistorySample: sample,
-				FreshTemporal: freshTemporal, Drain: drainFor, HeapProfile: heapProfile, Progress: progress}
+				FreshTemporal: freshTemporal, Drain: drainFor, HeapProfile: heapProfile, Progress: progress,
+				ReceiverLatency: receiverLatency, HoldWorker: holdWorker}
 			suite.Configure = func(c *config.Config) {
 				if sweepAfter > 0 {
 					c.SweepAfter = sweepAfter
@@ -151,9 +153,9 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 				}
 			}
 			if want["e2e"] {
-				suite.Loads = []bench.Load{
-					{Name: "one event per resource", Resources: spread, PerResource: 1, Kind: spreadKind},
-					{Name: "bursts", Resources: bR, PerResource: bE},
+				suite.Loads = []bench.Load{{Name: "bursts", Resources: bR, PerResource: bE}}
+				if spread > 0 {
+					suite.Loads = append([]bench.Load{{Name: "one event per resource", Resources: spread, PerResource: 1, Kind: spreadKind}}, suite.Loads...)
 				}
 				rep.EndToEnd, err = bench.RunE2E(ctx, env, suite)
 				if err != nil {
@@ -209,11 +211,11 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.BoolVar(&intakePause, "intake-pause-temporal", false, "intake: stop the Temporal server started here (SIGSTOP) during every window, so that it takes no CPU: the intake's own cost")
 	f.IntVar(&intakeWriters, "intake-writers", 0, "intake: HOOKINBOX_INTAKE_WRITERS of the intake (0: the product default; -1: no group commit)")
 	f.DurationVar(&intakeSettle, "intake-settle", 30*time.Second, "intake: after each intake window, wait up to this long for its hand-off queue to empty")
-	f.IntVar(&spread, "spread", 2000, "e2e: resources of the one-event-per-resource load")
+	f.IntVar(&spread, "spread", 2000, "e2e: resources of the one-event-per-resource load (0: no such load, the bursts only)")
 	f.StringVar(&burst, "burst", "20x50", "e2e: bursts load (subscription updates), RESOURCESxEVENTS per resource")
 	f.StringVar(&spreadKind, "spread-kind", bench.KindInvoice, "e2e and scale: kind of the one-event resources: invoice (invoice.paid with its confirmation email) or subscription")
 	f.IntVar(&senders, "senders", 16, "e2e and scale: concurrent HTTP senders")
-	f.StringVar(&designs, "designs", "hookinbox-v1,hookinbox", "e2e and scale: designs to run: hookinbox, hookinbox-v1 (the design before issue #17), naive, hookinbox-activity (HOOKINBOX_HANDLE_MODE=activity), hookinbox-forward (forward routes to an in-process service instead of the handlers), temporal-floor (not a design: the server's limit for one workflow per resource, a workflow that takes its signal and completes at once; loads of one event per resource); ratios are to the first")
+	f.StringVar(&designs, "designs", "hookinbox-v1,hookinbox", "e2e and scale: designs to run: hookinbox, hookinbox-v1 (the design before issue #17), naive, hookinbox-activity (HOOKINBOX_HANDLE_MODE=activity), hookinbox-forward (forward routes to an in-process service instead of the handlers), hookinbox-forward-fetch (a customer.subscription.* route with --fetch-current, the current object read from the lab simulator as Stripe), hookinbox-forward-coalesce (the same route with --coalesce); with either of the last two every design of the run takes the simulator's subscription events, and loads of other kinds are skipped; temporal-floor (not a design: the server's limit for one workflow per resource, a workflow that takes its signal and completes at once; loads of one event per resource); ratios are to the first")
 	f.StringVar(&scale, "scale", "1000,10000,100000", "scale: distinct resources per run, one event each")
 	f.IntVar(&scaleMax, "scale-max", 10000, "scale: skip sizes above this (0: no cap; 100k resources take hours on 2 cores)")
 	f.IntVar(&repeat, "repeat", 1, "e2e: runs per load, alternating the order of the designs (rows show the mean; scale runs once)")
@@ -221,6 +223,8 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.DurationVar(&sweepAfter, "sweep-after", 0, "e2e and scale: HOOKINBOX_SWEEP_AFTER of the hookinbox designs (0: the product default)")
 	f.IntVar(&handoffWorkers, "handoff-workers", 0, "e2e and scale: HOOKINBOX_HANDOFF_WORKERS of every design (0: the product default)")
 	f.DurationVar(&timeout, "timeout", 0, "bound of one end-to-end run (0: 30 minutes plus 50 ms per event)")
+	f.DurationVar(&receiverLatency, "receiver-latency", 0, "e2e and scale: how long the forward designs' service waits before its 2xx (e.g. 1ms, 50ms; 0: at once)")
+	f.BoolVar(&holdWorker, "hold-worker", false, "e2e and scale: start each run's worker only once every event is acknowledged, so each resource's events are pending together (not with naive); the report adds the rate from that start to the last effect")
 	f.DurationVar(&drainFor, "drain", 0, "e2e and scale: after the last effect, wait up to this long for every workflow of the run to close and report the Temporal server's CPU per event for all of it (deferred timers and closes included; e.g. 15m for hookinbox-v1's 10-minute idle timeout)")
 	f.BoolVar(&freshTemporal, "fresh-temporal", true, "start a fresh Temporal server for each end-to-end run (when started here; on postgres in fresh databases)")
 	f.StringVar(&dbURL, "database-url", "", "superuser URL of an existing PostgreSQL (default: start a throw-away cluster)")

@@ -65,7 +65,7 @@ const (
 )
 
 // Designs lists every design RunOnce knows.
-var Designs = []string{DesignNaive, DesignV1, DesignHookinbox, DesignUnpaced, DesignActivity, DesignForward, DesignFloor}
+var Designs = []string{DesignNaive, DesignV1, DesignHookinbox, DesignUnpaced, DesignActivity, DesignForward, DesignForwardFetch, DesignForwardCoalesce, DesignFloor}
 
 // Kinds of resource a load's events are about.
 const (
@@ -129,7 +129,21 @@ type E2ESuite struct {
 	// once it has settled (after the live heap is read): what the process
 	// keeps, for go tool pprof. Each run overwrites the one before.
 	HeapProfile string
-	Progress    io.Writer
+	// ReceiverLatency is how long the forward designs' service waits before
+	// its 2xx (0: it answers at once).
+	ReceiverLatency time.Duration
+	// HoldWorker starts each run's worker only once every event has been
+	// acknowledged, so a resource's events are all pending together when
+	// its workflow first runs (the product designs only; not the naive).
+	HoldWorker bool
+	Progress   io.Writer
+}
+
+// usesSource says whether a run of s takes its subscription events from
+// the bench's Stripe (stripeSource): when any of its designs fetches, every
+// design of the suite runs on the same simulated bursts.
+func (s E2ESuite) usesSource(design string) bool {
+	return fetches(design) || slices.ContainsFunc(s.Designs, fetches)
 }
 
 // E2EResult is one design on one load.
@@ -211,6 +225,41 @@ type E2EResult struct {
 	// Emails sent (outbox rows of invoice loads) and those left unsent.
 	Emails      int    `json:"emails,omitempty"`
 	LoadAverage string `json:"load_average"`
+	// ReceiverLatencyMs is the forward service's wait before its 2xx.
+	ReceiverLatencyMs float64 `json:"receiver_latency_ms,omitempty"`
+	// FetchSource says the events came from the bench's Stripe (the lab
+	// simulator, its state changed just before each event was sent).
+	FetchSource bool `json:"fetch_source,omitempty"`
+	// HeldWorker: the worker started once every event was acknowledged,
+	// HeldSeconds after the first. DrainEventsPerSec is the events over
+	// the time from that start to the last effect.
+	HeldWorker        bool    `json:"held_worker,omitempty"`
+	HeldSeconds       float64 `json:"held_seconds,omitempty"`
+	DrainEventsPerSec float64 `json:"drain_events_per_sec,omitempty"`
+	// FirstEffectSeconds is from the worker's start to the first effect:
+	// the start-up (schedules, pollers, the first workflow tasks) that the
+	// drained window includes.
+	FirstEffectSeconds float64 `json:"first_effect_seconds,omitempty"`
+	// A held coalescing run's documents: when the first and the last were
+	// recorded (planned: pending list read, current fetched), in seconds
+	// from the worker's start, and from that record to the head row's
+	// completion (the send, and the commit of every row it covers), p50
+	// and max in ms.
+	FirstSendRecordedSeconds float64 `json:"first_send_recorded_seconds,omitempty"`
+	LastSendRecordedSeconds  float64 `json:"last_send_recorded_seconds,omitempty"`
+	SendCommitP50ms          float64 `json:"send_commit_p50_ms,omitempty"`
+	SendCommitMaxMs          float64 `json:"send_commit_max_ms,omitempty"`
+	// What the forward service saw: requests, documents applied (one per
+	// operation key), those of them that covered more than one event, and
+	// requests for a key it had applied before (answered, not applied).
+	// EventsPerDocument is events ÷ documents. LatestChecked counts the
+	// resources whose final state was checked to be the source's latest.
+	ForwardRequests    int     `json:"forward_requests,omitempty"`
+	ForwardDocuments   int     `json:"forward_documents,omitempty"`
+	CoalescedDocuments int     `json:"coalesced_documents,omitempty"`
+	Redelivered        int     `json:"forward_redelivered,omitempty"`
+	EventsPerDocument  float64 `json:"events_per_document,omitempty"`
+	LatestChecked      int     `json:"latest_checked,omitempty"`
 }
 
 // RunE2E runs every load with every design, one run at a time.
@@ -235,6 +284,10 @@ func RunE2E(ctx context.Context, env *Env, s E2ESuite) ([]E2EResult, error) {
 				if d == DesignFloor && l.PerResource != 1 {
 					continue // the floor is of one event per resource
 				}
+				if s.usesSource(d) && l.kind() != KindSubscription {
+					fmt.Fprintf(s.Progress, "e2e: %s, %s: skipped (a fetching suite runs subscription loads only)\n", l.Name, d)
+					continue
+				}
 				if s.FreshTemporal {
 					if err := env.FreshTemporal(ctx); err != nil {
 						return out, err
@@ -248,6 +301,10 @@ func RunE2E(ctx context.Context, env *Env, s E2ESuite) ([]E2EResult, error) {
 				r.Repeat = rep
 				fmt.Fprintf(s.Progress, "e2e: %s, %s: %.1f events/s (%d in %.1fs), %.1f history events/event, p50 %.0f ms\n",
 					l.Name, d, r.EventsPerSec, r.Events, r.Seconds, r.HistoryPerEvent, r.LatencyP50ms)
+				if r.ForwardDocuments > 0 {
+					fmt.Fprintf(s.Progress, "e2e: %s, %s: %d documents for %d events (%d coalesced, %d requests), %d resources at their latest state\n",
+						l.Name, d, r.ForwardDocuments, r.Events, r.CoalescedDocuments, r.ForwardRequests, r.LatestChecked)
+				}
 				out = append(out, r)
 			}
 		}
@@ -264,9 +321,22 @@ type system struct {
 	signals func() float64
 	sweeps  func() float64
 	stop    func()
-	// check, when set, says whether the run's effects are real (the
-	// forward design: the service applied one operation per event).
-	check func(events int) error
+	// release starts the worker of a system started held (sysOptions.hold).
+	release func() error
+	// forward is the forward designs' service: check says whether the
+	// run's effects are real (every event applied once and, when latest is
+	// given, each resource's final state the latest).
+	forward *forwardService
+}
+
+// sysOptions are what startSystem needs beyond the configuration.
+type sysOptions struct {
+	// apiURL is the bench's Stripe (stripeSource), "" for none.
+	apiURL string
+	// latency is the forward service's answer time.
+	latency time.Duration
+	// hold: the worker starts at release, not at once.
+	hold bool
 }
 
 // benchHandler is the cheap business handler every design runs: one short
@@ -321,7 +391,7 @@ func benchConfig(dbURL, temporal string) config.Config {
 	return cfg
 }
 
-func startSystem(ctx context.Context, design string, cfg config.Config) (_ *system, err error) {
+func startSystem(ctx context.Context, design string, cfg config.Config, opts sysOptions) (_ *system, err error) {
 	log := benchLogger()
 	var closers []func()
 	defer func() {
@@ -361,17 +431,17 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	}
 	ist.Keys = kr
 	closers = append(closers, ist.Close)
-	if err := registerEndpoint(ctx, ist); err != nil {
+	if err := registerSourceEndpoint(ctx, ist, opts.apiURL); err != nil {
 		return nil, err
 	}
-	var check func(int) error
-	if design == DesignForward {
-		stop, svc, err := startForwardService(ctx, ist)
+	var svc *forwardService
+	if isForward(design) {
+		stop, s, err := startForwardService(ctx, ist, design, opts.latency)
 		if err != nil {
 			return nil, err
 		}
 		closers = append(closers, stop)
-		check = svc.check
+		svc = s
 	}
 	ic, err := starter.DialLazy(cfg, log)
 	if err != nil {
@@ -382,7 +452,7 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	if err != nil {
 		return nil, err
 	}
-	sys := &system{design: design, url: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, queue: cfg.TaskQueue, client: wc, check: check,
+	sys := &system{design: design, url: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, queue: cfg.TaskQueue, client: wc, forward: svc,
 		sweeps: func() float64 { return testutil.ToFloat64(wm.SweepResignals) }}
 	im := metrics.New()
 	wctx, wcancel := context.WithCancel(context.Background())
@@ -391,9 +461,19 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 	werr := make(chan error, 1)
 
 	switch design {
-	case DesignHookinbox, DesignActivity, DesignV1, DesignUnpaced, DesignForward:
-		wg.Add(1)
-		go func() { defer wg.Done(); werr <- app.RunWorker(wctx, cfg, wc, acts, wm, "", log) }()
+	case DesignHookinbox, DesignActivity, DesignV1, DesignUnpaced, DesignForward, DesignForwardFetch, DesignForwardCoalesce:
+		startWorker := func() {
+			wg.Add(1)
+			go func() { defer wg.Done(); werr <- app.RunWorker(wctx, cfg, wc, acts, wm, "", log) }()
+		}
+		if opts.hold {
+			sys.release = func() error {
+				startWorker()
+				return workerStarted(werr)
+			}
+		} else {
+			startWorker()
+		}
 		in := app.NewIntake(cfg, ist, ic, im, log, biz.Router(cfg, ist, log))
 		in.InternalAddr = "" // the benchmark reads the registry itself
 		wg.Add(1)
@@ -402,6 +482,12 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 			return testutil.ToFloat64(im.HandoffSignals.WithLabelValues("sent")) + testutil.ToFloat64(im.HandoffSignals.WithLabelValues("failed"))
 		}
 	case DesignNaive:
+		if opts.hold {
+			wcancel()
+			icancel()
+			ln.Close()
+			return nil, errors.New("the naive design cannot hold its worker")
+		}
 		w := worker.New(wc, acts.Resource, cfg)
 		w.RegisterWorkflow(NaiveWorkflow)
 		if err := w.Start(); err != nil {
@@ -448,16 +534,27 @@ func startSystem(ctx context.Context, design string, cfg config.Config) (_ *syst
 			closers[i]()
 		}
 	}
-	// A worker that failed at start-up (schedules, search attributes) says so.
+	if opts.hold {
+		return sys, nil
+	}
+	if err := workerStarted(werr); err != nil {
+		sys.stop()
+		return nil, err
+	}
+	return sys, nil
+}
+
+// workerStarted says whether a worker failed at start-up (schedules,
+// search attributes): it waits 500 ms for its error.
+func workerStarted(werr chan error) error {
 	select {
 	case err := <-werr:
 		if err != nil {
-			sys.stop()
-			return nil, fmt.Errorf("worker: %w", err)
+			return fmt.Errorf("worker: %w", err)
 		}
 	case <-time.After(500 * time.Millisecond):
 	}
-	return sys, nil
+	return nil
 }
 
 // templateOf is the event template of a kind: %[1]s event id, %[2]s
@@ -486,7 +583,9 @@ type plannedEvent struct {
 	eventID, subID string
 }
 
-func plan(run string, l Load) []plannedEvent {
+// plan lists the events of l, shuffled: resource r's id is subs[r] when
+// subs is given (the bench's Stripe's subscriptions), or made of run.
+func plan(run string, l Load, subs []string) []plannedEvent {
 	evs := make([]plannedEvent, 0, l.Events())
 	prefix := "sub_"
 	if l.kind() == KindInvoice {
@@ -494,6 +593,9 @@ func plan(run string, l Load) []plannedEvent {
 	}
 	for r := range l.Resources {
 		sub := prefix + run + "_" + strconv.Itoa(r)
+		if subs != nil {
+			sub = subs[r]
+		}
 		for k := range l.PerResource {
 			evs = append(evs, plannedEvent{eventID: "evt_" + run + "_" + strconv.Itoa(r) + "_" + strconv.Itoa(k), subID: sub})
 		}
@@ -507,9 +609,19 @@ func resourceOf(kind, id string) keys.Resource {
 	return keys.Resource{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, Kind: kind, ID: id}
 }
 
+// bodyFunc is the body of a planned event sent at now.
+type bodyFunc func(ev plannedEvent, now time.Time) ([]byte, error)
+
+// fromTemplate is the body of each event made from template (templateOf).
+func fromTemplate(template string) bodyFunc {
+	return func(ev plannedEvent, now time.Time) ([]byte, error) {
+		return fmt.Appendf(nil, template, ev.eventID, ev.subID, now.Unix()), nil
+	}
+}
+
 // send posts every planned event from n senders and returns the rate of
 // acknowledgements.
-func send(ctx context.Context, url, template string, evs []plannedEvent, n int) (float64, error) {
+func send(ctx context.Context, url string, bodyOf bodyFunc, evs []plannedEvent, n int) (float64, error) {
 	c := httpClient(n)
 	defer c.CloseIdleConnections()
 	var next atomic.Int64
@@ -525,9 +637,11 @@ func send(ctx context.Context, url, template string, evs []plannedEvent, n int) 
 				if i >= len(evs) || ctx.Err() != nil {
 					return
 				}
-				now := time.Now()
-				body := fmt.Appendf(nil, template, evs[i].eventID, evs[i].subID, now.Unix())
-				var err error
+				body, err := bodyOf(evs[i], time.Now())
+				if err != nil {
+					errc <- err
+					return
+				}
 				for attempt := 0; attempt < 5; attempt++ { // a sender retries, as providers do
 					if err = post(ctx, c, url, body, simulator.SignStripe(body, time.Now(), benchSecret)); err == nil {
 						break
@@ -593,7 +707,26 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	if s.Configure != nil {
 		s.Configure(&cfg)
 	}
-	sys, err := startSystem(ctx, design, cfg)
+	opts := sysOptions{latency: s.ReceiverLatency, hold: s.HoldWorker}
+	var src *stripeSource
+	if s.usesSource(design) {
+		if l.kind() != KindSubscription {
+			mem.Stop()
+			return res, fmt.Errorf("%s: the bench's Stripe holds subscriptions only, not a %s load", design, l.kind())
+		}
+		if src, err = startStripeSource(ctx, l.Resources); err != nil {
+			mem.Stop()
+			return res, err
+		}
+		defer src.stop()
+		opts.apiURL = src.url
+		res.FetchSource = true
+	}
+	if isForward(design) {
+		res.ReceiverLatencyMs = float64(s.ReceiverLatency.Microseconds()) / 1000
+	}
+	res.HeldWorker = s.HoldWorker
+	sys, err := startSystem(ctx, design, cfg, opts)
 	if err != nil {
 		mem.Stop()
 		return res, err
@@ -607,22 +740,49 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	defer obs.Close()
 
 	run := runID()
-	evs := plan(run, l)
+	bodyOf := fromTemplate(templateOf(l.kind()))
+	var subs []string
+	if src != nil {
+		subs = src.subs
+		bodyOf = func(ev plannedEvent, _ time.Time) ([]byte, error) { return src.update(ev.subID) }
+	}
+	evs := plan(run, l, subs)
 	cpu := StartCPU(env.TemporalPID())
-	res.AckPerSec, err = send(ctx, sys.url, templateOf(l.kind()), evs, s.Senders)
+	res.AckPerSec, err = send(ctx, sys.url, bodyOf, evs, s.Senders)
 	if err != nil {
 		mem.Stop()
 		return res, fmt.Errorf("send: %w", err)
+	}
+	var released time.Time
+	if sys.release != nil {
+		released = time.Now()
+		if err := sys.release(); err != nil {
+			mem.Stop()
+			return res, err
+		}
 	}
 	if res.EndPollMs, err = waitDone(ctx, obs, len(evs)); err != nil {
 		mem.Stop()
 		return res, err
 	}
-	if sys.check != nil {
-		if err := sys.check(len(evs)); err != nil {
+	if sys.forward != nil {
+		var latest map[string]int64
+		if fetches(design) {
+			if latest, err = src.latest(); err != nil {
+				mem.Stop()
+				return res, err
+			}
+		}
+		if err := sys.forward.check(len(evs), latest); err != nil {
 			mem.Stop()
 			return res, err
 		}
+		fs := sys.forward.stats()
+		res.ForwardRequests, res.ForwardDocuments, res.CoalescedDocuments, res.Redelivered = fs.requests, fs.docs, fs.coalesced, fs.redelivered
+		if fs.docs > 0 {
+			res.EventsPerDocument = float64(len(evs)) / float64(fs.docs)
+		}
+		res.LatestChecked = len(latest)
 	}
 	res.MachineBusy, res.TemporalCores = cpu.Stop()
 	res.PeakHeapMiB, res.PeakRSSMiB = mem.Stop()
@@ -647,7 +807,7 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 	res.SignalsPerEvent = sys.signals() / float64(len(evs))
 	res.SweeperSignalsPerEvent = sys.sweeps() / float64(len(evs))
 
-	var first, last time.Time
+	var first, last, firstEffect time.Time
 	var p50, p99 float64
 	// An event's effect is its row's completion, or its email's sending
 	// when it has one.
@@ -658,17 +818,39 @@ func RunOnce(ctx context.Context, env *Env, design string, l Load, s E2ESuite) (
 			  LEFT JOIN outbox o ON o.operation_key = 'bench:' || w.provider || '/' || w.source_account || '/' ||
 			                        w.environment || '/' || w.event_id || ':confirmation'
 		)
-		SELECT min(received_at), max(effect_at),
+		SELECT min(received_at), max(effect_at), min(effect_at),
 		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM effect_at - received_at)),
 		       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM effect_at - received_at)),
 		       count(*) FILTER (WHERE status <> 'done'),
 		       (SELECT count(*) FROM outbox WHERE status = 'sent')
-		  FROM done`).Scan(&first, &last, &p50, &p99, &res.NotDone, &res.Emails)
+		  FROM done`).Scan(&first, &last, &firstEffect, &p50, &p99, &res.NotDone, &res.Emails)
 	if err != nil {
 		return res, err
 	}
 	res.Seconds = last.Sub(first).Seconds()
 	res.EventsPerSec = float64(len(evs)) / res.Seconds
+	if !released.IsZero() {
+		res.HeldSeconds = released.Sub(first).Seconds()
+		res.DrainEventsPerSec = float64(len(evs)) / last.Sub(released).Seconds()
+		res.FirstEffectSeconds = firstEffect.Sub(released).Seconds()
+	}
+	if design == DesignForwardCoalesce && !released.IsZero() {
+		// Each coalesced send is recorded (forward_coalesced.created_at)
+		// after its plan (the pending list and the fetch) and before it
+		// goes; its head row's completion is after its send and the commit
+		// of every row it covers.
+		err = obs.Pool.QueryRow(ctx, `
+			SELECT extract(epoch FROM min(c.created_at) - $1::timestamptz), extract(epoch FROM max(c.created_at) - $1::timestamptz),
+			       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM w.processed_at - c.created_at)),
+			       max(extract(epoch FROM w.processed_at - c.created_at))
+			  FROM forward_coalesced c
+			  JOIN webhook_inbox w ON (w.provider, w.source_account, w.environment, w.event_id) = (c.provider, c.source_account, c.environment, c.event_id)`,
+			released).Scan(&res.FirstSendRecordedSeconds, &res.LastSendRecordedSeconds, &res.SendCommitP50ms, &res.SendCommitMaxMs)
+		if err != nil {
+			return res, err
+		}
+		res.SendCommitP50ms, res.SendCommitMaxMs = res.SendCommitP50ms*1000, res.SendCommitMaxMs*1000
+	}
 	res.LatencyP50ms, res.LatencyP99ms = p50*1000, p99*1000
 
 	hist, err := countHistory(ctx, sys.client, design, evs, l, s.HistorySample)

@@ -69,7 +69,7 @@ func runFloor(ctx context.Context, env *Env, l Load, s E2ESuite) (E2EResult, err
 	defer w.Stop()
 	rs := &starter.Resources{Client: c, TaskQueue: queue}
 
-	evs := plan(run, l)
+	evs := plan(run, l, nil)
 	mem := StartMemory()
 	cpu := StartCPU(env.TemporalPID())
 	first := time.Now()
