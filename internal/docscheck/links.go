@@ -14,7 +14,7 @@ var (
 	// atxHeading is a Markdown heading line; group 1 its text.
 	atxHeading = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
 	// slugDrop is what GitHub drops from a heading's text to make its anchor.
-	slugDrop = regexp.MustCompile(`[^\p{L}\p{N}\s_-]`)
+	slugDrop = regexp.MustCompile(`[^\p{L}\p{M}\p{N}\s_-]`)
 	// linkText is a link in a heading, whose anchor keeps its text only.
 	linkText = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 )
