@@ -313,6 +313,9 @@ if "/readyz" in hc and f":{internal_port}/readyz" not in hc:
 shared = ("HOOKINBOX_TASK_QUEUE", "TEMPORAL_NAMESPACE", "HOOKINBOX_IDLE_TIMEOUT", "HOOKINBOX_MAX_EVENTS_PER_RUN",
           "HOOKINBOX_RETRY_BUDGET", "HOOKINBOX_RETRY_INITIAL", "HOOKINBOX_RETRY_MAX", "HOOKINBOX_ACTIVITY_TIMEOUT",
           "HOOKINBOX_SWEEP_INTERVAL", "HOOKINBOX_SWEEP_AFTER",
+          # The rest of app.WorkflowSettings' input.
+          "HOOKINBOX_OUTBOX_BUDGET", "HOOKINBOX_HANDLE_MODE", "HOOKINBOX_OUTBOX_SEND", "HOOKINBOX_IDLE_COMPLETE_KINDS",
+          "HOOKINBOX_WORKFLOW_ID_PREFIX",
           # Both open the secrets the other sealed.
           "HOOKINBOX_SECRETS_KEY", "HOOKINBOX_SECRETS_KEY_FILE")
 we = env_map((hookinbox_services.get("webhook") or {}).get("environment"))

@@ -56,7 +56,10 @@
 //     ```go block) is not declared by any package of that name, or a path
 //     of the tree written as code (`internal/store`,
 //     `providers/all/all.go`) is not there (GoIndex.CheckGoNames; the rule
-//     is in goidents.go).
+//     is in goidents.go);
+//   - a relative markdown link or #anchor of the README, docs/, the
+//     CHANGELOG or an example's README names a file or heading that is not
+//     there (links.go).
 //
 // Apart from the roles check, which reads a test database's catalog, it
 // reads Go source and Markdown and builds command trees and the console's

@@ -13,7 +13,8 @@ import (
 // workflow itself: its ID, its signals, its input. Recorded histories carry
 // these shapes, so their names and JSON stay stable.
 
-// ResourceWorkflowID is the one place resource workflow IDs are made:
+// ResourceWorkflowID makes resource workflow IDs (PrefixedResourceWorkflowID,
+// below, is the same form after a deployment's prefix):
 // resource/{provider}/{account}/{environment}/{kind}/{id}, each part
 // escaped so a '/' inside an id cannot forge another resource.
 func ResourceWorkflowID(r Resource) string {

@@ -241,9 +241,10 @@ func normalizeThin(n providers.Normalized, doc gjson.Result) (providers.Normaliz
 // version of a snapshot event under the snapshot's name with a v1. prefix
 // (and, when one action raised both, names the snapshot in snapshot_event);
 // both are one business operation, which the handlers' business keys keep
-// to one effect. Credit notes are the exception: their resource must be the
-// invoice they credit (Normalize), which a thin event does not name, so a
-// thin credit note event keeps its own type and is recorded ignored.
+// to one effect. Credit notes are the exception: the credits domain runs
+// them on the invoice they credit (SerializeOn data.object.invoice), which
+// a thin event does not name, so a thin credit note event keeps its own
+// type and is recorded ignored.
 func (Provider) RouteType(eventType string) string {
 	snapshot, ok := strings.CutPrefix(eventType, "v1.")
 	if !ok || strings.HasPrefix(snapshot, "credit_note.") {
