@@ -61,6 +61,7 @@ var Tables = map[string]func(files []string) (string, error){
 	"memory":       memoryTable,
 	"intake":       intakeTable,
 	"e2e-runs":     e2eRunsTable,
+	"coalesce":     coalesceTable,
 }
 
 // TableKinds are the names of Tables, sorted.

@@ -41,6 +41,7 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 		"memory":       {r("20261202-scale-2k-conn-reuse-before.json")},
 		"intake":       {r("20261201-intake.json")},
 		"e2e-runs":     {r("20261201-bisect-old.json"), r("20261201-bisect-new.json")},
+		"coalesce":     {r("20261203-coalesce-1ms-1.json"), r("20261203-coalesce-50ms.json")},
 	} {
 		out, err := Tables[kind](files)
 		require.NoError(t, err, kind)
@@ -48,7 +49,7 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 		require.GreaterOrEqual(t, len(lines), 3, "%s: a header, its separator and a row:\n%s", kind, out)
 		require.True(t, strings.HasPrefix(lines[1], "| --- |"), kind)
 	}
-	require.ElementsMatch(t, TableKinds(), []string{"e2e", "scale-pair", "scale", "intake-split", "e2e-ab", "intake-ab", "e2e-sides", "memory", "intake", "e2e-runs"})
+	require.ElementsMatch(t, TableKinds(), []string{"e2e", "scale-pair", "scale", "intake-split", "e2e-ab", "intake-ab", "e2e-sides", "memory", "intake", "e2e-runs", "coalesce"})
 
 	// An intake report has no end-to-end runs; a pair table wants pairs.
 	_, err := Tables["e2e"]([]string{r("20261201-intake.json")})
@@ -57,6 +58,8 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 	require.ErrorContains(t, err, "in pairs")
 	_, err = Tables["e2e-sides"]([]string{r("20261201-redesign-ab-1-before.json"), r("20261201-redesign-ab-2-before.json")})
 	require.ErrorContains(t, err, "not two")
+	_, err = Tables["coalesce"]([]string{r("20261201-forward-e2e.json")})
+	require.ErrorContains(t, err, "lacks one of", "a report without the coalescing designs")
 	_, err = Tables["intake-split"]([]string{r("20261201-intake.json")})
 	require.ErrorContains(t, err, "no inbox statement")
 	_, err = Tables["scale"]([]string{filepath.Join(t.TempDir(), "missing.json")})
