@@ -196,7 +196,13 @@ func (s *Session) Run(ctx context.Context, b Block) (string, error) {
 	if b.Marker.Timeout > 0 {
 		timeout = b.Marker.Timeout
 	}
-	path, err := s.write(b, "block")
+	return s.source(ctx, b, "block", timeout)
+}
+
+// source writes b's script to a file named after kind and sources it in
+// the session: its output, or the failure naming b's file and line.
+func (s *Session) source(ctx context.Context, b Block, kind string, timeout time.Duration) (string, error) {
+	path, err := s.write(b, kind)
 	if err != nil {
 		return "", err
 	}
@@ -211,16 +217,7 @@ func (s *Session) Run(ctx context.Context, b Block) (string, error) {
 // blocks (what the test adds: a poll of status until pending 0). where
 // names it in a failure.
 func (s *Session) Exec(ctx context.Context, where, script string, timeout time.Duration) (string, error) {
-	b := Block{File: where, Text: script, Marker: Marker{Kind: Run}}
-	path, err := s.write(b, "exec")
-	if err != nil {
-		return "", err
-	}
-	out, err := s.exec(ctx, fmt.Sprintf("source %s </dev/null\n", shellQuote(path)), timeout)
-	if err != nil {
-		return out, s.failure(b, path, out, err)
-	}
-	return out, nil
+	return s.source(ctx, Block{File: where, Text: script, Marker: Marker{Kind: Run}}, "exec", timeout)
 }
 
 // Output is a background step's output so far.
