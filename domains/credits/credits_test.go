@@ -85,7 +85,6 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 		retryable bool
 	}{
 		{"provider down", simulator.Fault{Status: 503, Times: 1}, false, true},
-		{"rate limited", simulator.Fault{Status: 429, RetryAfter: 3 * time.Second, Times: 1}, false, true},
 		{"404 is not a state", simulator.Fault{Status: 404, Times: 1}, false, false},
 		{"403 is not a state", simulator.Fault{Status: 403, Times: 1}, true, false},
 	}
@@ -100,10 +99,19 @@ func TestCreditsTrustTheProviderNotTheEvent(t *testing.T) {
 		require.Zero(t, f.count(t, `SELECT count(*) FROM credit_grants`), tt.name)
 		require.Zero(t, f.count(t, `SELECT count(*) FROM outbox`), tt.name)
 	}
+	// A 429 with the provider's Retry-After is a rate limit, not a failure:
+	// the row waits out the Retry-After, no attempt counted, nothing written.
 	f.sim.InjectAPIFault(simulator.Fault{Path: "/v1/invoices/", Status: 429, RetryAfter: 3 * time.Second, Times: 1})
-	d, ok := providers.RetryAfter(f.h.Handle(f.ctx, ev).Err)
-	require.True(t, ok, "the provider's Retry-After reaches the worker")
-	require.Equal(t, 3*time.Second, d)
+	before := f.h.Event(f.ctx, ev).Attempts
+	out := f.h.Handle(f.ctx, ev)
+	require.NoError(t, out.Err, "rate limited")
+	require.Equal(t, hookintype.StatusPending, out.Status)
+	require.Contains(t, out.Note, "rate limited: waiting 3s")
+	require.Equal(t, before, f.h.Event(f.ctx, ev).Attempts, "no attempt counted")
+	var due time.Time
+	require.NoError(t, f.h.DB.QueryRow(f.ctx, `SELECT next_attempt_at FROM webhook_inbox WHERE event_id = $1`, ev.EventID).Scan(&due))
+	require.WithinDuration(t, time.Now().Add(3*time.Second), due, 2*time.Second, "the provider's Retry-After is when it is due again")
+	require.EqualValues(t, 0, f.balance(t))
 
 	f.handleDone(t, ev)
 	require.EqualValues(t, 100, f.balance(t))
