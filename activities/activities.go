@@ -154,6 +154,14 @@ func (a *ResourceActivities) handleEvent(ctx context.Context, in HandleInput) (H
 	if out.NoHandler {
 		return a.noHandler(ctx, in.Key, out)
 	}
+	if out.RateLimitedFor > 0 {
+		// Not a failure and no attempt: the workflow stops its pass and
+		// comes back to this row, still first, once the limit resets.
+		logger(ctx, a.Logger).Info("event rate limited at the provider", "event_key", in.Key.String(), "handler", out.Route,
+			"wait", out.RateLimitedFor.String())
+		return HandleResult{}, temporal.NewApplicationErrorWithOptions(out.Note, ErrRateLimited,
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{out.RateLimitedFor}})
+	}
 	if out.Status == keys.StatusPending {
 		// The handler chose to wait (a credit note before its invoice's
 		// grant): the row holds its next attempt; the workflow moves on.
@@ -162,7 +170,7 @@ func (a *ResourceActivities) handleEvent(ctx context.Context, in HandleInput) (H
 		}
 		logger(ctx, a.Logger).Info("event waits", "event_key", in.Key.String(), "business_key", out.BusinessKey,
 			"handler", out.Route, "note", out.Note)
-		return HandleResult{Status: out.Status, Note: out.Note, RetryAt: out.RetryAt}, nil
+		return HandleResult{Status: out.Status, Note: out.Note}, nil
 	}
 	if out.Status == keys.StatusDone && a.Metrics != nil && !out.ReceivedAt.IsZero() {
 		// After the handler's commit: receipt to effect, whatever the
@@ -354,3 +362,9 @@ func orUnknown(s string) string {
 // attempt against the event's or the outbox row's budget. Its details hold
 // the attempt number that found the database away.
 const ErrDatabaseUnavailable = "DatabaseUnavailable"
+
+// ErrRateLimited is the error type of an attempt whose handler met a
+// provider's spent rate limit. It is not a failure and counts no attempt:
+// the workflow stops its pass (the row stays first: its resource's order
+// holds) and comes back after the wait its details hold.
+const ErrRateLimited = "RateLimited"

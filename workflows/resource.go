@@ -299,7 +299,19 @@ func (r *resource) pass(ctx workflow.Context) error {
 				r.last = fmt.Sprintf("%s: waiting for the database", ev.Key)
 				r.details(ctx)
 				return nil
-			} else if err != nil {
+			}
+			var limited *rateLimitedError
+			if errors.As(err, &limited) {
+				// A provider's spent rate limit: no attempt counted, and
+				// the row stays first (a later row must not pass it).
+				// Come back to it when the limit resets.
+				t := workflow.Now(ctx).Add(limited.wait)
+				r.nextDue = &t
+				r.last = fmt.Sprintf("%s: rate limited at the provider for %s", ev.Key, limited.wait.Round(time.Second))
+				r.details(ctx)
+				return nil
+			}
+			if err != nil {
 				return err
 			}
 			for _, c := range res.Completed {
@@ -424,6 +436,9 @@ func (r *resource) handle(ctx workflow.Context, ev keys.PendingEvent) (activitie
 	if _, away := databaseAway(err); away {
 		return res, errDatabaseAway
 	}
+	if wait, limited := rateLimited(err); limited {
+		return res, &rateLimitedError{wait: wait}
+	}
 	r.dbWaits = 0
 	r.thisRun++
 	r.carry.Handled++
@@ -535,6 +550,28 @@ func (r *resource) sendLocal(ctx workflow.Context, id int64, tp string) error {
 	})
 	var res activities.SendResult
 	return workflow.ExecuteLocalActivity(lctx, onResource.SendOutbox, activities.SendInput{ID: id, Traceparent: tp}).Get(ctx, &res)
+}
+
+// rateLimitedError: handling an event met a provider's spent rate limit
+// (activities.ErrRateLimited); the pass stops and the row is looked at
+// again after wait.
+type rateLimitedError struct{ wait time.Duration }
+
+func (e *rateLimitedError) Error() string { return "rate limited for " + e.wait.String() }
+
+// rateLimited reports whether an activity failed with
+// activities.ErrRateLimited, and the wait its details hold (a minute when
+// they cannot be read).
+func rateLimited(err error) (time.Duration, bool) {
+	var appErr *temporal.ApplicationError
+	if err == nil || !errors.As(err, &appErr) || appErr.Type() != activities.ErrRateLimited {
+		return 0, false
+	}
+	var wait time.Duration
+	if !appErr.HasDetails() || appErr.Details(&wait) != nil || wait <= 0 {
+		wait = time.Minute
+	}
+	return wait, true
 }
 
 // errDatabaseAway: handling an event found the database away; the pass

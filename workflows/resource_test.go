@@ -349,3 +349,42 @@ func TestARowWokenByAnEffectRunsInTheRunThatWokeIt(t *testing.T) {
 	require.Equal(t, 5, out.Handled)
 	f.env.AssertExpectations(t)
 }
+
+// A row whose handler met a provider's spent rate limit stops the pass: no
+// later row of the resource passes it (each resource's order holds), no
+// attempt is counted, and the workflow comes back to it when the limit
+// resets (issue 33; the coalescing soak found a later issues event
+// forwarded before a rate-limited earlier one when the row was deferred).
+func TestARateLimitedRowIsNotPassedAndIsTriedAgainAfterItsWait(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	batch := func(ids ...string) keys.PendingBatch {
+		var b keys.PendingBatch
+		for i, id := range ids {
+			b.Events = append(b.Events, keys.PendingEvent{ID: int64(i + 1),
+				Key: keys.Event{Provider: "github", Account: "7", Environment: "live", EventID: id}})
+		}
+		return b
+	}
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(batch("evt_a", "evt_b"), nil).Times(2)
+	f.env.OnActivity(onResource.LoadPending, mock.Anything, mock.Anything).Return(keys.PendingBatch{}, nil)
+	var at []time.Time
+	limited := false
+	f.env.OnActivity(onResource.HandleEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HandleInput) (activities.HandleResult, error) {
+			f.handled = append(f.handled, in.Key.EventID)
+			at = append(at, f.env.Now())
+			if in.Key.EventID == "evt_a" && !limited {
+				limited = true
+				return activities.HandleResult{}, temporal.NewApplicationErrorWithOptions("rate limited", activities.ErrRateLimited,
+					temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{2 * time.Minute}})
+			}
+			return activities.HandleResult{Status: keys.StatusDone}, nil
+		})
+	f.env.ExecuteWorkflow(ResourceWorkflow, input(keys.Settings{IdleTimeout: time.Hour}))
+	require.NoError(t, f.env.GetWorkflowError())
+	require.Equal(t, []string{"evt_a", "evt_a", "evt_b"}, f.handled, "evt_b never before evt_a")
+	require.GreaterOrEqual(t, at[1].Sub(at[0]), 2*time.Minute, "back when the limit resets")
+	require.Less(t, at[1].Sub(at[0]), 3*time.Minute, "not after idling an hour")
+	require.Empty(t, f.marked, "neither failed nor exhausted")
+}

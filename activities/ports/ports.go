@@ -60,9 +60,10 @@ type Handled struct {
 	// intake deployed ahead of the workers). Nothing ran and the row is
 	// still pending (Status); it must never be ignored.
 	NoHandler bool
-	// RetryAt, on a row left pending: when it is due again (a provider's
-	// rate limit resets then; no attempt was counted).
-	RetryAt *time.Time
+	// RateLimitedFor, on a row left pending and due: a provider's rate
+	// limit is spent for this long (no attempt was counted). The row must
+	// not be passed by a later one of its resource.
+	RateLimitedFor time.Duration
 	// BusinessKey names the business operation, for the logs.
 	BusinessKey string
 	// Outbox rows the effect produced, to be sent after the commit.

@@ -126,23 +126,26 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 // provider's limits reset within the hour (GitHub's every hour).
 const maxRateLimitDefer = time.Hour
 
-// rateLimited leaves an event whose handler met a provider's spent rate
-// limit pending until the limit resets (plus a little jitter, so the rows
-// of many resources do not all ask again in the same second), without
-// counting an attempt: nothing failed, and asking before the reset would
-// only spend the budget again. The row's last error says why it waits.
+// rateLimited reports an event whose handler met a provider's spent rate
+// limit: nothing failed, and asking before the reset would only spend the
+// budget again, so no attempt is counted. The row stays pending and due
+// (a later row of its resource must not pass it: each resource's events
+// keep their order), its last error says why it waits, and RateLimitedFor
+// is the wait (plus a little jitter, so the rows of many resources do not
+// all ask again in the same second): the resource's workflow stops its
+// pass and comes back to this row then.
 func (e *Events) rateLimited(ctx context.Context, ev *inbox.StoredEvent, route string, wait time.Duration, cause error) (ports.Handled, error) {
 	now := time.Now()
 	if e.Now != nil {
 		now = e.Now()
 	}
 	wait = min(max(wait, time.Second), maxRateLimitDefer)
-	next := now.Add(wait + rand.N(min(wait/10, 30*time.Second)+time.Millisecond))
+	wait += rand.N(min(wait/10, 30*time.Second) + time.Millisecond)
 	note := fmt.Sprintf("rate limited: waiting %s for the provider's limit to reset, no attempt counted (%s)", wait.Round(time.Second), cause)
-	if _, err := inbox.DeferInboxEvent(ctx, e.Store.Pool, ev.Key, note, next); err != nil {
+	if _, err := inbox.DeferInboxEvent(ctx, e.Store.Pool, ev.Key, note, now); err != nil {
 		return ports.Handled{Route: route}, portErr(err)
 	}
-	return ports.Handled{Route: route, Status: keys.StatusPending, Note: note, RetryAt: &next,
+	return ports.Handled{Route: route, Status: keys.StatusPending, Note: note, RateLimitedFor: wait,
 		EventType: ev.EventType, ReceivedAt: ev.ReceivedAt}, nil
 }
 
