@@ -122,9 +122,9 @@ func (e *Events) handle(ctx context.Context, k keys.Event) (ports.Handled, error
 	return hd, err
 }
 
-// maxRateLimitDefer caps how long a rate-limited event is left alone: a
+// maxRateLimitWait caps how long a rate-limited event waits: a
 // provider's limits reset within the hour (GitHub's every hour).
-const maxRateLimitDefer = time.Hour
+const maxRateLimitWait = time.Hour
 
 // rateLimited reports an event whose handler met a provider's spent rate
 // limit: nothing failed, and asking before the reset would only spend the
@@ -139,7 +139,7 @@ func (e *Events) rateLimited(ctx context.Context, ev *inbox.StoredEvent, route s
 	if e.Now != nil {
 		now = e.Now()
 	}
-	wait = min(max(wait, time.Second), maxRateLimitDefer)
+	wait = min(max(wait, time.Second), maxRateLimitWait)
 	wait += rand.N(min(wait/10, 30*time.Second) + time.Millisecond)
 	note := fmt.Sprintf("rate limited: waiting %s for the provider's limit to reset, no attempt counted (%s)", wait.Round(time.Second), cause)
 	if _, err := inbox.DeferInboxEvent(ctx, e.Store.Pool, ev.Key, note, now); err != nil {

@@ -537,6 +537,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	convergeElapsed := time.Since(start) - sendElapsed
 
+	applied := h.forward.Applied() // the receiver's one log: the comments' route and the GitHub route
 	rep, err := verify.Check(ctx, h.st.Pool, verify.Input{
 		Runs: []verify.Run{
 			{Label: "versions", Truth: truthV, Sent: verify.SentFrom(reports[0])},
@@ -544,8 +545,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		},
 		BackfillRan: sum.BackfillRan,
 		CheckEmails: true, Emails: h.simV.Emails(),
-		Forwards:     &verify.Forwards{Route: forwardRoute, Applied: h.forward.Applied()},
-		GitHubIssues: h.githubCheck(githubDelivered),
+		Forwards:     &verify.Forwards{Route: forwardRoute, Applied: applied},
+		GitHubIssues: h.githubCheck(githubDelivered, applied),
 		TeamVotes:    h.teamHandler,
 	})
 	if err != nil {
