@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // TemporalOptions describe a Temporal dev server.
@@ -118,6 +122,13 @@ func (t *Temporal) start(ctx context.Context) error {
 		p.kill()
 		return fmt.Errorf("temporal dev server: %w", err)
 	}
+	// An open port is not a served frontend: for a moment the server
+	// answers "Frontend is not healthy yet", which the SDK's dial does not
+	// wait out (a soak's dial failed on it once in CI).
+	if err := waitUntil(ctx, p, 90*time.Second, "serving on "+t.Address, func() bool { return frontendServing(ctx, t.Address) }); err != nil {
+		p.kill()
+		return fmt.Errorf("temporal dev server: %w", err)
+	}
 	t.started = p
 	msg := "temporal: dev server started on " + t.Address
 	if t.UIURL != "" {
@@ -185,3 +196,21 @@ func searchAttributeArgs(attrs map[string]string) []string {
 	}
 	return args
 }
+
+// frontendServing reports whether the frontend at addr says, through the
+// gRPC health service, that it serves the workflow service (what the SDK's
+// dial checks before anything else).
+func frontendServing(ctx context.Context, addr string) bool {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return false
+	}
+	defer func() { _ = conn.Close() }()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	res, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{Service: workflowService})
+	return err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING
+}
+
+// workflowService is the frontend's gRPC service, as its health check names it.
+const workflowService = "temporal.api.workflowservice.v1.WorkflowService"

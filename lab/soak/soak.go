@@ -685,26 +685,11 @@ func (h *harness) startServices(ctx context.Context) error {
 	h.onTeardown(func() { _ = h.temporal.Stop() })
 	cfg := config.Default()
 	cfg.TemporalAddress = h.temporal.Address
-	if h.tc, err = dialTemporal(ctx, cfg, time.Minute); err != nil {
+	if h.tc, err = starter.Dial(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return err
 	}
 	h.onTeardown(h.tc.Close)
 	return nil
-}
-
-// dialTemporal dials until the server answers or within passes: a dev
-// server that just opened its port may still answer "Frontend is not
-// healthy yet" for a moment (seen once in CI), which the SDK's dial does
-// not wait out.
-func dialTemporal(ctx context.Context, cfg config.Config, within time.Duration) (client.Client, error) {
-	deadline := time.Now().Add(within)
-	for {
-		c, err := starter.Dial(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
-			return c, err
-		}
-		sleep(ctx, 250*time.Millisecond)
-	}
 }
 
 // scenario sizes each simulator for about events distinct events in all:

@@ -152,20 +152,12 @@ func TemporalClient(t testing.TB, addr string) client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// A dev server that just opened its port may answer "Frontend is not
-	// healthy yet" for a moment; the SDK's dial does not wait it out.
-	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: quietLogger{}})
-		if err == nil {
-			t.Cleanup(c.Close)
-			return c
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("dial Temporal %s: %v", addr, err)
-		case <-time.After(250 * time.Millisecond):
-		}
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatalf("dial Temporal %s: %v", addr, err)
 	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 // quietLogger drops the SDK's client logs in tests.
