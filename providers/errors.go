@@ -7,20 +7,20 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hookinbox/hookinbox/internal/fault"
+	"github.com/hookinbox/hookinbox/hookintype"
 )
 
 // Sentinels for errors.Is, hookinbox's error kinds (defined once, in
-// internal/fault). Every *Error matches exactly one of them.
+// hookintype). Every *Error matches exactly one of them.
 var (
 	// ErrNotFound: the provider says the resource does not exist (404). It is
 	// not a state: a 404 never means deleted or cancelled.
-	ErrNotFound = fault.ErrNotFound
+	ErrNotFound = hookintype.ErrNotFound
 	// ErrPermanent: asking again will not help (400, 401, 403, other 4xx,
 	// an answer that cannot be read).
-	ErrPermanent = fault.ErrPermanent
+	ErrPermanent = hookintype.ErrPermanent
 	// ErrRetryable: try again later (5xx, 408, 429, timeouts, connection errors).
-	ErrRetryable = fault.ErrRetryable
+	ErrRetryable = hookintype.ErrRetryable
 )
 
 // Error is a failed provider call.
@@ -66,7 +66,7 @@ func (e *Error) Error() string {
 // is a rate limit with a known reset: retryable, a 429 or the provider's
 // rate-limit code (GitHub answers its primary limit with a 403), and a
 // Retry-After or reset time. The worker leaves such an event pending until
-// then without counting an attempt (fault.RateLimited).
+// then without counting an attempt.
 func (e *Error) RateLimitWait() (time.Duration, bool) {
 	limited := e.StatusCode == http.StatusTooManyRequests || e.Code == "rate_limit" || e.Code == "secondary_rate_limit"
 	if !limited || !e.HasRetryAfter || !errors.Is(e.Kind, ErrRetryable) {
@@ -84,16 +84,23 @@ func (e *Error) Unwrap() []error {
 }
 
 // IsNotFound reports a 404.
-func IsNotFound(err error) bool { return fault.IsNotFound(err) }
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // IsRetryable reports an error worth retrying later.
-func IsRetryable(err error) bool { return fault.IsRetryable(err) }
+func IsRetryable(err error) bool { return errors.Is(err, ErrRetryable) }
 
 // IsPermanent reports an error that retrying will not fix.
-func IsPermanent(err error) bool { return fault.IsPermanent(err) }
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
 
-// RetryAfter returns the server's Retry-After, when it sent one.
-func RetryAfter(err error) (time.Duration, bool) { return fault.RetryAfter(err) }
+// RetryAfter returns the server's Retry-After, when it sent one (any error
+// in err's chain with a RetryAfterHint, as the worker reads it).
+func RetryAfter(err error) (time.Duration, bool) {
+	var r interface{ RetryAfterHint() (time.Duration, bool) }
+	if errors.As(err, &r) {
+		return r.RetryAfterHint()
+	}
+	return 0, false
+}
 
 // RetryAfterHint is the server's Retry-After, when it sent one.
 func (e *Error) RetryAfterHint() (time.Duration, bool) { return e.RetryAfter, e.HasRetryAfter }

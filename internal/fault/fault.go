@@ -3,13 +3,17 @@
 // away: the work waits for it without spending its budget). Every layer
 // classifies with these sentinels and errors.Is, so a provider's answer, a
 // store lookup and a handler's verdict mean the same thing everywhere. The
-// public packages (the module root, providers) re-export them. It imports
-// the standard library only.
+// public packages (the module root, providers) re-export them; the three a
+// provider's answer can be are defined in hookintype, so that providers, a
+// public package, needs nothing internal. It imports the standard library
+// and hookintype only.
 package fault
 
 import (
 	"errors"
 	"time"
+
+	"github.com/hookinbox/hookinbox/hookintype"
 )
 
 // The kinds. An error matches at most one of ErrPermanent and ErrRetryable;
@@ -18,12 +22,12 @@ import (
 var (
 	// ErrNotFound: the thing asked about does not exist (a row, an endpoint,
 	// a provider's 404). Never a state: a 404 never means deleted.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = hookintype.ErrNotFound
 	// ErrPermanent: asking again will not help (bad input, a 4xx that will
 	// not change, an answer that cannot be read).
-	ErrPermanent = errors.New("permanent error")
+	ErrPermanent = hookintype.ErrPermanent
 	// ErrRetryable: try again later (5xx, 408, 429, timeouts, connection errors).
-	ErrRetryable = errors.New("retryable error")
+	ErrRetryable = hookintype.ErrRetryable
 	// ErrUnavailable: the database could not be reached; the work waits
 	// for it instead of spending its retry budget.
 	ErrUnavailable = errors.New("database unavailable")
