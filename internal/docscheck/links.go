@@ -85,7 +85,11 @@ func CheckLinks(root, path string) ([]Problem, error) {
 				}
 			}
 			p := func(why string) { problems = append(problems, Problem{Line: i + 1, Text: shorten(line), Why: why}) }
-			st, err := os.Stat(dest)
+			if rel, err := filepath.Rel(root, dest); err != nil || !filepath.IsLocal(rel) {
+				p(fmt.Sprintf("links to %s, outside the tree", target))
+				continue
+			}
+			st, err := os.Stat(dest) //nolint:gosec // G703: dest is inside root, checked above
 			if err != nil {
 				p(fmt.Sprintf("links to %s, which is not in the tree", target))
 				continue
@@ -93,7 +97,7 @@ func CheckLinks(root, path string) ([]Problem, error) {
 			if anchor == "" || st.IsDir() || !strings.HasSuffix(dest, ".md") {
 				continue
 			}
-			other, err := os.ReadFile(dest)
+			other, err := os.ReadFile(dest) //nolint:gosec // G703: dest is inside root, checked above
 			if err != nil {
 				return nil, err
 			}

@@ -36,7 +36,8 @@ func TestEveryRelativeLinkResolves(t *testing.T) {
 }
 
 // TestTheLinkCheckReportsABrokenLink plants a missing file, a missing
-// anchor in another file and one in the same file in a copy, beside links
+// anchor in another file and one in the same file, and a link out of the
+// tree (never opened), in a copy, beside links
 // that hold (a repeated heading's -1, a heading with code and
 // punctuation, a directory, a link in a code span, an https link).
 func TestTheLinkCheckReportsABrokenLink(t *testing.T) {
@@ -48,7 +49,7 @@ func TestTheLinkCheckReportsABrokenLink(t *testing.T) {
 	doc := "# Guide\n## Try it\n" +
 		"Good: [a](other.md#the-inbox-what-why), [b](other.md#steps-1), [c](#try-it), [d](img), [e](https://example.com/x#y).\n" +
 		"Code: `[x](missing.md)`.\n" +
-		"Bad: [f](missing.md), [g](other.md#not-a-heading), [h](#no-such-section).\n"
+		"Bad: [f](missing.md), [g](other.md#not-a-heading), [h](#no-such-section), [i](../../etc/passwd).\n"
 	path := filepath.Join(dir, "docs", "guide.md")
 	require.NoError(t, os.WriteFile(path, []byte(doc), 0o644))
 	problems, err := docscheck.CheckLinks(dir, path)
@@ -61,5 +62,6 @@ func TestTheLinkCheckReportsABrokenLink(t *testing.T) {
 		"links to missing.md, which is not in the tree",
 		"links to #not-a-heading, which is no heading of other.md",
 		"links to #no-such-section, which is no heading of guide.md",
+		"links to ../../etc/passwd, outside the tree",
 	}, got)
 }
