@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -44,6 +45,20 @@ func (l *Latencies) Percentile(p float64) time.Duration {
 	return percentile(l.d, p)
 }
 
+// Mean is the mean duration (0 without any).
+func (l *Latencies) Mean() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range l.d {
+		sum += d
+	}
+	return sum / time.Duration(len(l.d))
+}
+
 // Count is the number of durations recorded.
 func (l *Latencies) Count() int {
 	l.mu.Lock()
@@ -70,6 +85,15 @@ type Rate struct {
 	PerSec  float64 `json:"per_sec"`
 	P50ms   float64 `json:"p50_ms"`
 	P99ms   float64 `json:"p99_ms"`
+	// MeanMs is the mean latency: at one sender, the rate is its inverse.
+	MeanMs float64 `json:"mean_ms,omitempty"`
+	// CPU per operation over the window, in microseconds (from /proc,
+	// 10 ms ticks: read it over a window of seconds): this process's
+	// (senders, and whatever of the target runs in it) and the whole
+	// machine's busy time on every core (PostgreSQL's backends and the
+	// kernel's loopback work included).
+	ProcessCPUus float64 `json:"process_cpu_us_per_op,omitempty"`
+	MachineCPUus float64 `json:"machine_cpu_us_per_op,omitempty"`
 }
 
 // Op is one operation of a closed-loop load; seq is unique in the run.
@@ -85,6 +109,24 @@ func ClosedLoop(ctx context.Context, op Op, seq *atomic.Int64, concurrency int, 
 	start := time.Now().Add(warmup)
 	end := start.Add(duration)
 	var wg sync.WaitGroup
+	// The window's CPU, read at its two ends.
+	var cpuProc, cpuBusy uint64
+	cpuDone := make(chan struct{})
+	go func() {
+		defer close(cpuDone)
+		select {
+		case <-time.After(time.Until(start)):
+		case <-ctx.Done():
+			return
+		}
+		p0, b0 := processCPU(os.Getpid()), busyTicks()
+		select {
+		case <-time.After(time.Until(end)):
+		case <-ctx.Done():
+			return
+		}
+		cpuProc, cpuBusy = processCPU(os.Getpid())-p0, busyTicks()-b0
+	}()
 	for range concurrency {
 		wg.Add(1)
 		go func() {
@@ -111,6 +153,7 @@ func ClosedLoop(ctx context.Context, op Op, seq *atomic.Int64, concurrency int, 
 		}()
 	}
 	wg.Wait()
+	<-cpuDone
 	if ctx.Err() != nil {
 		return Rate{}, ctx.Err()
 	}
@@ -118,6 +161,12 @@ func ClosedLoop(ctx context.Context, op Op, seq *atomic.Int64, concurrency int, 
 	r.PerSec = float64(r.Ops) / r.Seconds
 	r.P50ms = ms(lat.Percentile(50))
 	r.P99ms = ms(lat.Percentile(99))
+	r.MeanMs = ms(lat.Mean())
+	if r.Ops > 0 {
+		tickUs := 1e6 / float64(clockTicks)
+		r.ProcessCPUus = math.Round(float64(cpuProc)*tickUs/float64(r.Ops)*10) / 10
+		r.MachineCPUus = math.Round(float64(cpuBusy)*tickUs/float64(r.Ops)*10) / 10
+	}
 	if r.Ops == 0 && r.Errors > 0 {
 		return r, fmt.Errorf("every operation failed: %v", firstErr.Load())
 	}
@@ -155,6 +204,12 @@ func cpuTotals() (busy, total uint64) {
 		}
 	}
 	return busy, total
+}
+
+// busyTicks is the machine's busy time on every core, in clock ticks.
+func busyTicks() uint64 {
+	busy, _ := cpuTotals()
+	return busy
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.

@@ -6,7 +6,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -78,4 +80,26 @@ func TestOpenFilesCountsThisProcesssDescriptors(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 	require.InDelta(t, before, openFiles(), 3)
+}
+
+// TestClosedLoopChargesTheWindowsCPUToEachOperation: an operation that
+// spins for 2 ms of this process's CPU is charged about that much per
+// operation (process and machine alike: the machine's busy time holds this
+// process's), and its mean latency is read. A window that charged the
+// warm-up, or divided by another count, would be off by far more than the
+// 10 ms ticks' rounding over a 1.5 s window. Not parallel: it measures the
+// whole process.
+func TestClosedLoopChargesTheWindowsCPUToEachOperation(t *testing.T) {
+	spin := func(context.Context, int64) error {
+		for end := time.Now().Add(2 * time.Millisecond); time.Now().Before(end); {
+		}
+		return nil
+	}
+	var seq atomic.Int64
+	r, err := ClosedLoop(context.Background(), spin, &seq, 1, 500*time.Millisecond, 1500*time.Millisecond)
+	require.NoError(t, err)
+	require.Greater(t, r.Ops, 100)
+	require.InDelta(t, 2.0, r.MeanMs, 1.0, "mean latency of a 2 ms spin")
+	require.InDelta(t, 2000, r.ProcessCPUus, 800, "this process's CPU per operation")
+	require.GreaterOrEqual(t, r.MachineCPUus, r.ProcessCPUus*0.8, "the machine's busy time holds this process's")
 }
