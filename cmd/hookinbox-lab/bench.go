@@ -33,12 +33,12 @@ func newBenchCmd() *cobra.Command {
 		duration, warmup, timeout, sweepAfter      time.Duration
 		maxConns                                   int32
 		dbURL, temporalAddr, save, spreadKind      string
-		cpuProfile, heapProfile                    string
+		cpuProfile, heapProfile, allocProfile      string
 		engine                                     string
 		ephemeral, freshTemporal, widePool         bool
 		temporalNice, intakeWriters                int
 		intakeNoTemporal, intakeUnpaced            bool
-		intakeStatement, intakePause               bool
+		intakeStatement, intakePause, intakeFloor  bool
 		intakeSettle, drainFor, receiverLatency    time.Duration
 		holdWorker                                 bool
 		output                                     = cli.OutputFormat("table")
@@ -136,7 +136,8 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 				rep.Intake, err = bench.RunIntake(ctx, env, bench.IntakeSuite{Concurrency: conc, Duration: duration,
 					Warmup: warmup, MaxConns: maxConns, WidePool: widePool, Rounds: rounds, Progress: progress,
 					NoTemporal: intakeNoTemporal, Unpaced: intakeUnpaced && !intakeNoTemporal, Settle: intakeSettle,
-					Writers: intakeWriters, Statement: intakeStatement, PauseTemporal: intakePause})
+					Writers: intakeWriters, Statement: intakeStatement, PauseTemporal: intakePause,
+					Floor: intakeFloor && intakeStatement})
 				if err != nil {
 					return fmt.Errorf("intake suite: %w", err)
 				}
@@ -178,6 +179,11 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 				}
 			}
 			rep.LoadAfter = bench.LoadAverage()
+			if allocProfile != "" {
+				if err := writeAllocProfile(allocProfile); err != nil {
+					return err
+				}
+			}
 			if save != "" {
 				f, err := os.Create(save)
 				if err != nil {
@@ -208,6 +214,7 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.BoolVar(&intakeNoTemporal, "intake-no-temporal", false, "intake: a no-op signaller behind the hand-off instead of a real Temporal dev server")
 	f.BoolVar(&intakeUnpaced, "intake-unpaced", true, "intake: also measure the intake with the unpaced hand-off (HOOKINBOX_HANDOFF_PACING=false)")
 	f.BoolVar(&intakeStatement, "intake-statement", true, "intake: also measure the product's inbox statement alone (inbox.InsertInboxEvent on a pool, no HTTP) between the raw insert and the intake")
+	f.BoolVar(&intakeFloor, "intake-http-floor", true, "intake: also measure the inbox statement behind a bare net/http server with the intake's senders (no gin, verification, normalization, group commit, hand-off or log line): what HTTP itself costs (with --intake-statement)")
 	f.BoolVar(&intakePause, "intake-pause-temporal", false, "intake: stop the Temporal server started here (SIGSTOP) during every window, so that it takes no CPU: the intake's own cost")
 	f.IntVar(&intakeWriters, "intake-writers", 0, "intake: HOOKINBOX_INTAKE_WRITERS of the intake (0: the product default; -1: no group commit)")
 	f.DurationVar(&intakeSettle, "intake-settle", 30*time.Second, "intake: after each intake window, wait up to this long for its hand-off queue to empty")
@@ -235,9 +242,26 @@ on first use, see docs/benchmarks.md). Keep raw output out of the repository, e.
 	f.Var(&output, "output", "output format: table or json")
 	f.StringVar(&save, "save", "", "also write the JSON report to this file (e.g. bench-results/run.json)")
 	f.StringVar(&heapProfile, "heap-profile", "", "e2e and scale: write each run's heap profile, once it has settled after its last effect, to this file (each run overwrites the one before; read it with go tool pprof)")
+	f.StringVar(&allocProfile, "alloc-profile", "", "write the allocation profile of this process (every allocation since it started, sampled as Go does) at the end of the run to this file (go tool pprof -sample_index=alloc_space)")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of this process (intake, worker and senders) for the whole run to this file (read it with go tool pprof)")
 	cmd.AddCommand(newBenchReportCmd())
 	return cmd
+}
+
+// writeAllocProfile writes the allocs profile (all allocations so far).
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = pprof.Lookup("allocs").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--alloc-profile: %w", err)
+	}
+	return nil
 }
 
 // startCPUProfile profiles this process until the returned stop is called.
@@ -303,9 +327,16 @@ func printBench(w io.Writer, rep benchReport) error {
 		if stmt {
 			header = append(header, "INBOX STATEMENT/s", "P50 ms", "P99 ms", "STATEMENT/RAW")
 		}
+		floor := rep.Intake[0].Floor != nil
+		if floor {
+			header = append(header, "HTTP FLOOR/s", "P50 ms", "P99 ms", "FLOOR/STATEMENT")
+		}
 		header = append(header, fmt.Sprintf("INTAKE/s (pool %d)", rep.Intake[0].IntakeMaxConns), "P50 ms", "P99 ms", "INTAKE/RAW")
 		if stmt {
 			header = append(header, "INTAKE/STATEMENT")
+		}
+		if floor {
+			header = append(header, "INTAKE/FLOOR")
 		}
 		if wide {
 			header = append(header, "INTAKE/s (pool = senders)", "P50 ms", "P99 ms", "WIDE/RAW")
@@ -318,6 +349,9 @@ func printBench(w io.Writer, rep benchReport) error {
 		if stmt {
 			rounds = "EVERY ROUND raw | statement | intake | wide /s"
 		}
+		if floor {
+			rounds = "EVERY ROUND raw | statement | floor | intake | wide /s"
+		}
 		header = append(header, rounds, "LOAD")
 		var rows [][]string
 		for _, r := range rep.Intake {
@@ -325,9 +359,15 @@ func printBench(w io.Writer, rep benchReport) error {
 			if stmt && r.Statement != nil {
 				row = append(row, benchF0(r.Statement.PerSec), benchF2(r.Statement.P50ms), benchF2(r.Statement.P99ms), benchF2(r.StatementRatio))
 			}
+			if floor && r.Floor != nil {
+				row = append(row, benchF0(r.Floor.PerSec), benchF2(r.Floor.P50ms), benchF2(r.Floor.P99ms), benchF2(r.FloorOverStatement))
+			}
 			row = append(row, benchF0(r.Intake.PerSec), benchF2(r.Intake.P50ms), benchF2(r.Intake.P99ms), benchF2(r.Ratio))
 			if stmt && r.Statement != nil {
 				row = append(row, benchF2(r.IntakeOverStatement))
+			}
+			if floor && r.Floor != nil {
+				row = append(row, benchF2(r.IntakeOverFloor))
 			}
 			if wide && r.IntakeWide != nil {
 				row = append(row, benchF0(r.IntakeWide.PerSec), benchF2(r.IntakeWide.P50ms), benchF2(r.IntakeWide.P99ms), benchF2(r.WideRatio))
@@ -338,6 +378,9 @@ func printBench(w io.Writer, rep benchReport) error {
 			every := benchJoin(r.RawRounds)
 			if len(r.StatementRounds) > 0 {
 				every += " | " + benchJoin(r.StatementRounds)
+			}
+			if len(r.FloorRounds) > 0 {
+				every += " | " + benchJoin(r.FloorRounds)
 			}
 			every += " | " + benchJoin(r.IntakeRounds)
 			if len(r.WideRounds) > 0 {

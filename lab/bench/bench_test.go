@@ -16,12 +16,16 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hookinbox/hookinbox/lab/bench"
 	"github.com/hookinbox/hookinbox/lab/devenv"
@@ -41,7 +45,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func benchEnv(b *testing.B) *bench.Env {
+func benchEnv(b testing.TB) *bench.Env {
 	b.Helper()
 	if testing.Short() {
 		b.Skip("needs PostgreSQL and Temporal: run without -short")
@@ -104,8 +108,9 @@ func runOps(b *testing.B, op bench.Op, c int) float64 {
 
 // BenchmarkIntake measures, at 1, 16 and 64 concurrent senders, one
 // INSERT…COMMIT of the inbox row (raw), the product's inbox statement alone
-// (statement, inbox.InsertInboxEvent on a pool) and then the real intake
-// over HTTP (intake), each of the last two with its ratio x-raw.
+// (statement, inbox.InsertInboxEvent on a pool), the statement behind a bare
+// net/http server (floor, bench.FloorTarget) and then the real intake over
+// HTTP (intake), each of the last three with its ratio x-raw.
 func BenchmarkIntake(b *testing.B) {
 	e := benchEnv(b)
 	ctx := context.Background()
@@ -143,6 +148,17 @@ func BenchmarkIntake(b *testing.B) {
 			}
 			defer st.Close()
 			rate := runOps(b, st.Insert, c)
+			if rawRate > 0 {
+				b.ReportMetric(rate/rawRate, "x-raw")
+			}
+		})
+		b.Run(fmt.Sprintf("floor/c=%d", c), func(b *testing.B) {
+			f, err := bench.NewFloorTarget(ctx, stmtURL, int32(c), c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			rate := runOps(b, f.Send, c)
 			if rawRate > 0 {
 				b.ReportMetric(rate/rawRate, "x-raw")
 			}
@@ -195,4 +211,39 @@ func BenchmarkEndToEnd(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestTheHTTPFloorCommitsEachDeliveryAndAnswersAsTheIntake: the floor is a
+// fair baseline only if it does the intake's durable work: each signed
+// delivery its senders post is committed, with the bytes sent, before the
+// answer the intake gives ("accepted"); a body it cannot read is refused
+// with nothing stored.
+func TestTheHTTPFloorCommitsEachDeliveryAndAnswersAsTheIntake(t *testing.T) {
+	e := benchEnv(t)
+	ctx := context.Background()
+	url, drop, err := e.Database(ctx, "floor")
+	require.NoError(t, err)
+	defer drop()
+	f, err := bench.NewFloorTarget(ctx, url, 2, 2)
+	require.NoError(t, err)
+	defer f.Close()
+	for i := range int64(20) {
+		require.NoError(t, f.Send(ctx, i))
+	}
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var rows, distinct int
+	var sample []byte
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT body_sha256), max(payload::text)::bytea FROM webhook_inbox`).Scan(&rows, &distinct, &sample))
+	require.Equal(t, 20, rows, "one row per delivery")
+	require.Equal(t, 20, distinct, "each row holds its own delivery's bytes")
+	require.Contains(t, string(sample), `"type":"invoice.paid"`, "the payload is the body sent")
+
+	resp, err := http.Post(f.URL, "application/json", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox`).Scan(&rows))
+	require.Equal(t, 20, rows, "nothing stored for an empty body")
 }

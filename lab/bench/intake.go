@@ -398,6 +398,82 @@ func (s *StatementTarget) Insert(ctx context.Context, seq int64) error {
 // Close closes the pool.
 func (s *StatementTarget) Close() { s.pool.Close() }
 
+// FloorTarget is the least an HTTP intake of this row can cost on this
+// machine: Go's net/http server with the product's listener settings
+// (webhook.NewHTTPServer), whose handler reads the body and commits it
+// with the intake's own statement (inbox.InsertInboxEvent, one connection
+// per sender, as StatementTarget), then answers what the intake answers;
+// the senders are the intake's (the same signed bodies, the same client).
+// No gin, no endpoint lookup, no verification, no normalization, no group
+// commit, no hand-off, no log line, no metrics. Between the statement and
+// the intake, it says how much of the intake's cost is HTTP itself (the
+// round trip over loopback, the client's and the server's goroutines and
+// syscalls) and how much is the intake's own code.
+type FloorTarget struct {
+	*IntakeTarget
+	stmt *StatementTarget
+	seq  atomic.Int64
+	srv  *http.Server
+}
+
+// NewFloorTarget serves the floor on a loopback port, committing to the
+// database at url on a pool of maxConns connections (the caller owns the
+// database).
+func NewFloorTarget(ctx context.Context, url string, maxConns int32, clients int) (*FloorTarget, error) {
+	stmt, err := NewStatementTarget(ctx, url, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		stmt.Close()
+		return nil, err
+	}
+	f := &FloorTarget{stmt: stmt}
+	f.srv = webhook.NewHTTPServer(http.HandlerFunc(f.receive))
+	f.IntakeTarget = &IntakeTarget{URL: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, run: runID(), client: httpClient(clients)}
+	go func() { _ = f.srv.Serve(ln) }()
+	return f, nil
+}
+
+func (f *FloorTarget) receive(w http.ResponseWriter, r *http.Request) {
+	// The intake's senders always declare the length (readBody's fast
+	// path); anything else is refused.
+	if r.ContentLength <= 0 || r.ContentLength > 1<<20 {
+		http.Error(w, "want a body of declared length", http.StatusBadRequest)
+		return
+	}
+	body := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		http.Error(w, "could not read body", http.StatusBadRequest)
+		return
+	}
+	now := time.Now()
+	sum := sha256.Sum256(body)
+	id := f.stmt.run + "_" + strconv.FormatInt(f.seq.Add(1), 10)
+	key := keys.Event{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, EventID: "evt_" + id}
+	res, err := inbox.InsertInboxEvent(r.Context(), f.stmt.pool, &inbox.InboxEvent{
+		Key: key, EndpointSlug: benchSlug, WorkspaceID: benchWorkspace, EventType: "invoice.paid",
+		ResourceKind: "invoice", ResourceID: "in_" + id, OccurredAt: &now,
+		Payload: body, BodySHA256: sum[:], SecretID: 1, Origin: keys.OriginWebhook, Status: keys.StatusPending,
+	})
+	if err != nil || res.Outcome != inbox.Inserted {
+		http.Error(w, fmt.Sprintf("not stored: %v %v", res.Outcome, err), http.StatusServiceUnavailable)
+		return
+	}
+	answer := `{"event":"` + key.String() + `","status":"accepted"}`
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_, _ = io.WriteString(w, answer)
+}
+
+// Close stops the server and closes the pool.
+func (f *FloorTarget) Close() {
+	_ = f.srv.Close()
+	f.client.CloseIdleConnections()
+	f.stmt.Close()
+}
+
 // IntakeSuite configures RunIntake.
 type IntakeSuite struct {
 	Concurrency []int
@@ -433,6 +509,10 @@ type IntakeSuite struct {
 	// timeout, its queue fills and drops, as with Temporal unreachable.
 	// Needs a server started here; ignored with NoTemporal.
 	PauseTemporal bool
+	// Floor also measures FloorTarget (the statement behind a bare
+	// net/http server, the intake's senders) after the statement: what HTTP
+	// itself costs, apart from the intake's own code. Needs Statement.
+	Floor bool
 	// Progress receives a line per measurement.
 	Progress io.Writer
 }
@@ -457,6 +537,12 @@ type IntakeResult struct {
 	Statement           *Rate   `json:"inbox_statement,omitempty"`
 	StatementRatio      float64 `json:"ratio_statement_over_raw,omitempty"`
 	IntakeOverStatement float64 `json:"ratio_intake_over_statement,omitempty"`
+	// Floor is FloorTarget (when measured): the statement behind a bare
+	// net/http server; FloorOverStatement is its ratio to the statement
+	// and IntakeOverFloor the intake's ratio to it.
+	Floor              *Rate   `json:"http_floor,omitempty"`
+	FloorOverStatement float64 `json:"ratio_floor_over_statement,omitempty"`
+	IntakeOverFloor    float64 `json:"ratio_intake_over_floor,omitempty"`
 	// Temporal says the hand-off rang a real Temporal server, and
 	// TemporalPaused that the server was stopped (SIGSTOP) for every
 	// window of this level.
@@ -468,6 +554,7 @@ type IntakeResult struct {
 	// Every round's rates (per second), in the order measured.
 	RawRounds       []float64 `json:"raw_rounds,omitempty"`
 	StatementRounds []float64 `json:"statement_rounds,omitempty"`
+	FloorRounds     []float64 `json:"floor_rounds,omitempty"`
 	IntakeRounds    []float64 `json:"intake_rounds,omitempty"`
 	WideRounds      []float64 `json:"wide_rounds,omitempty"`
 	UnpacedRounds   []float64 `json:"unpaced_rounds,omitempty"`
@@ -547,6 +634,15 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 		defer dropStmt()
 		stmtURL = u
 	}
+	var floorURL string
+	if s.Floor && s.Statement {
+		u, dropFloor, err := env.Database(ctx, "floor")
+		if err != nil {
+			return nil, err
+		}
+		defer dropFloor()
+		floorURL = u
+	}
 	wide := map[int]*IntakeTarget{}
 	if s.WidePool {
 		for _, c := range s.Concurrency {
@@ -587,14 +683,25 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 				return out, err
 			}
 		}
+		var floor *FloorTarget
+		if floorURL != "" {
+			if floor, err = NewFloorTarget(ctx, floorURL, int32(c), c); err != nil {
+				raw.Close()
+				stmt.Close()
+				return out, err
+			}
+		}
 		closeLevel := func() {
 			raw.Close()
 			if stmt != nil {
 				stmt.Close()
 			}
+			if floor != nil {
+				floor.Close()
+			}
 		}
 		res := IntakeResult{Concurrency: c, Load: LoadAverage(), IntakeMaxConns: poolSize, Temporal: !s.NoTemporal, TemporalPaused: pause}
-		var raws, stmts, intakes, wides, unpaceds []Rate
+		var raws, stmts, floors, intakes, wides, unpaceds []Rate
 		sig0 := intake.Signals()
 		var usig0 map[string]float64
 		if unpaced != nil {
@@ -615,6 +722,14 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 				}
 				line("inbox statement", c, r)
 				stmts = append(stmts, r)
+			}
+			if floor != nil {
+				if r, err = ClosedLoop(ctx, floor.Send, &seq, c, s.Warmup, s.Duration); err != nil {
+					closeLevel()
+					return out, fmt.Errorf("HTTP floor at %d: %w", c, err)
+				}
+				line("HTTP floor", c, r)
+				floors = append(floors, r)
 			}
 			if r, err = ClosedLoop(ctx, intake.Send, &seq, c, s.Warmup, s.Duration); err != nil {
 				closeLevel()
@@ -656,6 +771,16 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 			}
 			if m.PerSec > 0 {
 				res.IntakeOverStatement = res.Intake.PerSec / m.PerSec
+			}
+		}
+		if len(floors) > 0 {
+			f := median(floors)
+			res.Floor, res.FloorRounds = &f, rates(floors)
+			if res.Statement != nil && res.Statement.PerSec > 0 {
+				res.FloorOverStatement = f.PerSec / res.Statement.PerSec
+			}
+			if f.PerSec > 0 {
+				res.IntakeOverFloor = res.Intake.PerSec / f.PerSec
 			}
 		}
 		if len(wides) > 0 {

@@ -62,6 +62,7 @@ var Tables = map[string]func(files []string) (string, error){
 	"intake":       intakeTable,
 	"e2e-runs":     e2eRunsTable,
 	"coalesce":     coalesceTable,
+	"intake-floor": intakeFloorTable,
 }
 
 // TableKinds are the names of Tables, sorted.
@@ -377,6 +378,54 @@ func intakeSplitTable(files []string) (string, error) {
 	for _, r := range rows {
 		t.row(strconv.Itoa(r.c), r.name, cell(r.r.Raw), cell(*r.r.Statement), cell(r.r.Intake),
 			num(r.r.StatementRatio, 2), num(r.r.IntakeOverStatement, 2), num(r.r.Ratio, 2))
+	}
+	if len(rows) == 0 {
+		return "", fmt.Errorf("no intake level in %s", strings.Join(files, ", "))
+	}
+	return t.b.String(), nil
+}
+
+// intakeFloorTable: per concurrency level and report, the inbox statement
+// alone, the HTTP floor (the statement behind a bare net/http server) and
+// the intake: each one's rate, mean latency and CPU per event (this
+// process's, and the machine's on every core), then the latency split
+// (the floor's mean over the statement's is HTTP itself, the intake's over
+// the floor's is the intake's own code) and the three ratios.
+func intakeFloorTable(files []string) (string, error) {
+	reps, err := readAll(files)
+	if err != nil {
+		return "", err
+	}
+	names := labels(files)
+	var t table
+	t.header("senders", "report", "inbox statement /s (mean ms; CPU µs/event: process, machine)",
+		"HTTP floor /s (…)", "intake /s (…)", "HTTP itself, ms (floor − statement)",
+		"intake's own code, ms (intake − floor)", "floor ÷ statement", "intake ÷ floor", "intake ÷ statement")
+	cell := func(r Rate) string {
+		return num(r.PerSec, 0) + " (" + num(r.MeanMs, 3) + "; " + num(r.ProcessCPUus, 0) + ", " + num(r.MachineCPUus, 0) + ")"
+	}
+	type row struct {
+		name string
+		r    IntakeResult
+	}
+	var rows []row
+	for i, rep := range reps {
+		for _, r := range rep.Intake {
+			if r.Statement == nil || r.Floor == nil {
+				return "", fmt.Errorf("%s: the intake at %d senders has no inbox statement or HTTP floor (--intake-statement, --intake-http-floor)", files[i], r.Concurrency)
+			}
+			if r.Statement.MeanMs == 0 || r.Floor.MeanMs == 0 || r.Intake.MeanMs == 0 {
+				return "", fmt.Errorf("%s: no mean latency (a report from before mean_ms)", files[i])
+			}
+			rows = append(rows, row{names[i], r})
+		}
+	}
+	slices.SortStableFunc(rows, func(x, y row) int { return x.r.Concurrency - y.r.Concurrency })
+	for _, x := range rows {
+		r := x.r
+		t.row(strconv.Itoa(r.Concurrency), x.name, cell(*r.Statement), cell(*r.Floor), cell(r.Intake),
+			num(r.Floor.MeanMs-r.Statement.MeanMs, 3), num(r.Intake.MeanMs-r.Floor.MeanMs, 3),
+			num(r.FloorOverStatement, 2), num(r.IntakeOverFloor, 2), num(r.IntakeOverStatement, 2))
 	}
 	if len(rows) == 0 {
 		return "", fmt.Errorf("no intake level in %s", strings.Join(files, ", "))

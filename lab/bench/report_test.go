@@ -42,6 +42,7 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 		"intake":       {r("20261201-intake.json")},
 		"e2e-runs":     {r("20261201-bisect-old.json"), r("20261201-bisect-new.json")},
 		"coalesce":     {r("20261203-coalesce-1ms-1.json"), r("20261203-coalesce-50ms.json")},
+		"intake-floor": {r("20261203-intake-floor-1.json"), r("20261203-intake-floor-2.json")},
 	} {
 		out, err := Tables[kind](files)
 		require.NoError(t, err, kind)
@@ -49,10 +50,14 @@ func TestEveryTableKindRendersACommittedReport(t *testing.T) {
 		require.GreaterOrEqual(t, len(lines), 3, "%s: a header, its separator and a row:\n%s", kind, out)
 		require.True(t, strings.HasPrefix(lines[1], "| --- |"), kind)
 	}
-	require.ElementsMatch(t, TableKinds(), []string{"e2e", "scale-pair", "scale", "intake-split", "e2e-ab", "intake-ab", "e2e-sides", "memory", "intake", "e2e-runs", "coalesce"})
+	require.ElementsMatch(t, TableKinds(), []string{"e2e", "scale-pair", "scale", "intake-split", "e2e-ab", "intake-ab", "e2e-sides", "memory", "intake", "e2e-runs", "coalesce", "intake-floor"})
+
+	// A split from before the HTTP floor cannot make the floor's table.
+	_, err := Tables["intake-floor"]([]string{r("20261203-intake-split-after.json")})
+	require.ErrorContains(t, err, "no inbox statement or HTTP floor")
 
 	// An intake report has no end-to-end runs; a pair table wants pairs.
-	_, err := Tables["e2e"]([]string{r("20261201-intake.json")})
+	_, err = Tables["e2e"]([]string{r("20261201-intake.json")})
 	require.ErrorContains(t, err, "compares two designs")
 	_, err = Tables["e2e-ab"]([]string{r("20261202-redesign-ab-old-1.json")})
 	require.ErrorContains(t, err, "in pairs")
