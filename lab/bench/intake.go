@@ -707,54 +707,43 @@ func RunIntake(ctx context.Context, env *Env, s IntakeSuite) ([]IntakeResult, er
 		if unpaced != nil {
 			usig0 = unpaced.Signals()
 		}
+		// measure times one window of op, named what in the progress line
+		// and in an error, into its rounds.
+		measure := func(what string, op Op, into *[]Rate) error {
+			r, err := ClosedLoop(ctx, op, &seq, c, s.Warmup, s.Duration)
+			if err != nil {
+				return fmt.Errorf("%s at %d: %w", what, c, err)
+			}
+			line(what, c, r)
+			*into = append(*into, r)
+			return nil
+		}
 		for range max(1, s.Rounds) {
-			r, err := ClosedLoop(ctx, raw.Insert, &seq, c, s.Warmup, s.Duration)
+			err := measure("raw insert", raw.Insert, &raws)
+			if err == nil && stmt != nil {
+				err = measure("inbox statement", stmt.Insert, &stmts)
+			}
+			if err == nil && floor != nil {
+				err = measure("HTTP floor", floor.Send, &floors)
+			}
+			if err == nil {
+				if err = measure(fmt.Sprintf("intake (pool %d)", poolSize), intake.Send, &intakes); err == nil {
+					settle(intake)
+				}
+			}
+			if t := wide[c]; err == nil && t != nil {
+				if err = measure(fmt.Sprintf("intake (pool %d)", c), t.Send, &wides); err == nil {
+					settle(t)
+				}
+			}
+			if err == nil && unpaced != nil {
+				if err = measure("intake (unpaced)", unpaced.Send, &unpaceds); err == nil {
+					settle(unpaced)
+				}
+			}
 			if err != nil {
 				closeLevel()
-				return out, fmt.Errorf("raw insert at %d: %w", c, err)
-			}
-			line("raw insert", c, r)
-			raws = append(raws, r)
-			if stmt != nil {
-				if r, err = ClosedLoop(ctx, stmt.Insert, &seq, c, s.Warmup, s.Duration); err != nil {
-					closeLevel()
-					return out, fmt.Errorf("inbox statement at %d: %w", c, err)
-				}
-				line("inbox statement", c, r)
-				stmts = append(stmts, r)
-			}
-			if floor != nil {
-				if r, err = ClosedLoop(ctx, floor.Send, &seq, c, s.Warmup, s.Duration); err != nil {
-					closeLevel()
-					return out, fmt.Errorf("HTTP floor at %d: %w", c, err)
-				}
-				line("HTTP floor", c, r)
-				floors = append(floors, r)
-			}
-			if r, err = ClosedLoop(ctx, intake.Send, &seq, c, s.Warmup, s.Duration); err != nil {
-				closeLevel()
-				return out, fmt.Errorf("intake at %d: %w", c, err)
-			}
-			line(fmt.Sprintf("intake (pool %d)", poolSize), c, r)
-			intakes = append(intakes, r)
-			settle(intake)
-			if t := wide[c]; t != nil {
-				if r, err = ClosedLoop(ctx, t.Send, &seq, c, s.Warmup, s.Duration); err != nil {
-					closeLevel()
-					return out, fmt.Errorf("intake (pool %d) at %d: %w", c, c, err)
-				}
-				line(fmt.Sprintf("intake (pool %d)", c), c, r)
-				wides = append(wides, r)
-				settle(t)
-			}
-			if unpaced != nil {
-				if r, err = ClosedLoop(ctx, unpaced.Send, &seq, c, s.Warmup, s.Duration); err != nil {
-					closeLevel()
-					return out, fmt.Errorf("intake (unpaced) at %d: %w", c, err)
-				}
-				line("intake (unpaced)", c, r)
-				unpaceds = append(unpaceds, r)
-				settle(unpaced)
+				return out, err
 			}
 		}
 		closeLevel()
