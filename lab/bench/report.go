@@ -351,38 +351,58 @@ func labels(files []string) []string {
 // intake, per concurrency level and report (named as labels does), with
 // the three ratios.
 func intakeSplitTable(files []string) (string, error) {
-	reps, err := readAll(files)
+	levels, err := intakeLevels(files, func(r IntakeResult) string {
+		if r.Statement == nil {
+			return "no inbox statement (--intake-statement)"
+		}
+		return ""
+	})
 	if err != nil {
 		return "", err
 	}
-	names := labels(files)
 	var t table
 	t.header("senders", "report", "raw insert /s (p50 ms)", "inbox statement /s (p50 ms)", "intake /s (p50 ms)",
 		"statement ÷ raw", "intake ÷ statement", "intake ÷ raw")
-	type row struct {
-		c    int
-		name string
-		r    IntakeResult
-	}
-	var rows []row
-	for i, rep := range reps {
-		for _, r := range rep.Intake {
-			if r.Statement == nil {
-				return "", fmt.Errorf("%s: the intake at %d senders has no inbox statement (--intake-statement)", files[i], r.Concurrency)
-			}
-			rows = append(rows, row{r.Concurrency, names[i], r})
-		}
-	}
-	slices.SortStableFunc(rows, func(x, y row) int { return x.c - y.c })
 	cell := func(r Rate) string { return num(r.PerSec, 0) + " (" + num(r.P50ms, 2) + ")" }
-	for _, r := range rows {
-		t.row(strconv.Itoa(r.c), r.name, cell(r.r.Raw), cell(*r.r.Statement), cell(r.r.Intake),
-			num(r.r.StatementRatio, 2), num(r.r.IntakeOverStatement, 2), num(r.r.Ratio, 2))
-	}
-	if len(rows) == 0 {
-		return "", fmt.Errorf("no intake level in %s", strings.Join(files, ", "))
+	for _, l := range levels {
+		r := l.r
+		t.row(strconv.Itoa(r.Concurrency), l.name, cell(r.Raw), cell(*r.Statement), cell(r.Intake),
+			num(r.StatementRatio, 2), num(r.IntakeOverStatement, 2), num(r.Ratio, 2))
 	}
 	return t.b.String(), nil
+}
+
+// intakeLevel is one concurrency level of a report, with the report's
+// name (labels).
+type intakeLevel struct {
+	name string
+	r    IntakeResult
+}
+
+// intakeLevels reads every intake level of files, by concurrency (the
+// reports' order within one). A level for which lacks gives a reason (""
+// when it has what the table needs) is refused, and so are reports with no
+// level at all.
+func intakeLevels(files []string, lacks func(IntakeResult) string) ([]intakeLevel, error) {
+	reps, err := readAll(files)
+	if err != nil {
+		return nil, err
+	}
+	names := labels(files)
+	var out []intakeLevel
+	for i, rep := range reps {
+		for _, r := range rep.Intake {
+			if why := lacks(r); why != "" {
+				return nil, fmt.Errorf("%s: the intake at %d senders has %s", files[i], r.Concurrency, why)
+			}
+			out = append(out, intakeLevel{names[i], r})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no intake level in %s", strings.Join(files, ", "))
+	}
+	slices.SortStableFunc(out, func(x, y intakeLevel) int { return x.r.Concurrency - y.r.Concurrency })
+	return out, nil
 }
 
 // intakeFloorTable: per concurrency level and report, the inbox statement
@@ -392,11 +412,18 @@ func intakeSplitTable(files []string) (string, error) {
 // (the floor's mean over the statement's is HTTP itself, the intake's over
 // the floor's is the intake's own code) and the three ratios.
 func intakeFloorTable(files []string) (string, error) {
-	reps, err := readAll(files)
+	levels, err := intakeLevels(files, func(r IntakeResult) string {
+		switch {
+		case r.Statement == nil || r.Floor == nil:
+			return "no inbox statement or HTTP floor (--intake-statement, --intake-http-floor)"
+		case r.Statement.MeanMs == 0 || r.Floor.MeanMs == 0 || r.Intake.MeanMs == 0:
+			return "no mean latency (a report from before mean_ms)"
+		}
+		return ""
+	})
 	if err != nil {
 		return "", err
 	}
-	names := labels(files)
 	var t table
 	t.header("senders", "report", "inbox statement /s (mean ms; CPU µs/event: process, machine)",
 		"HTTP floor /s (…)", "intake /s (…)", "HTTP itself, ms (floor − statement)",
@@ -404,31 +431,11 @@ func intakeFloorTable(files []string) (string, error) {
 	cell := func(r Rate) string {
 		return num(r.PerSec, 0) + " (" + num(r.MeanMs, 3) + "; " + num(r.ProcessCPUus, 0) + ", " + num(r.MachineCPUus, 0) + ")"
 	}
-	type row struct {
-		name string
-		r    IntakeResult
-	}
-	var rows []row
-	for i, rep := range reps {
-		for _, r := range rep.Intake {
-			if r.Statement == nil || r.Floor == nil {
-				return "", fmt.Errorf("%s: the intake at %d senders has no inbox statement or HTTP floor (--intake-statement, --intake-http-floor)", files[i], r.Concurrency)
-			}
-			if r.Statement.MeanMs == 0 || r.Floor.MeanMs == 0 || r.Intake.MeanMs == 0 {
-				return "", fmt.Errorf("%s: no mean latency (a report from before mean_ms)", files[i])
-			}
-			rows = append(rows, row{names[i], r})
-		}
-	}
-	slices.SortStableFunc(rows, func(x, y row) int { return x.r.Concurrency - y.r.Concurrency })
-	for _, x := range rows {
-		r := x.r
-		t.row(strconv.Itoa(r.Concurrency), x.name, cell(*r.Statement), cell(*r.Floor), cell(r.Intake),
+	for _, l := range levels {
+		r := l.r
+		t.row(strconv.Itoa(r.Concurrency), l.name, cell(*r.Statement), cell(*r.Floor), cell(r.Intake),
 			num(r.Floor.MeanMs-r.Statement.MeanMs, 3), num(r.Intake.MeanMs-r.Floor.MeanMs, 3),
 			num(r.FloorOverStatement, 2), num(r.IntakeOverFloor, 2), num(r.IntakeOverStatement, 2))
-	}
-	if len(rows) == 0 {
-		return "", fmt.Errorf("no intake level in %s", strings.Join(files, ", "))
 	}
 	return t.b.String(), nil
 }
