@@ -114,9 +114,7 @@ func (s *nopSignaler) Ring(context.Context, keys.Resource, string, string) error
 // on a fresh database, and a client posting Stripe-signed deliveries to it
 // over loopback HTTP.
 type IntakeTarget struct {
-	URL     string
-	run     string
-	client  *http.Client
+	sender
 	store   *store.Store
 	handoff *starter.Handoff
 	bell    *pausable
@@ -202,8 +200,7 @@ func NewIntakeTarget(ctx context.Context, env *Env, o IntakeOptions) (*IntakeTar
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	t := &IntakeTarget{URL: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, run: runID(),
-		client: httpClient(o.Clients), store: st, handoff: h, bell: pb, settleGrace: time.Second, metrics: m, cancel: cancel, done: make(chan struct{}),
+	t := &IntakeTarget{sender: newSender(ln.Addr().String(), o.Clients), store: st, handoff: h, bell: pb, settleGrace: time.Second, metrics: m, cancel: cancel, done: make(chan struct{}),
 		drop: func() { closeClient(); drop() }}
 	go func() {
 		defer close(t.done)
@@ -250,9 +247,21 @@ func httpClient(conns int) *http.Client {
 		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}}
 }
 
+// sender is the intake's senders: a keep-alive client posting to the
+// benchmark endpoint's URL on a server at one address.
+type sender struct {
+	URL    string
+	run    string
+	client *http.Client
+}
+
+func newSender(addr string, clients int) sender {
+	return sender{URL: "http://" + addr + "/webhooks/" + benchSlug, run: runID(), client: httpClient(clients)}
+}
+
 // Send posts one distinct, freshly signed invoice.paid event and requires
 // its acknowledgement (200 accepted).
-func (t *IntakeTarget) Send(ctx context.Context, seq int64) error {
+func (t sender) Send(ctx context.Context, seq int64) error {
 	now := time.Now()
 	body := invoiceBody(t.run, seq, now)
 	return post(ctx, t.client, t.URL, body, simulator.SignStripe(body, now, benchSecret))
@@ -380,19 +389,24 @@ func NewStatementTarget(ctx context.Context, url string, maxConns int32) (*State
 // was inserted.
 func (s *StatementTarget) Insert(ctx context.Context, seq int64) error {
 	now := time.Now()
-	body := invoiceBody(s.run, seq, now)
-	sum := sha256.Sum256(body)
-	id := s.run + "_" + strconv.FormatInt(seq, 10)
-	res, err := inbox.InsertInboxEvent(ctx, s.pool, &inbox.InboxEvent{
-		Key:          keys.Event{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, EventID: "evt_" + id},
-		EndpointSlug: benchSlug, WorkspaceID: benchWorkspace, EventType: "invoice.paid",
-		ResourceKind: "invoice", ResourceID: "in_" + id, OccurredAt: &now,
-		Payload: body, BodySHA256: sum[:], SecretID: 1, Origin: keys.OriginWebhook, Status: keys.StatusPending,
-	})
+	res, err := inbox.InsertInboxEvent(ctx, s.pool, s.event(seq, invoiceBody(s.run, seq, now), now))
 	if err == nil && res.Outcome != inbox.Inserted {
 		err = fmt.Errorf("inbox statement: %s, want inserted", res.Outcome)
 	}
 	return err
+}
+
+// event is the inbox row the intake derives from body, the seq-th
+// invoice.paid event of this target's run.
+func (s *StatementTarget) event(seq int64, body []byte, at time.Time) *inbox.InboxEvent {
+	sum := sha256.Sum256(body)
+	id := s.run + "_" + strconv.FormatInt(seq, 10)
+	return &inbox.InboxEvent{
+		Key:          keys.Event{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, EventID: "evt_" + id},
+		EndpointSlug: benchSlug, WorkspaceID: benchWorkspace, EventType: "invoice.paid",
+		ResourceKind: "invoice", ResourceID: "in_" + id, OccurredAt: &at,
+		Payload: body, BodySHA256: sum[:], SecretID: 1, Origin: keys.OriginWebhook, Status: keys.StatusPending,
+	}
 }
 
 // Close closes the pool.
@@ -410,7 +424,7 @@ func (s *StatementTarget) Close() { s.pool.Close() }
 // round trip over loopback, the client's and the server's goroutines and
 // syscalls) and how much is the intake's own code.
 type FloorTarget struct {
-	*IntakeTarget
+	sender
 	stmt *StatementTarget
 	seq  atomic.Int64
 	srv  *http.Server
@@ -431,7 +445,7 @@ func NewFloorTarget(ctx context.Context, url string, maxConns int32, clients int
 	}
 	f := &FloorTarget{stmt: stmt}
 	f.srv = webhook.NewHTTPServer(http.HandlerFunc(f.receive))
-	f.IntakeTarget = &IntakeTarget{URL: "http://" + ln.Addr().String() + "/webhooks/" + benchSlug, run: runID(), client: httpClient(clients)}
+	f.sender = newSender(ln.Addr().String(), clients)
 	go func() { _ = f.srv.Serve(ln) }()
 	return f, nil
 }
@@ -448,20 +462,13 @@ func (f *FloorTarget) receive(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "could not read body", http.StatusBadRequest)
 		return
 	}
-	now := time.Now()
-	sum := sha256.Sum256(body)
-	id := f.stmt.run + "_" + strconv.FormatInt(f.seq.Add(1), 10)
-	key := keys.Event{Provider: keys.ProviderStripe, Account: benchAccount, Environment: keys.EnvTest, EventID: "evt_" + id}
-	res, err := inbox.InsertInboxEvent(r.Context(), f.stmt.pool, &inbox.InboxEvent{
-		Key: key, EndpointSlug: benchSlug, WorkspaceID: benchWorkspace, EventType: "invoice.paid",
-		ResourceKind: "invoice", ResourceID: "in_" + id, OccurredAt: &now,
-		Payload: body, BodySHA256: sum[:], SecretID: 1, Origin: keys.OriginWebhook, Status: keys.StatusPending,
-	})
+	ev := f.stmt.event(f.seq.Add(1), body, time.Now())
+	res, err := inbox.InsertInboxEvent(r.Context(), f.stmt.pool, ev)
 	if err != nil || res.Outcome != inbox.Inserted {
 		http.Error(w, fmt.Sprintf("not stored: %v %v", res.Outcome, err), http.StatusServiceUnavailable)
 		return
 	}
-	answer := `{"event":"` + key.String() + `","status":"accepted"}`
+	answer := `{"event":"` + ev.Key.String() + `","status":"accepted"}`
 	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	_, _ = io.WriteString(w, answer)
